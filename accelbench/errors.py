@@ -1,0 +1,40 @@
+"""The exception hierarchy of accelbench, drawn in one place.
+
+    AccelbenchError            root: anything accelbench raises on purpose
+    ├── UserError              bad input (unknown name, unwritable store, corrupt file):
+    │                          the CLI prints one line and exits with code 2
+    └── CellError              a cell could not be measured; carries the result status
+        ├── Unavailable        the stack or its dependency is missing here ("unavailable")
+        └── Unsupported        the stack cannot run this model ("unsupported")
+
+A crash, timeout or out-of-memory of a cell is never an exception in the parent: the runner observes
+the child process and records the status directly.
+"""
+
+from __future__ import annotations
+
+
+class AccelbenchError(Exception):
+    """Root of every error accelbench raises on purpose."""
+
+
+class UserError(AccelbenchError):
+    """Bad input from the user: reported as one line, exit code 2, nothing stored is touched."""
+
+
+class CellError(AccelbenchError):
+    """A cell that cannot be measured; ``status`` is the result status it maps to."""
+
+    status = "crashed"
+
+
+class Unavailable(CellError):
+    """The stack (or a library it needs) is not available on this machine."""
+
+    status = "unavailable"
+
+
+class Unsupported(CellError):
+    """The stack is available but cannot execute this model (op or shape not supported)."""
+
+    status = "unsupported"

@@ -1,0 +1,158 @@
+"""Result records: the immutable outcome of one cell, and its stored (JSON) form.
+
+Schema history (bump ``SCHEMA_VERSION`` and add a line for every change of the stored document):
+    1  first format: cell, status, latency, throughput, LoadGen verdict, quality, precision,
+       compile time, memory, noise probe, machine, versions, settings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+STATUSES = ("ok", "quality_failed", "unsupported", "unavailable", "crashed", "timeout", "oom")
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One (workload, variant, stack, device, scenario) to measure, at a workload size."""
+
+    workload: str
+    stack: str
+    scenario: str
+    device: str = "cpu"
+    size: str = "standard"
+    variant: str = "canonical"
+
+    @property
+    def key(self) -> str:
+        """Stable identity of the cell inside a run."""
+        return "/".join((self.workload, self.size, self.variant, self.stack, self.device, self.scenario))
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """Per-query latency statistics in seconds; CI is a bootstrap interval of the median."""
+
+    p50_s: float
+    p90_s: float
+    p99_s: float
+    mean_s: float
+    min_s: float
+    median_ci_s: tuple[float, float]
+    samples: int
+
+
+@dataclass(frozen=True, slots=True)
+class LoadgenVerdict:
+    """What MLPerf LoadGen said about the run (parsed from its summary log)."""
+
+    scenario: str
+    valid: bool
+    invalid_reasons: tuple[str, ...]
+    qps: float
+    """Scenario metric: queries (single-stream) or samples (offline) per second, as LoadGen reports."""
+    queries: int
+    rules: str
+    official: bool
+    log_dir: str
+    """Where the raw LoadGen logs were kept, relative to the run folder."""
+
+
+@dataclass(frozen=True, slots=True)
+class Quality:
+    """The quality gate: outputs sampled during the timed run vs the fp32 reference."""
+
+    metric: str
+    value: float
+    threshold: float
+    passed: bool
+    samples_checked: int
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class NoiseProbe:
+    """A fixed reference probe timed before and after the measurement, and the load average."""
+
+    before_s: float
+    after_s: float
+    drift: float
+    loadavg_before: float
+    loadavg_after: float
+    unstable: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """The immutable record of one cell."""
+
+    run_id: str
+    cell: Cell
+    status: str
+    reason: str = ""
+    latency: Latency | None = None
+    loadgen: LoadgenVerdict | None = None
+    trial_p50_s: tuple[float, ...] = ()
+    quality: Quality | None = None
+    sanity: Quality | None = None
+    effective_precision: str = ""
+    compile_s: float | None = None
+    peak_rss_bytes: int | None = None
+    noise: NoiseProbe | None = None
+    warnings: tuple[str, ...] = ()
+    versions: Mapping[str, str] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    machine_fingerprint: str = ""
+    started_at: str = ""
+    wall_s: float = 0.0
+    stderr_tail: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown result status {self.status!r}")
+
+    @property
+    def qps(self) -> float | None:
+        """LoadGen's scenario throughput, when the cell was measured."""
+        return self.loadgen.qps if self.loadgen else None
+
+
+def to_dict(result: Result) -> dict[str, Any]:
+    """The stored JSON document of a result."""
+    doc = dataclasses.asdict(result)
+    doc["versions"] = dict(result.versions)
+    doc["settings"] = dict(result.settings)
+    return doc
+
+
+def from_dict(doc: Mapping[str, Any]) -> Result:
+    """Rebuild a result from its stored document; raises ValueError on an unknown schema."""
+    version = doc.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ValueError(f"result schema_version {version!r} is not {SCHEMA_VERSION}")
+    data = dict(doc)
+    data["cell"] = Cell(**data["cell"])
+    data["latency"] = _optional(Latency, data.get("latency"))
+    data["loadgen"] = _optional(LoadgenVerdict, data.get("loadgen"))
+    data["quality"] = _optional(Quality, data.get("quality"))
+    data["sanity"] = _optional(Quality, data.get("sanity"))
+    data["noise"] = _optional(NoiseProbe, data.get("noise"))
+    data["trial_p50_s"] = tuple(data.get("trial_p50_s", ()))
+    data["warnings"] = tuple(data.get("warnings", ()))
+    return Result(**data)
+
+
+def _optional(kind: type, value: Mapping[str, Any] | None) -> Any:
+    if value is None:
+        return None
+    fields = dict(value)
+    for name, current in fields.items():
+        if isinstance(current, list):
+            fields[name] = tuple(current)
+    return kind(**fields)

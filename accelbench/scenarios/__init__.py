@@ -1,0 +1,1 @@
+"""Scenarios: the load patterns a cell is measured under (MLPerf LoadGen)."""

@@ -1,0 +1,1 @@
+"""Workloads: model families defined once in PyTorch (one module each)."""
