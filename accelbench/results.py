@@ -84,6 +84,8 @@ class NoiseProbe:
     drift: float
     loadavg_before: float
     loadavg_after: float
+    other_load_cores: float
+    """CPU time used by other processes during the measurement, per second of wall time."""
     unstable: bool
 
 

@@ -60,8 +60,6 @@ class Workload(ABC):
         """Human-readable facts about the model at ``size`` (shape, layers, weights origin)."""
         return {}
 
-    def sanity_check(
-        self, size: str, infer: Callable[[Inputs], np.ndarray]
-    ) -> SanityVerdict | None:
+    def sanity_check(self, size: str, infer: Callable[[Inputs], np.ndarray]) -> SanityVerdict | None:
         """A semantic check a real model must pass through ``infer``; None if the workload has none."""
         return None

@@ -1,0 +1,55 @@
+"""The contract between the runner (parent) and a cell process (child).
+
+The parent writes a ``CellSpec`` as JSON, starts ``python -m accelbench.cell SPEC``, and reads back the
+child's outcome document from ``result_path``. References (``module:Class``) are resolved by the parent,
+so the child imports exactly what was planned, plugins and planted test stacks included.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from accelbench.results import Cell
+
+
+@dataclass(frozen=True, slots=True)
+class CellSpec:
+    """Everything a cell process needs to measure one cell."""
+
+    run_id: str
+    cell: Cell
+    workload_ref: str
+    stack_ref: str
+    rules: str
+    threads: int
+    seed: int
+    samples: int
+    cell_dir: str
+    """Private folder of this cell (LoadGen logs, stderr); relative paths are stored against run_dir."""
+    run_dir: str
+    cache_dir: str
+    result_path: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able form."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CellSpec:
+        """Inverse of ``to_dict``."""
+        fields = dict(data)
+        fields["cell"] = Cell(**fields["cell"])
+        return cls(**fields)
+
+
+def write_json_atomic(path: Path, document: Any) -> None:
+    """Write ``document`` as JSON to ``path`` via a temporary file and an atomic rename."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(document, indent=1, sort_keys=True))
+    os.replace(tmp, path)

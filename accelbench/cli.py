@@ -1,0 +1,252 @@
+"""The ``accelbench`` command line (typer + rich): run, list, show, export, hw.
+
+Bad input raises ``UserError`` anywhere below; ``main`` turns it into one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from accelbench import registry, runner
+from accelbench.config import RunConfig, load_toml, suite, with_overrides
+from accelbench.errors import UserError
+from accelbench.hardware.detect import Machine, detect_machine, machine_to_dict
+from accelbench.report import terminal
+from accelbench.results import Result, to_dict
+from accelbench.scenarios.rules import RULES, SCENARIOS
+from accelbench.store import Store, open_store
+from accelbench.store.export import export_results
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="accelbench: a fair, open, hard-to-game benchmark for AI acceleration.",
+)
+console = Console()
+err_console = Console(stderr=True)
+
+StoreOption = Annotated[
+    Path | None,
+    typer.Option("--store", help="Results folder (env ACCELBENCH_STORE; default ./accelbench-results)"),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+
+def _store(path: Path | None) -> Store:
+    chosen = path or Path(os.environ.get("ACCELBENCH_STORE", "accelbench-results"))
+    return open_store(chosen)
+
+
+def _names(text: str | None) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not names:
+        raise UserError("an empty list was given")
+    return names
+
+
+@app.command()
+def run(
+    suite_name: Annotated[str, typer.Option("--suite", help="default | quick | tiny")] = "default",
+    workloads: Annotated[str | None, typer.Option(help="Comma-separated workload names.")] = None,
+    stacks: Annotated[str | None, typer.Option(help="Comma-separated stack names.")] = None,
+    scenarios: Annotated[str | None, typer.Option(help="single-stream,offline,multi-stream,server")] = None,
+    rules: Annotated[str | None, typer.Option(help="quick | standard | official")] = None,
+    size: Annotated[str | None, typer.Option(help="tiny | standard")] = None,
+    devices: Annotated[str | None, typer.Option(help="Comma-separated devices: cpu, cuda:0, ...")] = None,
+    threads: Annotated[int | None, typer.Option(help="Threads per stack (default: usable CPUs).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed of weights and inputs.")] = None,
+    timeout_s: Annotated[float | None, typer.Option("--timeout-s", help="Wall-clock limit per cell.")] = None,
+    config_file: Annotated[
+        Path | None, typer.Option("--config", help="TOML file with a [run] table.")
+    ] = None,
+    resume: Annotated[str | None, typer.Option(help="Finish an interrupted run.")] = None,
+    store_path: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Benchmark the suite on every available stack and print the results."""
+    overrides: dict[str, Any] = {
+        "workloads": _names(workloads),
+        "stacks": _names(stacks),
+        "scenarios": _names(scenarios),
+        "devices": _names(devices),
+        "rules": rules,
+        "size": size,
+        "threads": threads,
+        "seed": seed,
+        "timeout_s": timeout_s,
+    }
+    if config_file:
+        overrides = {**load_toml(config_file), **{k: v for k, v in overrides.items() if v is not None}}
+    machine = detect_machine()
+    with _store(store_path) as store:
+        if resume:
+            config = runner.resume_config(store, resume, machine)
+            run_id = resume
+        else:
+            config = with_overrides(suite(suite_name), overrides)
+            runner.plan(config)  # validate names before anything is stored
+            run_id = runner.start_run(store, config, machine)
+        results = _execute_with_progress(store, run_id, config, machine, quiet=as_json)
+        _print_results(store.results(run_id), run_id, as_json, store.run_dir(run_id))
+    if not results and not resume:
+        raise UserError("the run planned no cells")
+
+
+def _execute_with_progress(
+    store: Store, run_id: str, config: RunConfig, machine: Machine, quiet: bool
+) -> list[Result]:
+    total = runner.pending_count(store, run_id, config)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, disable=quiet, transient=False) as progress:
+        task = progress.add_task(f"run {run_id}", total=total)
+
+        def advance(result: Result) -> None:
+            progress.update(task, advance=1, description=f"{result.cell.key}: {result.status}")
+
+        try:
+            return runner.execute(store, run_id, config, machine, on_result=advance)
+        except KeyboardInterrupt:
+            store.set_run_status(run_id, "interrupted")
+            err_console.print(f"interrupted; finish with: accelbench run --resume {run_id}")
+            raise typer.Exit(130) from None
+
+
+def _print_results(results: list[Result], run_id: str, as_json: bool, run_dir: Path) -> None:
+    if as_json:
+        terminal.print_json({"run_id": run_id, "results": [to_dict(r) for r in results]})
+        return
+    console.print(terminal.results_table(results, f"accelbench run {run_id}"))
+    failures = terminal.failures_table(results)
+    if failures is not None:
+        console.print(failures)
+    for line in terminal.warnings_lines(results):
+        console.print(f"[yellow]warning[/] {line}")
+    console.print(f"run folder (LoadGen logs, caches): {run_dir}")
+
+
+@app.command("list")
+def list_entries(
+    kind: Annotated[str, typer.Argument(help="workloads | stacks | scenarios")],
+    as_json: JsonOption = False,
+) -> None:
+    """List workloads, stacks or scenarios, with availability and the reason when unavailable."""
+    builders = {"workloads": _workload_rows, "stacks": _stack_rows, "scenarios": _scenario_rows}
+    if kind not in builders:
+        raise UserError(f"unknown list {kind}; use one of: {', '.join(builders)}")
+    rows = builders[kind]()
+    if as_json:
+        terminal.print_json(rows)
+    else:
+        console.print(terminal.availability_table(kind, rows))
+
+
+def _workload_rows() -> list[dict[str, Any]]:
+    rows = []
+    for name, reference in registry.table("workload").items():
+        workload = registry.instantiate(reference)
+        rows.append(
+            {
+                "name": name,
+                "task": workload.task,
+                "quality_metric": workload.quality_metric,
+                "sizes": ["tiny", "standard"],
+                "standard": workload.describe("standard"),
+            }
+        )
+    return rows
+
+
+def _stack_rows() -> list[dict[str, Any]]:
+    rows = []
+    for name, reference in registry.table("stack").items():
+        try:
+            stack = registry.instantiate(reference)
+            reason = stack.unavailable_reason("cpu")
+            layers, devices = dict(stack.layers), list(stack.devices)
+        except Exception as err:  # a broken plugin is listed, not fatal
+            reason, layers, devices = f"does not load: {err}", {}, []
+        rows.append(
+            {
+                "name": name,
+                "available": reason is None,
+                "reason": reason or "",
+                "layers": layers,
+                "devices": devices,
+            }
+        )
+    return rows
+
+
+def _scenario_rows() -> list[dict[str, Any]]:
+    return [
+        {"name": name, "driver": "MLPerf LoadGen", "rules": sorted(RULES), "available": True}
+        for name in SCENARIOS
+    ]
+
+
+@app.command()
+def show(
+    run_id: Annotated[str | None, typer.Argument(help="Run id (default: the latest run).")] = None,
+    store_path: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show the results of a run."""
+    with _store(store_path) as store:
+        chosen = _chosen_run(store, run_id)
+        _print_results(store.results(chosen), chosen, as_json, store.run_dir(chosen))
+
+
+@app.command()
+def export(
+    run_id: Annotated[str | None, typer.Argument(help="Run id (default: the latest run).")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="csv | json")] = "csv",
+    output: Annotated[Path, typer.Option("-o", "--output", help="File to write.")] = Path("results.csv"),
+    store_path: StoreOption = None,
+) -> None:
+    """Export the results of a run to CSV or JSON."""
+    with _store(store_path) as store:
+        chosen = _chosen_run(store, run_id)
+        export_results(store.results(chosen), fmt, output)
+    err_console.print(f"wrote {output}")
+
+
+def _chosen_run(store: Store, run_id: str | None) -> str:
+    if run_id:
+        store.run(run_id)  # raises UserError for an unknown id
+        return run_id
+    latest = store.latest_run_id()
+    if latest is None:
+        raise UserError("the store holds no runs yet; start one with: accelbench run")
+    return latest
+
+
+@app.command()
+def hw(as_json: JsonOption = False) -> None:
+    """Show what was detected about this machine."""
+    machine = detect_machine()
+    document = {**machine_to_dict(machine), "fingerprint": machine.fingerprint}
+    if as_json:
+        terminal.print_json(document)
+    else:
+        console.print(terminal.machine_table(document))
+
+
+def main() -> None:
+    """Console entry point: one-line errors with exit code 2 for bad input."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        app()
+    except UserError as err:
+        err_console.print(f"accelbench: error: {err}", markup=False, highlight=False)
+        sys.exit(2)

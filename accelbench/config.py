@@ -1,0 +1,127 @@
+"""Run configuration: frozen, validated, built from a suite, CLI overrides or a TOML file.
+
+A suite is a named starting point (``default``, ``quick``, ``tiny``); every field can be overridden.
+The configuration is stored with the run, so ``--resume`` replays exactly the same plan.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from accelbench.errors import UserError
+from accelbench.scenarios.rules import SCENARIOS, get_rules
+
+SIZES = ("tiny", "standard")
+ALL_WORKLOADS = ("resnet50", "bert-base", "minilm-l6")
+REAL_STACKS = ("torch-eager", "torch-inductor", "onnxruntime")
+
+
+def _check_choice(kind: str, values: tuple[str, ...], known: tuple[str, ...]) -> None:
+    unknown = [v for v in values if v not in known]
+    if unknown:
+        raise UserError(f"unknown {kind} {', '.join(unknown)}; known: {', '.join(known)}")
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    """Everything that decides which cells run and how they are measured."""
+
+    suite: str
+    workloads: tuple[str, ...]
+    stacks: tuple[str, ...]
+    scenarios: tuple[str, ...]
+    size: str
+    rules: str
+    devices: tuple[str, ...] = ("cpu",)
+    threads: int = 0
+    """Intra-op threads for every stack; 0 means "all cores this process may use"."""
+    seed: int = 0
+    samples: int = 64
+    """Performance samples loaded into LoadGen's QSL."""
+    timeout_s: float = 600.0
+    mem_limit_bytes: int = 0
+    """0 means three quarters of physical memory."""
+
+    def __post_init__(self) -> None:
+        _check_choice("scenario", self.scenarios, SCENARIOS)
+        _check_choice("size", (self.size,), SIZES)
+        get_rules(self.rules)
+        if self.timeout_s <= 0 or self.samples < 1 or self.threads < 0:
+            raise UserError("timeout_s and samples must be positive, threads >= 0")
+        if not (self.workloads and self.stacks and self.scenarios and self.devices):
+            raise UserError("a run needs at least one workload, stack, scenario and device")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain form, stored with the run."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunConfig:
+        """Rebuild from ``to_dict`` (or a TOML table); unknown keys are a UserError."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise UserError(f"unknown run setting {', '.join(unknown)}; known: {', '.join(sorted(names))}")
+        fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        return cls(**fields)
+
+
+SUITES: Mapping[str, RunConfig] = {
+    "default": RunConfig(
+        "default", ALL_WORKLOADS, ("null", *REAL_STACKS), ("single-stream", "offline"), "standard", "quick"
+    ),
+    "quick": RunConfig("quick", ALL_WORKLOADS, REAL_STACKS, ("single-stream",), "standard", "quick"),
+    "tiny": RunConfig(
+        "tiny",
+        ALL_WORKLOADS,
+        ("null", *REAL_STACKS),
+        ("single-stream", "offline"),
+        "tiny",
+        "quick",
+        samples=16,
+    ),
+}
+
+
+def suite(name: str) -> RunConfig:
+    """The named suite; unknown names are a UserError."""
+    if name not in SUITES:
+        raise UserError(f"unknown suite {name}; known: {', '.join(SUITES)}")
+    return SUITES[name]
+
+
+def load_toml(path: Path) -> dict[str, Any]:
+    """Settings from the ``[run]`` table of a TOML file (malformed file -> UserError)."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as err:
+        raise UserError(f"cannot read config {path}: {err}") from None
+    run = data.get("run", data)
+    if not isinstance(run, dict):
+        raise UserError(f"config {path}: [run] must be a table")
+    return run
+
+
+def with_overrides(base: RunConfig, overrides: Mapping[str, Any]) -> RunConfig:
+    """``base`` with the non-None ``overrides`` applied and validated."""
+    data = base.to_dict()
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    return RunConfig.from_dict(data)
+
+
+def effective_threads(config: RunConfig) -> int:
+    """The thread count every stack is given: the configured one, or the usable CPUs."""
+    return config.threads or len(os.sched_getaffinity(0))
+
+
+def effective_mem_limit_bytes(config: RunConfig) -> int:
+    """The per-cell memory limit: the configured one, or 3/4 of physical memory."""
+    if config.mem_limit_bytes:
+        return config.mem_limit_bytes
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 3 // 4)

@@ -1,0 +1,165 @@
+"""The quality gate: outputs captured during a timed run against the fp32 eager reference.
+
+Two metrics, chosen by the workload:
+
+* ``top1`` (classifiers): the share of samples whose output argmax equals the reference argmax. A
+  sample whose reference top-1/top-2 margin is below ``TIE_TOLERANCE`` x max|reference logit| is a tie:
+  either of the two classes counts as agreement (fp32 rounding may legitimately flip it).
+* ``cosine`` (embeddings): the MINIMUM over samples of the cosine between flattened output and reference.
+
+The threshold depends on the metric and on the stack's effective precision (``THRESHOLDS``): a stack
+that runs bf16 is held to the bf16 bar, and the result says so. An unknown precision gets the fp32 bar
+(a stack never earns a looser gate by naming an odd precision). The detail always carries the largest
+normalised absolute error, max|out - ref| / max|ref| per sample. Wrong outputs never raise: a count or
+shape mismatch, NaN or inf, or no samples at all is a failed gate with the reason in the detail.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+
+from accelbench.results import Quality
+from accelbench.workloads.base import SanityVerdict
+
+logger = logging.getLogger(__name__)
+
+THRESHOLDS: dict[str, dict[str, float]] = {
+    "cosine": {
+        "fp64": 0.9999,
+        "fp32": 0.9999,
+        "tf32": 0.999,
+        "fp16": 0.99,
+        "bf16": 0.99,
+        "int8": 0.98,
+        "fp8": 0.98,
+    },
+    "top1": {
+        "fp64": 0.99,
+        "fp32": 0.99,
+        "tf32": 0.98,
+        "fp16": 0.9,
+        "bf16": 0.9,
+        "int8": 0.8,
+        "fp8": 0.8,
+    },
+}
+"""Minimum metric value per metric and effective precision. fp32 stacks agree with eager torch to
+~1e-6 (feasibility study, section 3), so fp32 bars only leave room for reordered sums; bf16/fp16 keep
+~3 significant digits; int8/fp8 quantisation is judged loosely, as MLPerf's 99% accuracy targets do."""
+
+TIE_TOLERANCE = 1e-4
+"""A top-1/top-2 reference margin below this fraction of max|reference logit| is a tie."""
+
+_FAILED_VALUE = 0.0
+"""The value reported when outputs cannot be compared at all (mismatch, non-finite, no samples)."""
+
+
+def threshold_for(metric: str, precision: str) -> float:
+    """The pass bar of ``metric`` at ``precision``; unknown precisions get the fp32 bar."""
+    if metric not in THRESHOLDS:
+        raise ValueError(f"unknown quality metric {metric!r}; expected one of {', '.join(THRESHOLDS)}")
+    bars = THRESHOLDS[metric]
+    return bars.get(precision, bars["fp32"])
+
+
+def compare(
+    metric: str, references: Sequence[np.ndarray], outputs: Sequence[np.ndarray], precision: str
+) -> Quality:
+    """Judge ``outputs`` against ``references`` (paired by position) with ``metric`` at ``precision``.
+
+    Raises ValueError only for an unknown metric (a programming error); bad outputs fail the gate.
+    """
+    threshold = threshold_for(metric, precision)
+    note = "" if precision in THRESHOLDS[metric] else f"unknown precision {precision!r}: fp32 bar; "
+    problem = _incomparable(references, outputs)
+    if problem:
+        return Quality(metric, _FAILED_VALUE, threshold, False, len(outputs), note + problem)
+    refs = [np.asarray(r, dtype=np.float64) for r in references]
+    outs = [np.asarray(o, dtype=np.float64) for o in outputs]
+    if metric == "top1":
+        value, detail = _top1(refs, outs)
+    else:
+        value, detail = _min_cosine(refs, outs)
+    error = _max_normalised_error(refs, outs)
+    detail = f"{note}{detail}; max_norm_abs_err={error:.3g}; precision={precision}"
+    passed = value >= threshold
+    if not passed:
+        logger.info("quality gate failed: %s %.6g < %.6g (%s)", metric, value, threshold, detail)
+    return Quality(metric, value, threshold, passed, len(outs), detail)
+
+
+def sanity_quality(verdict: SanityVerdict, samples_checked: int = 0) -> Quality:
+    """A workload's semantic check as a ``Quality`` record (``metric`` is the check's name)."""
+    return Quality(
+        metric=verdict.name,
+        value=verdict.value,
+        threshold=verdict.threshold,
+        passed=verdict.passed,
+        samples_checked=samples_checked,
+        detail=verdict.detail,
+    )
+
+
+def _incomparable(references: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> str:
+    """Why the two sequences cannot be compared, or "" when they can."""
+    if len(references) != len(outputs):
+        return f"{len(outputs)} outputs for {len(references)} references"
+    if not outputs:
+        return "no samples to compare"
+    for index, (ref, out) in enumerate(zip(references, outputs, strict=True)):
+        ref, out = np.asarray(ref), np.asarray(out)
+        if ref.shape != out.shape:
+            return f"sample {index}: output shape {out.shape} != reference shape {ref.shape}"
+        if not np.issubdtype(out.dtype, np.number):
+            return f"sample {index}: output dtype {out.dtype} is not numeric"
+        if out.size == 0:
+            return f"sample {index}: empty output"
+        if not np.isfinite(ref).all():
+            return f"sample {index}: the reference has NaN/inf"
+        bad = int(np.size(out) - np.isfinite(out).sum())
+        if bad:
+            return f"sample {index}: {bad} of {np.size(out)} output values are NaN/inf"
+    return ""
+
+
+def _top1(refs: list[np.ndarray], outs: list[np.ndarray]) -> tuple[float, str]:
+    """Top-1 agreement with ties counted as agreement; the detail counts ties and disagreements."""
+    agree = ties = 0
+    for ref, out in zip(refs, outs, strict=True):
+        ranked = np.argsort(ref.ravel())[::-1]
+        first, second = ranked[0], ranked[min(1, ranked.size - 1)]
+        margin = ref.ravel()[first] - ref.ravel()[second]
+        tie = ranked.size > 1 and margin < TIE_TOLERANCE * np.abs(ref).max()
+        chosen = int(np.argmax(out.ravel()))
+        ties += int(tie)
+        agree += int(chosen == first or (tie and chosen == second))
+    value = agree / len(refs)
+    return value, f"top1 agreement {agree}/{len(refs)} ({ties} reference ties counted either way)"
+
+
+def _min_cosine(refs: list[np.ndarray], outs: list[np.ndarray]) -> tuple[float, str]:
+    """The smallest per-sample cosine and where it occurred."""
+    cosines = [_cosine(ref.ravel(), out.ravel()) for ref, out in zip(refs, outs, strict=True)]
+    worst = int(np.argmin(cosines))
+    return cosines[worst], f"min cosine {cosines[worst]:.8f} at sample {worst} of {len(cosines)}"
+
+
+def _cosine(ref: np.ndarray, out: np.ndarray) -> float:
+    """Cosine similarity; two all-zero vectors count as identical, one all-zero vector as orthogonal."""
+    norms = float(np.linalg.norm(ref) * np.linalg.norm(out))
+    if norms == 0.0:
+        return 1.0 if not ref.any() and not out.any() else 0.0
+    return float(np.dot(ref, out) / norms)
+
+
+def _max_normalised_error(refs: list[np.ndarray], outs: list[np.ndarray]) -> float:
+    """max over samples of max|out - ref| / max|ref| (0/0 counts as 0, x/0 as inf)."""
+    worst = 0.0
+    for ref, out in zip(refs, outs, strict=True):
+        error = float(np.abs(out - ref).max(initial=0.0))
+        scale = float(np.abs(ref).max(initial=0.0))
+        worst = max(worst, error / scale if scale else (0.0 if error == 0.0 else float("inf")))
+    return worst

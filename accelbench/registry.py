@@ -1,0 +1,63 @@
+"""Explicit name -> "module:Class" tables for workloads and stacks, imported lazily.
+
+Adding a stack is one module plus one line in ``STACKS``; a third-party package adds one without touching
+accelbench through the entry-point groups ``accelbench.stacks`` and ``accelbench.workloads``. Names are
+resolved to references in the parent process; the cell subprocess imports the reference, so a planted
+test stack or a plugin runs exactly like a built-in one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Mapping
+from importlib.metadata import entry_points
+from typing import Any
+
+from accelbench.errors import UserError
+
+log = logging.getLogger(__name__)
+
+WORKLOADS: Mapping[str, str] = {
+    "resnet50": "accelbench.workloads.resnet50:ResNet50",
+    "bert-base": "accelbench.workloads.bert:BertBase",
+    "minilm-l6": "accelbench.workloads.minilm:MiniLM",
+}
+
+STACKS: Mapping[str, str] = {
+    "null": "accelbench.stacks.null:NullStack",
+    "torch-eager": "accelbench.stacks.torch_eager:TorchEager",
+    "torch-inductor": "accelbench.stacks.torch_inductor:TorchInductor",
+    "onnxruntime": "accelbench.stacks.onnxruntime:OnnxRuntime",
+}
+
+_GROUPS = {"workload": "accelbench.workloads", "stack": "accelbench.stacks"}
+_BUILTIN = {"workload": WORKLOADS, "stack": STACKS}
+
+
+def table(kind: str) -> dict[str, str]:
+    """Built-in and plugin entries of ``kind`` (``workload`` or ``stack``): name -> reference."""
+    merged = dict(_BUILTIN[kind])
+    for entry in entry_points(group=_GROUPS[kind]):
+        merged.setdefault(entry.name, entry.value)
+    return merged
+
+
+def resolve(kind: str, names: tuple[str, ...]) -> dict[str, str]:
+    """References for ``names``; an unknown name is a UserError listing the known ones."""
+    known = table(kind)
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise UserError(f"unknown {kind} {', '.join(unknown)!s}; known: {', '.join(sorted(known))}")
+    return {name: known[name] for name in names}
+
+
+def load(reference: str) -> Any:
+    """Import ``module:attribute`` and return the attribute."""
+    module_name, _, attribute = reference.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
+def instantiate(reference: str) -> Any:
+    """An instance of the class named by ``reference``."""
+    return load(reference)()

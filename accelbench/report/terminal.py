@@ -1,0 +1,134 @@
+"""Terminal rendering with rich: result tables, stack availability, the detected machine.
+
+This is the only place where stored SI values become display units (ms, MiB, GiB).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich.table import Table
+
+from accelbench.results import Result
+
+_STATUS_STYLE = {"ok": "green", "quality_failed": "bold red", "unavailable": "dim", "unsupported": "yellow"}
+
+
+def print_json(document: Any) -> None:
+    """Machine-readable output: plain JSON on stdout, no markup, no wrapping."""
+    sys.stdout.write(json.dumps(document, indent=1, sort_keys=True, default=str) + "\n")
+
+
+def results_table(results: Sequence[Result], title: str) -> Table:
+    """One row per result: latency with CI, throughput, LoadGen verdict, quality, precision, compile time."""
+    table = Table(title=title, title_justify="left")
+    for column in ("workload", "stack", "scenario", "status", "p50 ms", "95% CI ms", "p99 ms", "QPS"):
+        table.add_column(column, justify="right" if column[0] in "p9Q" else "left")
+    for column in ("LoadGen", "quality", "precision", "compile s"):
+        table.add_column(column)
+    for result in sorted(results, key=lambda r: r.cell.key):
+        table.add_row(*_row(result))
+    return table
+
+
+def _row(result: Result) -> list[str]:
+    cell, lat, lg = result.cell, result.latency, result.loadgen
+    status = f"[{_STATUS_STYLE.get(result.status, 'red')}]{result.status}[/]"
+    return [
+        f"{cell.workload} ({cell.size})",
+        cell.stack if cell.device == "cpu" else f"{cell.stack} @ {cell.device}",
+        cell.scenario,
+        status,
+        _ms(lat.p50_s) if lat else "-",
+        f"{_ms(lat.median_ci_s[0])}-{_ms(lat.median_ci_s[1])}" if lat else "-",
+        _ms(lat.p99_s) if lat else "-",
+        f"{lg.qps:.1f}" if lg else "-",
+        ("VALID" if lg.valid else "[yellow]INVALID[/]") if lg else "-",
+        _quality(result),
+        result.effective_precision or "-",
+        f"{result.compile_s:.1f}" if result.compile_s else "-",
+    ]
+
+
+def failures_table(results: Sequence[Result]) -> Table | None:
+    """Cells that did not produce a measurement, with their reason; None when there are none."""
+    failed = [r for r in results if r.status != "ok"]
+    if not failed:
+        return None
+    table = Table(title="Cells without a valid measurement", title_justify="left")
+    for column in ("cell", "status", "reason"):
+        table.add_column(column)
+    for result in failed:
+        table.add_row(result.cell.key, result.status, result.reason or "-")
+    return table
+
+
+def warnings_lines(results: Sequence[Result]) -> list[str]:
+    """One line per distinct warning, prefixed by the cell it belongs to."""
+    return [f"{r.cell.key}: {warning}" for r in results for warning in r.warnings]
+
+
+def _quality(result: Result) -> str:
+    quality = result.quality
+    if quality is None:
+        return "n/a" if result.status == "ok" else "-"
+    mark = "pass" if quality.passed else "[red]FAIL[/]"
+    text = f"{mark} {quality.metric} {quality.value:.4f}"
+    if result.sanity is not None:
+        text += " +sanity" if result.sanity.passed else " [red]sanity FAIL[/]"
+    return text
+
+
+def _ms(seconds: float) -> str:
+    value = seconds * 1e3
+    return f"{value:.3f}" if value < 1 else f"{value:.2f}"
+
+
+def availability_table(kind: str, rows: Sequence[Mapping[str, Any]]) -> Table:
+    """``accelbench list``: one row per entry with availability and the reason when unavailable."""
+    table = Table(title=f"{kind}", title_justify="left")
+    columns = list(rows[0]) if rows else ["name"]
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(_cell_text(row[c]) for c in columns))
+    return table
+
+
+def _cell_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "[green]yes[/]" if value else "[red]no[/]"
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}: {v}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value)
+    return "-" if value in (None, "") else str(value)
+
+
+def machine_table(machine: Mapping[str, Any]) -> Table:
+    """``accelbench hw``: the detected machine, one fact per row, sizes in binary units."""
+    table = Table(title="Detected machine", title_justify="left", show_header=False)
+    table.add_column("fact")
+    table.add_column("value")
+    for key, value in machine.items():
+        table.add_row(key, _fact(key, value))
+    return table
+
+
+def _fact(key: str, value: Any) -> str:
+    if key.endswith("_bytes") and isinstance(value, int):
+        return f"{value / 2**30:.1f} GiB"
+    if key == "caches" and isinstance(value, (list, tuple)):
+        return ", ".join(_cache(c) for c in value)
+    if isinstance(value, list) and value and isinstance(value[0], Mapping):
+        return "; ".join(_cell_text(v) for v in value)
+    return _cell_text(value)
+
+
+def _cache(cache: Mapping[str, Any]) -> str:
+    size = cache.get("size_bytes", 0)
+    text = f"{size // 2**20} MiB" if size >= 2**20 else f"{size // 2**10} KiB"
+    return f"L{cache.get('level')}{cache.get('kind', '')[:1].lower()} {text}"

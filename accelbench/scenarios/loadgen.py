@@ -1,0 +1,242 @@
+"""Measure one inference function under an MLPerf scenario, driven by the real LoadGen.
+
+``measure`` calibrates the expected latency first (a wrong guess makes LoadGen run out of generated
+queries or end an offline run early, and the run comes out INVALID), builds LoadGen's settings from the
+rule set, runs the test with a Python SUT that calls ``infer`` synchronously in LoadGen's issue thread
+(one sample at a time, in the order LoadGen sends them), and parses the logs LoadGen wrote.
+
+What the SUT records on the side: the wall time of every ``infer`` call (for bootstrap intervals) and
+copies of the outputs of a few distinct samples produced during the timed run, which the quality gate
+checks (the idea of MLPerf's compliance TEST01). An exception raised by ``infer`` is kept, the queries
+are completed so LoadGen can finish, and it is raised again once LoadGen returns. An INVALID LoadGen
+result is data, never an exception.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import mlperf_loadgen as lg
+import numpy as np
+
+from accelbench.results import LoadgenVerdict
+from accelbench.scenarios.loadgen_log import Summary, parse_detail, parse_detail_values, parse_summary
+from accelbench.scenarios.rules import SCENARIOS, Rules
+from accelbench.workloads.base import Inputs
+
+log = logging.getLogger(__name__)
+
+Infer = Callable[[Inputs], np.ndarray]
+
+SUMMARY_FILE = "mlperf_log_summary.txt"
+DETAIL_FILE = "mlperf_log_detail.txt"
+
+_LOADGEN_SCENARIOS = {
+    "single-stream": lg.TestScenario.SingleStream,
+    "multi-stream": lg.TestScenario.MultiStream,
+    "server": lg.TestScenario.Server,
+    "offline": lg.TestScenario.Offline,
+}
+_MIN_EXPECTED_LATENCY_S = 5e-5
+"""Floor of the latency LoadGen is told: a Python SUT cannot go faster, and the floor caps how many
+queries LoadGen pre-generates (memory) for a near no-op ``infer``."""
+_LATENCY_HEADROOM = 0.5
+"""Single/multi-stream: tell LoadGen the SUT is this much faster than calibrated, so it pre-generates
+enough queries even if the model speeds up after calibration (costs memory only, not time)."""
+_OFFLINE_HEADROOM = 1.5
+"""Offline: ask for this many times the calibrated QPS so the single query outlasts the min duration."""
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    """The outcome of one LoadGen run of one scenario."""
+
+    summary: Summary
+    sut_latencies_s: tuple[float, ...]
+    """Wall time of every ``infer`` call during the run, measured by the SUT with perf_counter."""
+    outputs: Mapping[int, np.ndarray]
+    """Copies of the outputs of up to ``capture`` distinct samples, keyed by QSL sample index."""
+    calibrated_latency_s: float
+    settings: Mapping[str, Any]
+    """The LoadGen ``TestSettings`` used, by attribute name, plus ``scenario`` and the sample count."""
+    detail_messages: tuple[str, ...] = ()
+    """Errors and warnings from LoadGen's detail log."""
+    query_count: int = 0
+    """Queries LoadGen issued (``result_query_count`` of the detail log); offline issues one."""
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_verdict(self, rules: Rules, log_dir_rel: str) -> LoadgenVerdict:
+        """The stored LoadGen verdict; ``queries`` counts samples for offline (its one query)."""
+        queries = self.query_count
+        if self.summary.scenario == "offline":
+            queries = self.summary.samples_per_query
+        return LoadgenVerdict(
+            scenario=self.summary.scenario,
+            valid=self.summary.valid,
+            invalid_reasons=self.summary.invalid_reasons,
+            qps=self.summary.qps,
+            queries=queries,
+            rules=rules.name,
+            official=rules.official,
+            log_dir=log_dir_rel,
+        )
+
+
+def calibrate(infer: Infer, samples: Sequence[Inputs], budget_s: float) -> float:
+    """Median seconds per sample of ``infer`` over ``samples`` (cycled), after two warm-up calls.
+
+    Times at least three calls, and keeps going until ``budget_s`` of wall time has passed.
+    """
+    if not samples:
+        raise ValueError("calibrate needs at least one sample")
+    for index in range(2):
+        infer(samples[index % len(samples)])
+    times_s: list[float] = []
+    deadline = time.perf_counter() + budget_s
+    while len(times_s) < 3 or time.perf_counter() < deadline:
+        start = time.perf_counter()
+        infer(samples[len(times_s) % len(samples)])
+        times_s.append(time.perf_counter() - start)
+    return statistics.median(times_s)
+
+
+def loadgen_settings(scenario: str, rules: Rules, latency_s: float, sample_count: int) -> dict[str, Any]:
+    """The LoadGen ``TestSettings`` attributes for ``scenario`` given a calibrated latency per sample."""
+    if scenario not in SCENARIOS:
+        raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}")
+    expected_s = max(latency_s, _MIN_EXPECTED_LATENCY_S)
+    settings: dict[str, Any] = {
+        "min_duration_ms": round(rules.min_duration_for(scenario) * 1e3),
+        "min_query_count": rules.min_queries_for(scenario),
+    }
+    if scenario == "single-stream":
+        settings["single_stream_expected_latency_ns"] = round(expected_s * _LATENCY_HEADROOM * 1e9)
+    elif scenario == "multi-stream":
+        per_query_s = expected_s * rules.multi_stream_samples_per_query
+        settings["multi_stream_samples_per_query"] = rules.multi_stream_samples_per_query
+        settings["multi_stream_expected_latency_ns"] = round(per_query_s * _LATENCY_HEADROOM * 1e9)
+    elif scenario == "offline":
+        settings["offline_expected_qps"] = _OFFLINE_HEADROOM / expected_s
+    else:
+        settings["server_target_qps"] = rules.server_load_fraction / expected_s
+        settings["server_target_latency_ns"] = round(rules.server_latency_bound_for(latency_s) * 1e9)
+    return {"scenario": scenario, "performance_sample_count": sample_count, **settings}
+
+
+def measure(
+    scenario: str,
+    infer: Infer,
+    samples: Sequence[Inputs],
+    rules: Rules,
+    log_dir: Path,
+    capture: int = 16,
+    latency_s: float | None = None,
+) -> Measurement:
+    """Run LoadGen's ``scenario`` over ``samples`` with ``infer`` as the SUT, under ``rules``.
+
+    ``latency_s`` skips calibration when the caller already knows the seconds per sample. LoadGen's
+    logs are written to ``log_dir`` (created). An exception raised by ``infer`` propagates.
+    """
+    if not samples:
+        raise ValueError("measure needs at least one sample")
+    if latency_s is None:
+        latency_s = calibrate(infer, samples, rules.calibration_budget_s)
+    settings = loadgen_settings(scenario, rules, latency_s, len(samples))
+    log_dir.mkdir(parents=True, exist_ok=True)
+    sut = _Sut(infer, samples, capture)
+    log.info("LoadGen %s under %s rules: %s", scenario, rules.name, settings)
+    _run_loadgen(sut, len(samples), settings, log_dir)
+    if sut.error is not None:
+        raise sut.error
+    return _measurement(sut, latency_s, settings, log_dir)
+
+
+class _Sut:
+    """The system under test: runs ``infer`` on each query sample and completes it at once."""
+
+    def __init__(self, infer: Infer, samples: Sequence[Inputs], capture: int) -> None:
+        self.infer = infer
+        self.samples = samples
+        self.capture = capture
+        self.latencies_s: list[float] = []
+        self.outputs: dict[int, np.ndarray] = {}
+        self.error: BaseException | None = None
+
+    def issue_queries(self, query_samples: Sequence[Any]) -> None:
+        """LoadGen's callback: one sample (single-stream, server), 8 (multi-stream) or all (offline)."""
+        for query_sample in query_samples:
+            output = self._run(query_sample.index)
+            data = np.ascontiguousarray(output) if output is not None else np.zeros(0, np.uint8)
+            address = data.__array_interface__["data"][0]
+            response = lg.QuerySampleResponse(query_sample.id, address, data.nbytes)
+            lg.QuerySamplesComplete([response])  # ``data`` stays alive until this returns
+            if output is not None:
+                self._capture(query_sample.index, output)
+
+    def flush_queries(self) -> None:
+        """LoadGen's flush callback: nothing is buffered."""
+
+    def _run(self, index: int) -> np.ndarray | None:
+        if self.error is not None:
+            return None  # finish LoadGen's queries fast; the error is raised after the run
+        try:
+            start = time.perf_counter()
+            output = np.asarray(self.infer(self.samples[index]))
+            self.latencies_s.append(time.perf_counter() - start)
+        except BaseException as error:  # re-raised by measure() once LoadGen has returned
+            self.error = error
+            return None
+        return output
+
+    def _capture(self, index: int, output: np.ndarray) -> None:
+        """Keep a copy of the output of a new sample index (after completion: not timed by LoadGen)."""
+        if len(self.outputs) < self.capture and index not in self.outputs:
+            self.outputs[index] = np.array(output, copy=True)
+
+
+def _run_loadgen(sut: _Sut, sample_count: int, settings: Mapping[str, Any], log_dir: Path) -> None:
+    test_settings = lg.TestSettings()
+    test_settings.scenario = _LOADGEN_SCENARIOS[settings["scenario"]]
+    test_settings.mode = lg.TestMode.PerformanceOnly
+    for name, value in settings.items():
+        if name not in ("scenario", "performance_sample_count"):
+            setattr(test_settings, name, value)
+    log_settings = lg.LogSettings()
+    log_settings.log_output.outdir = str(log_dir)
+    log_settings.log_output.copy_summary_to_stdout = False
+    log_settings.log_output.copy_detail_to_stdout = False
+    log_settings.enable_trace = False
+    lg_sut = lg.ConstructSUT(sut.issue_queries, sut.flush_queries)
+    qsl = lg.ConstructQSL(sample_count, sample_count, _load_nothing, _load_nothing)
+    try:
+        lg.StartTestWithLogSettings(lg_sut, qsl, test_settings, log_settings)
+    finally:
+        lg.DestroyQSL(qsl)
+        lg.DestroySUT(lg_sut)
+
+
+def _load_nothing(indices: Sequence[int]) -> None:
+    """QSL load/unload callback: every sample is already in memory."""
+
+
+def _measurement(sut: _Sut, latency_s: float, settings: dict[str, Any], log_dir: Path) -> Measurement:
+    summary = parse_summary((log_dir / SUMMARY_FILE).read_text())
+    detail_text = (log_dir / DETAIL_FILE).read_text()
+    values = parse_detail_values(detail_text)
+    detail = {key: value for key, value in values.items() if key.startswith(("result_", "early_stopping"))}
+    return Measurement(
+        summary=summary,
+        sut_latencies_s=tuple(sut.latencies_s),
+        outputs=dict(sut.outputs),
+        calibrated_latency_s=latency_s,
+        settings=settings,
+        detail_messages=tuple(parse_detail(detail_text)),
+        query_count=int(values.get("result_query_count", summary.queries or 0)),
+        detail=detail,
+    )

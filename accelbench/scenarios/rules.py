@@ -1,0 +1,120 @@
+"""Rule sets: how long and how often LoadGen measures a cell, from a quick look to MLPerf's durations.
+
+``quick`` and ``standard`` are accelbench's own, shorter than MLPerf and marked unofficial; ``official``
+copies the durations and query counts of LoadGen's ``mlperf.conf`` (v6.0): 600 s everywhere, 662
+multi-stream queries, 24576 offline samples (ResNet-50's), and LoadGen's default of 100 queries where
+``mlperf.conf`` sets none (single-stream, server). MLPerf has no latency bound for accelbench's models,
+so every rule set bounds server latency itself (see ``Rules.server_latency_bound_for``).
+
+``quick`` fits a tiny model in seconds but is too short for multi-stream's early stopping (662
+queries), so its multi-stream results come out INVALID by design; ``standard`` asks for 662.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from accelbench.errors import UserError
+
+SCENARIOS = ("single-stream", "multi-stream", "server", "offline")
+"""The MLPerf scenarios, in accelbench's spelling."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """Durations, query counts and loads under which LoadGen measures every scenario."""
+
+    name: str
+    min_duration_s: float
+    """Minimum timed duration of single-stream, multi-stream and offline."""
+    min_query_count: int
+    """Minimum queries of single-stream (its early stopping needs 64 for the 90th percentile)."""
+    server_min_duration_s: float
+    """Server needs longer runs: its early stopping counts queries, which arrive at a fraction of capacity."""
+    server_min_query_count: int
+    """Server early stopping needs 459 queries all under the bound to vouch for the 99th percentile."""
+    trials: int
+    """How many times the runner repeats the measurement of a cell (fresh process each time)."""
+    official: bool
+    multi_stream_min_query_count: int
+    """MLPerf's 662 is the fewest queries for which early stopping can vouch for a 99th percentile."""
+    offline_min_sample_count: int
+    """Minimum samples in the single offline query (MLPerf: 24576 for ResNet-50)."""
+    multi_stream_samples_per_query: int = 8
+    server_latency_bound_s: float = 0.1
+    """Floor of the server 99th-percentile latency bound (LoadGen's default is 100 ms)."""
+    server_latency_bound_factor: float = 0.0
+    """The bound is ``max(server_latency_bound_s, factor * calibrated latency)``; 0 keeps it fixed."""
+    server_load_fraction: float = 0.5
+    """Server target QPS as a fraction of the calibrated capacity ``1 / latency``."""
+    calibration_budget_s: float = 0.3
+    """Wall time of the warm probe that estimates latency before LoadGen starts."""
+
+    def min_duration_for(self, scenario: str) -> float:
+        """Minimum duration in seconds LoadGen is given for ``scenario``."""
+        return self.server_min_duration_s if scenario == "server" else self.min_duration_s
+
+    def min_queries_for(self, scenario: str) -> int:
+        """LoadGen's ``min_query_count`` for ``scenario`` (samples, for offline)."""
+        if scenario == "multi-stream":
+            return self.multi_stream_min_query_count
+        if scenario == "offline":
+            return self.offline_min_sample_count
+        if scenario == "server":
+            return self.server_min_query_count
+        return self.min_query_count
+
+    def server_latency_bound_for(self, latency_s: float) -> float:
+        """The server latency bound in seconds for a model whose calibrated latency is ``latency_s``."""
+        return max(self.server_latency_bound_s, self.server_latency_bound_factor * latency_s)
+
+
+RULES: dict[str, Rules] = {
+    "quick": Rules(
+        name="quick",
+        min_duration_s=1.0,
+        min_query_count=64,
+        server_min_duration_s=3.0,
+        server_min_query_count=500,
+        trials=1,
+        official=False,
+        multi_stream_min_query_count=64,
+        offline_min_sample_count=64,
+        server_latency_bound_factor=10.0,
+        calibration_budget_s=0.2,
+    ),
+    "standard": Rules(
+        name="standard",
+        min_duration_s=3.0,
+        min_query_count=100,
+        server_min_duration_s=10.0,
+        server_min_query_count=1000,
+        trials=3,
+        official=False,
+        multi_stream_min_query_count=662,
+        offline_min_sample_count=256,
+        server_latency_bound_factor=10.0,
+        calibration_budget_s=0.5,
+    ),
+    "official": Rules(
+        name="official",
+        min_duration_s=600.0,
+        min_query_count=100,
+        server_min_duration_s=600.0,
+        server_min_query_count=100,
+        trials=1,
+        official=True,
+        multi_stream_min_query_count=662,
+        offline_min_sample_count=24576,
+        calibration_budget_s=2.0,
+    ),
+}
+"""The rule sets by name."""
+
+
+def get_rules(name: str) -> Rules:
+    """The rule set called ``name``; raises UserError listing the valid names for an unknown one."""
+    try:
+        return RULES[name]
+    except KeyError:
+        raise UserError(f"unknown rules {name!r}; choose one of: {', '.join(RULES)}") from None

@@ -1,0 +1,156 @@
+"""Statistics over timings: percentiles, bootstrap confidence intervals (also of ratios), stability checks.
+
+Bootstrap intervals use ``scipy.stats.bootstrap`` with the percentile method (BCa's jackknife is slow on
+10k samples and degenerates on the tied values that timer resolution produces), ``BOOTSTRAP_RESAMPLES``
+resamples, vectorised in batches, and a seeded generator, so the same input and seed give the same
+interval. Percentiles use numpy's default linear interpolation.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from accelbench.results import Latency
+
+BOOTSTRAP_RESAMPLES = 2000
+_BATCH = 200
+"""Resamples per vectorised batch: bounds memory to ~_BATCH x n floats (16 MB at n = 10k)."""
+
+INSTABILITY_REL_IQR = 0.10
+"""``instability_warning`` threshold: interquartile range / median. Like pyperf's 10% (std dev / mean)
+check, but robust to the rare long outliers (interrupts, page faults) that every latency sample has."""
+
+_SEED_KEYWORD = "rng" if "rng" in inspect.signature(scipy_stats.bootstrap).parameters else "random_state"
+"""scipy >= 1.15 takes ``rng``; older versions only ``random_state`` (same meaning for a Generator)."""
+
+Samples = Sequence[float] | np.ndarray
+"""One sample of values: a sequence of floats or a 1-D numpy array."""
+
+Statistic = Callable[..., Any]
+"""A reduction called as ``statistic(sample, axis=-1)``, e.g. ``np.median``; one array per sample."""
+
+
+def summarize_latencies(latencies_s: Samples, seed: int = 0) -> Latency:
+    """p50/p90/p99/mean/min and a 95% bootstrap CI of the median; raises ValueError on empty input."""
+    values = _array(latencies_s, "latencies_s")
+    p50, p90, p99 = np.percentile(values, [50, 90, 99])
+    return Latency(
+        p50_s=float(p50),
+        p90_s=float(p90),
+        p99_s=float(p99),
+        mean_s=float(values.mean()),
+        min_s=float(values.min()),
+        median_ci_s=bootstrap_ci(values, np.median, seed=seed),
+        samples=int(values.size),
+    )
+
+
+def bootstrap_ci(
+    values: Samples,
+    statistic: Statistic,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile-bootstrap CI of ``statistic`` over one sample; collapses to the value when n < 2."""
+    sample = _array(values, "values")
+    point = float(statistic(sample, axis=-1))
+    if sample.size < 2 or np.all(sample == sample[0]):
+        return point, point
+    return _bootstrap((sample,), statistic, confidence, seed)
+
+
+def ratio_ci(
+    a_s: Samples, b_s: Samples, seed: int = 0, confidence: float = 0.95
+) -> tuple[float, tuple[float, float]]:
+    """median(a) / median(b) and its bootstrap CI, resampling the two independent samples separately.
+
+    For latencies, a ratio above 1 means ``a`` is slower than ``b``.
+    """
+    a = _array(a_s, "a_s")
+    b = _array(b_s, "b_s")
+    if np.median(b) == 0:
+        raise ValueError("ratio_ci: the median of b_s is 0")
+    ratio = float(np.median(a) / np.median(b))
+    return ratio, _ratio_interval(a, b, ratio, confidence, seed)
+
+
+def drift(before_s: float, after_s: float) -> float:
+    """Relative change from ``before_s`` to ``after_s``: (after - before) / before; 0.05 = 5% slower."""
+    if before_s <= 0:
+        raise ValueError(f"drift: before_s must be positive, got {before_s!r}")
+    return (after_s - before_s) / before_s
+
+
+def instability_warning(values: Samples, max_rel_iqr: float = INSTABILITY_REL_IQR) -> str | None:
+    """A warning when IQR / median of ``values`` exceeds ``max_rel_iqr``; None when stable or n < 2."""
+    sample = _array(values, "values")
+    median = float(np.median(sample))
+    if sample.size < 2 or median <= 0:
+        return None
+    q25, q75 = np.percentile(sample, [25, 75])
+    rel_iqr = float(q75 - q25) / median
+    if rel_iqr <= max_rel_iqr:
+        return None
+    return (
+        f"unstable: interquartile range is {rel_iqr:.0%} of the median over {sample.size} values "
+        f"(threshold {max_rel_iqr:.0%}); the machine may be noisy"
+    )
+
+
+def olympic_mean(values: Samples) -> float:
+    """Mean after dropping one minimum and one maximum; needs at least 3 values (ValueError otherwise)."""
+    if len(values) < 3:
+        raise ValueError(f"olympic_mean needs at least 3 values, got {len(values)}")
+    ordered = sorted(values)
+    return float(np.mean(ordered[1:-1]))
+
+
+def _ratio_interval(
+    a: np.ndarray, b: np.ndarray, ratio: float, confidence: float, seed: int
+) -> tuple[float, float]:
+    """A sample of one value (or of identical values) is a constant: only the other is resampled."""
+    a_fixed = a.size < 2 or bool(np.all(a == a[0]))
+    b_fixed = b.size < 2 or bool(np.all(b == b[0]))
+    if a_fixed and b_fixed:
+        return ratio, ratio
+    if a_fixed:
+        a_median = float(np.median(a))
+        return _bootstrap((b,), lambda s, axis=-1: a_median / np.median(s, axis=axis), confidence, seed)
+    if b_fixed:
+        b_median = float(np.median(b))
+        return _bootstrap((a,), lambda s, axis=-1: np.median(s, axis=axis) / b_median, confidence, seed)
+    return _bootstrap((a, b), _median_ratio, confidence, seed)
+
+
+def _median_ratio(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.asarray(np.median(a, axis=axis) / np.median(b, axis=axis))
+
+
+def _bootstrap(
+    samples: tuple[np.ndarray, ...], statistic: Statistic, confidence: float, seed: int
+) -> tuple[float, float]:
+    result = scipy_stats.bootstrap(
+        samples,
+        statistic,
+        n_resamples=BOOTSTRAP_RESAMPLES,
+        batch=_BATCH,
+        vectorized=True,
+        axis=-1,
+        confidence_level=confidence,
+        method="percentile",
+        **{_SEED_KEYWORD: np.random.default_rng(seed)},
+    )
+    interval = result.confidence_interval
+    return float(interval.low), float(interval.high)
+
+
+def _array(values: Samples, name: str) -> np.ndarray:
+    array = np.asarray(values, dtype=float).ravel()
+    if array.size == 0:
+        raise ValueError(f"{name} is empty")
+    return array

@@ -1,0 +1,83 @@
+"""Export results to files: JSON (the stored documents, unchanged) or CSV (one flat row per result).
+
+CSV cells are empty where a value is absent (no latency, no LoadGen verdict, no quality check);
+booleans are ``true``/``false``; numbers keep full precision, in SI units like the stored documents.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from accelbench.errors import UserError
+from accelbench.results import Result, to_dict
+
+FORMATS = ("csv", "json")
+
+_Column = tuple[str, Callable[[Result], Any]]
+
+CSV_COLUMNS: tuple[_Column, ...] = (
+    ("run_id", lambda r: r.run_id),
+    ("cell_key", lambda r: r.cell.key),
+    ("workload", lambda r: r.cell.workload),
+    ("size", lambda r: r.cell.size),
+    ("variant", lambda r: r.cell.variant),
+    ("stack", lambda r: r.cell.stack),
+    ("device", lambda r: r.cell.device),
+    ("scenario", lambda r: r.cell.scenario),
+    ("status", lambda r: r.status),
+    ("reason", lambda r: r.reason),
+    ("p50_s", lambda r: r.latency and r.latency.p50_s),
+    ("p90_s", lambda r: r.latency and r.latency.p90_s),
+    ("p99_s", lambda r: r.latency and r.latency.p99_s),
+    ("median_ci_low_s", lambda r: r.latency and r.latency.median_ci_s[0]),
+    ("median_ci_high_s", lambda r: r.latency and r.latency.median_ci_s[1]),
+    ("qps", lambda r: r.qps),
+    ("loadgen_valid", lambda r: r.loadgen and r.loadgen.valid),
+    ("quality_metric", lambda r: r.quality and r.quality.metric),
+    ("quality_value", lambda r: r.quality and r.quality.value),
+    ("quality_passed", lambda r: r.quality and r.quality.passed),
+    ("effective_precision", lambda r: r.effective_precision),
+    ("compile_s", lambda r: r.compile_s),
+    ("peak_rss_bytes", lambda r: r.peak_rss_bytes),
+    ("machine_fingerprint", lambda r: r.machine_fingerprint),
+)
+"""(header, getter) per CSV column, in order; a getter returns None when the value is absent."""
+
+
+def export_results(results: Sequence[Result], fmt: str, out: Path) -> None:
+    """Write ``results`` to ``out`` as ``csv`` or ``json``; UserError for another format or a bad path."""
+    if fmt not in FORMATS:
+        raise UserError(f"unknown export format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("w", newline="", encoding="utf-8") as stream:
+            if fmt == "json":
+                json.dump([to_dict(r) for r in results], stream, indent=2)
+                stream.write("\n")
+            else:
+                _write_csv(results, stream)
+    except OSError as exc:
+        raise UserError(f"cannot write export file {out}: {exc.strerror or exc}") from None
+
+
+def csv_row(result: Result) -> list[str]:
+    """The CSV cells of one result, in ``CSV_COLUMNS`` order."""
+    return [_cell_text(getter(result)) for _, getter in CSV_COLUMNS]
+
+
+def _write_csv(results: Sequence[Result], stream: Any) -> None:
+    writer = csv.writer(stream)
+    writer.writerow([name for name, _ in CSV_COLUMNS])
+    writer.writerows(csv_row(r) for r in results)
+
+
+def _cell_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

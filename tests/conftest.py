@@ -1,0 +1,24 @@
+"""Shared fixtures: planted stacks registered for in-process runs, a store per test."""
+
+from __future__ import annotations
+
+import pytest
+
+from accelbench import registry
+
+PLANTED = {
+    "planted-crash": "tests.e2e.planted:CrashStack",
+    "planted-hang": "tests.e2e.planted:HangStack",
+    "planted-raise": "tests.e2e.planted:RaiseStack",
+    "planted-noisy": "tests.e2e.planted:NoisyStack",
+}
+
+
+@pytest.fixture
+def planted_stacks(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Register the planted faulty stacks in the stack table for this test."""
+    table = dict(registry.STACKS)
+    table.update(PLANTED)
+    monkeypatch.setattr(registry, "STACKS", table)
+    monkeypatch.setitem(registry._BUILTIN, "stack", table)
+    return PLANTED

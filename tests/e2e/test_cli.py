@@ -1,0 +1,142 @@
+"""The command line end to end: the tiny suite through every stack, and one-line errors with exit 2."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+STACKS = ("null", "torch-eager", "torch-inductor", "onnxruntime")
+WORKLOADS = ("resnet50", "bert-base", "minilm-l6")
+SCENARIOS = ("single-stream", "offline")
+
+
+def accelbench(*args: str, timeout_s: float = 600) -> subprocess.CompletedProcess[str]:
+    """Run the CLI as a user would, in a fresh interpreter."""
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "accelbench", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env=env,
+    )
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """One tiny-suite run shared by the tests of this module."""
+    store = tmp_path_factory.mktemp("cli") / "store"
+    done = accelbench("run", "--suite", "tiny", "--json", "--store", str(store))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return store, json.loads(done.stdout)
+
+
+@pytest.mark.slow
+def test_tiny_suite_gives_one_verified_result_per_cell(tiny_run: tuple[Path, dict[str, Any]]) -> None:
+    _, document = tiny_run
+    results = document["results"]
+    cells = {(r["cell"]["workload"], r["cell"]["stack"], r["cell"]["scenario"]) for r in results}
+    assert cells == {(w, s, c) for w in WORKLOADS for s in STACKS for c in SCENARIOS}
+    assert len(results) == len(cells)
+    for result in results:
+        assert result["status"] == "ok", (result["cell"], result["reason"], result["stderr_tail"])
+        latency = result["latency"]
+        assert 0 < latency["min_s"] <= latency["p50_s"] <= latency["p90_s"] <= latency["p99_s"]
+        assert latency["median_ci_s"][0] <= latency["p50_s"] <= latency["median_ci_s"][1]
+        assert result["loadgen"]["qps"] > 0 and result["loadgen"]["rules"] == "quick"
+        assert result["versions"]["torch"].startswith("2.13.0")
+        assert result["settings"]["threads"] >= 1
+        assert result["schema_version"] == 1
+
+
+@pytest.mark.slow
+def test_real_stacks_pass_the_quality_gate_in_fp32(tiny_run: tuple[Path, dict[str, Any]]) -> None:
+    _, document = tiny_run
+    for result in document["results"]:
+        if result["cell"]["stack"] == "null":
+            assert result["quality"] is None and result["effective_precision"] == "none"
+            continue
+        assert result["quality"]["passed"] and result["quality"]["samples_checked"] >= 1
+        assert result["effective_precision"] == "fp32"
+        if result["cell"]["workload"] == "minilm-l6":
+            assert result["sanity"]["passed"]
+        if result["cell"]["stack"] in ("torch-inductor", "onnxruntime"):
+            assert result["compile_s"] > 0
+
+
+@pytest.mark.slow
+def test_show_and_export_read_the_store(tiny_run: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    store, document = tiny_run
+    shown = accelbench("show", "--json", "--store", str(store))
+    assert shown.returncode == 0
+    assert json.loads(shown.stdout)["run_id"] == document["run_id"]
+    table = accelbench("show", "--store", str(store))
+    assert "minilm-l6" in table.stdout and "onnxruntime" in table.stdout
+    out = tmp_path / "r.csv"
+    exported = accelbench("export", "--format", "csv", "-o", str(out), "--store", str(store))
+    assert exported.returncode == 0
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == len(document["results"])
+    loadgen_logs = list((store / "runs" / document["run_id"]).rglob("mlperf_log_summary.txt"))
+    assert len(loadgen_logs) >= len(document["results"])
+
+
+def test_list_stacks_reports_availability() -> None:
+    done = accelbench("list", "stacks", "--json")
+    rows = {row["name"]: row for row in json.loads(done.stdout)}
+    assert set(STACKS) <= set(rows)
+    assert all(rows[name]["available"] for name in STACKS)
+    assert rows["torch-inductor"]["layers"]["compiler"]
+
+
+def test_hw_reports_the_machine() -> None:
+    done = accelbench("hw", "--json")
+    machine = json.loads(done.stdout)
+    assert machine["logical_cores"] >= 1 and machine["mem_bytes"] > 0 and len(machine["fingerprint"]) == 16
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("run", "--workloads", "nosuchnet"), "unknown workload nosuchnet"),
+        (("run", "--stacks", "nosuchstack"), "unknown stack nosuchstack"),
+        (("run", "--scenarios", "burst"), "unknown scenario burst"),
+        (("run", "--suite", "huge"), "unknown suite huge"),
+        (("run", "--rules", "lax"), "lax"),
+        (("list", "things"), "unknown list things"),
+    ],
+)
+def test_bad_names_give_one_line_and_exit_2(args: tuple[str, ...], expected: str, tmp_path: Path) -> None:
+    done = accelbench(*args, "--store", str(tmp_path / "s")) if args[0] == "run" else accelbench(*args)
+    assert done.returncode == 2
+    assert expected in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_unwritable_store_gives_one_line_and_exit_2(tmp_path: Path) -> None:
+    blocker = tmp_path / "afile"
+    blocker.write_text("not a folder")
+    done = accelbench("run", "--suite", "tiny", "--store", str(blocker / "store"))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert blocker.read_text() == "not a folder"
+
+
+def test_corrupt_store_gives_one_line_exit_2_and_is_untouched(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    database = store / "results.sqlite"
+    database.write_bytes(b"this is not a database" * 100)
+    before = (database.read_bytes(), database.stat().st_mtime_ns)
+    for args in (("run", "--suite", "tiny"), ("show",), ("export", "-o", str(tmp_path / "x.csv"))):
+        done = accelbench(*args, "--store", str(store))
+        assert done.returncode == 2, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert (database.read_bytes(), database.stat().st_mtime_ns) == before
+    assert sorted(p.name for p in store.iterdir()) == ["results.sqlite"]

@@ -1,0 +1,68 @@
+"""A planted crash, hang, exception and wrong output each get their status; the other cells complete."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from accelbench import runner
+from accelbench.config import RunConfig
+from accelbench.hardware.detect import detect_machine
+from accelbench.store import open_store
+
+pytestmark = pytest.mark.usefixtures("planted_stacks")
+
+
+def _config(stacks: tuple[str, ...], timeout_s: float = 60.0) -> RunConfig:
+    return RunConfig(
+        suite="test",
+        workloads=("bert-base",),
+        stacks=stacks,
+        scenarios=("single-stream",),
+        size="tiny",
+        rules="quick",
+        samples=8,
+        timeout_s=timeout_s,
+    )
+
+
+def test_failing_cells_get_their_status_and_the_others_complete(tmp_path: Path) -> None:
+    config = _config(("planted-crash", "planted-hang", "planted-raise", "planted-noisy", "torch-eager"), 25.0)
+    machine = detect_machine()
+    with open_store(tmp_path / "store") as store:
+        run_id = runner.start_run(store, config, machine)
+        runner.execute(store, run_id, config, machine)
+        by_stack = {r.cell.stack: r for r in store.results(run_id)}
+    assert by_stack["planted-crash"].status == "crashed"
+    assert "SIGABRT" in by_stack["planted-crash"].reason
+    assert by_stack["planted-hang"].status == "timeout"
+    assert 25.0 <= by_stack["planted-hang"].wall_s < 60.0
+    assert by_stack["planted-raise"].status == "crashed"
+    assert by_stack["planted-raise"].reason == "RuntimeError: planted failure"
+    assert "Traceback" in by_stack["planted-raise"].stderr_tail
+    assert by_stack["planted-noisy"].status == "quality_failed"
+    assert by_stack["planted-noisy"].quality is not None and not by_stack["planted-noisy"].quality.passed
+    assert by_stack["torch-eager"].status == "ok"
+    assert by_stack["torch-eager"].latency is not None and by_stack["torch-eager"].latency.p50_s > 0
+
+
+def test_resume_finishes_an_interrupted_run_without_repeating_cells(tmp_path: Path) -> None:
+    config = _config(("null", "planted-raise", "torch-eager"))
+    machine = detect_machine()
+
+    def interrupt(result: object) -> None:
+        raise KeyboardInterrupt
+
+    with open_store(tmp_path / "store") as store:
+        run_id = runner.start_run(store, config, machine)
+        with pytest.raises(KeyboardInterrupt):
+            runner.execute(store, run_id, config, machine, on_result=interrupt)
+        first = store.results(run_id)
+        assert len(first) == 1
+        resumed = runner.execute(store, run_id, runner.resume_config(store, run_id, machine), machine)
+        final = store.results(run_id)
+    assert len(resumed) == 2
+    assert {r.cell.key for r in resumed}.isdisjoint({first[0].cell.key})
+    assert sorted(r.cell.stack for r in final) == ["null", "planted-raise", "torch-eager"]
+    assert next(r for r in final if r.cell.key == first[0].cell.key).started_at == first[0].started_at

@@ -1,0 +1,175 @@
+"""The four scenarios through the real LoadGen, with a cheap numpy ``infer`` (~1 ms), under quick rules."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from accelbench.errors import UserError
+from accelbench.scenarios.loadgen import (
+    DETAIL_FILE,
+    SUMMARY_FILE,
+    Measurement,
+    calibrate,
+    loadgen_settings,
+    measure,
+)
+from accelbench.scenarios.rules import RULES, SCENARIOS, get_rules
+from accelbench.workloads.base import Inputs
+
+SLEEP_S = 0.001
+RNG = np.random.default_rng(7)
+WEIGHTS = RNG.standard_normal((64, 64)).astype(np.float32)
+SAMPLES: list[Inputs] = [(RNG.standard_normal((64, 64)).astype(np.float32),) for _ in range(24)]
+QUICK = get_rules("quick")
+
+
+def _infer(inputs: Inputs) -> np.ndarray:
+    time.sleep(SLEEP_S)
+    return inputs[0] @ WEIGHTS
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Measurement, Path, float]]:
+    """One quick LoadGen run per scenario: (measurement, log dir, wall seconds)."""
+    root = tmp_path_factory.mktemp("loadgen")
+    done = {}
+    for scenario in SCENARIOS:
+        start = time.perf_counter()
+        measurement = measure(scenario, _infer, SAMPLES, QUICK, root / scenario, capture=8)
+        done[scenario] = (measurement, root / scenario, time.perf_counter() - start)
+    return done
+
+
+@pytest.mark.parametrize("scenario", ["single-stream", "offline", "server"])
+def test_valid_under_quick_rules(runs: dict[str, tuple[Measurement, Path, float]], scenario: str) -> None:
+    summary = runs[scenario][0].summary
+    assert summary.valid, summary.invalid_reasons
+
+
+def test_multi_stream_is_invalid_only_by_early_stopping(
+    runs: dict[str, tuple[Measurement, Path, float]],
+) -> None:
+    summary = runs["multi-stream"][0].summary
+    assert summary.min_duration_met and summary.min_queries_met
+    assert summary.samples_per_query == 8
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_throughput_is_sensible(runs: dict[str, tuple[Measurement, Path, float]], scenario: str) -> None:
+    measurement, _, wall_s = runs[scenario]
+    capacity = 1 / measurement.calibrated_latency_s
+    expected = measurement.settings.get("server_target_qps", capacity)
+    assert expected / 2 < measurement.summary.qps < expected * 2
+    assert SLEEP_S < measurement.calibrated_latency_s < 20 * SLEEP_S
+    assert wall_s < 10
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_outputs_are_captured_during_the_run(
+    runs: dict[str, tuple[Measurement, Path, float]], scenario: str
+) -> None:
+    outputs = runs[scenario][0].outputs
+    assert 0 < len(outputs) <= 8
+    for index, output in outputs.items():
+        assert 0 <= index < len(SAMPLES)
+        np.testing.assert_array_equal(output, SAMPLES[index][0] @ WEIGHTS)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_sut_latencies_cover_every_sample(
+    runs: dict[str, tuple[Measurement, Path, float]], scenario: str
+) -> None:
+    measurement, log_dir, _ = runs[scenario]
+    summary = measurement.summary
+    samples = measurement.query_count * summary.samples_per_query
+    assert len(measurement.sut_latencies_s) == samples
+    assert min(measurement.sut_latencies_s) >= SLEEP_S
+    assert (log_dir / SUMMARY_FILE).exists() and (log_dir / DETAIL_FILE).exists()
+    assert measurement.detail_messages == ()
+
+
+def test_verdict(runs: dict[str, tuple[Measurement, Path, float]]) -> None:
+    single = runs["single-stream"][0].to_verdict(QUICK, "logs/single-stream")
+    assert (single.scenario, single.valid, single.rules, single.official) == (
+        "single-stream",
+        True,
+        "quick",
+        False,
+    )
+    assert single.queries == runs["single-stream"][0].query_count >= QUICK.min_query_count
+    assert single.log_dir == "logs/single-stream"
+    offline = runs["offline"][0]
+    assert offline.to_verdict(QUICK, "x").queries == offline.summary.samples_per_query
+    assert offline.settings["offline_expected_qps"] > 0
+
+
+class BoomError(RuntimeError):
+    """Raised by the failing infer."""
+
+
+@pytest.mark.parametrize("scenario", ["single-stream", "offline"])
+def test_an_infer_exception_propagates(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], scenario: str
+) -> None:
+    calls = []
+
+    def failing(inputs: Inputs) -> np.ndarray:
+        calls.append(1)
+        if len(calls) == 5:
+            raise BoomError("model exploded")
+        return _infer(inputs)
+
+    with pytest.raises(BoomError, match="model exploded"):
+        measure(scenario, failing, SAMPLES, QUICK, tmp_path, latency_s=0.001)
+    assert len(calls) == 5  # nothing ran after the failure
+    assert capfd.readouterr().out == ""  # LoadGen's summary is not copied to stdout
+
+
+def test_calibrate() -> None:
+    latency_s = calibrate(_infer, SAMPLES[:3], budget_s=0.05)
+    assert SLEEP_S <= latency_s < 20 * SLEEP_S
+    with pytest.raises(ValueError, match="at least one sample"):
+        calibrate(_infer, [], budget_s=0.05)
+
+
+def test_settings_follow_calibration_and_rules() -> None:
+    single = loadgen_settings("single-stream", QUICK, 0.002, 24)
+    assert single["single_stream_expected_latency_ns"] < 2_000_000
+    assert (single["min_duration_ms"], single["min_query_count"]) == (1000, 64)
+    multi = loadgen_settings("multi-stream", QUICK, 0.002, 24)
+    assert multi["multi_stream_samples_per_query"] == 8
+    assert multi["multi_stream_expected_latency_ns"] < 8 * 2_000_000
+    assert loadgen_settings("offline", QUICK, 0.002, 24)["offline_expected_qps"] > 500
+    server = loadgen_settings("server", QUICK, 0.002, 24)
+    assert server["server_target_qps"] == pytest.approx(QUICK.server_load_fraction / 0.002)
+    assert server["server_target_latency_ns"] == 100_000_000
+    slow = loadgen_settings("server", QUICK, 0.05, 24)
+    assert slow["server_target_latency_ns"] == 500_000_000  # 10x the calibrated latency
+    assert slow["min_duration_ms"] == 3000
+    official = loadgen_settings("server", RULES["official"], 0.05, 24)
+    assert official["server_target_latency_ns"] == 100_000_000
+    with pytest.raises(ValueError, match="unknown scenario"):
+        loadgen_settings("batch", QUICK, 0.002, 24)
+
+
+def test_rules() -> None:
+    assert SCENARIOS == ("single-stream", "multi-stream", "server", "offline")
+    assert set(RULES) == {"quick", "standard", "official"}
+    official = get_rules("official")
+    assert official.official and not QUICK.official and not get_rules("standard").official
+    assert official.min_duration_for("server") == official.min_duration_for("offline") == 600.0
+    assert official.min_queries_for("multi-stream") == 662
+    assert official.min_queries_for("offline") == 24576
+    assert dataclasses.replace(QUICK, trials=2).trials == 2
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        QUICK.trials = 5  # type: ignore[misc]
+
+
+def test_unknown_rules() -> None:
+    with pytest.raises(UserError, match="quick, standard, official"):
+        get_rules("fast")
