@@ -248,5 +248,5 @@ def main() -> None:
     try:
         app()
     except UserError as err:
-        err_console.print(f"accelbench: error: {err}", markup=False, highlight=False)
+        sys.stderr.write(f"accelbench: error: {' '.join(str(err).split())}\n")
         sys.exit(2)

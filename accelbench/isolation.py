@@ -1,21 +1,25 @@
-"""Run one cell in a fresh subprocess with a wall-clock timeout and a memory limit.
+"""Run one cell in a fresh process with a wall-clock timeout and a memory limit.
 
-The child is started in its own process group so a hang (or a compiler's worker pool) is killed whole.
-The parent samples the resident memory of the child's process tree a few times a second; past the limit
-the group is killed and the cell is ``oom``. HOME-like variables point into the run folder, so framework
-caches and telemetry never land in the user's home.
+Cell processes are forked from a template process (a multiprocessing forkserver) that has already
+imported the heavy libraries (torch, transformers, ONNX Runtime, LoadGen) but executed nothing: each
+cell still gets a process of its own, with no state from any other cell, without paying 3-5 s of
+imports. The cell makes itself a process-group leader, so a hang (or a compiler's worker pool) is killed
+whole. The parent samples the resident memory of the cell's process tree a few times a second; past the
+limit the group is killed and the cell is ``oom``. HOME-like variables point into the run folder, so
+framework caches and telemetry never land in the user's home.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import multiprocessing
 import os
 import signal
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from multiprocessing.context import ForkServerContext
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +29,18 @@ from accelbench.cellspec import CellSpec, write_json_atomic
 
 POLL_S = 0.25
 STDERR_TAIL_CHARS = 2000
+PRELOAD = (
+    "accelbench.cell",
+    "accelbench.stats",
+    "accelbench.meters.quality",
+    "torch",
+    "transformers.models.bert.modeling_bert",
+    "onnxruntime",
+    "mlperf_loadgen",
+)
+"""Imported once by the template process; a module that is not installed is skipped."""
+
+_context: ForkServerContext | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,26 +53,20 @@ class ChildOutcome:
 
 
 def cell_environment(spec: CellSpec) -> dict[str, str]:
-    """The child's environment: private HOME and caches in the run folder, fixed threads, offline hubs."""
+    """Variables set in the cell: private HOME, caches and TMPDIR in the run folder, threads, offline hubs."""
     home = Path(spec.run_dir) / "home"
-    env = dict(os.environ)
-    env.update(
-        HOME=str(home),
-        XDG_CACHE_HOME=str(home / ".cache"),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        TMPDIR=str(Path(spec.run_dir) / "tmp"),
-        TORCHINDUCTOR_CACHE_DIR=str(Path(spec.cache_dir) / "inductor"),
-        OMP_NUM_THREADS=str(spec.threads),
-        MKL_NUM_THREADS=str(spec.threads),
-        HF_HUB_OFFLINE="1",
-        TRANSFORMERS_OFFLINE="1",
-        TOKENIZERS_PARALLELISM="false",
-        PYTHONUNBUFFERED="1",
-        # the cell runs in its own folder (LoadGen would read an audit.config from the working
-        # directory); the parent's working directory stays importable, as it is for the parent
-        PYTHONPATH=os.pathsep.join(filter(None, (os.getcwd(), os.environ.get("PYTHONPATH")))),
-    )
-    return env
+    return {
+        "HOME": str(home),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "TMPDIR": str(Path(spec.run_dir) / "tmp"),
+        "TORCHINDUCTOR_CACHE_DIR": str(Path(spec.cache_dir) / "inductor"),
+        "OMP_NUM_THREADS": str(spec.threads),
+        "MKL_NUM_THREADS": str(spec.threads),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
 
 
 def run_cell(spec: CellSpec, timeout_s: float, mem_limit_bytes: int) -> ChildOutcome:
@@ -70,36 +80,52 @@ def run_cell(spec: CellSpec, timeout_s: float, mem_limit_bytes: int) -> ChildOut
     Path(spec.result_path).unlink(missing_ok=True)
     stderr_path = cell_dir / "stderr.txt"
     start = time.perf_counter()
-    with stderr_path.open("w") as stderr:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "accelbench.cell", str(spec_path)],
-            stdout=stderr,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=cell_environment(spec),
-            cwd=cell_dir,
-            start_new_session=True,
-        )
-        imposed = _watch(proc, timeout_s, mem_limit_bytes)
+    proc = _fork_context().Process(
+        target=_cell_main, args=(str(spec_path), str(stderr_path), cell_environment(spec)), daemon=False
+    )
+    proc.start()
+    imposed = _watch(proc, timeout_s, mem_limit_bytes)
     wall_s = time.perf_counter() - start
-    tail = stderr_path.read_text(errors="replace")[-STDERR_TAIL_CHARS:]
-    return ChildOutcome(_outcome(spec, proc.returncode, imposed, timeout_s), wall_s, tail)
+    tail = stderr_path.read_text(errors="replace")[-STDERR_TAIL_CHARS:] if stderr_path.exists() else ""
+    return ChildOutcome(_outcome(spec, proc.exitcode or 0, imposed, timeout_s), wall_s, tail)
 
 
-def _watch(proc: subprocess.Popen[bytes], timeout_s: float, mem_limit_bytes: int) -> str | None:
+def _fork_context() -> ForkServerContext:
+    global _context
+    if _context is None:
+        _context = multiprocessing.get_context("forkserver")
+        _context.set_forkserver_preload(list(PRELOAD))
+    return _context
+
+
+def _cell_main(spec_path: str, stderr_path: str, env: dict[str, str]) -> None:
+    """In the cell process: own process group, stdout/stderr to the cell's file, private env, measure."""
+    os.setsid()
+    fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.environ.update(env)
+    os.chdir(Path(spec_path).parent)  # LoadGen reads an audit.config from the working directory
+    from accelbench import cell
+
+    sys.exit(cell.main([spec_path]))
+
+
+def _watch(proc: Any, timeout_s: float, mem_limit_bytes: int) -> str | None:
     """Wait for the child; kill its group and return ``timeout``/``oom`` when a limit is crossed."""
     deadline = time.monotonic() + timeout_s
     while True:
-        try:
-            proc.wait(timeout=POLL_S)
+        proc.join(timeout=POLL_S)
+        if proc.exitcode is not None:
+            _kill_group(proc.pid)  # leftovers of the cell (e.g. compiler workers) go with it
             return None
-        except subprocess.TimeoutExpired:
-            pass
         if time.monotonic() > deadline:
-            _kill_group(proc)
+            _kill_group(proc.pid)
+            proc.join()
             return "timeout"
         if _tree_rss_bytes(proc.pid) > mem_limit_bytes:
-            _kill_group(proc)
+            _kill_group(proc.pid)
+            proc.join()
             return "oom"
 
 
@@ -111,30 +137,27 @@ def _tree_rss_bytes(pid: int) -> int:
         return 0
     total = 0
     for proc in procs:
-        try:
+        with contextlib.suppress(psutil.Error):
             total += proc.memory_info().rss
-        except psutil.Error:
-            continue
     return total
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
 
 
-def _outcome(spec: CellSpec, returncode: int, imposed: str | None, timeout_s: float) -> dict[str, Any]:
+def _outcome(spec: CellSpec, exitcode: int, imposed: str | None, timeout_s: float) -> dict[str, Any]:
     if imposed == "timeout":
         return {"status": "timeout", "reason": f"no result after {timeout_s:g} s; process group killed"}
     if imposed == "oom":
         return {"status": "oom", "reason": "memory limit exceeded; process group killed"}
     result_path = Path(spec.result_path)
-    if returncode == 0 and result_path.exists():
+    if exitcode == 0 and result_path.exists():
         outcome: dict[str, Any] = json.loads(result_path.read_text())
         return outcome
-    if returncode == -signal.SIGKILL:
+    if exitcode == -signal.SIGKILL:
         return {"status": "oom", "reason": "killed by SIGKILL (likely the kernel's OOM killer)"}
-    if returncode < 0:
-        return {"status": "crashed", "reason": f"killed by signal {signal.Signals(-returncode).name}"}
-    return {"status": "crashed", "reason": f"cell process exited with code {returncode} and no result"}
+    if exitcode < 0:
+        return {"status": "crashed", "reason": f"killed by signal {signal.Signals(-exitcode).name}"}
+    return {"status": "crashed", "reason": f"cell process exited with code {exitcode} and no result"}

@@ -24,12 +24,12 @@ DRIFT_THRESHOLD = 0.05
 OTHER_LOAD_WARNING_CORES = 0.25
 """Other processes' load (in cores) above which a result carries a "machine busy" warning."""
 
-_PROBE_N = 192
-_PROBE_REPEATS = 7
+_PROBE_N = 384
+_PROBE_REPEATS = 9
 
 
 def probe_s() -> float:
-    """Best-of-``_PROBE_REPEATS`` time of a fixed float64 matmul (about a millisecond each)."""
+    """Best-of-``_PROBE_REPEATS`` time of a fixed float64 384x384 matmul (about 1 ms each here)."""
     rng = np.random.default_rng(0)
     a = rng.standard_normal((_PROBE_N, _PROBE_N))
     b = rng.standard_normal((_PROBE_N, _PROBE_N))

@@ -77,4 +77,7 @@ class Stack(ABC):
 
     @abstractmethod
     def prepare(self, model: torch.nn.Module, spec: ModelSpec, ctx: CellContext) -> Session:
-        """Compile/convert ``model`` and return a ready session; raise Unsupported when it cannot."""
+        """Compile/convert ``model`` and return a ready session; raise Unsupported when it cannot.
+
+        Stacks with ``computes = False`` (the null stack) are given ``None``: the model is not built.
+        """
