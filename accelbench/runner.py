@@ -138,7 +138,7 @@ def _unavailable_reason(planned: PlannedCell) -> str | None:
 
 
 def _spec(store: Store, run_id: str, config: RunConfig, planned: PlannedCell) -> CellSpec:
-    run_dir = store.run_dir(run_id)
+    run_dir = store.run_dir(run_id).resolve()  # the cell process works in its own folder
     cell_dir = run_dir / "cells" / _safe_name(planned.cell.key)
     return CellSpec(
         run_id=run_id,

@@ -1,0 +1,72 @@
+"""Run configuration: suites, overrides, TOML files and validation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from accelbench import registry
+from accelbench.config import RunConfig, effective_threads, load_toml, suite, with_overrides
+from accelbench.errors import UserError
+
+
+def test_suites_plan_what_the_readme_says() -> None:
+    default = suite("default")
+    assert default.workloads == ("resnet50", "bert-base", "minilm-l6")
+    assert set(default.stacks) >= {"torch-eager", "torch-inductor", "onnxruntime"}
+    assert default.scenarios == ("single-stream", "offline") and default.size == "standard"
+    assert suite("tiny").size == "tiny"
+
+
+def test_overrides_replace_fields_and_round_trip() -> None:
+    config = with_overrides(suite("tiny"), {"stacks": ("null",), "seed": 7, "rules": None})
+    assert config.stacks == ("null",) and config.seed == 7 and config.rules == "quick"
+    assert RunConfig.from_dict(config.to_dict()) == config
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"scenarios": ("burst",)}, "unknown scenario burst"),
+        ({"size": "huge"}, "unknown size huge"),
+        ({"rules": "lax"}, "lax"),
+        ({"timeout_s": -1.0}, "positive"),
+        ({"colour": "red"}, "unknown run setting colour"),
+    ],
+)
+def test_bad_settings_are_user_errors(overrides: dict[str, object], message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        with_overrides(suite("tiny"), overrides)
+
+
+def test_unknown_suite_is_a_user_error() -> None:
+    with pytest.raises(UserError, match="unknown suite"):
+        suite("enormous")
+
+
+def test_toml_run_table_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "run.toml"
+    path.write_text('[run]\nworkloads = ["minilm-l6"]\nseed = 3\n')
+    config = with_overrides(suite("tiny"), load_toml(path))
+    assert config.workloads == ("minilm-l6",) and config.seed == 3
+
+
+def test_malformed_toml_is_a_user_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text("[run\nseed = ")
+    with pytest.raises(UserError, match="cannot read config"):
+        load_toml(path)
+
+
+def test_threads_default_to_usable_cpus() -> None:
+    assert effective_threads(suite("tiny")) >= 1
+    assert effective_threads(with_overrides(suite("tiny"), {"threads": 1})) == 1
+
+
+def test_registry_resolves_known_names_and_rejects_others() -> None:
+    refs = registry.resolve("stack", ("null", "onnxruntime"))
+    assert refs["null"] == "accelbench.stacks.null:NullStack"
+    assert registry.instantiate(refs["null"]).name == "null"
+    with pytest.raises(UserError, match="unknown stack nope; known:"):
+        registry.resolve("stack", ("nope",))
