@@ -12,10 +12,10 @@ from __future__ import annotations
 import copy
 import json
 import logging
-import resource
 import sys
 import traceback
 from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -24,9 +24,10 @@ import numpy as np
 
 from accelbench.cellspec import CellSpec, write_json_atomic
 from accelbench.errors import CellError, Unavailable
-from accelbench.meters import noise
+from accelbench.hardware.detect import detect_machine
+from accelbench.meters import energy, memory, noise
 from accelbench.registry import instantiate
-from accelbench.results import Quality
+from accelbench.results import DeviceMemory, Energy, Quality
 from accelbench.scenarios.loadgen import Measurement, calibrate, measure
 from accelbench.scenarios.rules import Rules, get_rules
 from accelbench.stacks.base import CellContext, ModelSpec, Session, Stack
@@ -43,7 +44,7 @@ def main(argv: Sequence[str]) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     spec = CellSpec.from_dict(json.loads(Path(argv[0]).read_text()))
     outcome = outcome_of(spec)
-    outcome["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    outcome["peak_rss_bytes"] = memory.peak_rss_bytes()
     write_json_atomic(Path(spec.result_path), outcome)
     return 0
 
@@ -76,10 +77,10 @@ def _measure(spec: CellSpec) -> dict[str, Any]:
     reference_model = copy.deepcopy(model)
     session = stack.prepare(model, _model_spec(spec, workload, samples[0]), _context(spec))  # type: ignore[arg-type]
     rules = get_rules(spec.rules)
-    trials, probe = _timed_trials(spec, session, samples, rules)
+    trials, probe, metered = _timed_trials(spec, session, samples, rules)
     quality = _quality_gate(stack, workload, session, reference_model, samples, trials)
     sanity = _sanity(stack, workload, spec.cell.size, session)
-    return _outcome(spec, stack, session, rules, trials, probe, quality, sanity)
+    return _outcome(spec, stack, session, rules, trials, probe, quality, sanity, metered)
 
 
 def _model_spec(spec: CellSpec, workload: Workload, example: Inputs) -> ModelSpec:
@@ -110,20 +111,64 @@ def _set_torch_threads(threads: int) -> None:
 
 def _timed_trials(
     spec: CellSpec, session: Session, samples: list[Inputs], rules: Rules
-) -> tuple[list[Measurement], Any]:
-    """Calibrate, then run ``rules.trials`` LoadGen tests between two noise probes; retry if unstable."""
+) -> tuple[list[Measurement], Any, _Metered]:
+    """Calibrate, then run ``rules.trials`` LoadGen tests between two noise probes; retry if unstable.
+
+    One energy window and one device-memory window span the trials of an attempt (probes excluded).
+    """
     latency_s = calibrate(session.infer, samples, rules.calibration_budget_s)
+    meters = _Meters(spec.cell.device)
     attempts = 1 if rules.name == "quick" else 2
-    for attempt in range(attempts):
-        start = noise.begin()
-        trials = [
-            _one_trial(spec, session, samples, rules, latency_s, f"a{attempt}-t{trial}")
-            for trial in range(rules.trials)
-        ]
-        probe = noise.end(start)
-        if not probe.unstable:
-            break
-    return trials, probe
+    try:
+        for attempt in range(attempts):
+            start = noise.begin()
+            meters.begin(f"a{attempt}")
+            trials = [
+                _one_trial(spec, session, samples, rules, latency_s, f"a{attempt}-t{trial}")
+                for trial in range(rules.trials)
+            ]
+            metered = meters.end(f"a{attempt}", sum(len(t.sut_latencies_s) for t in trials))
+            probe = noise.end(start)
+            if not probe.unstable:
+                break
+    finally:
+        meters.close()
+    return trials, probe, metered
+
+
+@dataclass(frozen=True, slots=True)
+class _Metered:
+    energy: Energy | None
+    device_memory: DeviceMemory | None
+    warnings: tuple[str, ...] = ()
+
+
+class _Meters:
+    """The energy meter (``energy.choose_meter``) and the device-memory meter of the cell."""
+
+    def __init__(self, device: str):
+        self.memory = memory.DeviceMemoryMeter(device)
+        self.energy: energy.EnergyMeter | None = None
+        self.missing = ""
+        try:
+            self.energy = energy.choose_meter(detect_machine(probe_gpus=False), device)
+        except energy.MeterUnavailable as err:
+            self.missing = f"energy unavailable: {err}"
+
+    def begin(self, window: str) -> None:
+        self.memory.begin_window(window)
+        if self.energy is not None:
+            self.energy.begin_window(window)
+
+    def end(self, window: str, samples: int) -> _Metered:
+        reading = self.energy.end_window(window) if self.energy is not None else None
+        record = energy.energy_record(reading, samples) if reading is not None else None
+        notes = (self.missing,) if self.missing else ()
+        return _Metered(record, self.memory.end_window(window), notes)
+
+    def close(self) -> None:
+        if self.energy is not None:
+            self.energy.close()
 
 
 def _one_trial(
@@ -189,6 +234,7 @@ def _outcome(
     probe: Any,
     quality: Quality | None,
     sanity: Quality | None,
+    metered: _Metered,
 ) -> dict[str, Any]:
     from accelbench import stats
 
@@ -207,9 +253,11 @@ def _outcome(
         "effective_precision": session.effective_precision,
         "compile_s": session.compile_s,
         "noise": _asdict(probe),
-        "warnings": _warnings(trials, probe, stack),
+        "warnings": sorted({*_warnings(trials, probe, stack), *metered.warnings}),
         "versions": {**_base_versions(), **stack.versions()},
         "settings": _settings(spec, session, median_trial),
+        "energy": _asdict(metered.energy),
+        "device_memory": _asdict(metered.device_memory),
     }
 
 

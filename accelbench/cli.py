@@ -1,4 +1,4 @@
-"""The ``accelbench`` command line (typer + rich): run, list, show, export, hw.
+"""The ``accelbench`` command line (typer + rich): run, list, show, export, hw, probe.
 
 Bad input raises ``UserError`` anywhere below; ``main`` turns it into one line on stderr and exit code 2.
 """
@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from accelbench import registry, runner
+from accelbench import cli_normalize, registry, runner
 from accelbench.config import RunConfig, load_toml, suite, with_overrides
 from accelbench.errors import UserError
 from accelbench.hardware.detect import Machine, detect_machine, machine_to_dict
@@ -31,7 +31,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="accelbench: a fair, open, hard-to-game benchmark for AI acceleration.",
 )
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 180)  # pipes get full tables
 err_console = Console(stderr=True)
 
 StoreOption = Annotated[
@@ -71,6 +71,7 @@ def run(
         Path | None, typer.Option("--config", help="TOML file with a [run] table.")
     ] = None,
     resume: Annotated[str | None, typer.Option(help="Finish an interrupted run.")] = None,
+    no_probe: Annotated[bool, typer.Option("--no-probe", help="Skip the roofline probes.")] = False,
     store_path: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -97,8 +98,10 @@ def run(
             config = with_overrides(suite(suite_name), overrides)
             runner.plan(config)  # validate names before anything is stored
             run_id = runner.start_run(store, config, machine)
+            if not no_probe:
+                _probe(store.run_dir(run_id), config, machine, quiet=as_json)
         results = _execute_with_progress(store, run_id, config, machine, quiet=as_json)
-        _print_results(store.results(run_id), run_id, as_json, store.run_dir(run_id))
+        _print_results(store, run_id, as_json)
     if not results and not resume:
         raise UserError("the run planned no cells")
 
@@ -122,11 +125,31 @@ def _execute_with_progress(
             raise typer.Exit(130) from None
 
 
-def _print_results(results: list[Result], run_id: str, as_json: bool, run_dir: Path) -> None:
+def _probe(run_dir: Path, config: RunConfig, machine: Machine, quiet: bool) -> None:
+    """Measure this machine's peaks (GEMM, bandwidth) once per run; kept in the run folder."""
+    from accelbench.config import effective_threads
+    from accelbench.hardware.roofline import measure_peaks
+    from accelbench.normalized import save_peaks
+
+    if not quiet:
+        err_console.print("measuring this machine's peaks (roofline probes; skip with --no-probe) ...")
+    budget_s = 4.0 if config.size == "tiny" else 10.0  # the tiny suite is for quick checks
+    save_peaks(run_dir, measure_peaks(effective_threads(config), budget_s=budget_s, machine=machine))
+
+
+def _print_results(store: Store, run_id: str, as_json: bool) -> None:
+    from accelbench.normalized import load_peaks, normalized_documents
+
+    results, run_dir = store.results(run_id), store.run_dir(run_id)
+    peaks = load_peaks(run_dir)
+    normalized = normalized_documents(results, store.run(run_id).machine, peaks, store.path / "cache")
     if as_json:
-        terminal.print_json({"run_id": run_id, "results": [to_dict(r) for r in results]})
+        documents = [{**to_dict(r), "normalized": normalized.get(r.cell.key)} for r in results]
+        peaks_doc = peaks.to_dict() if peaks else None
+        terminal.print_json({"run_id": run_id, "peaks": peaks_doc, "results": documents})
         return
     console.print(terminal.results_table(results, f"accelbench run {run_id}"))
+    console.print(terminal.checks_table(results, normalized))
     failures = terminal.failures_table(results)
     if failures is not None:
         console.print(failures)
@@ -204,7 +227,7 @@ def show(
     """Show the results of a run."""
     with _store(store_path) as store:
         chosen = _chosen_run(store, run_id)
-        _print_results(store.results(chosen), chosen, as_json, store.run_dir(chosen))
+        _print_results(store, chosen, as_json)
 
 
 @app.command()
@@ -240,6 +263,36 @@ def hw(as_json: JsonOption = False) -> None:
         terminal.print_json(document)
     else:
         console.print(terminal.machine_table(document))
+
+
+@app.command()
+def probe(
+    threads: Annotated[int | None, typer.Option(help="Threads (default: usable CPUs).")] = None,
+    budget_s: Annotated[
+        float | None, typer.Option("--budget-s", help="Seconds of measurement (default 10).")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Measure this machine's peak GEMM FLOP/s and memory bandwidth, each next to the best library's."""
+    from accelbench.hardware.roofline import DEFAULT_BUDGET_S, measure_peaks  # imports torch
+    from accelbench.report import roofline as roofline_report
+
+    chosen = threads if threads is not None else len(os.sched_getaffinity(0))
+    budget = DEFAULT_BUDGET_S if budget_s is None else budget_s
+    if chosen < 1 or budget <= 0:
+        raise UserError("--threads must be at least 1 and --budget-s positive")
+    peaks = measure_peaks(chosen, budget)
+    if as_json:
+        terminal.print_json(peaks.to_dict())
+        return
+    console.print(roofline_report.peaks_table(peaks))
+    console.print(roofline_report.measurements_table(peaks))
+    console.print(roofline_report.libraries_table(peaks))
+    for line in peaks.warnings:
+        console.print(f"[yellow]warning[/] {line}")
+
+
+cli_normalize.register(app)  # explain, history, import-mlperf
 
 
 def main() -> None:

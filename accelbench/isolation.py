@@ -61,6 +61,7 @@ def cell_environment(spec: CellSpec) -> dict[str, str]:
         "XDG_CONFIG_HOME": str(home / ".config"),
         "TMPDIR": str(Path(spec.run_dir) / "tmp"),
         "TORCHINDUCTOR_CACHE_DIR": str(Path(spec.cache_dir) / "inductor"),
+        "POCL_CACHE_DIR": str(Path(spec.cache_dir) / "pocl"),
         "OMP_NUM_THREADS": str(spec.threads),
         "MKL_NUM_THREADS": str(spec.threads),
         "HF_HUB_OFFLINE": "1",

@@ -29,6 +29,17 @@ STACKS: Mapping[str, str] = {
     "torch-eager": "accelbench.stacks.torch_eager:TorchEager",
     "torch-inductor": "accelbench.stacks.torch_inductor:TorchInductor",
     "onnxruntime": "accelbench.stacks.onnxruntime:OnnxRuntime",
+    "openvino": "accelbench.stacks.openvino:OpenVino",
+    "openvino-bf16": "accelbench.stacks.openvino:OpenVinoBf16",
+    "iree": "accelbench.stacks.iree:Iree",
+    "tvm": "accelbench.stacks.tvm:Tvm",
+    "tvm-tuned": "accelbench.stacks.tvm:TvmTuned",
+    "jax-xla": "accelbench.stacks.jax_xla:JaxXla",
+    "opencl": "accelbench.stacks.opencl:OpenCl",
+    "glow": "accelbench.stacks.seeds:Glow",
+    "plaidml": "accelbench.stacks.seeds:PlaidMl",
+    "oneflow": "accelbench.stacks.seeds:OneFlow",
+    "nvfuser": "accelbench.stacks.seeds:NvFuser",
 }
 
 _GROUPS = {"workload": "accelbench.workloads", "stack": "accelbench.stacks"}

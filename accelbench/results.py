@@ -3,6 +3,9 @@
 Schema history (bump ``SCHEMA_VERSION`` and add a line for every change of the stored document):
     1  first format: cell, status, latency, throughput, LoadGen verdict, quality, precision,
        compile time, memory, noise probe, machine, versions, settings.
+    2  ``energy`` (an ``Energy`` record: joules of the timed trials with their provenance) and
+       ``device_memory`` (peak accelerator memory), both optional, before ``schema_version``.
+       ``from_dict`` upgrades a version-1 document by setting both to null.
 """
 
 from __future__ import annotations
@@ -12,9 +15,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 STATUSES = ("ok", "quality_failed", "unsupported", "unavailable", "crashed", "timeout", "oom")
+
+ENERGY_PROVENANCES = ("measured", "polled", "estimated")
+"""``measured``: a hardware energy counter (RAPL, NVML, amdsmi); ``polled``: power sampled in a background
+thread and integrated; ``estimated``: no counter, a model (its ``formula`` says which)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +97,45 @@ class NoiseProbe:
 
 
 @dataclass(frozen=True, slots=True)
+class Energy:
+    """Energy of the timed trials: one meter window from before the first trial to after the last.
+
+    ``energy_per_query_j`` divides by the samples completed in the window (a single-stream query is one
+    sample; an offline query holds many, and this is per sample). ``domains`` splits ``energy_j`` by where
+    it was counted (``package-0``, ``dram-0``, ``gpu0``, or the parts of an estimate).
+    """
+
+    energy_j: float
+    power_w: float
+    energy_per_query_j: float
+    samples_per_j: float
+    window_s: float
+    samples: int
+    provenance: str
+    meter: str
+    formula: str
+    domains: Mapping[str, float] = field(default_factory=dict)
+    idle_power_w: float | None = None
+    """Device power measured while idle just before the window (GPU meters), else None."""
+    idle_subtracted: bool = False
+    """True when ``idle_power_w x window_s`` was taken off ``energy_j``."""
+
+    def __post_init__(self) -> None:
+        if self.provenance not in ENERGY_PROVENANCES:
+            raise ValueError(f"unknown energy provenance {self.provenance!r}")
+        if not self.formula:
+            raise ValueError("an energy figure needs the formula or counter it comes from")
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceMemory:
+    """Peak accelerator memory of the cell during the timed trials, and how it was read."""
+
+    peak_bytes: int
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
 class Result:
     """The immutable record of one cell."""
 
@@ -113,6 +159,8 @@ class Result:
     started_at: str = ""
     wall_s: float = 0.0
     stderr_tail: str = ""
+    energy: Energy | None = None
+    device_memory: DeviceMemory | None = None
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -130,14 +178,18 @@ def to_dict(result: Result) -> dict[str, Any]:
     doc = dataclasses.asdict(result)
     doc["versions"] = dict(result.versions)
     doc["settings"] = dict(result.settings)
+    if result.energy is not None:
+        doc["energy"]["domains"] = dict(result.energy.domains)
     return doc
 
 
 def from_dict(doc: Mapping[str, Any]) -> Result:
-    """Rebuild a result from its stored document; raises ValueError on an unknown schema."""
+    """Rebuild a result from its stored document (version 1 is upgraded); ValueError on an unknown schema."""
     version = doc.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise ValueError(f"result schema_version {version!r} is not {SCHEMA_VERSION}")
+    if version == 1:
+        doc = upgrade_v1(doc)
+    elif version != SCHEMA_VERSION:
+        raise ValueError(f"result schema_version {version!r} is not {SCHEMA_VERSION} (or 1, upgraded)")
     data = dict(doc)
     data["cell"] = Cell(**data["cell"])
     data["latency"] = _optional(Latency, data.get("latency"))
@@ -145,9 +197,20 @@ def from_dict(doc: Mapping[str, Any]) -> Result:
     data["quality"] = _optional(Quality, data.get("quality"))
     data["sanity"] = _optional(Quality, data.get("sanity"))
     data["noise"] = _optional(NoiseProbe, data.get("noise"))
+    data["energy"] = _optional(Energy, data.get("energy"))
+    data["device_memory"] = _optional(DeviceMemory, data.get("device_memory"))
     data["trial_p50_s"] = tuple(data.get("trial_p50_s", ()))
     data["warnings"] = tuple(data.get("warnings", ()))
     return Result(**data)
+
+
+def upgrade_v1(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """A version-1 document as version 2: ``energy`` and ``device_memory`` null where absent."""
+    upgraded = dict(doc)
+    upgraded.setdefault("energy", None)
+    upgraded.setdefault("device_memory", None)
+    upgraded["schema_version"] = SCHEMA_VERSION
+    return upgraded
 
 
 def _optional(kind: type, value: Mapping[str, Any] | None) -> Any:

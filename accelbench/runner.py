@@ -23,7 +23,7 @@ from accelbench.config import RunConfig, effective_mem_limit_bytes, effective_th
 from accelbench.errors import UserError
 from accelbench.hardware.detect import Machine, machine_to_dict
 from accelbench.isolation import run_cell
-from accelbench.results import Cell, Result, from_dict
+from accelbench.results import SCHEMA_VERSION, Cell, Result, from_dict
 from accelbench.store import Store
 
 log = logging.getLogger(__name__)
@@ -123,7 +123,7 @@ def _run_one(store: Store, run_id: str, config: RunConfig, machine: Machine, pla
         "started_at": started_at,
         "wall_s": wall_s,
         "stderr_tail": tail if outcome.get("status") != "ok" else "",
-        "schema_version": 1,
+        "schema_version": SCHEMA_VERSION,
     }
     return from_dict(document)
 

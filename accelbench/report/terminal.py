@@ -23,34 +23,89 @@ def print_json(document: Any) -> None:
 
 
 def results_table(results: Sequence[Result], title: str) -> Table:
-    """One row per result: latency with CI, throughput, LoadGen verdict, quality, precision, compile time."""
+    """Speed: one row per result with latency, its CI, throughput and LoadGen's verdict."""
     table = Table(title=title, title_justify="left")
-    for column in ("workload", "stack", "scenario", "status", "p50 ms", "95% CI ms", "p99 ms", "QPS"):
+    for column in (
+        "workload",
+        "stack",
+        "scenario",
+        "status",
+        "p50 ms",
+        "95% CI ms",
+        "p99 ms",
+        "QPS",
+        "LoadGen",
+    ):
         table.add_column(column, justify="right" if column[0] in "p9Q" else "left")
-    for column in ("LoadGen", "quality", "precision", "compile s"):
-        table.add_column(column)
     for result in sorted(results, key=lambda r: r.cell.key):
-        table.add_row(*_row(result))
+        table.add_row(*_cell_columns(result), *_speed_columns(result))
     return table
 
 
-def _row(result: Result) -> list[str]:
-    cell, lat, lg = result.cell, result.latency, result.loadgen
-    status = f"[{_STATUS_STYLE.get(result.status, 'red')}]{result.status}[/]"
+def checks_table(results: Sequence[Result], normalized: Mapping[str, Mapping[str, Any]]) -> Table:
+    """Trust and cost: quality gate, effective precision, compile time, energy, share of measured peak."""
+    table = Table(title="Quality, precision, compile time, energy, roofline", title_justify="left")
+    for column in ("workload", "stack", "scenario", "quality", "precision", "compile s", "J/query"):
+        table.add_column(column, justify="right" if column in ("compile s", "J/query") else "left")
+    for column in ("GFLOP/s", "% of peak", "bound"):
+        table.add_column(column, justify="right")
+    for result in sorted(results, key=lambda r: r.cell.key):
+        if result.status in ("ok", "quality_failed"):
+            roofline = normalized.get(result.cell.key, {}).get("roofline")
+            table.add_row(*_cell_columns(result)[:3], *_check_columns(result), *_roofline_columns(roofline))
+    return table
+
+
+def _cell_columns(result: Result) -> list[str]:
+    cell = result.cell
     return [
-        f"{cell.workload} ({cell.size})",
+        f"{cell.workload} ({cell.size})"
+        if cell.variant == "canonical"
+        else f"{cell.workload} {cell.variant}",
         cell.stack if cell.device == "cpu" else f"{cell.stack} @ {cell.device}",
         cell.scenario,
-        status,
+        f"[{_STATUS_STYLE.get(result.status, 'red')}]{result.status}[/]",
+    ]
+
+
+def _speed_columns(result: Result) -> list[str]:
+    lat, lg = result.latency, result.loadgen
+    return [
         _ms(lat.p50_s) if lat else "-",
         f"{_ms(lat.median_ci_s[0])}-{_ms(lat.median_ci_s[1])}" if lat else "-",
         _ms(lat.p99_s) if lat else "-",
         f"{lg.qps:.1f}" if lg else "-",
         ("VALID" if lg.valid else "[yellow]INVALID[/]") if lg else "-",
+    ]
+
+
+def _check_columns(result: Result) -> list[str]:
+    return [
         _quality(result),
         result.effective_precision or "-",
         f"{result.compile_s:.1f}" if result.compile_s else "-",
+        _energy(result),
     ]
+
+
+def _roofline_columns(roofline: Mapping[str, Any] | None) -> list[str]:
+    if not roofline:
+        return ["-", "-", "-"]
+    share = roofline.get("share_of_peak")
+    return [
+        f"{roofline['achieved_flops_per_s'] / 1e9:.1f}",
+        f"{share * 100:.1f}" if share is not None else "-",
+        str(roofline.get("bound_kind", "-")),
+    ]
+
+
+def _energy(result: Result) -> str:
+    """Joules per query and where they come from: ``0.123 est`` (estimated), ``meas``, ``poll``."""
+    energy = result.energy
+    if energy is None:
+        return "-"
+    mark = {"measured": "meas", "polled": "poll", "estimated": "[yellow]est[/]"}[energy.provenance]
+    return f"{energy.energy_per_query_j:.3g} {mark}"
 
 
 def failures_table(results: Sequence[Result]) -> Table | None:
@@ -67,8 +122,21 @@ def failures_table(results: Sequence[Result]) -> Table | None:
 
 
 def warnings_lines(results: Sequence[Result]) -> list[str]:
-    """One line per distinct warning, prefixed by the cell it belongs to."""
-    return [f"{r.cell.key}: {warning}" for r in results for warning in r.warnings]
+    """One line per distinct warning (numbers aside), with the cells it concerns, most frequent first."""
+    groups: dict[str, list[str]] = {}
+    for result in results:
+        for warning in result.warnings:
+            groups.setdefault(_warning_kind(warning), []).append(f"{result.cell.key}: {warning}")
+    lines = []
+    for members in sorted(groups.values(), key=len, reverse=True):
+        more = f" (and {len(members) - 1} more cells)" if len(members) > 1 else ""
+        lines.append(members[0] + more)
+    return lines
+
+
+def _warning_kind(warning: str) -> str:
+    """The warning with its numbers removed, so similar warnings group together."""
+    return " ".join("#" if any(ch.isdigit() for ch in word) else word for word in warning.split())
 
 
 def _quality(result: Result) -> str:

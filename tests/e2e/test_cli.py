@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from accelbench.results import SCHEMA_VERSION
+
 STACKS = ("null", "torch-eager", "torch-inductor", "onnxruntime")
 WORKLOADS = ("resnet50", "bert-base", "minilm-l6")
 SCENARIOS = ("single-stream", "offline")
@@ -53,7 +55,7 @@ def test_tiny_suite_gives_one_verified_result_per_cell(tiny_run: tuple[Path, dic
         assert result["loadgen"]["qps"] > 0 and result["loadgen"]["rules"] == "quick"
         assert result["versions"]["torch"].startswith("2.13.0")
         assert result["settings"]["threads"] >= 1
-        assert result["schema_version"] == 1
+        assert result["schema_version"] == SCHEMA_VERSION
 
 
 @pytest.mark.slow
@@ -69,6 +71,21 @@ def test_real_stacks_pass_the_quality_gate_in_fp32(tiny_run: tuple[Path, dict[st
             assert result["sanity"]["passed"]
         if result["cell"]["stack"] in ("torch-inductor", "onnxruntime"):
             assert result["compile_s"] > 0
+
+
+@pytest.mark.slow
+def test_results_carry_roofline_and_normalized_figures(tiny_run: tuple[Path, dict[str, Any]]) -> None:
+    _, document = tiny_run
+    assert document["peaks"]["peaks"] and document["peaks"]["machine_fingerprint"]
+    for result in document["results"]:
+        if result["cell"]["stack"] == "null":
+            assert result["normalized"] is None
+            continue
+        roofline = result["normalized"]["roofline"]
+        assert roofline["achieved_flops_per_s"] > 0 and 0 < roofline["share_of_peak"]
+        assert roofline["bound_kind"] in ("compute", "memory") and roofline["flops_per_sample"] > 0
+        assert result["energy"]["provenance"] in ("estimated", "measured", "polled")
+        assert result["energy"]["energy_j"] > 0 and result["energy"]["formula"]
 
 
 @pytest.mark.slow

@@ -1,16 +1,18 @@
-"""Golden-file tests of the stored result document (``accelbench.results``, schema_version 1)."""
+"""Golden-file tests of the stored result document (``accelbench.results``, schema_version 2; 1 upgrades)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from accelbench.results import SCHEMA_VERSION, Result, from_dict, to_dict
+from accelbench.results import SCHEMA_VERSION, DeviceMemory, Energy, Result, from_dict, to_dict
 
-GOLDEN = Path(__file__).parent.parent / "golden" / "result_v1.json"
+GOLDEN = Path(__file__).parent.parent / "golden" / "result_v2.json"
+GOLDEN_V1 = Path(__file__).parent.parent / "golden" / "result_v1.json"
 
 
 def _golden() -> dict[str, Any]:
@@ -20,7 +22,7 @@ def _golden() -> dict[str, Any]:
 def test_golden_loads_into_a_fully_populated_result() -> None:
     result = from_dict(_golden())
     assert isinstance(result, Result)
-    assert result.schema_version == SCHEMA_VERSION == 1
+    assert result.schema_version == SCHEMA_VERSION == 2
     assert result.cell.key == "resnet18/standard/v3-width97/onnxruntime/cpu/single-stream"
     assert result.latency is not None and result.latency.median_ci_s == (0.01712, 0.01731)
     assert result.loadgen is not None and result.loadgen.valid and result.qps == 57.8
@@ -28,6 +30,59 @@ def test_golden_loads_into_a_fully_populated_result() -> None:
     assert result.sanity is not None and result.noise is not None
     assert result.trial_p50_s == (0.0171, 0.0172, 0.0174)
     assert all(getattr(result, name) is not None for name in ("compile_s", "peak_rss_bytes"))
+    energy = result.energy
+    assert energy is not None and energy.provenance == "estimated" and energy.formula.startswith("E = W x")
+    assert energy.energy_j == sum(energy.domains.values()) == 150.78125
+    assert energy.energy_per_query_j == energy.energy_j / energy.samples
+    assert energy.power_w == energy.energy_j / energy.window_s
+
+
+def test_v1_document_is_upgraded_with_energy_null() -> None:
+    v1 = json.loads(GOLDEN_V1.read_text())
+    result = from_dict(v1)
+    assert result.schema_version == SCHEMA_VERSION
+    assert result.energy is None and result.device_memory is None
+    upgraded = json.loads(json.dumps(to_dict(result)))
+    assert list(upgraded) == list(Result.__dataclass_fields__)
+    assert {k: v for k, v in upgraded.items() if k not in ("energy", "device_memory", "schema_version")} == {
+        k: v for k, v in v1.items() if k != "schema_version"
+    }
+
+
+def test_golden_v2_is_the_v1_golden_plus_the_new_fields() -> None:
+    v1, v2 = json.loads(GOLDEN_V1.read_text()), _golden()
+    assert set(v2) - set(v1) == {"energy", "device_memory"}
+    assert all(v2[k] == v1[k] for k in v1 if k != "schema_version")
+
+
+def test_device_memory_and_polled_energy_round_trip() -> None:
+    energy = Energy(
+        energy_j=12.5,
+        power_w=250.0,
+        energy_per_query_j=0.125,
+        samples_per_j=8.0,
+        window_s=0.05,
+        samples=100,
+        provenance="polled",
+        meter="nvml",
+        formula="power sampled every 0.1 s and integrated",
+        domains={"gpu0": 12.5},
+        idle_power_w=60.0,
+        idle_subtracted=False,
+    )
+    memory = DeviceMemory(peak_bytes=3 * 2**30, source="torch.cuda.max_memory_allocated")
+    doc = _golden() | {"energy": dataclasses.asdict(energy), "device_memory": dataclasses.asdict(memory)}
+    result = from_dict(json.loads(json.dumps(doc)))
+    assert result.energy == energy and result.device_memory == memory
+    assert json.loads(json.dumps(to_dict(result))) == doc
+
+
+@pytest.mark.parametrize(("field", "value"), [("provenance", "guessed"), ("formula", "")])
+def test_energy_without_a_label_is_refused(field: str, value: str) -> None:
+    doc = _golden()
+    doc["energy"] = doc["energy"] | {field: value}
+    with pytest.raises(ValueError):
+        from_dict(doc)
 
 
 def test_to_dict_of_golden_equals_golden_exactly() -> None:

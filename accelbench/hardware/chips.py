@@ -1,0 +1,359 @@
+"""Chip facts: datasheet numbers with provenance, sources and ranges, shipped as package data.
+
+The table is built from three layers, each validated on load:
+    1. ``accelbench/data/chips.csv``: a verbatim copy of ``shared/data/chips.csv`` (every source column kept);
+       each filled number is a ``datasheet`` figure from the row's ``source``.
+    2. ``accelbench/data/chip_facts.toml``: ranges where sources disagree (TPU v4 transistors 22-41 B,
+       TPU v4 TDP 192-340 W, MI250X TDP 500-560 W), provenances other than ``datasheet``, clocks, core
+       counts, microarchitectures, and extra chips (Zen 5 EPYC parts, marked ``estimate``).
+    3. an optional user file (``--chips FILE``) in the same TOML format: ``[[chip]]`` adds a chip,
+       ``[[amend]]`` refines one; see ``docs/adding-a-chip.md``.
+
+Numbers are stored in SI units (``transistors`` as a count, ``clock_hz``, ``memory_bytes``); the file
+columns keep the units of the shared data (``transistors_billion``, ``clock_mhz``, ``memory_gb``).
+A malformed or contradictory file is a one-line ``UserError`` naming the file, the chip and the field.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import difflib
+import functools
+import logging
+import math
+import tomllib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from accelbench.errors import UserError
+from accelbench.normalize.ranges import PROVENANCES, Range
+
+logger = logging.getLogger(__name__)
+
+CHIP_FILE_SCHEMA_VERSION = 1
+KINDS = ("cpu", "gpu", "accelerator")
+MAX_DENSITY_MTR_PER_MM2 = 400.0
+"""Above this many million transistors per mm² a transistor count and a die area contradict each other
+(TSMC N3 logic reaches ~200-300; shipped chips are far below)."""
+
+# file column -> (Chip attribute, factor from the file's unit to SI, whole number required)
+FIELDS: dict[str, tuple[str, float, bool]] = {
+    "process_node_nm": ("process_node_nm", 1.0, False),
+    "transistors_billion": ("transistors", 1e9, False),
+    "die_area_mm2": ("die_area_mm2", 1.0, False),
+    "tdp_w": ("tdp_w", 1.0, False),
+    "clock_mhz": ("clock_hz", 1e6, False),
+    "cores": ("cores", 1.0, True),
+    "peak_dense_fp16_bf16_tflops": ("peak_fp16_flop_per_s", 1e12, False),
+    "peak_fp32_tflops": ("peak_fp32_flop_per_s", 1e12, False),
+    "int8_tops": ("peak_int8_op_per_s", 1e12, False),
+    "memory_gb": ("memory_bytes", 1e9, False),
+    "memory_bw_gbs": ("memory_bw_bytes_per_s", 1e9, False),
+    "launch_price_usd": ("price_usd", 1.0, False),
+}
+_TEXT_FIELDS = ("vendor", "name", "variant", "kind", "microarchitecture", "source", "notes")
+_CHIP_KEYS = {"key", "year", *_TEXT_FIELDS, *FIELDS}
+_AMEND_KEYS = {"key", "kind", "microarchitecture", "notes", *FIELDS}
+_FACT_KEYS = {"value", "low", "high", "central", "provenance", "source"}
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One number about a chip: its value (a range when uncertain), provenance and source."""
+
+    value: Range
+    provenance: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class Chip:
+    """A chip's datasheet facts in SI units; every number is a ``Fact`` or None when unknown."""
+
+    key: str
+    vendor: str
+    name: str
+    kind: str
+    source: str
+    variant: str = ""
+    year: int | None = None
+    microarchitecture: str = ""
+    notes: str = ""
+    uncertain: str = ""
+    """The shared data's ``estimated_or_uncertain_fields`` text, kept as written."""
+    origin: str = "bundled"
+    process_node_nm: Fact | None = None
+    transistors: Fact | None = None
+    die_area_mm2: Fact | None = None
+    tdp_w: Fact | None = None
+    clock_hz: Fact | None = None
+    cores: Fact | None = None
+    peak_fp16_flop_per_s: Fact | None = None
+    peak_fp32_flop_per_s: Fact | None = None
+    peak_int8_op_per_s: Fact | None = None
+    memory_bytes: Fact | None = None
+    memory_bw_bytes_per_s: Fact | None = None
+    price_usd: Fact | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChipTable:
+    """All known chips by key (keys compare case-insensitively)."""
+
+    chips: Mapping[str, Chip] = field(default_factory=dict)
+
+    def __iter__(self) -> Iterator[Chip]:
+        return iter(self.chips.values())
+
+    def __len__(self) -> int:
+        return len(self.chips)
+
+    def get(self, key: str) -> Chip | None:
+        """The chip with this key, or None."""
+        wanted = key.strip().lower()
+        return next((c for k, c in self.chips.items() if k.lower() == wanted), None)
+
+    def require(self, key: str) -> Chip:
+        """The chip with this key; UserError naming close keys when unknown."""
+        chip = self.get(key)
+        if chip is None:
+            close = difflib.get_close_matches(key, list(self.chips), n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            raise UserError(f"unknown chip {key!r}{hint}")
+        return chip
+
+    def by_microarchitecture(self, name: str) -> Chip | None:
+        """The representative chip of a microarchitecture (the first CPU declaring it), or None."""
+        return next((c for c in self if c.kind == "cpu" and c.microarchitecture == name), None)
+
+
+def load_chips(user_file: Path | str | None = None) -> ChipTable:
+    """The bundled chips, plus (validated) the chips and amendments of a user TOML file."""
+    table = bundled_chips()
+    if user_file is None:
+        return table
+    path = Path(user_file)
+    return ChipTable(_apply_toml(dict(table.chips), _read_toml(path), str(path)))
+
+
+@functools.cache
+def bundled_chips() -> ChipTable:
+    """chips.csv refined by chip_facts.toml (read once per process)."""
+    chips = _read_csv_chips()
+    name = "accelbench/data/chip_facts.toml"
+    document = _parse_toml(_data_text("chip_facts.toml"), name)
+    return ChipTable(_apply_toml(chips, document, name))
+
+
+def _data_text(name: str) -> str:
+    return (resources.files("accelbench") / "data" / name).read_text(encoding="utf-8")
+
+
+def _read_csv_chips() -> dict[str, Chip]:
+    chips: dict[str, Chip] = {}
+    for row in csv.DictReader(_data_text("chips.csv").splitlines()):
+        chip = _csv_chip(row)
+        chips[chip.key] = chip
+    return chips
+
+
+def _csv_chip(row: Mapping[str, str]) -> Chip:
+    key, where = row["chip_key"], "accelbench/data/chips.csv"
+    facts: dict[str, Any] = {
+        FIELDS[column][0]: _fact(float(text), column, key, where, "datasheet", row["source"])
+        for column, text in row.items()
+        if column in FIELDS and text.strip()
+    }
+    chip = Chip(
+        key=key,
+        vendor=row["vendor"],
+        name=row["chip"],
+        kind="cpu" if key.startswith("CPU:") else "accelerator",
+        source=row["source"],
+        variant=row["variant"],
+        year=int(row["year"]) if row["year"].strip() else None,
+        notes=row["notes"],
+        uncertain=row["estimated_or_uncertain_fields"],
+    )
+    return dataclasses.replace(chip, **facts)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot read chips file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"chips file {path}: not UTF-8 text") from None
+    return _parse_toml(text, str(path))
+
+
+def _parse_toml(text: str, where: str) -> dict[str, Any]:
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"chips file {where}: invalid TOML: {exc}") from None
+    unknown = set(document) - {"schema_version", "chip", "amend"}
+    if unknown:
+        raise UserError(f"chips file {where}: unknown top-level key {sorted(unknown)[0]!r}")
+    version = document.get("schema_version", CHIP_FILE_SCHEMA_VERSION)
+    if version != CHIP_FILE_SCHEMA_VERSION:
+        raise UserError(f"chips file {where}: schema_version {version!r} is not {CHIP_FILE_SCHEMA_VERSION}")
+    for table in ("chip", "amend"):
+        if not isinstance(document.get(table, []), list):
+            raise UserError(f"chips file {where}: {table!r} must be an array of tables ([[{table}]])")
+    return document
+
+
+def _apply_toml(chips: dict[str, Chip], document: Mapping[str, Any], where: str) -> dict[str, Chip]:
+    added: set[str] = set()
+    for entry in document.get("chip", []):
+        chip = _new_chip(entry, where)
+        if chip.key in added:
+            raise UserError(f"chips file {where}: chip {chip.key!r} is defined twice")
+        if chip.key in chips:
+            raise UserError(
+                f"chips file {where}: chip {chip.key!r} already exists; use [[amend]] to change it"
+            )
+        chips[chip.key] = chip
+        added.add(chip.key)
+    for entry in document.get("amend", []):
+        key = _key(entry, where, "amend")
+        if key not in chips:
+            raise UserError(f"chips file {where}: [[amend]] of unknown chip {key!r}")
+        chips[key] = _amended(chips[key], entry, where)
+    return chips
+
+
+def _key(entry: Any, where: str, table: str) -> str:
+    if not isinstance(entry, dict):
+        raise UserError(f"chips file {where}: every [[{table}]] must be a table")
+    key = entry.get("key")
+    if not isinstance(key, str) or not key.strip():
+        raise UserError(f"chips file {where}: a [[{table}]] has no 'key' (a non-empty string)")
+    return key.strip()
+
+
+def _new_chip(entry: Any, where: str) -> Chip:
+    key = _key(entry, where, "chip")
+    _check_names(entry, _CHIP_KEYS, key, where)
+    for required in ("vendor", "name", "source"):
+        if not isinstance(entry.get(required), str) or not entry[required].strip():
+            raise UserError(
+                f"chips file {where}: chip {key!r} field {required!r}: a non-empty string is required"
+            )
+    texts: dict[str, Any] = {name: _text(entry, name, key, where) for name in _TEXT_FIELDS if name in entry}
+    chip = Chip(key=key, vendor="", name="", kind="accelerator", source="", origin=where)
+    chip = dataclasses.replace(chip, year=_year(entry.get("year"), key, where), **texts)
+    return _validated(_with_facts(chip, entry, where), where)
+
+
+def _amended(chip: Chip, entry: Mapping[str, Any], where: str) -> Chip:
+    _check_names(entry, _AMEND_KEYS, chip.key, where)
+    names = [name for name in ("kind", "microarchitecture", "notes") if name in entry]
+    texts: dict[str, Any] = {name: _text(entry, name, chip.key, where) for name in names}
+    changed = dataclasses.replace(chip, **texts)
+    return _validated(_with_facts(changed, entry, where), where)
+
+
+def _check_names(entry: Mapping[str, Any], allowed: set[str], key: str, where: str) -> None:
+    unknown = sorted(set(entry) - allowed)
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], sorted(allowed), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UserError(f"chips file {where}: chip {key!r} field {unknown[0]!r}: unknown field{hint}")
+
+
+def _text(entry: Mapping[str, Any], name: str, key: str, where: str) -> str:
+    value = entry.get(name, "")
+    if not isinstance(value, str):
+        raise UserError(f"chips file {where}: chip {key!r} field {name!r}: expected a string")
+    if name == "kind" and value not in KINDS:
+        raise UserError(f"chips file {where}: chip {key!r} field 'kind': {value!r} is not one of {KINDS}")
+    return value
+
+
+def _year(value: Any, key: str, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1950 <= value <= 2100:
+        raise UserError(f"chips file {where}: chip {key!r} field 'year': expected a year like 2024")
+    return value
+
+
+def _with_facts(chip: Chip, entry: Mapping[str, Any], where: str) -> Chip:
+    facts: dict[str, Any] = {
+        FIELDS[name][0]: _toml_fact(entry[name], name, chip.key, where, chip.source)
+        for name in FIELDS
+        if name in entry
+    }
+    return dataclasses.replace(chip, **facts)
+
+
+def _toml_fact(raw: Any, name: str, key: str, where: str, chip_source: str) -> Fact:
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        return _fact(float(raw), name, key, where, "datasheet", chip_source)
+    if not isinstance(raw, dict):
+        raise UserError(f"chips file {where}: chip {key!r} field {name!r}: expected a number or a table")
+    unknown = sorted(set(raw) - _FACT_KEYS)
+    if unknown:
+        raise UserError(f"chips file {where}: chip {key!r} field {name!r}: unknown entry {unknown[0]!r}")
+    provenance = raw.get("provenance", "datasheet")
+    source = raw.get("source", chip_source)
+    if not isinstance(source, str) or not isinstance(provenance, str):
+        raise UserError(f"chips file {where}: chip {key!r} field {name!r}: provenance and source are strings")
+    return _fact(_range_of(raw, name, key, where), name, key, where, provenance, source)
+
+
+def _range_of(raw: Mapping[str, Any], name: str, key: str, where: str) -> float | tuple[float, ...]:
+    numbers = {k: raw[k] for k in ("value", "low", "high", "central") if k in raw}
+    for part, number in numbers.items():
+        if isinstance(number, bool) or not isinstance(number, (int, float)):
+            raise UserError(f"chips file {where}: chip {key!r} field {name!r}: {part!r} must be a number")
+    if "value" in numbers:
+        if len(numbers) > 1:
+            raise UserError(f"chips file {where}: chip {key!r} field {name!r}: give 'value' or 'low'/'high'")
+        return float(numbers["value"])
+    if "low" not in numbers or "high" not in numbers:
+        raise UserError(f"chips file {where}: chip {key!r} field {name!r}: a range needs 'low' and 'high'")
+    bounds = (numbers["low"], numbers["high"], numbers.get("central", math.nan))
+    return tuple(float(b) for b in bounds)
+
+
+def _fact(
+    raw: float | tuple[float, ...], name: str, key: str, where: str, provenance: str, source: str
+) -> Fact:
+    """A validated fact in SI units from a value (or low, high, central) in the file's unit."""
+    prefix = f"chips file {where}: chip {key!r} field {name!r}"
+    if provenance not in PROVENANCES:
+        raise UserError(f"{prefix}: provenance {provenance!r} is not one of {', '.join(PROVENANCES)}")
+    low, high, central = (raw, raw, raw) if isinstance(raw, float) else raw
+    given = [v for v in (low, high, central) if not math.isnan(v)]
+    if not all(math.isfinite(v) and v > 0 for v in given):
+        raise UserError(f"{prefix}: values must be positive finite numbers")
+    if low > high:
+        raise UserError(f"{prefix}: low {low:g} is above high {high:g}")
+    if not math.isnan(central) and not low <= central <= high:
+        raise UserError(f"{prefix}: central {central:g} is outside low..high ({low:g}..{high:g})")
+    _, scale, whole = FIELDS[name]
+    if whole and any(v != int(v) for v in given):
+        raise UserError(f"{prefix}: expected a whole number")
+    value = Range.between(low * scale, high * scale, None if math.isnan(central) else central * scale)
+    return Fact(value, provenance, source)
+
+
+def _validated(chip: Chip, where: str) -> Chip:
+    """Cross-field checks: a transistor count and a die area that cannot both be true."""
+    if chip.transistors and chip.die_area_mm2:
+        density = chip.transistors.value.low / chip.die_area_mm2.value.high / 1e6
+        if density > MAX_DENSITY_MTR_PER_MM2:
+            raise UserError(
+                f"chips file {where}: chip {chip.key!r} fields 'transistors_billion' and 'die_area_mm2' "
+                f"contradict: at least {density:.0f} million transistors per mm2 "
+                f"(more than {MAX_DENSITY_MTR_PER_MM2:.0f})"
+            )
+    return chip

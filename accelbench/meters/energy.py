@@ -1,0 +1,281 @@
+"""Energy meters: one window around the timed trials, read from a counter or honestly estimated.
+
+The design follows zeus (``ml-energy/zeus: zeus/monitor/energy.py``): ``begin_window(name)`` and
+``end_window(name)`` synchronise the device (a ``sync`` callable, e.g. ``torch.cuda.synchronize``) before
+reading, so asynchronously queued work is counted in the window it was issued in. Every reading carries a
+provenance (``accelbench.results.ENERGY_PROVENANCES``) and the formula or counter it came from:
+
+- ``measured``: RAPL package/DRAM counters (``accelbench.meters.rapl``), NVML's total-energy counter
+  (``accelbench.meters.nvml``), amdsmi's energy accumulator (``accelbench.meters.amd_gpu``);
+- ``polled``: device power sampled in a background thread and integrated (``accelbench.meters.gpu_power``);
+- ``estimated``: no counter at all (this project's VM): ``CpuEstimateMeter`` below.
+
+The estimate, for a CPU cell::
+
+    E = W x (s + (1 - s) x u) x t
+    W = TDP_socket x min(cores / socket_cores, sockets)      the machine's share of the socket TDP
+    u = process CPU s / (t x cores)                          CPU utilisation of the cell process, in [0, 1]
+    s = STATIC_FRACTION                                      idle/static power as a fraction of TDP
+
+Assumptions, stated once: each logical CPU the machine sees counts as one core of the socket (a VM whose
+2 vCPUs are SMT siblings of one core is charged 2 cores: an overestimate of up to 2x, which never flatters);
+the socket TDP and core count come from ``tdp_w``/``socket_cores`` or the small table ``CPU_TDP`` keyed by
+the detected microarchitecture (a reference SKU per row), else ``FALLBACK_W_PER_CORE``; static power is
+charged to the cell whatever other processes do; DRAM, fans and PSU losses are not counted.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from accelbench.errors import AccelbenchError
+from accelbench.hardware.detect import Machine
+from accelbench.results import ENERGY_PROVENANCES, Energy
+
+log = logging.getLogger(__name__)
+
+STATIC_FRACTION = 0.3
+"""Idle/static power of a server CPU as a fraction of its TDP (EPYC/Xeon idle package power is roughly
+20-35 % of TDP); the estimate charges it for the whole window."""
+FALLBACK_W_PER_CORE = 4.0
+"""Watts per logical CPU when the microarchitecture is not in ``CPU_TDP`` (codecarbon's default too)."""
+POWERCAP_ROOT = Path("/sys/class/powercap")
+
+
+class MeterUnavailable(AccelbenchError):
+    """No energy meter can be built for this device here; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class EnergyReading:
+    """What one window consumed, before it is divided by the samples of the cell."""
+
+    energy_j: float
+    window_s: float
+    provenance: str
+    meter: str
+    formula: str
+    domains: Mapping[str, float] = field(default_factory=dict)
+    idle_power_w: float | None = None
+    idle_subtracted: bool = False
+
+    def __post_init__(self) -> None:
+        if self.provenance not in ENERGY_PROVENANCES:
+            raise ValueError(f"unknown energy provenance {self.provenance!r}")
+
+    @property
+    def power_w(self) -> float:
+        """Average power over the window (0 for an empty window)."""
+        return self.energy_j / self.window_s if self.window_s > 0 else 0.0
+
+
+def energy_record(reading: EnergyReading, samples: int) -> Energy:
+    """The stored ``Energy`` of a window in which ``samples`` samples were completed."""
+    return Energy(
+        energy_j=reading.energy_j,
+        power_w=reading.power_w,
+        energy_per_query_j=reading.energy_j / samples if samples > 0 else 0.0,
+        samples_per_j=samples / reading.energy_j if reading.energy_j > 0 else 0.0,
+        window_s=reading.window_s,
+        samples=samples,
+        provenance=reading.provenance,
+        meter=reading.meter,
+        formula=reading.formula,
+        domains=dict(reading.domains),
+        idle_power_w=reading.idle_power_w,
+        idle_subtracted=reading.idle_subtracted,
+    )
+
+
+def _no_sync() -> None:
+    """CPU work is synchronous: nothing to wait for."""
+
+
+class EnergyMeter(ABC):
+    """Measure the energy of named windows; subclasses read one kind of counter (or estimate)."""
+
+    meter: str
+    """Short name stored with every reading (``rapl``, ``nvml``, ``cpu-estimate``, ...)."""
+
+    def __init__(self, sync: Callable[[], None] | None = None, clock: Callable[[], float] = time.monotonic):
+        self._sync = sync or _no_sync
+        self._clock = clock
+        self._windows: dict[str, tuple[Any, float]] = {}
+
+    def begin_window(self, name: str) -> None:
+        """Synchronise the device, then read the counters; ``name`` must not be open already."""
+        if name in self._windows:
+            raise ValueError(f"energy window {name!r} is already open")
+        self._sync()
+        state = self._begin()
+        self._windows[name] = (state, self._clock())
+
+    def end_window(self, name: str) -> EnergyReading:
+        """Synchronise the device, read the counters again and return what the window consumed."""
+        if name not in self._windows:
+            raise ValueError(f"energy window {name!r} was not begun")
+        state, start_s = self._windows.pop(name)
+        self._sync()
+        return self._end(state, start_s, self._clock())
+
+    def close(self) -> None:
+        """Release the device and stop background threads; open windows are dropped."""
+        self._windows.clear()
+
+    @abstractmethod
+    def _begin(self) -> Any:
+        """Read the counters at the start of a window; the result is given back to ``_end``."""
+
+    @abstractmethod
+    def _end(self, state: Any, start_s: float, end_s: float) -> EnergyReading:
+        """Read the counters at the end of a window that began with ``state`` at ``start_s``."""
+
+
+@dataclass(frozen=True, slots=True)
+class CpuTdp:
+    """A socket's TDP and core count, and where the figure comes from."""
+
+    tdp_w: float
+    socket_cores: int
+    source: str
+
+
+_CHIPS_CSV = "shared/data/chips.csv"
+_SPEC = "vendor launch specification (not re-checked offline)"
+
+CPU_TDP: Mapping[str, CpuTdp] = {
+    "Zen 2 (Rome)": CpuTdp(225, 64, f"EPYC 7742, {_SPEC}"),
+    "Zen 3 (Milan)": CpuTdp(280, 64, f"EPYC 7763, {_CHIPS_CSV}"),
+    "Zen 4 (Genoa)": CpuTdp(360, 96, f"EPYC 9654, {_CHIPS_CSV}"),
+    "Zen 4c (Bergamo)": CpuTdp(360, 128, f"EPYC 9754, {_SPEC}"),
+    "Zen 5 (Turin)": CpuTdp(500, 128, f"EPYC 9755, {_SPEC}"),
+    "Zen 5c (Turin Dense)": CpuTdp(500, 192, f"EPYC 9965, {_SPEC}"),
+    "Skylake-SP / Cascade Lake": CpuTdp(205, 28, f"Xeon Platinum 8280, {_SPEC}"),
+    "Ice Lake-SP": CpuTdp(270, 40, f"Xeon Platinum 8380, {_CHIPS_CSV}"),
+    "Sapphire Rapids": CpuTdp(350, 56, f"Xeon Platinum 8480+, {_SPEC}"),
+    "Emerald Rapids": CpuTdp(350, 64, f"Xeon Platinum 8592+, {_SPEC}"),
+    "Granite Rapids": CpuTdp(500, 128, f"Xeon 6980P, {_SPEC}"),
+    "Neoverse N1": CpuTdp(210, 80, f"Ampere Altra Q80-30, {_SPEC}"),
+}
+"""Reference SKU per microarchitecture (the top bin: its W per core is typical of the family)."""
+
+
+def cpu_tdp(machine: Machine) -> CpuTdp:
+    """The TDP row for the machine's microarchitecture, else ``FALLBACK_W_PER_CORE`` x the cores seen."""
+    row = CPU_TDP.get(machine.microarchitecture)
+    if row is not None:
+        return row
+    per_socket = max(machine.logical_cores // max(machine.sockets, 1), 1)
+    source = f"fallback {FALLBACK_W_PER_CORE:g} W per core, microarchitecture {machine.microarchitecture}"
+    return CpuTdp(FALLBACK_W_PER_CORE * per_socket, per_socket, source)
+
+
+def process_cpu_s() -> float:
+    """CPU seconds (user + system, all threads) this process has used."""
+    times = os.times()
+    return times.user + times.system
+
+
+class CpuEstimateMeter(EnergyMeter):
+    """No counter: the machine's share of the socket TDP, scaled by the cell process's CPU utilisation."""
+
+    meter = "cpu-estimate"
+
+    def __init__(
+        self,
+        tdp: CpuTdp,
+        cores: int,
+        sockets: int = 1,
+        static_fraction: float = STATIC_FRACTION,
+        cpu_s: Callable[[], float] = process_cpu_s,
+        clock: Callable[[], float] = time.monotonic,
+        note: str = "",
+    ):
+        super().__init__(None, clock)
+        self.tdp, self.cores, self.sockets = tdp, max(cores, 1), max(sockets, 1)
+        self.static_fraction = static_fraction
+        self.share_w = tdp.tdp_w * min(self.cores / tdp.socket_cores, self.sockets)
+        self._cpu_s, self._note = cpu_s, note
+
+    def _begin(self) -> float:
+        return self._cpu_s()
+
+    def _end(self, state: float, start_s: float, end_s: float) -> EnergyReading:
+        wall_s, cpu_s = end_s - start_s, self._cpu_s() - state
+        utilisation = min(max(cpu_s / (wall_s * self.cores), 0.0), 1.0) if wall_s > 0 else 0.0
+        static_j = self.share_w * self.static_fraction * wall_s
+        dynamic_j = self.share_w * (1 - self.static_fraction) * utilisation * wall_s
+        return EnergyReading(
+            energy_j=static_j + dynamic_j,
+            window_s=wall_s,
+            provenance="estimated",
+            meter=self.meter,
+            formula=self._formula(wall_s, cpu_s, utilisation),
+            domains={"cpu_static": static_j, "cpu_dynamic": dynamic_j},
+        )
+
+    def _formula(self, wall_s: float, cpu_s: float, utilisation: float) -> str:
+        tdp = self.tdp
+        text = (
+            f"E = W x (s + (1 - s) x u) x t; W = {tdp.tdp_w:g} W socket TDP ({tdp.source}) "
+            f"x min({self.cores} cores / {tdp.socket_cores} per socket, {self.sockets} sockets) "
+            f"= {self.share_w:.3g} W; "
+            f"s = {self.static_fraction:g} static fraction of TDP; u = process CPU s / (t x cores) "
+            f"= {cpu_s:.3f} / ({wall_s:.3f} x {self.cores}) = {utilisation:.3f}; t = {wall_s:.3f} s"
+        )
+        return f"{text}; {self._note}" if self._note else text
+
+
+def choose_meter(
+    machine: Machine,
+    device: str,
+    *,
+    tdp_w: float | None = None,
+    socket_cores: int | None = None,
+    powercap_root: Path = POWERCAP_ROOT,
+    sync: Callable[[], None] | None = None,
+) -> EnergyMeter:
+    """The best meter for ``device``: NVML or amdsmi on ``cuda:N``; RAPL, else the estimate, on ``cpu``.
+
+    ``tdp_w`` (socket TDP) and ``socket_cores`` override the ``CPU_TDP`` table. A GPU without a readable
+    counter raises ``MeterUnavailable``: a CPU estimate would pass off host power as the GPU's.
+    """
+    if device.startswith("cuda"):
+        return _gpu_meter(device, sync or _cuda_sync(device))
+    from accelbench.meters import rapl
+
+    domains, problem = rapl.find_domains(powercap_root)
+    if domains:
+        return rapl.RaplMeter(domains, sync=sync)
+    table = cpu_tdp(machine)
+    tdp = CpuTdp(tdp_w, socket_cores or table.socket_cores, "given") if tdp_w else table
+    note = f"no hardware energy counter ({problem})" if problem else "no hardware energy counter"
+    return CpuEstimateMeter(tdp, machine.logical_cores, machine.sockets, note=note)
+
+
+def _gpu_meter(device: str, sync: Callable[[], None]) -> EnergyMeter:
+    from accelbench.meters import amd_gpu, nvml
+
+    reasons = []
+    for build in (nvml.nvml_meter, amd_gpu.amd_meter):
+        try:
+            return build(device, sync=sync)
+        except MeterUnavailable as err:
+            reasons.append(str(err))
+    raise MeterUnavailable(f"no energy counter for {device}: {'; '.join(reasons)}")
+
+
+def _cuda_sync(device: str) -> Callable[[], None]:
+    def sync() -> None:
+        import torch
+
+        torch.cuda.synchronize(device)
+
+    return sync

@@ -1,0 +1,103 @@
+"""NVIDIA GPU energy through NVML (the ``nvidia-ml-py`` package, imported as ``pynvml``).
+
+``nvmlDeviceGetTotalEnergyConsumption`` gives millijoules since the driver loaded (Volta and newer); where
+it raises NVMLError (older GPUs, some vGPUs) the meter polls ``nvmlDeviceGetPowerUsage`` (milliwatts)
+instead. ``cuda:N`` is the framework's numbering: with ``CUDA_VISIBLE_DEVICES`` set, entry N of it names
+the NVML device (an index or a ``GPU-`` UUID; MIG slices have no energy counter and are refused). The
+counter covers the whole board: other processes on the same GPU are in the figure.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from accelbench.meters.energy import MeterUnavailable
+from accelbench.meters.gpu_power import IDLE_S, POLL_S, GpuMeter
+
+log = logging.getLogger(__name__)
+
+
+def nvml_meter(
+    device: str,
+    *,
+    sync: Callable[[], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    idle_s: float = IDLE_S,
+    poll_s: float | None = POLL_S,
+    subtract_idle: bool = False,
+    environ: Mapping[str, str] = os.environ,
+) -> GpuMeter:
+    """A meter of ``cuda:N`` through NVML; MeterUnavailable when pynvml, the driver or the GPU is missing."""
+    nvml = _import_pynvml()
+    try:
+        nvml.nvmlInit()
+    except Exception as err:
+        raise MeterUnavailable(f"NVML does not initialise: {err}") from err
+    try:
+        handle = _handle(nvml, device, environ)
+        read_energy_j = _energy_reader(nvml, handle)
+    except Exception as err:
+        _shutdown(nvml)
+        raise MeterUnavailable(f"NVML has no usable {device}: {err}") from err
+    return GpuMeter(
+        "nvml",
+        f"gpu{cuda_index(device)}",
+        lambda: nvml.nvmlDeviceGetPowerUsage(handle) / 1e3,
+        read_energy_j,
+        sync=sync,
+        clock=clock,
+        sleep=sleep,
+        idle_s=idle_s,
+        poll_s=poll_s,
+        subtract_idle=subtract_idle,
+        close=lambda: _shutdown(nvml),
+    )
+
+
+def cuda_index(device: str) -> int:
+    """N of ``cuda:N`` (0 for a bare ``cuda``)."""
+    _, _, index = device.partition(":")
+    return int(index or 0)
+
+
+def _import_pynvml() -> Any:
+    try:
+        import pynvml
+    except ImportError as err:
+        raise MeterUnavailable(f"pynvml not importable (install nvidia-ml-py): {err}") from err
+    return pynvml
+
+
+def _handle(nvml: Any, device: str, environ: Mapping[str, str]) -> Any:
+    index = cuda_index(device)
+    visible = [v.strip() for v in environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    if not visible:
+        return nvml.nvmlDeviceGetHandleByIndex(index)
+    entry = visible[index]
+    if entry.isdigit():
+        return nvml.nvmlDeviceGetHandleByIndex(int(entry))
+    if entry.startswith("GPU-"):
+        return nvml.nvmlDeviceGetHandleByUUID(entry)
+    raise ValueError(f"CUDA_VISIBLE_DEVICES entry {entry!r} (MIG slices have no energy counter)")
+
+
+def _energy_reader(nvml: Any, handle: Any) -> Callable[[], float] | None:
+    """Joules from the total-energy counter, or None when this GPU has none (then power is polled)."""
+    try:
+        nvml.nvmlDeviceGetTotalEnergyConsumption(handle)
+    except nvml.NVMLError as err:
+        log.info("no NVML energy counter (%s): polling power instead", err)
+        return None
+    return lambda: nvml.nvmlDeviceGetTotalEnergyConsumption(handle) / 1e3
+
+
+def _shutdown(nvml: Any) -> None:
+    try:
+        nvml.nvmlShutdown()
+    except Exception as err:
+        log.debug("nvmlShutdown failed: %s", err)

@@ -1,0 +1,12 @@
+"""Normalization: pure arithmetic over results, MLPerf history entries and chip facts.
+
+    ranges.py    Range (low, high, central) and provenance ordering
+    subjects.py  Subject: one thing that was measured (an MLPerf entry or a local result)
+    factors.py   per-chip / per-transistor / per-mm² / per-watt / per-dollar figures, node credit
+    cmos.py      the CMOS scaling table and the CMOS-potential model (after Fuchs & Wentzlaff 2019)
+    explain.py   explain(a, b): a measured ratio as chips x transistors x node x residual
+    roofline.py  achieved FLOP/s, share of the measured peak, the roofline bound (the probes' figures)
+
+Nothing here formats numbers or touches the store; rendering lives in ``accelbench.report.normalized``.
+The package ``__init__`` imports nothing so that ``accelbench.hardware.chips`` can use ``ranges``.
+"""

@@ -1,0 +1,241 @@
+"""The compiler stacks (openvino, openvino-bf16, iree, tvm, tvm-tuned) driven directly on the tiny conv net
+and tiny BERT of ``test_stacks_direct`` and checked against torch eager fp32, then one full cell each
+through the runner on the tiny ``bert-base`` workload.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import onnx
+import pytest
+import torch
+from onnx import TensorProto, helper
+
+from accelbench import registry, runner
+from accelbench.config import RunConfig
+from accelbench.errors import Unsupported
+from accelbench.hardware.detect import detect_machine
+from accelbench.stacks.base import CellContext, ModelSpec, Session, Stack
+from accelbench.stacks.iree import Iree
+from accelbench.stacks.onnx_export import onnx_path
+from accelbench.stacks.openvino import OpenVino, OpenVinoBf16
+from accelbench.stacks.tvm import TRIALS_VARIABLE, Tvm, TvmTuned
+from accelbench.store import open_store
+from tests.e2e.test_stacks_direct import (
+    CASES,
+    MAX_NORMALISED_ERROR,
+    THREADS,
+    _conv_case,
+    _other_sample,
+    _reference,
+)
+
+BF16_MIN_COSINE = 0.99
+TUNING_TRIALS = 8
+FP32_STACKS = [OpenVino(), Iree(), Tvm()]
+
+
+class EightTrialTvmTuned(TvmTuned):
+    """``tvm-tuned`` with a budget of 8 trials by default: cell processes are forked from a server that
+    may predate this test's environment, so the budget travels in the class, not in the variable."""
+
+    default_trials: ClassVar[int] = TUNING_TRIALS
+
+
+@pytest.fixture(params=sorted(CASES))
+def case(request: pytest.FixtureRequest) -> tuple[torch.nn.Module, ModelSpec]:
+    """One of the two tiny models with its example inputs."""
+    return CASES[request.param]()
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> CellContext:
+    """A CPU cell with a fresh cache folder."""
+    return CellContext("cpu", THREADS, tmp_path / "work", tmp_path / "cache")
+
+
+def _normalised_error(output: np.ndarray, reference: np.ndarray) -> float:
+    assert output.shape == reference.shape
+    return float(np.max(np.abs(output - reference)) / np.max(np.abs(reference)))
+
+
+def _cosine(output: np.ndarray, reference: np.ndarray) -> float:
+    out, ref = output.ravel().astype(np.float64), reference.ravel().astype(np.float64)
+    return float(out @ ref / (np.linalg.norm(out) * np.linalg.norm(ref)))
+
+
+def _check_fp32(session: Session, model: torch.nn.Module, spec: ModelSpec) -> None:
+    assert session.effective_precision == "fp32"
+    assert session.compile_s > 0
+    assert session.details["threads"] == str(THREADS)
+    for sample in (spec, _other_sample(spec)):
+        error = _normalised_error(session.infer(sample.example), _reference(model, sample))
+        assert error < MAX_NORMALISED_ERROR
+
+
+@pytest.mark.parametrize("stack", FP32_STACKS, ids=lambda stack: stack.name)
+def test_fp32_stack_matches_eager(stack: Stack, case: tuple, ctx: CellContext) -> None:
+    model, spec = case
+    _check_fp32(stack.prepare(model, spec, ctx), model, spec)
+
+
+def test_openvino_states_its_precision_and_reuses_the_onnx_file(ctx: CellContext) -> None:
+    model, spec = _conv_case()
+    first = OpenVino().prepare(model, spec, ctx)
+    second = OpenVino().prepare(model, spec, ctx)
+    assert first.details["precision_hint_effective"] == "f32"
+    assert first.details["performance_hint"] == "LATENCY"
+    assert float(first.details["export_s"]) > 0 and float(second.details["export_s"]) == 0.0
+    assert 0 < second.compile_s < first.compile_s
+
+
+def test_openvino_bf16_is_labelled_and_close(case: tuple, ctx: CellContext) -> None:
+    stack = OpenVinoBf16()
+    reason = stack.unavailable_reason("cpu")
+    if reason is not None:
+        assert "bf16" in reason
+        pytest.skip(reason)
+    model, spec = case
+    session = stack.prepare(model, spec, ctx)
+    assert (session.effective_precision, session.details["precision_hint_effective"]) == ("bf16", "bf16")
+    assert session.compile_s > 0
+    for sample in (spec, _other_sample(spec)):
+        assert _cosine(session.infer(sample.example), _reference(model, sample)) > BF16_MIN_COSINE
+
+
+def test_iree_reuses_the_cached_vmfb(ctx: CellContext) -> None:
+    model, spec = _conv_case()
+    first = Iree().prepare(model, spec, ctx)
+    second = Iree().prepare(model, spec, ctx)
+    assert (first.details["vmfb_cache"], second.details["vmfb_cache"]) == ("miss", "hit")
+    assert float(second.details["iree_compile_s"]) == 0.0
+    assert 0 < second.compile_s < first.compile_s
+    assert (ctx.cache_dir / "iree" / first.details["vmfb_file"]).is_file()
+    assert "--iree-llvmcpu-target-cpu=host" in first.details["compile_flags"]
+    assert first.details["task_topology_group_count"] == str(THREADS)
+
+
+def test_tvm_targets_the_host_cpu(ctx: CellContext) -> None:
+    import tvm
+
+    model, spec = _conv_case()
+    session = Tvm().prepare(model, spec, ctx)
+    target = json.loads(session.details["target"])
+    assert target == {"kind": "llvm", "mcpu": tvm.target.codegen.llvm_get_system_cpu(), "num-cores": THREADS}
+    assert session.details["schedule"].startswith("none")
+
+
+@pytest.mark.slow
+def test_tvm_tuned_matches_eager_and_reuses_its_records(
+    case: tuple, ctx: CellContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(TRIALS_VARIABLE, str(TUNING_TRIALS))
+    model, spec = case
+    first = TvmTuned().prepare(model, spec, ctx)
+    _check_fp32(first, model, spec)
+    assert first.details["trials"] == str(TUNING_TRIALS) and first.details["cost_model"] == "random"
+    assert 0 < float(first.details["tuning_s"]) < first.compile_s
+    second = TvmTuned().prepare(model, spec, ctx)
+    assert float(second.details["tuning_s"]) == 0.0
+    _check_fp32(second, model, spec)
+
+
+def test_tvm_tuned_rejects_a_bad_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(TRIALS_VARIABLE, "many")
+    with pytest.raises(Unsupported, match=TRIALS_VARIABLE):
+        TvmTuned().trials()
+    monkeypatch.delenv(TRIALS_VARIABLE)
+    assert TvmTuned().trials() == 64
+
+
+def _plant_custom_op_onnx(cache_dir: Path) -> ModelSpec:
+    """An ONNX file with an op no stack knows (``UnknownOp``, private domain) where the export would go."""
+    spec = ModelSpec("custom-op", "tiny", 0, "canonical", ("x",), (np.ones((1, 4), dtype=np.float32),))
+    node = helper.make_node("UnknownOp", ["x"], ["output"], domain="org.accelbench.test")
+    graph = helper.make_graph(
+        [node],
+        "main_graph",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 4])],
+    )
+    opsets = [helper.make_opsetid("", 18), helper.make_opsetid("org.accelbench.test", 1)]
+    path = onnx_path(spec, cache_dir)
+    path.parent.mkdir(parents=True)
+    onnx.save(helper.make_model(graph, opset_imports=opsets), str(path))
+    return spec
+
+
+@pytest.mark.parametrize("stack", [*FP32_STACKS, TvmTuned()], ids=lambda stack: stack.name)
+def test_unknown_op_is_unsupported_and_named(stack: Stack, ctx: CellContext) -> None:
+    spec = _plant_custom_op_onnx(ctx.cache_dir)
+    with pytest.raises(Unsupported, match=rf"^{stack.name}: .*UnknownOp"):
+        stack.prepare(torch.nn.Identity(), spec, ctx)
+
+
+ALL_STACKS = [OpenVino(), OpenVinoBf16(), Iree(), Tvm(), TvmTuned()]
+
+
+@pytest.mark.parametrize("stack", ALL_STACKS, ids=lambda stack: stack.name)
+def test_availability_and_versions(stack: Stack) -> None:
+    assert stack.unavailable_reason("cuda:0") is not None
+    assert stack.unavailable_reason("tpu") is not None
+    if stack.unavailable_reason("cpu") is None:
+        assert stack.versions()["torch"] == torch.__version__
+        assert set(stack.layers) == {"framework", "compiler", "platform"}
+
+
+def _run_cells(store_dir: Path, stacks: tuple[str, ...]) -> dict[str, Any]:
+    """One quick single-stream run of the tiny ``bert-base`` through ``stacks``: results by stack."""
+    config = RunConfig(
+        suite="test",
+        workloads=("bert-base",),
+        stacks=stacks,
+        scenarios=("single-stream",),
+        size="tiny",
+        rules="quick",
+        samples=8,
+        timeout_s=300.0,
+    )
+    machine = detect_machine()
+    with open_store(store_dir) as store:
+        run_id = runner.start_run(store, config, machine)
+        runner.execute(store, run_id, config, machine)
+        return {result.cell.stack: result for result in store.results(run_id)}
+
+
+@pytest.fixture(scope="module")
+def runner_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The four quick compiler stacks through the runner, in one run shared by the tests."""
+    return _run_cells(
+        tmp_path_factory.mktemp("compilers") / "store", ("openvino", "openvino-bf16", "iree", "tvm")
+    )
+
+
+@pytest.mark.parametrize(
+    ("stack", "precision"),
+    [("openvino", "fp32"), ("openvino-bf16", "bf16"), ("iree", "fp32"), ("tvm", "fp32")],
+)
+def test_runner_cell_is_ok(stack: str, precision: str, runner_results: dict[str, Any]) -> None:
+    result = runner_results[stack]
+    if stack == "openvino-bf16" and result.status == "unavailable":
+        pytest.skip(result.reason)
+    assert result.status == "ok", (result.reason, result.stderr_tail)
+    assert result.effective_precision == precision
+    assert result.compile_s > 0
+    assert result.latency is not None and result.latency.p50_s > 0
+    assert result.quality is not None and result.quality.passed
+
+
+@pytest.mark.slow
+def test_runner_cell_tvm_tuned_is_ok(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = {**registry.STACKS, "tvm-tuned": f"{__name__}:{EightTrialTvmTuned.__name__}"}
+    monkeypatch.setattr(registry, "STACKS", table)
+    monkeypatch.setitem(registry._BUILTIN, "stack", table)
+    result = _run_cells(tmp_path / "store", ("tvm-tuned",))["tvm-tuned"]
+    assert result.status == "ok", (result.reason, result.stderr_tail)
+    assert result.settings["stack"]["trials"] == str(TUNING_TRIALS)
+    assert float(result.settings["stack"]["tuning_s"]) > 0
