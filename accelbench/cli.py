@@ -59,7 +59,7 @@ def _names(text: str | None) -> tuple[str, ...] | None:
 def run(
     suite_name: Annotated[str, typer.Option("--suite", help="default | quick | tiny")] = "default",
     workloads: Annotated[str | None, typer.Option(help="Comma-separated workload names.")] = None,
-    stacks: Annotated[str | None, typer.Option(help="Comma-separated stack names.")] = None,
+    stacks: Annotated[str | None, typer.Option(help="Comma-separated stack names, or all.")] = None,
     scenarios: Annotated[str | None, typer.Option(help="single-stream,offline,multi-stream,server")] = None,
     rules: Annotated[str | None, typer.Option(help="quick | standard | official")] = None,
     size: Annotated[str | None, typer.Option(help="tiny | standard")] = None,
@@ -89,6 +89,8 @@ def run(
     }
     if config_file:
         overrides = {**load_toml(config_file), **{k: v for k, v in overrides.items() if v is not None}}
+    if overrides.get("stacks") in (("all",), ["all"]):
+        overrides["stacks"] = tuple(registry.table("stack"))
     machine = detect_machine()
     with _store(store_path) as store:
         if resume:

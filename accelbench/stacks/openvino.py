@@ -6,14 +6,17 @@ faster, ~1e-3 relative error), so the precision is always explicit: ``openvino``
 lists no BF16 capability. The hint is read back from the compiled model and reported as the effective
 precision, so the quality gate judges what really ran.
 
-The model is read with ``Core.read_model`` (the runtime's own ONNX frontend). ``openvino.convert_model``
-is avoided on purpose: it is the ``ovc`` tool, which sends telemetry and writes a client id under HOME.
-Threads are ``INFERENCE_NUM_THREADS`` = ``ctx.threads`` with the ``LATENCY`` performance hint (one
-stream, batch 1).
+Telemetry is off: ``import openvino`` imports the ``ovc`` converter, which sends an "import" event and
+writes a client id under ``$HOME/intel`` through the ``openvino_telemetry`` package. Before the first
+import of openvino, that package is blocked in ``sys.modules``, so ``ovc`` falls back to the no-op stub it
+ships for installs without telemetry. The model is read with ``Core.read_model`` (the runtime's own ONNX
+frontend), not ``openvino.convert_model``. Threads are ``INFERENCE_NUM_THREADS`` = ``ctx.threads``, with
+the ``LATENCY`` performance hint (one stream, batch 1).
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -35,6 +38,12 @@ _PRECISION_NAMES = {"f32": "fp32", "bf16": "bf16", "f16": "fp16", "f64": "fp64"}
 """OpenVINO element type names -> accelbench precision names."""
 _OP_MARKERS = ("not support", "unsupported", "no conversion rule", "cannot create")
 """Lowercase fragments of the message line that names the failing operation."""
+TELEMETRY_PACKAGE = "openvino_telemetry"
+
+
+def block_telemetry() -> None:
+    """Make ``openvino_telemetry`` unimportable unless something imported it already (then too late)."""
+    sys.modules.setdefault(TELEMETRY_PACKAGE, None)  # type: ignore[arg-type]
 
 
 class _OpenVinoStack(Stack):
@@ -51,6 +60,7 @@ class _OpenVinoStack(Stack):
 
     def unavailable_reason(self, device: str) -> str | None:
         """None when the libraries import (and, for bf16, the CPU plugin lists BF16), else why not."""
+        block_telemetry()
         import_reasons = (import_reason(package, _INSTALL) for package in _PACKAGES)
         reason = device_kind_reason(device, self.devices) or next(filter(None, import_reasons), None)
         if reason is not None or self.precision_hint != "bf16":
@@ -59,6 +69,7 @@ class _OpenVinoStack(Stack):
 
     def versions(self) -> dict[str, str]:
         """Versions of openvino, onnx, onnxscript and torch (the exporter)."""
+        block_telemetry()
         import onnx
         import onnxscript
         import openvino
@@ -73,6 +84,7 @@ class _OpenVinoStack(Stack):
 
     def prepare(self, model: torch.nn.Module, spec: ModelSpec, ctx: CellContext) -> Session:
         """Export (or reuse) the ONNX file, read it, compile it for CPU; compile time includes all three."""
+        block_telemetry()
         import openvino as ov
 
         path, export_s = export_onnx(model, spec, ctx.cache_dir)
@@ -91,6 +103,7 @@ class _OpenVinoStack(Stack):
             "precision_hint_effective": _type_name(compiled.get_property("INFERENCE_PRECISION_HINT")),
             "performance_hint": str(compiled.get_property("PERFORMANCE_HINT")),
             "streams": str(compiled.get_property("NUM_STREAMS")),
+            "telemetry": "off" if sys.modules.get(TELEMETRY_PACKAGE) is None else "on (imported before)",
             "onnx_file": path.name,
             "export_s": f"{export_s:.6f}",
             "read_s": f"{read_s:.6f}",

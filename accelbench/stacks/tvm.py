@@ -10,17 +10,20 @@ environment variable ``ACCELBENCH_TVM_TRIALS`` (default ``DEFAULT_TRIALS``), spr
 tuning tasks, with the ``random`` cost model (the default ``xgb`` one needs xgboost). The tuning records
 are a JSON database in the run's cache folder, one per (workload, CPU, threads, budget): the first cell of
 a workload tunes, the next ones reuse it. The tuning time is ``tuning_s`` in the details and is part of
-``compile_s``. MetaSchedule needs ``apache-tvm-ffi==0.1.14.post0``: 0.1.15.post2 segfaults in
-``ToJSONGraph``, so ``tvm-tuned`` is unavailable with any other version.
+``compile_s``. Tasks whose search space MetaSchedule cannot build are left untuned and listed in the
+details (``untuned_tasks``); candidates are built without importing every tensor intrinsic (see
+``build_without_tensor_intrinsics``). MetaSchedule needs ``apache-tvm-ffi==0.1.14.post0``: 0.1.15.post2
+segfaults in ``ToJSONGraph``, so ``tvm-tuned`` is unavailable with any other version.
 
 Target: a JSON-dict LLVM target (TVM 0.27 rejects the old ``"llvm -mcpu=..."`` strings) whose ``mcpu``
-is LLVM's name of the host CPU (e.g. ``znver4``) and whose ``num-cores`` is ``ctx.threads``. The runtime
+is LLVM's name of the host CPU (e.g. ``znver5``) and whose ``num-cores`` is ``ctx.threads``. The runtime
 thread pool (and MetaSchedule's measuring workers) take ``TVM_NUM_THREADS``, set to ``ctx.threads``.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import time
@@ -41,6 +44,8 @@ from accelbench.workloads.base import Inputs
 if TYPE_CHECKING:
     import torch
 
+logger = logging.getLogger(__name__)
+
 _INSTALL = "accelbench[tvm]"
 _PACKAGES = ("tvm", "onnx", "onnxscript", "torch")
 TRIALS_VARIABLE = "ACCELBENCH_TVM_TRIALS"
@@ -49,6 +54,8 @@ TESTED_FFI = "0.1.14.post0"
 """The apache-tvm-ffi version MetaSchedule works with (0.1.15.post2 segfaults in ToJSONGraph)."""
 COST_MODEL = "random"
 _MAX_TRIALS_PER_ITERATION = 64
+_UNTUNED_FILE = "accelbench_untuned_tasks.json"
+"""Written beside the tuning records: the tasks MetaSchedule could not tune."""
 _SKIPPED_PREFIXES = ("Traceback", "File ", "  ")
 """Lines of TVM's error text that are stack frames, not the message."""
 
@@ -83,7 +90,7 @@ class _TvmStack(Stack):
         os.environ["TVM_NUM_THREADS"] = str(ctx.threads)
         target_dict = target_for(ctx.threads)
         try:
-            infer, steps = self.build(path, spec, target_dict, ctx)
+            infer, steps, notes = self.build(path, spec, target_dict, ctx)
         except Unsupported:
             raise
         except Exception as exc:
@@ -95,19 +102,16 @@ class _TvmStack(Stack):
             "onnx_file": path.name,
             "export_s": f"{export_s:.6f}",
             **{f"{step}_s": f"{seconds:.6f}" for step, seconds in steps.items()},
-            **self.tuning_details(ctx),
+            **notes,
         }
         return Session(infer, precision_of(model), export_s + sum(steps.values()), details)
 
     @abstractmethod
     def build(
         self, path: Path, spec: ModelSpec, target_dict: dict[str, Any], ctx: CellContext
-    ) -> tuple[Callable[[Inputs], np.ndarray], dict[str, float]]:
-        """The ``infer`` of the compiled model and the seconds of each step (``import``, ``build``...)."""
-
-    def tuning_details(self, ctx: CellContext) -> dict[str, str]:
-        """What the details say about tuning (overridden by ``tvm-tuned``)."""
-        return {"schedule": "none (default pipeline, untuned)"}
+    ) -> tuple[Callable[[Inputs], np.ndarray], dict[str, float], dict[str, str]]:
+        """The ``infer`` of the compiled model, the seconds of each step (``import``, ``build``...) and
+        notes for the details (how the tensor programs were scheduled)."""
 
 
 class Tvm(_TvmStack):
@@ -122,7 +126,7 @@ class Tvm(_TvmStack):
 
     def build(
         self, path: Path, spec: ModelSpec, target_dict: dict[str, Any], ctx: CellContext
-    ) -> tuple[Callable[[Inputs], np.ndarray], dict[str, float]]:
+    ) -> tuple[Callable[[Inputs], np.ndarray], dict[str, float], dict[str, str]]:
         """Import with the weights bound as constants, compile with the default pipeline."""
         import tvm
 
@@ -131,7 +135,8 @@ class Tvm(_TvmStack):
         import_s = time.perf_counter() - start_s
         executable = tvm.compile(module, target=tvm.target.Target(target_dict))
         build_s = time.perf_counter() - start_s - import_s
-        return _make_infer(executable, positions, []), {"import": import_s, "build": build_s}
+        steps = {"import": import_s, "build": build_s}
+        return _make_infer(executable, positions, []), steps, {"schedule": "none (default pipeline)"}
 
 
 class TvmTuned(_TvmStack):
@@ -169,7 +174,7 @@ class TvmTuned(_TvmStack):
 
     def build(
         self, path: Path, spec: ModelSpec, target_dict: dict[str, Any], ctx: CellContext
-    ) -> tuple[Callable[[Inputs], np.ndarray], dict[str, float]]:
+    ) -> tuple[Callable[[Inputs], np.ndarray], dict[str, float], dict[str, str]]:
         """Import with the weights as inputs, lower, tune (or reuse the records), apply them, compile."""
         import tvm
         from tvm import relax
@@ -182,28 +187,26 @@ class TvmTuned(_TvmStack):
             module = _lowering()(module)
         import_s = time.perf_counter() - start_s
         folder = self.database_dir(path, target_dict, ctx)
-        database, tuning_s = tuning_database(module, target, folder, self.trials())
+        database, tuning_s, untuned = tuning_database(module, target, folder, self.trials())
         start_s = time.perf_counter()
         with target, database, tvm.transform.PassContext(opt_level=3):
             module = relax.transform.MetaScheduleApplyDatabase(enable_warning=False)(module)
         executable = tvm.compile(module, target=target)
         build_s = time.perf_counter() - start_s
         infer = _make_infer(executable, positions, list(params.get("main", [])))
-        return infer, {"import": import_s, "tuning": tuning_s, "build": build_s}
+        notes = {
+            "schedule": "metaschedule",
+            "trials": str(self.trials()),
+            "cost_model": COST_MODEL,
+            "tuning_records": f"{folder.name} ({'new' if tuning_s else 'reused'})",
+            "untuned_tasks": ",".join(untuned) or "none",
+        }
+        return infer, {"import": import_s, "tuning": tuning_s, "build": build_s}, notes
 
     def database_dir(self, path: Path, target_dict: dict[str, Any], ctx: CellContext) -> Path:
         """The folder of the tuning records of ``path`` for this CPU, thread count and budget."""
         key = f"{path.stem}-{target_dict['mcpu']}-{ctx.threads}t-{self.trials()}trials"
         return ctx.cache_dir / "tvm" / key
-
-    def tuning_details(self, ctx: CellContext) -> dict[str, str]:
-        """The tuner's settings: budget, cost model and where the records are."""
-        return {
-            "schedule": "metaschedule",
-            "trials": str(self.trials()),
-            "cost_model": COST_MODEL,
-            "tuning_records": str(ctx.cache_dir / "tvm"),
-        }
 
 
 def target_for(threads: int) -> dict[str, Any]:
@@ -254,43 +257,83 @@ def _lowering() -> Any:
     )
 
 
-def tuning_database(module: Any, target: Any, folder: Path, trials: int) -> tuple[Any, float]:
-    """The tuning records for ``module`` in ``folder`` and the seconds spent tuning (0.0 when reused).
+def tuning_database(module: Any, target: Any, folder: Path, trials: int) -> tuple[Any, float, list[str]]:
+    """The tuning records for ``module`` in ``folder``, the seconds spent tuning (0.0 when reused) and
+    the tasks left untuned (MetaSchedule could not build their search space).
 
     Tuning writes into a temporary folder that is renamed into place when done, so an interrupted
     tuning is never mistaken for a finished one.
     """
     from tvm.s_tir import meta_schedule as ms
 
-    if folder.is_dir():
-        return ms.database.JSONDatabase(work_dir=str(folder), allow_missing=False), 0.0
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    temp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
-    shutil.rmtree(temp, ignore_errors=True)
-    start_s = time.perf_counter()
-    _tune(module, target, temp, trials)
-    tuning_s = time.perf_counter() - start_s
-    os.replace(temp, folder)
-    return ms.database.JSONDatabase(work_dir=str(folder), allow_missing=False), tuning_s
+    tuning_s = 0.0
+    if not folder.is_dir():
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        temp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+        shutil.rmtree(temp, ignore_errors=True)
+        start_s = time.perf_counter()
+        untuned = _tune(module, target, temp, trials)
+        tuning_s = time.perf_counter() - start_s
+        (temp / _UNTUNED_FILE).write_text(json.dumps(untuned))
+        os.replace(temp, folder)
+    untuned = json.loads((folder / _UNTUNED_FILE).read_text())
+    return ms.database.JSONDatabase(work_dir=str(folder), allow_missing=False), tuning_s, untuned
 
 
-def _tune(module: Any, target: Any, work_dir: Path, trials: int) -> None:
-    """Tune every task of ``module`` with ``trials`` trials in all, spread evenly over the tasks."""
+def _tune(module: Any, target: Any, work_dir: Path, trials: int) -> list[str]:
+    """Tune the tasks of ``module`` with ``trials`` trials in all, spread evenly; return the untuned ones.
+
+    MetaSchedule raises ScheduleError for the whole run when it cannot build one task's search space
+    (seen on a tiny BERT's masked attention), so such tasks are left out and stay unscheduled.
+    """
     from tvm.s_tir import meta_schedule as ms
 
-    tasks = ms.relax_integration.extract_tasks(module, target, params={})
-    per_task = max(1, trials // max(1, len(tasks)))
-    ms.relax_integration.tune_relax(
-        module,
-        params={},
-        target=target,
+    work_dir.mkdir(parents=True)
+    extracted = ms.relax_integration.extract_tasks(module, target, params={})
+    contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(extracted, str(work_dir))
+    tunable = [_has_search_space(context) for context in contexts]
+    kept = [(context, weight) for context, weight, ok in zip(contexts, weights, tunable, strict=True) if ok]
+    untuned = [context.task_name for context, ok in zip(contexts, tunable, strict=True) if not ok]
+    if not kept:
+        return untuned
+    per_task = max(1, trials // len(kept))
+    ms.tune_tasks(
+        tasks=[context for context, _ in kept],
+        task_weights=[weight for _, weight in kept],
         work_dir=str(work_dir),
         max_trials_global=trials,
         max_trials_per_task=per_task,
         num_trials_per_iter=min(per_task, _MAX_TRIALS_PER_ITERATION),
+        builder=ms.builder.LocalBuilder(
+            max_workers=kept[0][0].num_threads, f_build=build_without_tensor_intrinsics
+        ),
         database="json",
         cost_model=COST_MODEL,
     )
+    return untuned
+
+
+def build_without_tensor_intrinsics(module: Any, target: Any, _params: Any) -> Any:
+    """MetaSchedule's default build of a candidate, minus its ``import tvm.s_tir.tensor_intrin``.
+
+    That import registers every tensor intrinsic of every target (18 s on the project machine) and the
+    builder restarts its worker processes for every batch, so it dominated tuning time. fp32 CPU
+    schedules do not tensorize, and a tensorized block already carries its implementation.
+    """
+    from tvm.driver import build
+    from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
+
+    return build(RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(module), target=target)
+
+
+def _has_search_space(context: Any) -> bool:
+    """Whether MetaSchedule can generate the design space of a task (milliseconds per task)."""
+    try:
+        context.generate_design_space()
+    except Exception as exc:  # a ScheduleError here would abort the whole tuning run
+        logger.warning("tvm-tuned: task %s left untuned: %s", context.task_name, _failure_line(exc))
+        return False
+    return True
 
 
 def _failure_line(exc: BaseException) -> str:

@@ -82,7 +82,7 @@ def test_results_carry_roofline_and_normalized_figures(tiny_run: tuple[Path, dic
             assert result["normalized"] is None
             continue
         roofline = result["normalized"]["roofline"]
-        assert roofline["achieved_flops_per_s"] > 0 and 0 < roofline["share_of_peak"]
+        assert roofline["achieved_flops_per_s"] > 0 and roofline["share_of_peak"] > 0
         assert roofline["bound_kind"] in ("compute", "memory") and roofline["flops_per_sample"] > 0
         assert result["energy"]["provenance"] in ("estimated", "measured", "polled")
         assert result["energy"]["energy_j"] > 0 and result["energy"]["formula"]
@@ -157,3 +157,38 @@ def test_corrupt_store_gives_one_line_exit_2_and_is_untouched(tmp_path: Path) ->
         assert len(done.stderr.strip().splitlines()) == 1
     assert (database.read_bytes(), database.stat().st_mtime_ns) == before
     assert sorted(p.name for p in store.iterdir()) == ["results.sqlite"]
+
+
+@pytest.mark.slow
+def test_every_stack_gets_a_gated_result_on_every_tiny_workload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ACCELBENCH_TVM_TRIALS", "8")  # a tuning budget a test can afford
+    done = accelbench(
+        "run",
+        "--suite",
+        "tiny",
+        "--stacks",
+        "all",
+        "--scenarios",
+        "single-stream",
+        "--no-probe",
+        "--json",
+        "--store",
+        str(tmp_path / "store"),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout)["results"]
+    stacks = {row["name"]: row for row in json.loads(accelbench("list", "stacks", "--json").stdout)}
+    assert {(r["cell"]["workload"], r["cell"]["stack"]) for r in results} == {
+        (w, s) for w in WORKLOADS for s in stacks
+    }
+    for result in results:
+        available = stacks[result["cell"]["stack"]]["available"]
+        if not available:
+            assert result["status"] == "unavailable" and result["reason"]
+        elif result["status"] == "ok" and result["cell"]["stack"] != "null":
+            assert result["quality"]["passed"]
+        else:
+            assert result["status"] in ("ok", "unsupported"), (result["cell"], result["reason"])
+    assert sum(stacks[name]["available"] for name in stacks) >= 9
