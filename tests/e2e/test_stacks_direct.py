@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from transformers import BertConfig, BertModel
 
 from accelbench.errors import Unsupported
 from accelbench.stacks.base import CellContext, ModelSpec, Stack
@@ -21,44 +20,10 @@ from accelbench.stacks.onnx_export import export_onnx
 from accelbench.stacks.onnxruntime import OnnxRuntime
 from accelbench.stacks.torch_eager import TorchEager
 from accelbench.stacks.torch_inductor import TorchInductor
+from tests.e2e.tiny_models import TinyBert, TinyConvNet
 
 MAX_NORMALISED_ERROR = 1e-5
 THREADS = 1
-
-
-class TinyConvNet(torch.nn.Module):
-    """Conv2d + BatchNorm + ReLU + pooling + Linear on a 1x3x16x16 image."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv = torch.nn.Conv2d(3, 8, kernel_size=3, padding=1)
-        self.norm = torch.nn.BatchNorm2d(8)
-        self.pool = torch.nn.AdaptiveAvgPool2d(2)
-        self.head = torch.nn.Linear(8 * 2 * 2, 10)
-
-    def forward(self, image: torch.Tensor) -> torch.Tensor:
-        features = self.pool(torch.relu(self.norm(self.conv(image))))
-        return self.head(features.flatten(1))
-
-
-class TinyBert(torch.nn.Module):
-    """A one-layer BERT whose output is the mean of the last hidden state."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        config = BertConfig(
-            hidden_size=32,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            intermediate_size=64,
-            vocab_size=100,
-            attn_implementation="eager",
-        )
-        self.bert = BertModel(config, add_pooling_layer=False)
-
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        return hidden.mean(dim=1)
 
 
 def _conv_case() -> tuple[torch.nn.Module, ModelSpec]:
