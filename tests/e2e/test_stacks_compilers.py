@@ -33,10 +33,10 @@ from tests.e2e.test_stacks_direct import (
     CASES,
     MAX_NORMALISED_ERROR,
     THREADS,
-    _conv_case,
     _other_sample,
     _reference,
 )
+from tests.e2e.tiny_models import conv_case
 
 BF16_MIN_COSINE = 0.99
 TUNING_TRIALS = 8
@@ -88,7 +88,7 @@ def test_fp32_stack_matches_eager(stack: Stack, case: tuple, ctx: CellContext) -
 
 
 def test_openvino_states_its_precision_and_reuses_the_onnx_file(ctx: CellContext) -> None:
-    model, spec = _conv_case()
+    model, spec = conv_case()
     first = OpenVino().prepare(model, spec, ctx)
     second = OpenVino().prepare(model, spec, ctx)
     assert first.details["precision_hint_effective"] == "f32"
@@ -128,7 +128,7 @@ def test_openvino_bf16_is_labelled_and_close(case: tuple, ctx: CellContext) -> N
 
 
 def test_iree_reuses_the_cached_vmfb(ctx: CellContext) -> None:
-    model, spec = _conv_case()
+    model, spec = conv_case()
     first = Iree().prepare(model, spec, ctx)
     second = Iree().prepare(model, spec, ctx)
     assert (first.details["vmfb_cache"], second.details["vmfb_cache"]) == ("miss", "hit")
@@ -142,7 +142,7 @@ def test_iree_reuses_the_cached_vmfb(ctx: CellContext) -> None:
 def test_tvm_targets_the_host_cpu(ctx: CellContext) -> None:
     import tvm
 
-    model, spec = _conv_case()
+    model, spec = conv_case()
     session = Tvm().prepare(model, spec, ctx)
     target = json.loads(session.details["target"])
     assert target == {"kind": "llvm", "mcpu": tvm.target.codegen.llvm_get_system_cpu(), "num-cores": THREADS}

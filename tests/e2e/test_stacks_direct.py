@@ -20,31 +20,13 @@ from accelbench.stacks.onnx_export import export_onnx
 from accelbench.stacks.onnxruntime import OnnxRuntime
 from accelbench.stacks.torch_eager import TorchEager
 from accelbench.stacks.torch_inductor import TorchInductor
-from tests.e2e.tiny_models import TinyBert, TinyConvNet
+from tests.e2e.tiny_models import bert_case, conv_case
 
 MAX_NORMALISED_ERROR = 1e-5
 THREADS = 1
 
 
-def _conv_case() -> tuple[torch.nn.Module, ModelSpec]:
-    torch.manual_seed(0)
-    model = TinyConvNet()
-    with torch.no_grad():  # non-trivial BatchNorm statistics, so folding it is actually tested
-        model.norm.running_mean.uniform_(-0.5, 0.5)
-        model.norm.running_var.uniform_(0.5, 2.0)
-    image = np.random.default_rng(0).standard_normal((1, 3, 16, 16), dtype=np.float32)
-    return model.eval(), ModelSpec("tinyconv", "tiny", 0, "canonical", ("image",), (image,))
-
-
-def _bert_case() -> tuple[torch.nn.Module, ModelSpec]:
-    torch.manual_seed(0)
-    ids = np.random.default_rng(0).integers(1, 100, size=(1, 8), dtype=np.int64)
-    mask = np.array([[1, 1, 1, 1, 1, 1, 0, 0]], dtype=np.int64)
-    spec = ModelSpec("tinybert", "tiny", 0, "canonical", ("input_ids", "attention_mask"), (ids, mask))
-    return TinyBert().eval(), spec
-
-
-CASES = {"conv": _conv_case, "bert": _bert_case}
+CASES = {"conv": conv_case, "bert": bert_case}
 
 
 @pytest.fixture(params=sorted(CASES))
@@ -92,14 +74,14 @@ def test_stack_matches_eager_fp32(stack: Stack, case: tuple, ctx: CellContext) -
 
 
 def test_torch_eager_records_first_call(ctx: CellContext) -> None:
-    model, spec = _conv_case()
+    model, spec = conv_case()
     session = TorchEager().prepare(model, spec, ctx)
     assert session.compile_s == 0.0
     assert float(session.details["first_call_s"]) > 0
 
 
 def test_onnxruntime_compile_time_is_export_plus_session(ctx: CellContext) -> None:
-    model, spec = _conv_case()
+    model, spec = conv_case()
     first = OnnxRuntime().prepare(model, spec, ctx)
     second = OnnxRuntime().prepare(model, spec, ctx)
     assert float(first.details["export_s"]) > 0
@@ -136,7 +118,7 @@ def test_torch_inductor_uses_cell_cache_dir(
     else:  # what importing transformers models leaves behind
         monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", default_cache_dir())
     monkeypatch.setattr(torch, "compile", lambda module: module)  # the cache folder is what is tested
-    model, spec = _conv_case()
+    model, spec = conv_case()
     session = TorchInductor().prepare(model, spec, ctx)
     assert session.details["cache_dir"] == str(ctx.cache_dir / "inductor")
 
@@ -151,13 +133,13 @@ def test_torch_inductor_compile_failure_is_unsupported(
         return fail
 
     monkeypatch.setattr(torch, "compile", broken_compile)
-    model, spec = _conv_case()
+    model, spec = conv_case()
     with pytest.raises(Unsupported, match=r"no kernel for this op$"):
         TorchInductor().prepare(model, spec, ctx)
 
 
 def test_export_onnx_is_cached(tmp_path: Path) -> None:
-    model, spec = _conv_case()
+    model, spec = conv_case()
     path, export_s = export_onnx(model, spec, tmp_path)
     assert path == tmp_path / "onnx" / "tinyconv-tiny-canonical-0.onnx"
     assert path.is_file() and export_s > 0
@@ -177,7 +159,7 @@ def test_export_onnx_failure_is_unsupported(tmp_path: Path) -> None:
 
 
 def test_null_stack_returns_instantly(ctx: CellContext) -> None:
-    model, spec = _conv_case()
+    model, spec = conv_case()
     session = NullStack().prepare(model, spec, ctx)
     assert not NullStack.computes
     assert (session.effective_precision, session.compile_s) == ("none", 0.0)
