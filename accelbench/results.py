@@ -6,6 +6,10 @@ Schema history (bump ``SCHEMA_VERSION`` and add a line for every change of the s
     2  ``energy`` (an ``Energy`` record: joules of the timed trials with their provenance) and
        ``device_memory`` (peak accelerator memory), both optional, before ``schema_version``.
        ``from_dict`` upgrades a version-1 document by setting both to null.
+    3  three optional sections, plain JSON mappings owned by the module that writes them:
+       ``variant_info`` (the variant's mutation record and FLOPs, ``accelbench.variants``),
+       ``audit`` (caching / alternate-seed audit figures, ``accelbench.audits``) and
+       ``training`` (time-to-quality runs, ``accelbench.training``). Older documents get null.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 STATUSES = ("ok", "quality_failed", "unsupported", "unavailable", "crashed", "timeout", "oom")
 
@@ -161,6 +165,9 @@ class Result:
     stderr_tail: str = ""
     energy: Energy | None = None
     device_memory: DeviceMemory | None = None
+    variant_info: Mapping[str, Any] | None = None
+    audit: Mapping[str, Any] | None = None
+    training: Mapping[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -180,16 +187,28 @@ def to_dict(result: Result) -> dict[str, Any]:
     doc["settings"] = dict(result.settings)
     if result.energy is not None:
         doc["energy"]["domains"] = dict(result.energy.domains)
+    for section in ("variant_info", "audit", "training"):
+        value = getattr(result, section)
+        doc[section] = None if value is None else json_plain(value)
     return doc
+
+
+def json_plain(value: Any) -> Any:
+    """``value`` with mappings as dicts and tuples as lists, as JSON stores it."""
+    if isinstance(value, Mapping):
+        return {str(k): json_plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_plain(v) for v in value]
+    return value
 
 
 def from_dict(doc: Mapping[str, Any]) -> Result:
     """Rebuild a result from its stored document (version 1 is upgraded); ValueError on an unknown schema."""
     version = doc.get("schema_version")
-    if version == 1:
-        doc = upgrade_v1(doc)
+    if version in (1, 2):
+        doc = upgrade(doc)
     elif version != SCHEMA_VERSION:
-        raise ValueError(f"result schema_version {version!r} is not {SCHEMA_VERSION} (or 1, upgraded)")
+        raise ValueError(f"result schema_version {version!r} is not {SCHEMA_VERSION} (or 1-2, upgraded)")
     data = dict(doc)
     data["cell"] = Cell(**data["cell"])
     data["latency"] = _optional(Latency, data.get("latency"))
@@ -204,11 +223,11 @@ def from_dict(doc: Mapping[str, Any]) -> Result:
     return Result(**data)
 
 
-def upgrade_v1(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """A version-1 document as version 2: ``energy`` and ``device_memory`` null where absent."""
+def upgrade(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """A version-1 or -2 document as the current version: the sections it lacks are null."""
     upgraded = dict(doc)
-    upgraded.setdefault("energy", None)
-    upgraded.setdefault("device_memory", None)
+    for section in ("energy", "device_memory", "variant_info", "audit", "training"):
+        upgraded.setdefault(section, None)
     upgraded["schema_version"] = SCHEMA_VERSION
     return upgraded
 

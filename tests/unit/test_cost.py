@@ -20,7 +20,7 @@ from accelbench.meters.cost import (
 )
 from accelbench.results import from_dict
 
-GOLDEN = Path(__file__).parent.parent / "golden" / "result_v2.json"
+GOLDEN = Path(__file__).parent.parent / "golden" / "result_v3.json"
 
 
 def test_user_rate_per_million_queries_and_per_run() -> None:

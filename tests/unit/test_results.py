@@ -1,4 +1,4 @@
-"""Golden-file tests of the stored result document (``accelbench.results``, schema_version 2; 1 upgrades)."""
+"""Golden-file tests of the stored result document (schema_version 3; versions 1 and 2 upgrade)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 
 from accelbench.results import SCHEMA_VERSION, DeviceMemory, Energy, Result, from_dict, to_dict
 
-GOLDEN = Path(__file__).parent.parent / "golden" / "result_v2.json"
+GOLDEN = Path(__file__).parent.parent / "golden" / "result_v3.json"
+GOLDEN_V2 = Path(__file__).parent.parent / "golden" / "result_v2.json"
 GOLDEN_V1 = Path(__file__).parent.parent / "golden" / "result_v1.json"
 
 
@@ -22,7 +23,7 @@ def _golden() -> dict[str, Any]:
 def test_golden_loads_into_a_fully_populated_result() -> None:
     result = from_dict(_golden())
     assert isinstance(result, Result)
-    assert result.schema_version == SCHEMA_VERSION == 2
+    assert result.schema_version == SCHEMA_VERSION == 3
     assert result.cell.key == "resnet18/standard/v3-width97/onnxruntime/cpu/single-stream"
     assert result.latency is not None and result.latency.median_ci_s == (0.01712, 0.01731)
     assert result.loadgen is not None and result.loadgen.valid and result.qps == 57.8
@@ -35,6 +36,9 @@ def test_golden_loads_into_a_fully_populated_result() -> None:
     assert energy.energy_j == sum(energy.domains.values()) == 150.78125
     assert energy.energy_per_query_j == energy.energy_j / energy.samples
     assert energy.power_w == energy.energy_j / energy.window_s
+    assert result.variant_info is not None and result.variant_info["seed"] == 1234
+    assert result.audit is not None and not result.audit["caching"]["flagged"]
+    assert json.loads(json.dumps(to_dict(result))) == _golden()
 
 
 def test_v1_document_is_upgraded_with_energy_null() -> None:
@@ -44,15 +48,29 @@ def test_v1_document_is_upgraded_with_energy_null() -> None:
     assert result.energy is None and result.device_memory is None
     upgraded = json.loads(json.dumps(to_dict(result)))
     assert list(upgraded) == list(Result.__dataclass_fields__)
-    assert {k: v for k, v in upgraded.items() if k not in ("energy", "device_memory", "schema_version")} == {
+    new = ("energy", "device_memory", "variant_info", "audit", "training", "schema_version")
+    assert {k: v for k, v in upgraded.items() if k not in new} == {
         k: v for k, v in v1.items() if k != "schema_version"
     }
 
 
 def test_golden_v2_is_the_v1_golden_plus_the_new_fields() -> None:
-    v1, v2 = json.loads(GOLDEN_V1.read_text()), _golden()
+    v1, v2 = json.loads(GOLDEN_V1.read_text()), json.loads(GOLDEN_V2.read_text())
     assert set(v2) - set(v1) == {"energy", "device_memory"}
     assert all(v2[k] == v1[k] for k in v1 if k != "schema_version")
+
+
+def test_golden_v3_is_the_v2_golden_plus_the_sections() -> None:
+    v2, v3 = json.loads(GOLDEN_V2.read_text()), _golden()
+    assert set(v3) - set(v2) == {"variant_info", "audit", "training"}
+    assert all(v3[k] == v2[k] for k in v2 if k != "schema_version")
+
+
+def test_v2_document_is_upgraded_with_sections_null() -> None:
+    result = from_dict(json.loads(GOLDEN_V2.read_text()))
+    assert result.schema_version == SCHEMA_VERSION
+    assert (result.variant_info, result.audit, result.training) == (None, None, None)
+    assert result.energy is not None
 
 
 def test_device_memory_and_polled_energy_round_trip() -> None:
