@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 STORE ?= accelbench-results
 SUITE ?= default
 
-.PHONY: run test lint types unit clean
+.PHONY: run test lint types unit chromium clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,8 +19,14 @@ $(STAMP): pyproject.toml constraints.txt
 run: $(STAMP)
 	$(BIN)/accelbench hw
 	$(BIN)/accelbench run --suite $(SUITE) --store $(STORE)
+	$(BIN)/accelbench report --store $(STORE) -o $(STORE)/report.html
 
-test: $(STAMP) lint types unit
+test: $(STAMP) chromium lint types unit
+
+# the HTML report's end-to-end test opens it in the system Chromium (Playwright never downloads a browser)
+chromium:
+	command -v chromium >/dev/null || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends chromium; }
 
 lint: $(STAMP)
 	$(BIN)/ruff check accelbench tests benchmarks

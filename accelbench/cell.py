@@ -1,9 +1,10 @@
 """The cell process: measure one cell in a fresh interpreter and write its outcome as JSON.
 
-Run by the runner as ``python -m accelbench.cell SPEC.json``. Steps: build the workload's model and
-samples, keep an fp32 eager copy as the reference, let the stack prepare its session, calibrate, run the
-LoadGen scenario for each trial between two noise probes, then gate the outputs captured during the timed
-runs against the reference. Any exception becomes a status (``unavailable``, ``unsupported``, ``oom``,
+Run by the runner as ``python -m accelbench.cell SPEC.json``. Steps: draw the cell's variant (if any),
+build the workload's model and samples, keep an fp32 eager copy as the reference, let the stack prepare
+its session, calibrate, run the LoadGen scenario for each trial between two noise probes, gate the
+outputs captured during the timed runs against the reference, then run the audits (``accelbench.audits``)
+on samples from another seed. Any exception becomes a status (``unavailable``, ``unsupported``, ``oom``,
 ``crashed``) in the outcome; a hard crash (signal) is observed by the parent instead.
 """
 
@@ -22,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from accelbench import audits, variants
 from accelbench.cellspec import CellSpec, write_json_atomic
 from accelbench.errors import CellError, Unavailable
 from accelbench.hardware.detect import detect_machine
@@ -31,7 +33,7 @@ from accelbench.results import DeviceMemory, Energy, Quality
 from accelbench.scenarios.loadgen import Measurement, calibrate, measure
 from accelbench.scenarios.rules import Rules, get_rules
 from accelbench.stacks.base import CellContext, ModelSpec, Session, Stack
-from accelbench.workloads.base import Inputs, Workload
+from accelbench.workloads.base import Inputs, Variant, Workload
 
 log = logging.getLogger(__name__)
 
@@ -65,22 +67,35 @@ def outcome_of(spec: CellSpec) -> dict[str, Any]:
 
 
 def _measure(spec: CellSpec) -> dict[str, Any]:
+    if spec.cell.scenario == "train-to-quality":  # accelbench.training runs MLPerf Training's scenario
+        from accelbench.training.measure import measure as measure_training
+
+        return measure_training(spec)
     stack: Stack = instantiate(spec.stack_ref)
     reason = stack.unavailable_reason(spec.cell.device)
     if reason:
         raise Unavailable(reason)
     workload: Workload = instantiate(spec.workload_ref)
     _set_torch_threads(spec.threads)
+    drawn = variants.resolve(workload, spec.cell.size, spec.cell.variant)
+    variant = drawn.variant if drawn else None
     # the null stack never looks at the model: skip building it, so it measures the harness alone
-    model = workload.build_model(spec.cell.size, spec.seed) if stack.computes else None
-    samples = [workload.make_sample(spec.cell.size, spec.seed, i) for i in range(spec.samples)]
+    model = variants.build_model(workload, spec.cell.size, spec.seed, variant) if stack.computes else None
+    samples = [
+        variants.make_sample(workload, spec.cell.size, spec.seed, i, variant) for i in range(spec.samples)
+    ]
     reference_model = copy.deepcopy(model)
     session = stack.prepare(model, _model_spec(spec, workload, samples[0]), _context(spec))  # type: ignore[arg-type]
     rules = get_rules(spec.rules)
     trials, probe, metered = _timed_trials(spec, session, samples, rules)
     quality = _quality_gate(stack, workload, session, reference_model, samples, trials)
-    sanity = _sanity(stack, workload, spec.cell.size, session)
-    return _outcome(spec, stack, session, rules, trials, probe, quality, sanity, metered)
+    sanity = _sanity(stack, workload, spec.cell.size, session, variant)
+    outcome = _outcome(spec, stack, session, rules, trials, probe, quality, sanity, metered)
+    audit = _audit(spec, stack, workload, session, reference_model, variant)
+    outcome["audit"] = audit
+    outcome["warnings"] = sorted({*outcome["warnings"], *(audits.audit_warnings(audit) if audit else ())})
+    outcome["variant_info"] = variants.variant_info(drawn) if drawn else None
+    return outcome
 
 
 def _model_spec(spec: CellSpec, workload: Workload, example: Inputs) -> ModelSpec:
@@ -216,13 +231,43 @@ def _reference_outputs(model: Any, samples: list[Inputs], indices: set[int]) -> 
         }
 
 
-def _sanity(stack: Stack, workload: Workload, size: str, session: Session) -> Quality | None:
+def _sanity(
+    stack: Stack, workload: Workload, size: str, session: Session, variant: Variant | None
+) -> Quality | None:
     from accelbench.meters.quality import sanity_quality
 
     if not stack.computes:
         return None
-    verdict = workload.sanity_check(size, session.infer)
+    if variant is None:  # workloads written before variants take no variant argument
+        verdict = workload.sanity_check(size, session.infer)
+    else:
+        verdict = workload.sanity_check(size, session.infer, variant)
     return sanity_quality(verdict) if verdict else None
+
+
+def _audit(
+    spec: CellSpec,
+    stack: Stack,
+    workload: Workload,
+    session: Session,
+    reference_model: Any,
+    variant: Variant | None,
+) -> dict[str, Any] | None:
+    """The audits on samples of another seed (None for the null stack, whose outputs are not checked)."""
+    import torch
+
+    if not stack.computes:
+        return None
+    seed = spec.seed + audits.ALTERNATE_SEED_OFFSET
+    size = spec.cell.size
+    fresh = [variants.make_sample(workload, size, seed, i, variant) for i in range(audits.samples_needed())]
+
+    def reference(sample: Inputs) -> np.ndarray:
+        with torch.inference_mode():
+            return np.asarray(reference_model(*(torch.from_numpy(a) for a in sample)).float().numpy())
+
+    precision = session.effective_precision
+    return audits.audit_section(session.infer, reference, fresh, workload.quality_metric, precision, seed)
 
 
 def _outcome(

@@ -35,6 +35,10 @@ class CellSpec:
     run_dir: str
     cache_dir: str
     result_path: str
+    runs: int = 5
+    """Timed runs of a ``train-to-quality`` cell."""
+    nproc: int = 1
+    """Data-parallel processes of a ``train-to-quality`` cell."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form."""

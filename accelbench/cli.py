@@ -5,9 +5,11 @@ Bad input raises ``UserError`` anywhere below; ``main`` turns it into one line o
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,15 +17,18 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from accelbench import cli_normalize, registry, runner
+from accelbench import cli_normalize, cli_report, cli_tune, registry, runner
 from accelbench.config import RunConfig, load_toml, suite, with_overrides
 from accelbench.errors import UserError
+from accelbench.expressiveness import expressiveness_section
 from accelbench.hardware.detect import Machine, detect_machine, machine_to_dict
 from accelbench.report import terminal
+from accelbench.report import training as training_report
 from accelbench.results import Result, to_dict
 from accelbench.scenarios.rules import RULES, SCENARIOS
 from accelbench.store import Store, open_store
 from accelbench.store.export import export_results
+from accelbench.variants import with_variant_seed
 
 app = typer.Typer(
     add_completion=False,
@@ -67,11 +72,22 @@ def run(
     threads: Annotated[int | None, typer.Option(help="Threads per stack (default: usable CPUs).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed of weights and inputs.")] = None,
     timeout_s: Annotated[float | None, typer.Option("--timeout-s", help="Wall-clock limit per cell.")] = None,
+    runs: Annotated[int | None, typer.Option(help="train-to-quality: timed runs per cell (5).")] = None,
+    nproc: Annotated[int | None, typer.Option(help="train-to-quality: data-parallel processes.")] = None,
     config_file: Annotated[
         Path | None, typer.Option("--config", help="TOML file with a [run] table.")
     ] = None,
     resume: Annotated[str | None, typer.Option(help="Finish an interrupted run.")] = None,
+    variants: Annotated[
+        int | None, typer.Option(help="Seeded unseen variants per workload (generalization).")
+    ] = None,
+    variant_seed: Annotated[
+        int | None, typer.Option("--variant-seed", help="Seed of the variants (default: fresh, recorded).")
+    ] = None,
     no_probe: Annotated[bool, typer.Option("--no-probe", help="Skip the roofline probes.")] = False,
+    fleet: Annotated[
+        str | None, typer.Option(help="Run the cells on a Ray cluster: ray://HOST:PORT, HOST:PORT or auto.")
+    ] = None,
     store_path: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -86,30 +102,54 @@ def run(
         "threads": threads,
         "seed": seed,
         "timeout_s": timeout_s,
+        "variants": variants,
+        "variant_seed": variant_seed,
+        "runs": runs,
+        "nproc": nproc,
     }
     if config_file:
         overrides = {**load_toml(config_file), **{k: v for k, v in overrides.items() if v is not None}}
     if overrides.get("stacks") in (("all",), ["all"]):
         overrides["stacks"] = tuple(registry.table("stack"))
     machine = detect_machine()
-    with _store(store_path) as store:
+    with _fleet_executor(fleet) as executor, _store(store_path) as store:
         if resume:
             config = runner.resume_config(store, resume, machine)
             run_id = resume
         else:
-            config = with_overrides(suite(suite_name), overrides)
+            config = with_variant_seed(with_overrides(suite(suite_name), overrides))
             runner.plan(config)  # validate names before anything is stored
             run_id = runner.start_run(store, config, machine)
-            if not no_probe:
+            if not no_probe and executor is None:  # the peaks of this machine, not of the fleet's nodes
                 _probe(store.run_dir(run_id), config, machine, quiet=as_json)
-        results = _execute_with_progress(store, run_id, config, machine, quiet=as_json)
+        results = _execute_with_progress(store, run_id, config, machine, as_json, executor)
         _print_results(store, run_id, as_json)
     if not results and not resume:
         raise UserError("the run planned no cells")
 
 
+@contextlib.contextmanager
+def _fleet_executor(address: str | None) -> Iterator[runner.Executor | None]:
+    """The fleet's executor while the run lasts (None: run here); joining fails before anything is stored."""
+    if address is None:
+        yield None
+        return
+    from accelbench import fleet
+
+    cluster = fleet.connect(address)
+    try:
+        yield fleet.FleetExecutor(cluster)
+    finally:
+        cluster.disconnect()
+
+
 def _execute_with_progress(
-    store: Store, run_id: str, config: RunConfig, machine: Machine, quiet: bool
+    store: Store,
+    run_id: str,
+    config: RunConfig,
+    machine: Machine,
+    quiet: bool,
+    executor: runner.Executor | None = None,
 ) -> list[Result]:
     total = runner.pending_count(store, run_id, config)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -117,10 +157,12 @@ def _execute_with_progress(
         task = progress.add_task(f"run {run_id}", total=total)
 
         def advance(result: Result) -> None:
-            progress.update(task, advance=1, description=f"{result.cell.key}: {result.status}")
+            node = result.settings.get("fleet_node", {}).get("node_id", "")
+            where = f"node {node[:8]} " if node else ""
+            progress.update(task, advance=1, description=f"{where}{result.cell.key}: {result.status}")
 
         try:
-            return runner.execute(store, run_id, config, machine, on_result=advance)
+            return runner.execute(store, run_id, config, machine, on_result=advance, executor=executor)
         except KeyboardInterrupt:
             store.set_run_status(run_id, "interrupted")
             err_console.print(f"interrupted; finish with: accelbench run --resume {run_id}")
@@ -148,7 +190,10 @@ def _print_results(store: Store, run_id: str, as_json: bool) -> None:
     if as_json:
         documents = [{**to_dict(r), "normalized": normalized.get(r.cell.key)} for r in results]
         peaks_doc = peaks.to_dict() if peaks else None
-        terminal.print_json({"run_id": run_id, "peaks": peaks_doc, "results": documents})
+        expressive = expressiveness_section(results)
+        document = {"run_id": run_id, "peaks": peaks_doc, "results": documents, **expressive}
+        document.update(_generalization_section(results))
+        terminal.print_json(document)
         return
     console.print(terminal.results_table(results, f"accelbench run {run_id}"))
     console.print(terminal.checks_table(results, normalized))
@@ -157,7 +202,46 @@ def _print_results(store: Store, run_id: str, as_json: bool) -> None:
         console.print(failures)
     for line in terminal.warnings_lines(results):
         console.print(f"[yellow]warning[/] {line}")
+    _print_expressiveness(results)
+    _print_generalization(results)
+    trained = training_report.training_table(results)
+    if trained is not None:
+        console.print(trained)
     console.print(f"run folder (LoadGen logs, caches): {run_dir}")
+
+
+def _generalization_section(results: list[Result]) -> dict[str, Any]:
+    """``{"generalization": ...}`` when the run has variants, else empty."""
+    from accelbench.generalization import generalization_document, has_variants
+
+    return {"generalization": generalization_document(results)} if has_variants(results) else {}
+
+
+def _print_generalization(results: list[Result]) -> None:
+    """Generalization figures when the run has variants; flagged audits and the audit summary."""
+    from accelbench.report import generalization as report
+
+    section = _generalization_section(results)
+    if section:
+        console.print(report.stacks_table(section["generalization"]))
+        console.print(report.variants_table(section["generalization"]))
+    flagged = report.audits_table(results)
+    if flagged is not None:
+        console.print(flagged)
+    summary = report.audits_line(results)
+    if summary:
+        console.print(summary)
+
+
+def _print_expressiveness(results: list[Result]) -> None:
+    """The workload x stack matrix when the run has expressiveness workloads."""
+    from accelbench.report import expressiveness as matrix
+
+    section = expressiveness_section(results)
+    if section:
+        console.print(matrix.matrix_table(section["expressiveness"]))
+        for line in matrix.reason_lines(section["expressiveness"]):
+            console.print(f"  {line}")
 
 
 @app.command("list")
@@ -215,7 +299,14 @@ def _stack_rows() -> list[dict[str, Any]]:
 
 def _scenario_rows() -> list[dict[str, Any]]:
     return [
-        {"name": name, "driver": "MLPerf LoadGen", "rules": sorted(RULES), "available": True}
+        {
+            "name": name,
+            "driver": "accelbench.training (MLPerf Training rules)"
+            if name == "train-to-quality"
+            else "MLPerf LoadGen",
+            "rules": sorted(RULES),
+            "available": True,
+        }
         for name in SCENARIOS
     ]
 
@@ -295,6 +386,8 @@ def probe(
 
 
 cli_normalize.register(app)  # explain, history, import-mlperf
+cli_tune.register(app)  # tune
+cli_report.register(app)  # report
 
 
 def main() -> None:

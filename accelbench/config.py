@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UserError
+from accelbench.registry import STACKS
 from accelbench.scenarios.rules import SCENARIOS, get_rules
+from accelbench.training import WORKLOADS as TRAINING_WORKLOADS
 
 SIZES = ("tiny", "standard")
 ALL_WORKLOADS = ("resnet50", "bert-base", "minilm-l6")
@@ -47,6 +49,14 @@ class RunConfig:
     timeout_s: float = 600.0
     mem_limit_bytes: int = 0
     """0 means three quarters of physical memory."""
+    runs: int = 5
+    """Timed runs of every ``train-to-quality`` cell (the olympic mean drops the fastest and slowest)."""
+    nproc: int = 1
+    """Data-parallel processes of every ``train-to-quality`` cell (torch.distributed; gloo / nccl)."""
+    variants: int = 0
+    """Seeded variants planned beside each canonical cell (``accelbench.variants``)."""
+    variant_seed: int | None = None
+    """Seed of the variants; None until a run with variants draws a fresh one and stores it."""
 
     def __post_init__(self) -> None:
         _check_choice("scenario", self.scenarios, SCENARIOS)
@@ -54,6 +64,10 @@ class RunConfig:
         get_rules(self.rules)
         if self.timeout_s <= 0 or self.samples < 1 or self.threads < 0:
             raise UserError("timeout_s and samples must be positive, threads >= 0")
+        if self.runs < 1 or self.nproc < 1:
+            raise UserError("runs and nproc must be at least 1")
+        if self.variants < 0 or (self.variant_seed is not None and self.variant_seed < 0):
+            raise UserError("variants and variant_seed must be >= 0")
         if not (self.workloads and self.stacks and self.scenarios and self.devices):
             raise UserError("a run needs at least one workload, stack, scenario and device")
 
@@ -79,12 +93,23 @@ SUITES: Mapping[str, RunConfig] = {
     "quick": RunConfig("quick", ALL_WORKLOADS, REAL_STACKS, ("single-stream",), "standard", "quick"),
     "tiny": RunConfig(
         "tiny",
-        ALL_WORKLOADS,
+        (*ALL_WORKLOADS, *TRAINING_WORKLOADS),  # training workloads run only under train-to-quality
         ("null", *REAL_STACKS),
         ("single-stream", "offline"),
         "tiny",
         "quick",
         samples=16,
+    ),
+    # non-matmul work (accelbench.expressiveness); run it with --stacks all for the full matrix
+    "expressiveness": RunConfig(
+        "expressiveness",
+        ("gnn-sage", "dlrm-bags", "moe-topk", "ssm-scan", "dynamic-seq"),
+        tuple(name for name in STACKS if name != "null"),
+        ("single-stream",),
+        "tiny",
+        "quick",
+        samples=16,
+        timeout_s=300.0,
     ),
 }
 

@@ -75,7 +75,9 @@ def _roofline(result: Result, peaks: MeasuredPeaks | None, cache_dir: Path) -> d
     flops_peak, bytes_peak = peaks.gemm_flops_per_s(dtype), peaks.bandwidth_bytes_per_s()
     if not flops_peak or not bytes_peak:
         return None
-    cost = workload_cost(result.cell.workload, result.cell.size, cache_dir=cache_dir)
+    cost = workload_cost(
+        result.cell.workload, result.cell.size, cache_dir=cache_dir, variant=result.cell.variant
+    )
     figures = roofline_figures(cost, seconds, flops_peak, bytes_peak)
     return {
         **dataclasses.asdict(figures),

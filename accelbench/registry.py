@@ -22,6 +22,13 @@ WORKLOADS: Mapping[str, str] = {
     "resnet50": "accelbench.workloads.resnet50:ResNet50",
     "bert-base": "accelbench.workloads.bert:BertBase",
     "minilm-l6": "accelbench.workloads.minilm:MiniLM",
+    "gnn-sage": "accelbench.workloads.expressive.gnn_sage:GnnSage",
+    "dlrm-bags": "accelbench.workloads.expressive.dlrm_bags:DlrmBags",
+    "moe-topk": "accelbench.workloads.expressive.moe_topk:MoeTopk",
+    "ssm-scan": "accelbench.workloads.expressive.ssm_scan:SsmScan",
+    "dynamic-seq": "accelbench.workloads.expressive.dynamic_seq:DynamicSeq",
+    "digits-resnet": "accelbench.training.workloads:DigitsResNet",
+    "topics-minilm": "accelbench.training.workloads:TopicsMiniLM",
 }
 
 STACKS: Mapping[str, str] = {
@@ -35,6 +42,8 @@ STACKS: Mapping[str, str] = {
     "tvm": "accelbench.stacks.tvm:Tvm",
     "tvm-tuned": "accelbench.stacks.tvm:TvmTuned",
     "jax-xla": "accelbench.stacks.jax_xla:JaxXla",
+    "tensorflow": "accelbench.stacks.tensorflow:TensorFlow",
+    "litert": "accelbench.stacks.litert:LiteRt",
     "opencl": "accelbench.stacks.opencl:OpenCl",
     "glow": "accelbench.stacks.seeds:Glow",
     "plaidml": "accelbench.stacks.seeds:PlaidMl",

@@ -83,20 +83,30 @@ class WorkloadCost:
 
 
 def workload_cost(
-    workload_name: str, size: str, seed: int = 0, cache_dir: Path | None = None
+    workload_name: str,
+    size: str,
+    seed: int = 0,
+    cache_dir: Path | None = None,
+    variant: str = "canonical",
 ) -> WorkloadCost:
-    """The cost of ``workload_name`` at ``size``: from ``cache_dir``'s JSON when there, else counted.
+    """The cost of ``workload_name`` (``variant``) at ``size``: from ``cache_dir``'s JSON, else counted.
 
     ``seed`` only seeds the weights and the sample; shapes, hence the cost, do not depend on it.
+    A variant is drawn again from its name (``accelbench.variants``), so it has its own cost.
     """
-    key = f"{workload_name}/{size}"
+    from accelbench import variants
+
+    key = f"{workload_name}/{size}" + ("" if variant == variants.CANONICAL else f"/{variant}")
     cached = _read_cache(cache_dir).get(key) if cache_dir else None
     if cached is not None:
         return WorkloadCost.from_dict(cached)
     reference = registry.resolve("workload", (workload_name,))[workload_name]
     workload = registry.instantiate(reference)
-    model = workload.build_model(size, seed)
-    cost = model_cost(model, workload.make_sample(size, seed, 0), workload_name, size)
+    drawn = variants.resolve(workload, size, variant)
+    shape = drawn.variant if drawn else None
+    model = variants.build_model(workload, size, seed, shape)
+    sample = variants.make_sample(workload, size, seed, 0, shape)
+    cost = model_cost(model, sample, workload_name, size)
     if cache_dir:
         _write_cache(cache_dir, key, cost)
     return cost

@@ -80,6 +80,8 @@ def from_history(entry: HistoryEntry, chips: ChipTable) -> Subject:
 
 def from_result(result_id: str, result: Result, match: ChipMatch) -> Subject:
     """A subject from a stored local result and the chip its device was matched to."""
+    if result.training is not None:
+        return _from_training(result_id, result, match)
     if result.status != "ok" or not result.qps:
         raise UserError(f"result {result_id} has no measured throughput (status {result.status})")
     cell = result.cell
@@ -100,5 +102,32 @@ def from_result(result_id: str, result: Result, match: ChipMatch) -> Subject:
         availability="local",
         energy_j=energy_j,
         time_basis="LoadGen scenario throughput",
+        notes=match.notes,
+    )
+
+
+def _from_training(result_id: str, result: Result, match: ChipMatch) -> Subject:
+    """A time-to-train subject from a local ``train-to-quality`` result (its olympic mean)."""
+    training = result.training or {}
+    olympic_s = training.get("olympic_mean_s")
+    if result.status != "ok" or not olympic_s:
+        raise UserError(f"result {result_id} did not train to quality (status {result.status})")
+    cell = result.cell
+    energy = result.energy
+    measured = energy is not None and energy.provenance in MEASURED_ENERGY
+    nproc = int(training.get("nproc", 1))
+    return Subject(
+        id=result_id,
+        label=f"{cell.stack} on {cell.device} x{nproc} process(es) ({match.detected or 'unknown'})",
+        kind="time-to-train",
+        benchmark=f"accelbench-training/{cell.workload}/{cell.size}",
+        seconds_per_work=float(olympic_s),
+        work_unit="training run to quality",
+        chip=match.chip,
+        count=match.count,
+        count_basis=f"{match.basis}: {match.detected}",
+        availability="local",
+        energy_j=float(training["energy_j"]) if measured and training.get("energy_j") else None,
+        time_basis="olympic mean of run_start..run_stop",
         notes=match.notes,
     )

@@ -28,7 +28,7 @@ HISTORY_PER = {"chip": ("chip",), "transistor": ("transistor",), "mm2": ("mm2",)
                "dollar": ("usd_cloud", "usd")}  # fmt: skip
 _AFTER = {"chips": "per chip", "transistors per chip": "per transistor", "die area per chip": "per mm²",
           "TDP per chip": "per TDP watt"}  # fmt: skip
-_DISPLAY = {  # figure unit -> (display unit for training runs, scale from SI)
+DISPLAY = {  # figure unit -> (display unit for training runs, scale from SI)
     "chip*s": ("chip-min", 1 / 60),
     "transistor*s": ("B-transistor-min", 1e-9 / 60),
     "mm2*s": ("m²-min", 1e-6 / 60),
@@ -126,7 +126,8 @@ def _subject_line(name: str, subject: Subject) -> str:
     if subject.kind == "time-to-train":
         amount = f"{subject.seconds_per_work / 60:.3f} min to train"
     else:
-        amount = f"{subject.speed:.4g} {subject.work_unit.split(' ')[0]}s/s"
+        unit = subject.work_unit.split(" ")[0]
+        amount = f"{subject.speed:.4g} {'queries' if unit == 'query' else unit + 's'}/s"
     return f"[bold]{name}[/] {subject.id}: {subject.label}; {subject.count:g} x {chip}; {amount}"
 
 
@@ -207,7 +208,7 @@ def _quantity(value: Range | None, unit: str) -> str:
 def _cost_text(figure: Figure, subject: Subject | None = None, show_unit: bool = True) -> str:
     if subject is not None and subject.kind == "throughput":
         return f"{_num(figure.value.central)} {figure.unit}" + ("" if figure.value.is_point else " (range)")
-    unit, scale = _DISPLAY.get(figure.unit, (figure.unit, 1.0))
+    unit, scale = DISPLAY.get(figure.unit, (figure.unit, 1.0))
     value = figure.value
     text = f"{_num(value.central * scale)} {unit}" if show_unit else _num(value.central * scale)
     return text if value.is_point else f"{text} ({_num(value.low * scale)}-{_num(value.high * scale)})"

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 from accelbench.errors import UserError
 
-SCENARIOS = ("single-stream", "multi-stream", "server", "offline")
-"""The MLPerf scenarios, in accelbench's spelling."""
+SCENARIOS = ("single-stream", "multi-stream", "server", "offline", "train-to-quality")
+"""The MLPerf scenarios, in accelbench's spelling: four LoadGen ones and MLPerf Training's time to quality
+(``train-to-quality``, run by ``accelbench.training``, not by LoadGen)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -152,7 +152,10 @@ def _plan_of(program: torch.export.ExportedProgram, stack: str) -> GraphPlan:
             weights.append(_weight(program, str(input_spec.target)))
         else:
             raise Unsupported(f"{stack}: exported input of kind {input_spec.kind.name} is not supported")
-    steps = tuple(_step(node) for node in program.graph_module.graph.nodes if node.op == "call_function")
+    try:
+        steps = tuple(_step(node) for node in program.graph_module.graph.nodes if node.op == "call_function")
+    except DataDependentShape as exc:
+        raise Unsupported(f"{stack}: {exc}") from None
     return GraphPlan(
         tuple(placeholders),
         tuple(weight_slots),
@@ -194,7 +197,7 @@ def _step(node: torch.fx.Node) -> Step:
         target=str(node.target),
         args=tuple(_freeze(one) for one in node.args),
         kwargs={key: _freeze(one) for key, one in node.kwargs.items()},
-        meta=_meta(node.meta.get("val")),
+        meta=_meta(node.meta.get("val"), op_key(node.target)),
     )
 
 
@@ -209,13 +212,25 @@ def _freeze(value: Any) -> Any:
     return value
 
 
-def _meta(value: Any) -> Any:
+class DataDependentShape(Exception):
+    """An op's output shape depends on input values (``aten.nonzero``, routing): no static plan."""
+
+
+def _meta(value: Any, op: str) -> Any:
     """``TensorMeta`` of a (fake) tensor, a tuple of metas for a tuple, None for anything else."""
     import torch
 
     if isinstance(value, torch.Tensor):
         dtype = str(value.dtype).removeprefix("torch.")
-        return TensorMeta(tuple(int(size) for size in value.shape), dtype)
+        return TensorMeta(tuple(_static_size(size, op) for size in value.shape), dtype)
     if isinstance(value, list | tuple):
-        return tuple(_meta(one) for one in value)
+        return tuple(_meta(one, op) for one in value)
     return None
+
+
+def _static_size(size: Any, op: str) -> int:
+    """``size`` as an int; DataDependentShape when it is a symbol only known at run time."""
+    try:
+        return int(size)
+    except Exception:  # torch raises GuardOnDataDependentSymNode (a RuntimeError) for unbacked symbols
+        raise DataDependentShape(f"data-dependent shape {size} from {op}") from None

@@ -47,7 +47,7 @@ def export_onnx(model: torch.nn.Module, spec: ModelSpec, cache_dir: Path) -> tup
     if path.exists():
         return path, 0.0
     path.parent.mkdir(parents=True, exist_ok=True)
-    with _exclusive_lock(path.with_name(path.name + ".lock")):
+    with exclusive_lock(path.with_name(path.name + ".lock")):
         if path.exists():
             return path, 0.0
         start_s = time.perf_counter()
@@ -58,7 +58,7 @@ def export_onnx(model: torch.nn.Module, spec: ModelSpec, cache_dir: Path) -> tup
 
 
 @contextlib.contextmanager
-def _exclusive_lock(lock_path: Path) -> Iterator[None]:
+def exclusive_lock(lock_path: Path) -> Iterator[None]:
     """Hold an exclusive ``flock`` on ``lock_path`` (created if needed) for the ``with`` block."""
     with open(lock_path, "a") as lock_file:
         fcntl.flock(lock_file, fcntl.LOCK_EX)

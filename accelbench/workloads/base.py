@@ -4,16 +4,23 @@ A workload builds an fp32 ``torch.nn.Module`` with seeded weights (or real pretr
 a registry package) whose ``forward`` takes one tensor per entry of ``input_names`` (batch 1) and returns
 one tensor. ``make_sample`` generates the inputs of sample ``index`` deterministically from a seed, as
 numpy arrays, so every stack sees byte-identical inputs.
+
+A ``Variant`` is a near-identical mutation of the model (``accelbench.variants`` draws it from a seed):
+``changes`` replaces fields of the workload's shape record, ``mutations`` says in words what changed.
+``build_model``, ``make_sample``, ``architecture`` and ``sanity_check`` take it; ``None`` is the
+canonical model, built exactly as without variants. ``draw_changes`` is the workload's generator.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+
+from accelbench.errors import Unsupported
 
 if TYPE_CHECKING:
     import torch
@@ -35,6 +42,29 @@ class SanityVerdict:
     detail: str
 
 
+@dataclass(frozen=True, slots=True)
+class Mutation:
+    """One change a variant makes to the canonical model: ``kind`` (``width``, ``depth``, ...) and what."""
+
+    kind: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """A seeded, near-identical mutation of a workload, ready to build (see ``accelbench.variants``)."""
+
+    name: str
+    """``s<variant_seed>-v<index>``: everything needed to draw it again."""
+    changes: Mapping[str, Any]
+    """Fields of the workload's shape record that differ from the canonical model."""
+    mutations: tuple[Mutation, ...] = field(default_factory=tuple)
+
+
+Changes = tuple[dict[str, Any], list[Mutation]]
+"""What ``Workload.draw_changes`` returns: shape-field overrides and their description."""
+
+
 class Workload(ABC):
     """A named model family with a canonical size, an input generator and a quality metric."""
 
@@ -49,17 +79,30 @@ class Workload(ABC):
         """Names of the model inputs, in the order ``forward`` takes them."""
 
     @abstractmethod
-    def build_model(self, size: str, seed: int) -> torch.nn.Module:
-        """The fp32 model in eval mode, weights seeded by ``seed`` (or pretrained)."""
+    def build_model(self, size: str, seed: int, variant: Variant | None = None) -> torch.nn.Module:
+        """The fp32 model in eval mode, weights seeded by ``seed`` (or pretrained); ``variant`` applied."""
 
     @abstractmethod
-    def make_sample(self, size: str, seed: int, index: int) -> Inputs:
-        """Inputs of sample ``index``: deterministic in (size, seed, index)."""
+    def make_sample(self, size: str, seed: int, index: int, variant: Variant | None = None) -> Inputs:
+        """Inputs of sample ``index``: deterministic in (size, seed, index, variant)."""
+
+    def architecture(self, size: str, variant: Variant | None = None) -> torch.nn.Module:
+        """The model's layers without calibrated or loaded weights: enough to count FLOPs.
+
+        ``accelbench.variants`` calls it under ``torch.device("meta")``; the default builds the model.
+        """
+        return self.build_model(size, 0, variant)
+
+    def draw_changes(self, size: str, rng: np.random.Generator) -> Changes:
+        """One random near-identical mutation of the model at ``size``; workloads without one raise."""
+        raise Unsupported(f"workload {self.name} has no variant generator")
 
     def describe(self, size: str) -> dict[str, str]:
         """Human-readable facts about the model at ``size`` (shape, layers, weights origin)."""
         return {}
 
-    def sanity_check(self, size: str, infer: Callable[[Inputs], np.ndarray]) -> SanityVerdict | None:
+    def sanity_check(
+        self, size: str, infer: Callable[[Inputs], np.ndarray], variant: Variant | None = None
+    ) -> SanityVerdict | None:
         """A semantic check a real model must pass through ``infer``; None if the workload has none."""
         return None

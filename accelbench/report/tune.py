@@ -1,0 +1,58 @@
+"""The ranking of ``accelbench tune`` in the terminal: verified stacks by throughput, then the others."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from accelbench.tune import Ranking
+
+
+def ranking_table(ranking: Ranking) -> Table:
+    """One row per stack: rank (verified only), status, throughput, p50 latency, speed vs the reference."""
+    title = f"accelbench tune {ranking.source.location} (run {ranking.run_id})"
+    table = Table(title=title, title_justify="left")
+    for column in (
+        "#",
+        "stack",
+        "status",
+        "QPS",
+        "p50 ms",
+        f"vs {ranking.reference_stack}",
+        "quality / reason",
+    ):
+        table.add_column(column, justify="right" if column in ("#", "QPS", "p50 ms") else "left")
+    reference = next((r for r in ranking.results if r.cell.stack == ranking.reference_stack), None)
+    reference_qps = reference.qps if reference is not None and reference.status == "ok" else None
+    rank = 0
+    for result in ranking.results:
+        verified = result.status == "ok" and result.qps
+        rank += 1 if verified else 0
+        qps = result.qps if verified else None
+        table.add_row(
+            str(rank) if verified else "-",
+            result.cell.stack,
+            result.status,
+            f"{qps:.1f}" if qps else "-",
+            f"{result.latency.p50_s * 1e3:.3f}" if verified and result.latency else "-",
+            f"{qps / reference_qps:.2f}x" if qps and reference_qps else "-",
+            _note(result),
+        )
+    return table
+
+
+def verdict_line(ranking: Ranking) -> str:
+    """One sentence: the best verified stack and its speedup over the reference."""
+    if ranking.best is None:
+        return "[red]no stack ran the model correctly[/]"
+    speedup = f"{ranking.speedup:.2f}x" if ranking.speedup is not None else "n/a (reference not verified)"
+    return (
+        f"best verified stack: [green]{ranking.best.cell.stack}[/], "
+        f"{speedup} the throughput of {ranking.reference_stack}"
+    )
+
+
+def _note(result: object) -> str:
+    quality = getattr(result, "quality", None)
+    if getattr(result, "status", "") == "ok" and quality is not None:
+        return f"{quality.metric} {quality.value:.6f} >= {quality.threshold:g}"
+    return " ".join(str(getattr(result, "reason", "")).split())[:120]

@@ -1,0 +1,23 @@
+"""Training to quality: the ``train-to-quality`` scenario under MLPerf Training rules, on offline data.
+
+A training workload (``workloads.py``) names a model, a labelled data set with a fixed held-out split
+(``data.py``) and a recipe (batch, learning rate, quality target, max epochs). ``measure.py`` runs a cell:
+N runs, each timed from MLPerf's ``run_start`` to ``run_stop`` (``loop.py``), logged through
+``mlperf_logging.mllog`` (``mllog.py``), optionally data parallel over ``nproc`` processes
+(``distributed.py``), summarised by an olympic mean (``summary.py``).
+"""
+
+from __future__ import annotations
+
+SCENARIO = "train-to-quality"
+"""The scenario name, as ``--scenarios`` spells it."""
+
+WORKLOADS = ("digits-resnet", "topics-minilm")
+"""Workloads that only run under ``train-to-quality`` (and that scenario runs only them)."""
+
+__all__ = ["SCENARIO", "WORKLOADS", "compatible"]
+
+
+def compatible(workload: str, scenario: str) -> bool:
+    """Whether a (workload, scenario) pair is planned: training workloads go with training only."""
+    return (workload in WORKLOADS) == (scenario == SCENARIO)

@@ -1,0 +1,230 @@
+"""The cell of a ``train-to-quality`` scenario: N timed runs (and a 1-process baseline when ``nproc`` > 1).
+
+``measure(spec)`` returns the cell's outcome document (the same keys as ``accelbench.cell``'s), with
+``latency`` and ``loadgen`` null and a ``training`` section (a plain JSON mapping, results schema 3):
+runs [{seed, time_to_quality_s, converged, quality, epochs, samples, energy_j}], olympic_mean_s,
+runs_converged, target, quality_reached, nproc, samples_per_s_per_process, scaling_efficiency,
+energy_j (mean energy to train over the runs the olympic mean keeps), the 1-process baseline and where
+the MLPerf logs are. The status is ``ok`` when the olympic mean exists, else ``quality_failed``.
+
+``runs`` and ``nproc`` come from the cell spec (``RunConfig.runs`` / ``RunConfig.nproc``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import platform
+import sys
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from accelbench.cellspec import CellSpec
+from accelbench.errors import Unsupported
+from accelbench.registry import instantiate
+from accelbench.results import Energy, Quality
+from accelbench.training import summary
+from accelbench.training.distributed import GroupOutcome, Job, run_group
+from accelbench.training.loop import RunRecord, check_stack
+from accelbench.training.workloads import TrainingWorkload
+
+
+def measure(spec: CellSpec) -> dict[str, Any]:
+    """Train the cell's workload to its target ``runs`` times and summarise (see the module docstring)."""
+    workload = instantiate(spec.workload_ref)
+    if not isinstance(workload, TrainingWorkload):
+        raise Unsupported(f"{spec.cell.workload} is not a training workload")
+    check_stack(spec.cell.stack)
+    runs, nproc = spec.runs, spec.nproc
+    data = workload.dataset(spec.cell.size)
+    threads = _threads(workload, spec, nproc)
+    seeds = tuple(spec.seed + index for index in range(runs))
+    job = Job(
+        workload,
+        spec.cell.size,
+        data,
+        spec.cell.stack,
+        spec.cell.device,
+        seeds,
+        str(Path(spec.cell_dir) / "mllog"),
+        _platform(spec),
+        threads,
+    )
+    main = run_group(job, nproc)
+    baseline = None
+    if nproc > 1:
+        baseline = run_group(dataclasses.replace(job, log_dir=str(Path(spec.cell_dir) / "mllog-nproc1")), 1)
+    return _outcome(spec, workload, main, baseline, nproc, threads)
+
+
+def _threads(workload: TrainingWorkload, spec: CellSpec, nproc: int) -> int:
+    per_process = max(1, spec.threads // nproc)
+    cap = workload.recipe(spec.cell.size).threads_cap
+    return min(per_process, cap) if cap else per_process
+
+
+def _platform(spec: CellSpec) -> str:
+    return f"{platform.node() or 'host'} {spec.cell.device} {spec.cell.stack}"
+
+
+def _outcome(
+    spec: CellSpec,
+    workload: TrainingWorkload,
+    main: GroupOutcome,
+    baseline: GroupOutcome | None,
+    nproc: int,
+    threads: int,
+) -> dict[str, Any]:
+    target = workload.recipe(spec.cell.size).target
+    section = training_section(main, baseline, nproc, target, spec)
+    passed = section["olympic_mean_s"] is not None
+    converged = section["runs_converged"]
+    reason = "" if passed else f"{converged} of {len(main.runs)} runs reached top-1 {target}: no olympic mean"
+    return {
+        "status": "ok" if passed else "quality_failed",
+        "reason": reason,
+        "latency": None,
+        "loadgen": None,
+        "quality": dataclasses.asdict(_quality(main.runs, target, workload, spec)),
+        "effective_precision": "fp32",
+        "compile_s": main.compile_s,
+        "warnings": _warnings(main, baseline),
+        "versions": _versions(),
+        "settings": _settings(spec, workload, nproc, threads),
+        "energy": _asdict(total_energy(main.runs)),
+        "training": section,
+    }
+
+
+def training_section(
+    main: GroupOutcome, baseline: GroupOutcome | None, nproc: int, target: float, spec: CellSpec
+) -> dict[str, Any]:
+    """The result's ``training`` mapping (see the module docstring)."""
+    per_process = summary.samples_per_s_per_process(main.runs, nproc)
+    base = _group_section(baseline, 1) if baseline is not None else None
+    efficiency = summary.scaling_efficiency(per_process, base["samples_per_s_per_process"]) if base else None
+    olympic = summary.olympic_mean_s(main.runs)
+    return {
+        "runs": [_run_dict(r, spec) for r in main.runs],
+        "olympic_mean_s": olympic,
+        "runs_converged": sum(r.converged for r in main.runs),
+        "target": target,
+        "quality_metric": "top1 on the held-out set",
+        "quality_reached": max((r.quality for r in main.runs), default=0.0),
+        "nproc": nproc,
+        "samples_per_s_per_process": per_process,
+        "scaling_efficiency": efficiency,
+        "scaling_basis": "samples/s per process with nproc processes / samples/s of 1 process with the "
+        "same threads, same cell"
+        if base
+        else "nproc = 1: not measured",
+        "time_to_quality_speedup": (base["olympic_mean_s"] / olympic)
+        if base and olympic and base["olympic_mean_s"]
+        else None,
+        "energy_j": kept_energy_j(main.runs),
+        "baseline_nproc1": base,
+        "mllog_dir": str((Path(spec.cell_dir) / "mllog").relative_to(spec.run_dir)),
+        "timing": "MLPerf run_start to run_stop, evaluation included, warm-up and compilation excluded",
+    }
+
+
+def _group_section(group: GroupOutcome, processes: int) -> dict[str, Any]:
+    return {
+        "olympic_mean_s": summary.olympic_mean_s(group.runs),
+        "runs_converged": sum(r.converged for r in group.runs),
+        "samples_per_s_per_process": summary.samples_per_s_per_process(group.runs, processes),
+        "time_to_quality_s": [r.time_to_quality_s for r in group.runs],
+    }
+
+
+def _run_dict(run: RunRecord, spec: CellSpec) -> dict[str, Any]:
+    return {
+        "seed": run.seed,
+        "time_to_quality_s": run.time_to_quality_s,
+        "converged": run.converged,
+        "quality": run.quality,
+        "epochs": run.epochs,
+        "samples": run.samples,
+        "energy_j": run.energy.energy_j if run.energy else None,
+        "log_file": str(Path(run.log_file).relative_to(spec.run_dir)) if run.log_file else "",
+    }
+
+
+def kept_energy_j(runs: tuple[RunRecord, ...]) -> float | None:
+    """Mean energy to train over the runs the olympic mean keeps (None without a meter or a mean)."""
+    if summary.olympic_mean_s(runs) is None or any(r.energy is None for r in runs):
+        return None
+    ranked = sorted(runs, key=lambda r: r.time_to_quality_s if r.converged else float("inf"))
+    kept = ranked[1:-1] if len(ranked) >= 3 else ranked
+    return sum(r.energy.energy_j for r in kept if r.energy) / len(kept)
+
+
+def total_energy(runs: tuple[RunRecord, ...]) -> Energy | None:
+    """One Energy record over all run windows together (energy per query = per training sample)."""
+    readings = [r.energy for r in runs if r.energy is not None]
+    if not readings or len(readings) != len(runs):
+        return None
+    energy_j = sum(e.energy_j for e in readings)
+    window_s = sum(e.window_s for e in readings)
+    samples = sum(e.samples for e in readings)
+    first = readings[0]
+    return Energy(
+        energy_j=energy_j,
+        power_w=energy_j / window_s if window_s > 0 else 0.0,
+        energy_per_query_j=energy_j / samples if samples else 0.0,
+        samples_per_j=samples / energy_j if energy_j > 0 else 0.0,
+        window_s=window_s,
+        samples=samples,
+        provenance=first.provenance,
+        meter=first.meter,
+        formula=f"sum of {len(readings)} run windows (run_start to run_stop); first window: {first.formula}",
+    )
+
+
+def _quality(
+    runs: tuple[RunRecord, ...], target: float, workload: TrainingWorkload, spec: CellSpec
+) -> Quality:
+    converged = sum(r.converged for r in runs)
+    passed = summary.olympic_mean_s(runs) is not None
+    return Quality(
+        metric="top1-held-out",
+        value=max((r.quality for r in runs), default=0.0),
+        threshold=target,
+        passed=passed,
+        samples_checked=workload.dataset(spec.cell.size).eval_samples,
+        detail=f"{converged}/{len(runs)} runs reached the target",
+    )
+
+
+def _warnings(main: GroupOutcome, baseline: GroupOutcome | None) -> list[str]:
+    notes = [f"unconverged: seed {r.seed} stopped at {r.epochs} epochs" for r in main.runs if not r.converged]
+    if len(main.runs) < 3:
+        notes.append(f"only {len(main.runs)} run(s): the olympic mean drops nothing")
+    if main.energy_note:
+        notes.append(main.energy_note)
+    return sorted(set(notes))
+
+
+def _settings(spec: CellSpec, workload: TrainingWorkload, nproc: int, threads: int) -> dict[str, Any]:
+    return {
+        "threads": spec.threads,
+        "threads_per_process": threads,
+        "seed": spec.seed,
+        "nproc": nproc,
+        "recipe": dataclasses.asdict(workload.recipe(spec.cell.size)),
+        "data": workload.dataset(spec.cell.size).source,
+    }
+
+
+def _versions() -> dict[str, str]:
+    found = {"python": sys.version.split()[0]}
+    for package in ("accelbench", "torch", "mlperf-logging", "scikit-learn"):
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            found[package] = "not installed"
+    return found
+
+
+def _asdict(record: Any) -> Any:
+    return dataclasses.asdict(record) if record is not None else None

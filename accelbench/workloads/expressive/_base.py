@@ -1,0 +1,55 @@
+"""What the expressiveness workloads share: the cosine gate, size lookup and seeded generators."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
+
+import numpy as np
+
+from accelbench.errors import UserError
+from accelbench.workloads.base import SIZES, Variant, Workload
+
+if TYPE_CHECKING:
+    import torch
+
+ShapeT = TypeVar("ShapeT")
+
+
+class ExpressiveWorkload(Workload, Generic[ShapeT]):
+    """A workload of the expressiveness suite: per-size shapes, cosine quality, seeded streams."""
+
+    quality_metric = "cosine"
+    shapes: ClassVar[Mapping[str, object]]
+    sample_stream: ClassVar[int]
+    """First word of the numpy seed sequence of this workload's samples (distinct per workload)."""
+
+    def shape(self, size: str, variant: Variant | None = None) -> ShapeT:
+        """The dimensions at ``size`` with the variant's changes applied; an unknown size is a UserError."""
+        if size not in self.shapes:
+            raise UserError(f"{self.name}: unknown size {size!r}; expected one of {', '.join(SIZES)}")
+        shape = self.shapes[size]
+        if variant is not None and variant.changes:
+            shape = dataclasses.replace(shape, **variant.changes)  # type: ignore[type-var]
+        return shape  # type: ignore[return-value]
+
+    def sample_rng(self, size: str, seed: int, index: int) -> np.random.Generator:
+        """The generator of sample ``index``: deterministic in (workload, size, seed, index)."""
+        return np.random.default_rng([self.sample_stream, SIZES.index(size), seed, index])
+
+
+def seeded(model: torch.nn.Module, seed: int, scale: float = 1.0) -> torch.nn.Module:
+    """``model`` with every parameter redrawn from N(0, scale^2 / fan_in) by a generator seeded with ``seed``.
+
+    The global torch RNG is left untouched; biases (1-d parameters) get a small N(0, 0.1^2).
+    """
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            fan_in = parameter.shape[-1] if parameter.dim() > 1 else 1
+            std = scale / fan_in**0.5 if parameter.dim() > 1 else 0.1
+            parameter.copy_(torch.randn(parameter.shape, generator=generator) * std)
+    return model.eval()

@@ -1,0 +1,152 @@
+"""``accelbench report`` end to end: a tiny run rendered to HTML and opened offline in headless Chromium.
+
+The browser is the system ``chromium`` (``make chromium`` installs it), driven by Playwright with
+``executable_path``; Playwright's own browser download is never used. The page must draw every chart it
+declares, log no console or page error, and fetch nothing but its own file. A full-page screenshot is
+kept under ``$ACCELBENCH_ARTIFACTS`` (default ``test-artifacts/``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ARTIFACTS = Path(os.environ.get("ACCELBENCH_ARTIFACTS", Path(__file__).parents[2] / "test-artifacts"))
+URL_ATTRIBUTES = ("src", "href", "srcset", "poster", "data", "action", "formaction", "background")
+
+
+def accelbench(*args: str, timeout_s: float = 600) -> subprocess.CompletedProcess[str]:
+    """Run the CLI as a user would, in a fresh interpreter."""
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "accelbench", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env=env,
+    )
+
+
+def chromium_path() -> str:
+    """The system Chromium; the test fails (it does not skip) when ``make chromium`` was not run."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert found, "no chromium on PATH: run `make chromium` (apt-get install chromium)"
+    return found
+
+
+@pytest.fixture(scope="module")
+def report_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    """A tiny run with one unavailable stack, rendered by ``accelbench report``: (store, html, run id)."""
+    store = tmp_path_factory.mktemp("report") / "store"
+    run = accelbench(
+        "run",
+        "--suite",
+        "tiny",
+        "--workloads",
+        "resnet50",
+        "--stacks",
+        "null,torch-eager,glow",
+        "--scenarios",
+        "single-stream",
+        "--rules",
+        "quick",
+        "--store",
+        str(store),
+        "--json",
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    run_id = json.loads(run.stdout)["run_id"]
+    output = store / "report.html"
+    done = accelbench("report", run_id, "--store", str(store), "-o", str(output), timeout_s=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == str(output)
+    return store, output, run_id
+
+
+class _Attributes(HTMLParser):
+    """Every URL-valued attribute of every element (script bodies are text, not elements)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[tuple[str, str, str]] = []
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self.urls += [(tag, name, value or "") for name, value in attrs if name in URL_ATTRIBUTES]
+
+
+@pytest.mark.slow
+def test_report_has_no_external_urls(report_file: tuple[Path, Path, str]) -> None:
+    _, output, _ = report_file
+    parser = _Attributes()
+    parser.feed(output.read_text(encoding="utf-8"))
+    assert "script" in parser.tags and "section" in parser.tags
+    external = [u for u in parser.urls if u[2].strip().lower().startswith(("http:", "https:", "//"))]
+    assert external == []
+    assert all(u[2].startswith("#") for u in parser.urls), parser.urls  # only in-page links
+    assert not any(tag in ("link", "iframe", "img") for tag in parser.tags)
+
+
+@pytest.mark.slow
+def test_report_renders_offline_in_chromium(report_file: tuple[Path, Path, str]) -> None:
+    from playwright.sync_api import sync_playwright
+
+    _, output, run_id = report_file
+    problems: list[str] = []
+    requests: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on(
+            "console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None
+        )
+        page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+        page.on("request", lambda request: requests.append(request.url))
+        page.goto(output.resolve().as_uri(), wait_until="load", timeout=120_000)
+        page.wait_for_load_state("networkidle", timeout=60_000)
+        found = _page_facts(page)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "html-report.png"), full_page=True)
+        browser.close()
+    assert problems == []
+    assert requests == [output.resolve().as_uri()]
+    assert found["declared"] >= 4  # leaderboard, roofline, waterfall, history at least
+    assert found["drawn"] == found["declared"] == found["plots"]
+    assert run_id in found["title"]
+    assert found["sections"] >= {"summary", "leaderboard", "roofline", "explain", "history", "failures"}
+    assert "glow" in found["failures"] and "unavailable" in found["failures"]
+
+
+def _page_facts(page: Any) -> dict[str, Any]:
+    facts = page.evaluate(
+        """() => ({
+            declared: Number(document.body.dataset.charts),
+            plots: document.querySelectorAll('.js-plotly-plot').length,
+            drawn: [...document.querySelectorAll('.js-plotly-plot')]
+                .filter(e => e.querySelector('svg.main-svg') && e.querySelector('g.trace, g.hm')).length,
+            sections: [...document.querySelectorAll('section')].map(s => s.id),
+            failures: document.getElementById('failures').innerText,
+            title: document.title,
+        })"""
+    )
+    facts["sections"] = set(facts["sections"])
+    return facts
+
+
+@pytest.mark.slow
+def test_unknown_run_id_is_a_one_line_error(report_file: tuple[Path, Path, str], tmp_path: Path) -> None:
+    store, _, _ = report_file
+    done = accelbench("report", "no-such-run", "--store", str(store), "-o", str(tmp_path / "r.html"))
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "unknown run id 'no-such-run'" in lines[0], lines
+    assert not (tmp_path / "r.html").exists()

@@ -1,0 +1,137 @@
+"""Tests of the generalization figures on hand-built results: FLOP-normalised gap, spread, success rate."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from accelbench.generalization import generalization_document, has_variants
+from accelbench.results import Cell, LoadgenVerdict, Result
+
+CANONICAL_FLOPS = 1_000_000
+
+
+def result(
+    variant: str,
+    qps: float | None,
+    flops: int = CANONICAL_FLOPS,
+    status: str = "ok",
+    compile_s: float = 2.0,
+    stack: str = "torch-inductor",
+) -> Result:
+    loadgen = None
+    if qps is not None:
+        loadgen = LoadgenVerdict("single-stream", True, (), qps, 100, "quick", False, "logs")
+    info = None
+    if variant != "canonical":
+        mutations = [{"kind": "width", "detail": f"{variant} widths"}]
+        info = {
+            "variant_seed": 7,
+            "index": int(variant.rsplit("v", 1)[1]),
+            "mutations": mutations,
+            "flops": flops,
+            "canonical_flops": CANONICAL_FLOPS,
+            "flops_ratio": flops / CANONICAL_FLOPS,
+        }
+    cell = Cell("resnet50", stack, "single-stream", "cpu", "tiny", variant)
+    return Result("run", cell, status, loadgen=loadgen, compile_s=compile_s, variant_info=info)
+
+
+def group(document: dict, stack: str = "torch-inductor") -> dict:
+    return next(row for row in document["stacks"] if row["stack"] == stack)
+
+
+def test_goodhart_gap_is_canonical_over_median_variant_flop_rate() -> None:
+    results = [
+        result("canonical", 100.0),
+        result("s7-v1", 100.0, flops=500_000, compile_s=4.0),  # half the FLOPs at the same QPS: 2x slower
+        result("s7-v2", 40.0, flops=2_000_000, compile_s=6.0),  # 80% of the canonical FLOP rate
+        result("s7-v3", 50.0, flops=1_000_000, compile_s=8.0),
+    ]
+    row = group(generalization_document(results))
+    assert row["goodhart_gap"] == pytest.approx(1e8 / 5e7)  # rates 5e7, 8e7, 5e7: median 5e7
+    assert row["gap_ci"][0] <= row["goodhart_gap"] <= row["gap_ci"][1]
+    assert row["spread"] == pytest.approx((6.5e7 - 5e7) / 5e7)
+    assert row["success_rate"] == 1.0 and (row["variants_ok"], row["variants_total"]) == (3, 3)
+    assert row["compile_growth"] == pytest.approx(6.0 / 2.0)
+
+
+def test_spread_is_the_relative_interquartile_range_of_variant_rates() -> None:
+    rates = [4.0, 5.0, 6.0, 7.0]  # FLOP rates in units of 1e6 * qps
+    results = [result("canonical", 5.0)] + [result(f"s7-v{i + 1}", q) for i, q in enumerate(rates)]
+    row = group(generalization_document(results))
+    assert row["spread"] == pytest.approx((6.25 - 4.75) / 5.5)
+    assert row["spread_ci"][0] <= row["spread"] <= row["spread_ci"][1]
+    assert row["goodhart_gap"] == pytest.approx(5.0 / 5.5)
+
+
+def test_failed_variants_lower_the_success_rate_and_never_count_as_speed() -> None:
+    results = [
+        result("canonical", 10.0),
+        result("s7-v1", 10.0),
+        result("s7-v2", 1000.0, status="quality_failed"),
+        result("s7-v3", None, status="crashed"),
+    ]
+    document = generalization_document(results)
+    row = group(document)
+    assert row["success_rate"] == pytest.approx(1 / 3)
+    assert row["goodhart_gap"] == pytest.approx(1.0) and row["spread"] is None and row["spread_ci"] is None
+    heat = {r["variant"]: r for r in document["heatmap"]}
+    assert heat["canonical"]["relative"] == 1.0
+    assert heat["s7-v1"]["relative"] == pytest.approx(1.0)
+    assert heat["s7-v2"] == {**heat["s7-v2"], "relative": None, "status": "quality_failed"}
+
+
+def test_document_shape_variants_rows_and_json() -> None:
+    results = [
+        result("canonical", 10.0, compile_s=0.0, stack="torch-eager"),
+        result("s7-v1", 8.0, stack="torch-eager"),
+        result("canonical", 10.0, stack="null"),  # no variants: no generalization row
+    ]
+    document = json.loads(json.dumps(generalization_document(results)))
+    assert set(document) == {"variant_seed", "stacks", "variants", "heatmap"}
+    assert document["variant_seed"] == 7
+    assert [row["stack"] for row in document["stacks"]] == ["torch-eager"]
+    row = document["stacks"][0]
+    assert set(row) == {
+        "workload",
+        "stack",
+        "device",
+        "scenario",
+        "goodhart_gap",
+        "gap_ci",
+        "spread",
+        "spread_ci",
+        "success_rate",
+        "variants_ok",
+        "variants_total",
+        "compile_growth",
+    }
+    assert row["compile_growth"] is None  # eager does not compile
+    assert document["variants"] == [
+        {
+            "workload": "resnet50",
+            "variant": "canonical",
+            "mutations": [],
+            "flops": CANONICAL_FLOPS,
+            "flops_ratio": 1.0,
+        },
+        {
+            "workload": "resnet50",
+            "variant": "s7-v1",
+            "mutations": [{"kind": "width", "detail": "s7-v1 widths"}],
+            "flops": CANONICAL_FLOPS,
+            "flops_ratio": 1.0,
+        },
+    ]
+    assert {(r["stack"], r["variant"]) for r in document["heatmap"]} == {
+        ("torch-eager", "canonical"),
+        ("torch-eager", "s7-v1"),
+    }
+    assert has_variants(results) and not has_variants(results[:1])
+
+
+def test_a_run_without_variants_gives_empty_figures() -> None:
+    document = generalization_document([result("canonical", 10.0)])
+    assert document == {"variant_seed": None, "stacks": [], "variants": [], "heatmap": []}
