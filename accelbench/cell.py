@@ -17,7 +17,6 @@ import sys
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from accelbench.results import DeviceMemory, Energy, Quality
 from accelbench.scenarios.loadgen import Measurement, calibrate, measure
 from accelbench.scenarios.rules import Rules, get_rules
 from accelbench.stacks.base import CellContext, ModelSpec, Session, Stack
+from accelbench.versions import with_python
 from accelbench.workloads.base import Inputs, Variant, Workload
 
 log = logging.getLogger(__name__)
@@ -341,13 +341,7 @@ def _settings(spec: CellSpec, session: Session, trial: Measurement) -> dict[str,
 
 
 def _base_versions() -> dict[str, str]:
-    found = {"python": sys.version.split()[0]}
-    for package in ("accelbench", "numpy", "torch", "mlcommons-loadgen"):
-        try:
-            found[package] = version(package)
-        except PackageNotFoundError:
-            found[package] = "not installed"
-    return found
+    return with_python(("accelbench", "numpy", "torch", "mlcommons-loadgen"))
 
 
 def _asdict(record: Any) -> Any:

@@ -27,7 +27,7 @@ import numpy as np
 
 from accelbench.results import LoadgenVerdict
 from accelbench.scenarios.loadgen_log import Summary, parse_detail, parse_detail_values, parse_summary
-from accelbench.scenarios.rules import SCENARIOS, Rules
+from accelbench.scenarios.rules import LOADGEN_SCENARIOS, Rules
 from accelbench.workloads.base import Inputs
 
 log = logging.getLogger(__name__)
@@ -108,8 +108,8 @@ def calibrate(infer: Infer, samples: Sequence[Inputs], budget_s: float) -> float
 
 def loadgen_settings(scenario: str, rules: Rules, latency_s: float, sample_count: int) -> dict[str, Any]:
     """The LoadGen ``TestSettings`` attributes for ``scenario`` given a calibrated latency per sample."""
-    if scenario not in SCENARIOS:
-        raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}")
+    if scenario not in LOADGEN_SCENARIOS:
+        raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(LOADGEN_SCENARIOS)}")
     expected_s = max(latency_s, _MIN_EXPECTED_LATENCY_S)
     settings: dict[str, Any] = {
         "min_duration_ms": round(rules.min_duration_for(scenario) * 1e3),

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 
 from accelbench.errors import UserError
 
-SCENARIOS = ("single-stream", "multi-stream", "server", "offline", "train-to-quality")
-"""The MLPerf scenarios, in accelbench's spelling: four LoadGen ones and MLPerf Training's time to quality
-(``train-to-quality``, run by ``accelbench.training``, not by LoadGen)."""
+LOADGEN_SCENARIOS = ("single-stream", "multi-stream", "server", "offline")
+"""The MLPerf inference scenarios LoadGen drives, in accelbench's spelling."""
+SCENARIOS = (*LOADGEN_SCENARIOS, "train-to-quality")
+"""Every scenario: the LoadGen ones and MLPerf Training's time to quality (``train-to-quality``, run by
+``accelbench.training``, not by LoadGen)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,7 +37,6 @@ import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
-from importlib.metadata import PackageNotFoundError, version
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -48,6 +47,7 @@ from accelbench.errors import Unsupported
 from accelbench.stacks._torch_device import first_line
 from accelbench.stacks.base import ModelSpec
 from accelbench.stacks.onnx_export import exclusive_lock
+from accelbench.versions import installed_versions
 from accelbench.workloads.base import Inputs
 
 logger = logging.getLogger(__name__)
@@ -75,13 +75,7 @@ def missing_reason(modules: tuple[str, ...]) -> str | None:
 
 def distribution_versions(names: tuple[str, ...]) -> dict[str, str]:
     """Installed versions of the distributions ``names`` (``"?"`` when the metadata is missing)."""
-    found = {}
-    for name in names:
-        try:
-            found[name] = version(name)
-        except PackageNotFoundError:
-            found[name] = "?"
-    return found
+    return installed_versions(names, missing="?")
 
 
 def import_tensorflow(threads: int) -> Any:
@@ -178,7 +172,7 @@ def _convert_quietly(onnx_file: Path, spec: ModelSpec, output: Path, pseudo_ops:
 
     model = onnx.load(str(onnx_file))
     chatter = io.StringIO()
-    with contextlib.redirect_stdout(chatter), contextlib.redirect_stderr(chatter):
+    with _environment_kept(), contextlib.redirect_stdout(chatter), contextlib.redirect_stderr(chatter):
         try:
             onnx2tf.convert(
                 onnx_graph=model,
@@ -192,6 +186,18 @@ def _convert_quietly(onnx_file: Path, spec: ModelSpec, output: Path, pseudo_ops:
             raise Unsupported(f"onnx2tf conversion failed: {failure_reason(exc, model)}") from exc
     if not (output / "saved_model.pb").is_file():
         raise Unsupported(f"onnx2tf wrote no SavedModel for {spec.workload}: {_last_line(chatter)}")
+
+
+@contextlib.contextmanager
+def _environment_kept() -> Iterator[None]:
+    """Undo what the converter does to ``os.environ`` (onnx2tf sets ``CUDA_VISIBLE_DEVICES=-1``)."""
+    saved = dict(os.environ)
+    try:
+        yield
+    finally:
+        for name in set(os.environ) - set(saved):
+            del os.environ[name]
+        os.environ.update(saved)
 
 
 def _channel_first_inputs(model: Any) -> list[str]:

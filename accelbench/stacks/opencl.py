@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -31,6 +30,7 @@ from accelbench.stacks._export_graph import Step, TensorMeta, export_plan, first
 from accelbench.stacks._opencl_devices import cap_compute_units, device_reason, opencl_device
 from accelbench.stacks._torch_device import device_kind_reason, import_reason
 from accelbench.stacks.base import CellContext, ModelSpec, Session, Stack
+from accelbench.versions import installed_versions
 from accelbench.workloads.base import Inputs
 
 if TYPE_CHECKING:
@@ -63,13 +63,7 @@ class OpenCl(Stack):
 
     def versions(self) -> dict[str, str]:
         """Versions of pyopencl, the CPU drivers' wheels that are installed and torch (the exporter)."""
-        found = {}
-        for package in _PACKAGES:
-            try:
-                found[package] = version(package)
-            except PackageNotFoundError:
-                continue
-        return found
+        return installed_versions(_PACKAGES, missing=None)
 
     def prepare(self, model: torch.nn.Module, spec: ModelSpec, ctx: CellContext) -> Session:
         """Export, check every op has kernels, build the program and record the launch schedule."""

@@ -71,6 +71,9 @@ def _worker(rank: int, job: Job, nproc: int, init: str, result: str) -> None:
         outcome = _runs(replace(job, device=device), Group(rank, nproc))
         if rank == 0:
             Path(result).write_bytes(pickle.dumps(outcome))
+        # no process tears down its connections while a peer still uses them: gloo aborts
+        # ("terminate called without an active exception") when one rank exits mid-collective
+        torch.distributed.barrier()
     finally:
         torch.distributed.destroy_process_group()
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import platform
-import sys
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +25,7 @@ from accelbench.training import summary
 from accelbench.training.distributed import GroupOutcome, Job, run_group
 from accelbench.training.loop import RunRecord, check_stack
 from accelbench.training.workloads import TrainingWorkload
+from accelbench.versions import with_python
 
 
 def measure(spec: CellSpec) -> dict[str, Any]:
@@ -217,13 +216,7 @@ def _settings(spec: CellSpec, workload: TrainingWorkload, nproc: int, threads: i
 
 
 def _versions() -> dict[str, str]:
-    found = {"python": sys.version.split()[0]}
-    for package in ("accelbench", "torch", "mlperf-logging", "scikit-learn"):
-        try:
-            found[package] = version(package)
-        except PackageNotFoundError:
-            found[package] = "not installed"
-    return found
+    return with_python(("accelbench", "torch", "mlperf-logging", "scikit-learn"))
 
 
 def _asdict(record: Any) -> Any:

@@ -4,31 +4,17 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from accelbench.results import SCHEMA_VERSION
+from tests.e2e.cli import accelbench
 
 STACKS = ("null", "torch-eager", "torch-inductor", "onnxruntime")
 WORKLOADS = ("resnet50", "bert-base", "minilm-l6")
 SCENARIOS = ("single-stream", "offline")
-
-
-def accelbench(*args: str, timeout_s: float = 600) -> subprocess.CompletedProcess[str]:
-    """Run the CLI as a user would, in a fresh interpreter."""
-    env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "accelbench", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        env=env,
-    )
 
 
 @pytest.fixture(scope="module")

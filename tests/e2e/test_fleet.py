@@ -21,6 +21,7 @@ from accelbench import runner
 from accelbench.config import RunConfig
 from accelbench.hardware.detect import detect_machine
 from accelbench.store import open_store
+from tests.e2e.cli import accelbench
 
 ray = pytest.importorskip("ray", reason="the fleet extra (ray) is not installed")
 
@@ -30,13 +31,6 @@ from accelbench.fleet.scheduler import demand, task_options  # noqa: E402
 
 SUITE = ("--workloads", "resnet50", "--size", "tiny", "--rules", "quick", "--scenarios", "single-stream")
 DONE = ("ok", "quality_failed", "unsupported", "unavailable", "crashed", "timeout", "oom")
-
-
-def accelbench(*args: str, timeout_s: float = 600) -> subprocess.CompletedProcess[str]:
-    """The CLI in a fresh interpreter, as a user runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "accelbench", *args], capture_output=True, text=True, timeout=timeout_s
-    )
 
 
 @pytest.fixture(scope="module")

@@ -11,28 +11,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.e2e.cli import accelbench
+
 ARTIFACTS = Path(os.environ.get("ACCELBENCH_ARTIFACTS", Path(__file__).parents[2] / "test-artifacts"))
 URL_ATTRIBUTES = ("src", "href", "srcset", "poster", "data", "action", "formaction", "background")
-
-
-def accelbench(*args: str, timeout_s: float = 600) -> subprocess.CompletedProcess[str]:
-    """Run the CLI as a user would, in a fresh interpreter."""
-    env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "accelbench", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        env=env,
-    )
 
 
 def chromium_path() -> str:

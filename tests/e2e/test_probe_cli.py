@@ -5,16 +5,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 from accelbench.hardware.roofline import MeasuredPeaks
-
-
-def accelbench(*args: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run the CLI in a fresh interpreter."""
-    env = {**os.environ, "COLUMNS": "200"}
-    command = [sys.executable, "-m", "accelbench", *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env)
+from tests.e2e import cli
 
 
 def test_probe_json_reports_peaks_and_their_ratio_to_the_best_library() -> None:
@@ -43,3 +36,8 @@ def test_bad_budget_is_a_one_line_error() -> None:
     done = accelbench("probe", "--budget-s", "0")
     assert done.returncode == 2
     assert done.stderr.startswith("accelbench: error:") and done.stderr.count("\n") == 1
+
+
+def accelbench(*args: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
+    """The CLI with this module's default time limit."""
+    return cli.accelbench(*args, timeout_s=timeout_s)

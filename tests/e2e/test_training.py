@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from accelbench.training import mllog
-
-
-def accelbench(*args: str, timeout_s: float = 900) -> subprocess.CompletedProcess[str]:
-    """Run the CLI in a fresh interpreter."""
-    env = {**os.environ, "COLUMNS": "200"}
-    command = [sys.executable, "-m", "accelbench", *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env)
+from tests.e2e import cli
 
 
 def _run_json(store: Path, *args: str) -> dict[str, Any]:
@@ -91,3 +83,8 @@ def test_two_processes_reach_the_same_target_and_report_scaling(tmp_path: Path) 
         training["samples_per_s_per_process"] / baseline["samples_per_s_per_process"]
     )
     assert training["scaling_efficiency"] > 0
+
+
+def accelbench(*args: str, timeout_s: float = 900) -> subprocess.CompletedProcess[str]:
+    """The CLI with this module's default time limit."""
+    return cli.accelbench(*args, timeout_s=timeout_s)

@@ -18,7 +18,7 @@ from accelbench.scenarios.loadgen import (
     loadgen_settings,
     measure,
 )
-from accelbench.scenarios.rules import RULES, SCENARIOS, get_rules
+from accelbench.scenarios.rules import LOADGEN_SCENARIOS, RULES, SCENARIOS, get_rules
 from accelbench.workloads.base import Inputs
 
 SLEEP_S = 0.001
@@ -38,7 +38,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Measuremen
     """One quick LoadGen run per scenario: (measurement, log dir, wall seconds)."""
     root = tmp_path_factory.mktemp("loadgen")
     done = {}
-    for scenario in SCENARIOS:
+    for scenario in LOADGEN_SCENARIOS:
         start = time.perf_counter()
         measurement = measure(scenario, _infer, SAMPLES, QUICK, root / scenario, capture=8)
         done[scenario] = (measurement, root / scenario, time.perf_counter() - start)
@@ -59,7 +59,7 @@ def test_multi_stream_is_invalid_only_by_early_stopping(
     assert summary.samples_per_query == 8
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", LOADGEN_SCENARIOS)
 def test_throughput_is_sensible(runs: dict[str, tuple[Measurement, Path, float]], scenario: str) -> None:
     measurement, _, wall_s = runs[scenario]
     capacity = 1 / measurement.calibrated_latency_s
@@ -69,7 +69,7 @@ def test_throughput_is_sensible(runs: dict[str, tuple[Measurement, Path, float]]
     assert wall_s < 10
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", LOADGEN_SCENARIOS)
 def test_outputs_are_captured_during_the_run(
     runs: dict[str, tuple[Measurement, Path, float]], scenario: str
 ) -> None:
@@ -80,7 +80,7 @@ def test_outputs_are_captured_during_the_run(
         np.testing.assert_array_equal(output, SAMPLES[index][0] @ WEIGHTS)
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", LOADGEN_SCENARIOS)
 def test_sut_latencies_cover_every_sample(
     runs: dict[str, tuple[Measurement, Path, float]], scenario: str
 ) -> None:
@@ -158,7 +158,8 @@ def test_settings_follow_calibration_and_rules() -> None:
 
 
 def test_rules() -> None:
-    assert SCENARIOS == ("single-stream", "multi-stream", "server", "offline")
+    assert LOADGEN_SCENARIOS == ("single-stream", "multi-stream", "server", "offline")
+    assert SCENARIOS[:-1] == LOADGEN_SCENARIOS and SCENARIOS[-1] == "train-to-quality"
     assert set(RULES) == {"quick", "standard", "official"}
     official = get_rules("official")
     assert official.official and not QUICK.official and not get_rules("standard").official
