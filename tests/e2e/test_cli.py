@@ -146,6 +146,7 @@ def test_corrupt_store_gives_one_line_exit_2_and_is_untouched(tmp_path: Path) ->
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2400)  # 13 stacks x 3 workloads: about 450 s on a quiet 2-core machine
 def test_every_stack_gets_a_gated_result_on_every_tiny_workload(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -162,6 +163,7 @@ def test_every_stack_gets_a_gated_result_on_every_tiny_workload(
         "--json",
         "--store",
         str(tmp_path / "store"),
+        timeout_s=2100,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(done.stdout)["results"]
