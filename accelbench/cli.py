@@ -92,25 +92,10 @@ def run(
     as_json: JsonOption = False,
 ) -> None:
     """Benchmark the suite on every available stack and print the results."""
-    overrides: dict[str, Any] = {
-        "workloads": _names(workloads),
-        "stacks": _names(stacks),
-        "scenarios": _names(scenarios),
-        "devices": _names(devices),
-        "rules": rules,
-        "size": size,
-        "threads": threads,
-        "seed": seed,
-        "timeout_s": timeout_s,
-        "variants": variants,
-        "variant_seed": variant_seed,
-        "runs": runs,
-        "nproc": nproc,
-    }
-    if config_file:
-        overrides = {**load_toml(config_file), **{k: v for k, v in overrides.items() if v is not None}}
-    if overrides.get("stacks") in (("all",), ["all"]):
-        overrides["stacks"] = tuple(registry.table("stack"))
+    listed = {"workloads": workloads, "stacks": stacks, "scenarios": scenarios, "devices": devices}
+    scalars = {"rules": rules, "size": size, "threads": threads, "seed": seed, "timeout_s": timeout_s}
+    per_run = {"variants": variants, "variant_seed": variant_seed, "runs": runs, "nproc": nproc}
+    overrides = _overrides({**{k: _names(v) for k, v in listed.items()}, **scalars, **per_run}, config_file)
     machine = detect_machine()
     with _fleet_executor(fleet) as executor, _store(store_path) as store:
         if resume:
@@ -126,6 +111,16 @@ def run(
         _print_results(store, run_id, as_json)
     if not results and not resume:
         raise UserError("the run planned no cells")
+
+
+def _overrides(given: dict[str, Any], config_file: Path | None) -> dict[str, Any]:
+    """The options given on the command line over the TOML file's; ``--stacks all`` expanded."""
+    overrides = given
+    if config_file:
+        overrides = {**load_toml(config_file), **{k: v for k, v in given.items() if v is not None}}
+    if overrides.get("stacks") in (("all",), ["all"]):
+        overrides["stacks"] = tuple(registry.table("stack"))
+    return overrides
 
 
 @contextlib.contextmanager
