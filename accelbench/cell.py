@@ -1,11 +1,14 @@
 """The cell process: measure one cell in a fresh interpreter and write its outcome as JSON.
 
 Run by the runner as ``python -m accelbench.cell SPEC.json``. Steps: draw the cell's variant (if any),
-build the workload's model and samples, keep an fp32 eager copy as the reference, let the stack prepare
-its session, calibrate, run the LoadGen scenario for each trial between two noise probes, gate the
-outputs captured during the timed runs against the reference, then run the audits (``accelbench.audits``)
-on samples from another seed. Any exception becomes a status (``unavailable``, ``unsupported``, ``oom``,
-``crashed``) in the outcome; a hard crash (signal) is observed by the parent instead.
+build the workload's model and three disjoint sets of samples (the timed pool, at least the workload's
+``performance_sample_count``; calibration samples; audit samples), keep an fp32 eager copy as the
+reference, let the stack prepare its session, calibrate on the calibration samples, run the LoadGen
+scenario for each trial between two noise probes with the audit feed slipping its probes in, then judge:
+the output check and the quality gate on outputs captured across the whole run, the repeat audit on the
+seen/never-seen pairs, the post-run audits on samples of another seed, and the precision audit. The
+status follows the audits (``accelbench.audits.status``). Any exception becomes a status
+(``unavailable``, ``unsupported``, ``oom``, ``crashed``); a hard crash (signal) is observed by the parent.
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import math
+import secrets
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +28,9 @@ from typing import Any
 import numpy as np
 
 from accelbench import audits, variants
+from accelbench.audits import feed as feed_module
+from accelbench.audits import output as output_audit
+from accelbench.audits import post_run, precision, repeat
 from accelbench.cellspec import CellSpec, write_json_atomic
 from accelbench.errors import CellError, Unavailable
 from accelbench.hardware.detect import detect_machine
@@ -37,8 +45,8 @@ from accelbench.workloads.base import Inputs, Variant, Workload
 
 log = logging.getLogger(__name__)
 
-CAPTURE_SAMPLES = 16
-"""Distinct samples whose outputs are captured during each timed run for the quality gate."""
+CALIBRATION_SAMPLES = 8
+"""Samples of warm-up and calibration, drawn after the timed pool (never timed)."""
 
 
 def main(argv: Sequence[str]) -> int:
@@ -81,21 +89,45 @@ def _measure(spec: CellSpec) -> dict[str, Any]:
     variant = drawn.variant if drawn else None
     # the null stack never looks at the model: skip building it, so it measures the harness alone
     model = variants.build_model(workload, spec.cell.size, spec.seed, variant) if stack.computes else None
-    samples = [
-        variants.make_sample(workload, spec.cell.size, spec.seed, i, variant) for i in range(spec.samples)
-    ]
+    sets = _SampleSets(workload, spec, variant)
     reference_model = copy.deepcopy(model)
-    session = stack.prepare(model, _model_spec(spec, workload, samples[0]), _context(spec))  # type: ignore[arg-type]
+    session = stack.prepare(model, _model_spec(spec, workload, sets.calibration[0]), _context(spec))  # type: ignore[arg-type]
     rules = get_rules(spec.rules)
-    trials, probe, metered = _timed_trials(spec, session, samples, rules)
-    quality = _quality_gate(stack, workload, session, reference_model, samples, trials)
+    feed = sets.feed(rules) if stack.computes else None
+    trials, probe, metered = _timed_trials(spec, session, sets, rules, feed)
     sanity = _sanity(stack, workload, spec.cell.size, session, variant)
-    outcome = _outcome(spec, stack, session, rules, trials, probe, quality, sanity, metered)
-    audit = _audit(spec, stack, workload, session, reference_model, variant)
-    outcome["audit"] = audit
-    outcome["warnings"] = sorted({*outcome["warnings"], *(audits.audit_warnings(audit) if audit else ())})
+    outcome = _outcome(spec, stack, session, rules, trials, probe, metered)
+    judged = _judge(spec, stack, workload, session, reference_model, sets, feed, rules)
+    failures = [q.metric for q in (judged.quality, sanity) if q is not None and not q.passed]
+    status, why = audits.cell_status(
+        judged.verdicts, failures, _invalid_reasons(stack, trials), _unstable(probe)
+    )
+    outcome.update(status=status, reason=why, quality=_asdict(judged.quality), sanity=_asdict(sanity))
+    outcome["audit"] = judged.section
+    outcome["warnings"] = sorted({*outcome["warnings"], *audits.audit_warnings(judged.section)})
     outcome["variant_info"] = variants.variant_info(drawn) if drawn else None
     return outcome
+
+
+class _SampleSets:
+    """The cell's disjoint sample sets: timed pool, calibration, audit (indices in that order)."""
+
+    def __init__(self, workload: Workload, spec: CellSpec, variant: Variant | None) -> None:
+        self.workload, self.spec, self.variant = workload, spec, variant
+        self.pool_size = max(spec.samples, workload.performance_sample_count)
+        self.timed = [self._make(i) for i in range(self.pool_size)]
+        self.calibration = [self._make(self.pool_size + i) for i in range(CALIBRATION_SAMPLES)]
+
+    def feed(self, rules: Rules) -> audits.AuditFeed:
+        """The audit feed over the timed pool, with audit samples after the calibration ones."""
+        first_audit = self.pool_size + CALIBRATION_SAMPLES
+        per_trial = math.ceil(rules.output_checks / rules.trials)
+        pairs = math.ceil(feed_module.PAIRS / rules.trials)
+        seed = secrets.randbits(63)
+        return audits.AuditFeed(self.timed, lambda k: self._make(first_audit + k), per_trial, seed, pairs)
+
+    def _make(self, index: int) -> Inputs:
+        return variants.make_sample(self.workload, self.spec.cell.size, self.spec.seed, index, self.variant)
 
 
 def _model_spec(spec: CellSpec, workload: Workload, example: Inputs) -> ModelSpec:
@@ -125,21 +157,22 @@ def _set_torch_threads(threads: int) -> None:
 
 
 def _timed_trials(
-    spec: CellSpec, session: Session, samples: list[Inputs], rules: Rules
+    spec: CellSpec, session: Session, sets: _SampleSets, rules: Rules, feed: audits.AuditFeed | None
 ) -> tuple[list[Measurement], Any, _Metered]:
     """Calibrate, then run ``rules.trials`` LoadGen tests between two noise probes; retry if unstable.
 
-    One energy window and one device-memory window span the trials of an attempt (probes excluded).
+    Calibration (and its warm-up) runs on its own samples, never on the timed pool. One energy window
+    and one device-memory window span the trials of an attempt (probes excluded).
     """
-    latency_s = calibrate(session.infer, samples, rules.calibration_budget_s)
+    latency_s = calibrate(session.infer, sets.calibration, rules.calibration_budget_s)
     meters = _Meters(spec.cell.device)
-    attempts = 1 if rules.name == "quick" else 2
+    attempts = 2  # an unstable attempt is measured once more
     try:
         for attempt in range(attempts):
             start = noise.begin()
             meters.begin(f"a{attempt}")
             trials = [
-                _one_trial(spec, session, samples, rules, latency_s, f"a{attempt}-t{trial}")
+                _one_trial(spec, session, sets.timed, rules, latency_s, f"a{attempt}-t{trial}", feed)
                 for trial in range(rules.trials)
             ]
             metered = meters.end(f"a{attempt}", sum(len(t.sut_latencies_s) for t in trials))
@@ -187,48 +220,81 @@ class _Meters:
 
 
 def _one_trial(
-    spec: CellSpec, session: Session, samples: list[Inputs], rules: Rules, latency_s: float, name: str
+    spec: CellSpec,
+    session: Session,
+    samples: list[Inputs],
+    rules: Rules,
+    latency_s: float,
+    name: str,
+    feed: audits.AuditFeed | None,
 ) -> Measurement:
     log_dir = Path(spec.cell_dir) / "loadgen" / name
-    return measure(
-        spec.cell.scenario,
-        session.infer,
-        samples,
-        rules,
-        log_dir,
-        capture=CAPTURE_SAMPLES,
-        latency_s=latency_s,
-    )
+    return measure(spec.cell.scenario, session.infer, samples, rules, log_dir, latency_s=latency_s, feed=feed)
 
 
-def _quality_gate(
+@dataclass(frozen=True, slots=True)
+class _Judged:
+    """The verdicts of every audit, the quality gate over the run's checks, and the stored section."""
+
+    verdicts: tuple[audits.Verdict, ...]
+    quality: Quality | None
+    section: dict[str, Any] | None
+
+
+def _judge(
+    spec: CellSpec,
     stack: Stack,
     workload: Workload,
     session: Session,
     reference_model: Any,
-    samples: list[Inputs],
-    trials: list[Measurement],
-) -> Quality | None:
-    """Outputs captured during the timed runs vs the fp32 eager reference (None for the null stack)."""
+    sets: _SampleSets,
+    feed: audits.AuditFeed | None,
+    rules: Rules,
+) -> _Judged:
+    """Output check and quality gate over the whole run, repeat audit, post-run audits, precision."""
     from accelbench.meters.quality import compare
 
-    if not stack.computes:
-        return None
-    captured = [(index, output) for trial in trials for index, output in trial.outputs.items()]
-    reference = _reference_outputs(reference_model, samples, {index for index, _ in captured})
-    refs = [reference[index] for index, _ in captured]
-    outs = [output for _, output in captured]
-    return compare(workload.quality_metric, refs, outs, session.effective_precision)
+    if not stack.computes or feed is None:
+        why = "outputs are not the model's (the stack declares computes = False): nothing vouches for them"
+        return _Judged((audits.Verdict("output", audits.INCONCLUSIVE, why),), None, None)
+    reference = _reference(reference_model)
+    checks = output_audit.chosen_checks(feed.checks, rules.output_checks)
+    refs = {origin: reference(feed.audit_input(origin)) for origin in sorted({c.origin for c in checks})}
+    checked_refs, checked_outs = [refs[c.origin] for c in checks], [c.output for c in checks]
+    quality = compare(workload.quality_metric, checked_refs, checked_outs, session.effective_precision)
+    seed = spec.seed + post_run.ALTERNATE_SEED_OFFSET
+    fresh = [
+        variants.make_sample(workload, spec.cell.size, seed, i, sets.variant)
+        for i in range(post_run.samples_needed())
+    ]
+    after = post_run.post_run_audits(
+        session.infer, reference, fresh, workload.quality_metric, session.effective_precision, seed
+    )
+    error = precision.max_normalised_error(
+        [*checked_refs, *after.references], [*checked_outs, *after.outputs]
+    )
+    verdicts = (
+        output_audit.output_verdict(checks, refs),
+        repeat.repeat_verdict(feed.pairs, seed=feed.seed),
+        after.caching,
+        after.alternate_seed,
+        precision.precision_verdict(
+            session.effective_precision, error, len(checked_outs) + len(after.outputs)
+        ),
+    )
+    extra = {"feed_seed": feed.seed, "timed_pool": sets.pool_size, "post_run_s": after.elapsed_s}
+    return _Judged(verdicts, quality, audits.section(verdicts, **extra))
 
 
-def _reference_outputs(model: Any, samples: list[Inputs], indices: set[int]) -> dict[int, np.ndarray]:
+def _reference(model: Any) -> Callable[[Inputs], np.ndarray]:
+    """The fp32 eager reference as a function of one sample's inputs."""
     import torch
 
-    with torch.inference_mode():
-        return {
-            index: model(*(torch.from_numpy(a) for a in samples[index])).float().numpy()
-            for index in sorted(indices)
-        }
+    def run(sample: Inputs) -> np.ndarray:
+        with torch.inference_mode():
+            return np.asarray(model(*(torch.from_numpy(a) for a in sample)).float().numpy())
+
+    return run
 
 
 def _sanity(
@@ -245,31 +311,6 @@ def _sanity(
     return sanity_quality(verdict) if verdict else None
 
 
-def _audit(
-    spec: CellSpec,
-    stack: Stack,
-    workload: Workload,
-    session: Session,
-    reference_model: Any,
-    variant: Variant | None,
-) -> dict[str, Any] | None:
-    """The audits on samples of another seed (None for the null stack, whose outputs are not checked)."""
-    import torch
-
-    if not stack.computes:
-        return None
-    seed = spec.seed + audits.ALTERNATE_SEED_OFFSET
-    size = spec.cell.size
-    fresh = [variants.make_sample(workload, size, seed, i, variant) for i in range(audits.samples_needed())]
-
-    def reference(sample: Inputs) -> np.ndarray:
-        with torch.inference_mode():
-            return np.asarray(reference_model(*(torch.from_numpy(a) for a in sample)).float().numpy())
-
-    precision = session.effective_precision
-    return audits.audit_section(session.infer, reference, fresh, workload.quality_metric, precision, seed)
-
-
 def _outcome(
     spec: CellSpec,
     stack: Stack,
@@ -277,24 +318,18 @@ def _outcome(
     rules: Rules,
     trials: list[Measurement],
     probe: Any,
-    quality: Quality | None,
-    sanity: Quality | None,
     metered: _Metered,
 ) -> dict[str, Any]:
+    """The measured part of the outcome; status, quality and audits are added once judged."""
     from accelbench import stats
 
     ranked = sorted(trials, key=_trial_p50_s)
     median_trial = ranked[len(ranked) // 2]
     log_rel = str(Path(spec.cell_dir).relative_to(spec.run_dir) / "loadgen")
-    failed = [q.metric for q in (quality, sanity) if q is not None and not q.passed]
     return {
-        "status": "quality_failed" if failed else "ok",
-        "reason": f"quality gate failed: {', '.join(failed)}" if failed else "",
         "latency": _asdict(stats.summarize_latencies([s for t in trials for s in t.sut_latencies_s])),
         "loadgen": _asdict(median_trial.to_verdict(rules, log_rel)),
         "trial_p50_s": [_trial_p50_s(t) for t in trials],
-        "quality": _asdict(quality),
-        "sanity": _asdict(sanity),
         "effective_precision": session.effective_precision,
         "compile_s": session.compile_s,
         "noise": _asdict(probe),
@@ -310,6 +345,24 @@ def _trial_p50_s(trial: Measurement) -> float:
     return float(np.median(trial.sut_latencies_s))
 
 
+def _invalid_reasons(stack: Stack, trials: list[Measurement]) -> list[str]:
+    """LoadGen's reasons for every INVALID trial (a trial without reasons still counts)."""
+    expected = " (expected for the null stack)" if not stack.computes else ""
+    return [
+        f"trial {number}{expected}: {'; '.join(t.summary.invalid_reasons) or 'no reason given'}"
+        for number, t in enumerate(trials)
+        if not t.summary.valid
+    ]
+
+
+def _unstable(probe: Any) -> str:
+    """Why the measurement is unstable, or "" (the noise guard's probe drifted past its threshold)."""
+    if not probe.unstable:
+        return ""
+    limit = noise.DRIFT_THRESHOLD
+    return f"unstable: reference probe drifted {probe.drift:.0%} during the measurement (limit {limit:.0%})"
+
+
 def _warnings(trials: list[Measurement], probe: Any, stack: Stack) -> list[str]:
     # a no-op outruns the queries LoadGen pre-generates, so the null stack is INVALID by design
     expected = " (expected for the null stack)" if not stack.computes else ""
@@ -318,8 +371,6 @@ def _warnings(trials: list[Measurement], probe: Any, stack: Stack) -> list[str]:
         for t in trials
         if not t.summary.valid
     ]
-    if probe.unstable:
-        notes.append(f"unstable: reference probe drifted {probe.drift:.0%} during the measurement")
     if probe.other_load_cores > noise.OTHER_LOAD_WARNING_CORES:
         notes.append(f"machine busy: other processes used {probe.other_load_cores:.2f} cores meanwhile")
     if not stack.computes:

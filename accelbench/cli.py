@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from accelbench import cli_normalize, cli_report, cli_tune, registry, runner
+from accelbench import cli_normalize, cli_report, cli_tune, ranking, registry, runner
 from accelbench.config import RunConfig, load_toml, suite, with_overrides
 from accelbench.errors import UserError
 from accelbench.expressiveness import expressiveness_section
@@ -44,6 +44,13 @@ StoreOption = Annotated[
     typer.Option("--store", help="Results folder (env ACCELBENCH_STORE; default ./accelbench-results)"),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+UnverifiedOption = Annotated[
+    bool,
+    typer.Option(
+        "--include-unverified",
+        help="Rank disqualified, unverified, invalid and unstable cells too, marked UNVERIFIED.",
+    ),
+]
 
 
 def _store(path: Path | None) -> Store:
@@ -90,6 +97,7 @@ def run(
     ] = None,
     store_path: StoreOption = None,
     as_json: JsonOption = False,
+    include_unverified: UnverifiedOption = False,
 ) -> None:
     """Benchmark the suite on every available stack and print the results."""
     listed = {"workloads": workloads, "stacks": stacks, "scenarios": scenarios, "devices": devices}
@@ -108,7 +116,7 @@ def run(
             if not no_probe and executor is None:  # the peaks of this machine, not of the fleet's nodes
                 _probe(store.run_dir(run_id), config, machine, quiet=as_json)
         results = _execute_with_progress(store, run_id, config, machine, as_json, executor)
-        _print_results(store, run_id, as_json)
+        _print_results(store, run_id, as_json, include_unverified)
     if not results and not resume:
         raise UserError("the run planned no cells")
 
@@ -176,7 +184,7 @@ def _probe(run_dir: Path, config: RunConfig, machine: Machine, quiet: bool) -> N
     save_peaks(run_dir, measure_peaks(effective_threads(config), budget_s=budget_s, machine=machine))
 
 
-def _print_results(store: Store, run_id: str, as_json: bool) -> None:
+def _print_results(store: Store, run_id: str, as_json: bool, include_unverified: bool = False) -> None:
     from accelbench.normalized import load_peaks, normalized_documents
 
     results, run_dir = store.results(run_id), store.run_dir(run_id)
@@ -187,10 +195,14 @@ def _print_results(store: Store, run_id: str, as_json: bool) -> None:
         peaks_doc = peaks.to_dict() if peaks else None
         expressive = expressiveness_section(results)
         document = {"run_id": run_id, "peaks": peaks_doc, "results": documents, **expressive}
+        document.update(ranking.leaderboard_document(results, include_unverified))
         document.update(_generalization_section(results))
         terminal.print_json(document)
         return
-    console.print(terminal.results_table(results, f"accelbench run {run_id}"))
+    console.print(terminal.results_table(results, f"accelbench run {run_id}", include_unverified))
+    unverified = terminal.unverified_table(results)
+    if unverified is not None:
+        console.print(unverified)
     console.print(terminal.checks_table(results, normalized))
     failures = terminal.failures_table(results)
     if failures is not None:
@@ -311,11 +323,12 @@ def show(
     run_id: Annotated[str | None, typer.Argument(help="Run id (default: the latest run).")] = None,
     store_path: StoreOption = None,
     as_json: JsonOption = False,
+    include_unverified: UnverifiedOption = False,
 ) -> None:
-    """Show the results of a run."""
+    """Show the results of a run: the leaderboard of verified cells, then the unverified ones apart."""
     with _store(store_path) as store:
         chosen = _chosen_run(store, run_id)
-        _print_results(store, chosen, as_json)
+        _print_results(store, chosen, as_json, include_unverified)
 
 
 @app.command()

@@ -36,6 +36,10 @@ def report(
         Path | None,
         typer.Option("--store", help="Results folder (env ACCELBENCH_STORE; default ./accelbench-results)"),
     ] = None,
+    include_unverified: Annotated[
+        bool,
+        typer.Option("--include-unverified", help="Chart unverified cells too, labelled UNVERIFIED."),
+    ] = False,
 ) -> None:
     """Write one self-contained HTML report (opens offline) of one or more stored runs."""
     from accelbench.report.html import write_report
@@ -45,7 +49,7 @@ def report(
     pair = (explain_ids[0], explain_ids[1]) if explain_ids else None
     chips = load_chips(chips_file)
     with open_store(lookup.store_dir(store_path)) as store:
-        written = write_report(store, run_ids or [], output, chips, pair)
+        written = write_report(store, run_ids or [], output, chips, pair, include_unverified)
     err_console.print(
         f"{written.charts} charts, {written.size_bytes / 2**20:.1f} MiB, rendered in {written.render_s:.1f} s"
     )

@@ -13,6 +13,8 @@ against). For each (workload, stack, device, scenario):
   compile: a canonical compile time of 0).
 
 Only ``ok`` results contribute performance (a result that failed the quality gate is never a speed).
+A (workload, stack, device, scenario) with a ``disqualified`` cell, or without any verified one, has no
+row in the table or the heatmap: it is listed under ``excluded`` with the reason.
 """
 
 from __future__ import annotations
@@ -33,13 +35,29 @@ Group = tuple[str, str, str, str]
 def generalization_document(results: Sequence[Result]) -> dict[str, Any]:
     """The run's generalization figures (see the module docstring); empty lists without variants."""
     groups = _groups(results)
-    stacks = [_stack_figures(key, members) for key, members in groups.items()]
+    admitted = {key: members for key, members in groups.items() if not _exclusion(members)}
+    stacks = [_stack_figures(key, members) for key, members in admitted.items()]
     return {
         "variant_seed": _variant_seed(results),
         "stacks": [figures for figures in stacks if figures is not None],
         "variants": _variant_rows(results),
-        "heatmap": [row for key, members in groups.items() for row in _heatmap_rows(key, members)],
+        "heatmap": [row for key, members in admitted.items() for row in _heatmap_rows(key, members)],
+        "excluded": [
+            {"workload": key[0], "stack": key[1], "device": key[2], "scenario": key[3], "reason": why}
+            for key, members in groups.items()
+            if (why := _exclusion(members))
+        ],
     }
+
+
+def _exclusion(members: Sequence[Result]) -> str:
+    """Why a group has no generalization figures ("" when it has): a disqualified or no verified cell."""
+    disqualified = next((r for r in members if r.status == "disqualified"), None)
+    if disqualified is not None:
+        return f"{disqualified.cell.variant} disqualified: {disqualified.reason}"
+    if not any(r.status == "ok" for r in members):
+        return "no verified cell"
+    return ""
 
 
 def has_variants(results: Sequence[Result]) -> bool:

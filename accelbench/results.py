@@ -10,6 +10,13 @@ Schema history (bump ``SCHEMA_VERSION`` and add a line for every change of the s
        ``variant_info`` (the variant's mutation record and FLOPs, ``accelbench.variants``),
        ``audit`` (caching / alternate-seed audit figures, ``accelbench.audits``) and
        ``training`` (time-to-quality runs, ``accelbench.training``). Older documents get null.
+    4  the status follows the audits: new statuses ``disqualified`` (an audit failed), ``unverified``
+       (an audit was inconclusive), ``invalid`` (LoadGen INVALID) and ``unstable`` (noise guard); each
+       ``audit`` entry carries ``verdict`` (pass / fail / inconclusive) and a one-line ``reason``
+       instead of ``flagged``, and the section adds ``output`` and ``repeat`` (in-run audits). A
+       version-3 document is upgraded by deriving its status the same way from what it stored: a
+       flagged audit disqualifies, an INVALID LoadGen verdict makes it ``invalid``, a drifted noise
+       probe ``unstable`` (so an old cheating result never ranks either).
 """
 
 from __future__ import annotations
@@ -19,9 +26,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
-STATUSES = ("ok", "quality_failed", "unsupported", "unavailable", "crashed", "timeout", "oom")
+STATUSES = (
+    "ok",
+    "disqualified",
+    "quality_failed",
+    "unverified",
+    "invalid",
+    "unstable",
+    "unsupported",
+    "unavailable",
+    "crashed",
+    "timeout",
+    "oom",
+)
+UNVERIFIED_STATUSES = ("disqualified", "unverified", "invalid", "unstable")
+"""Measured cells that do not rank: an audit failed or could not conclude, LoadGen said INVALID, or the
+machine drifted. They are listed apart, with their reason (``accelbench.ranking``)."""
 
 ENERGY_PROVENANCES = ("measured", "polled", "estimated")
 """``measured``: a hardware energy counter (RAPL, NVML, amdsmi); ``polled``: power sampled in a background
@@ -205,10 +227,10 @@ def json_plain(value: Any) -> Any:
 def from_dict(doc: Mapping[str, Any]) -> Result:
     """Rebuild a result from its stored document (version 1 is upgraded); ValueError on an unknown schema."""
     version = doc.get("schema_version")
-    if version in (1, 2):
+    if version in (1, 2, 3):
         doc = upgrade(doc)
     elif version != SCHEMA_VERSION:
-        raise ValueError(f"result schema_version {version!r} is not {SCHEMA_VERSION} (or 1-2, upgraded)")
+        raise ValueError(f"result schema_version {version!r} is not {SCHEMA_VERSION} (or 1-3, upgraded)")
     data = dict(doc)
     data["cell"] = Cell(**data["cell"])
     data["latency"] = _optional(Latency, data.get("latency"))
@@ -224,12 +246,35 @@ def from_dict(doc: Mapping[str, Any]) -> Result:
 
 
 def upgrade(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """A version-1 or -2 document as the current version: the sections it lacks are null."""
+    """A version-1 to -3 document as the current version: missing sections null, status re-derived."""
     upgraded = dict(doc)
     for section in ("energy", "device_memory", "variant_info", "audit", "training"):
         upgraded.setdefault(section, None)
+    if upgraded.get("status") == "ok":
+        upgraded["status"], upgraded["reason"] = _legacy_status(upgraded)
     upgraded["schema_version"] = SCHEMA_VERSION
     return upgraded
+
+
+def _legacy_status(doc: Mapping[str, Any]) -> tuple[str, str]:
+    """The status an ``ok`` document of schema 1-3 gets under version 4's rules, with the reason."""
+    audit = doc.get("audit") or {}
+    flagged = sorted(
+        name for name, entry in audit.items() if isinstance(entry, Mapping) and entry.get("flagged")
+    )
+    if flagged:
+        return "disqualified", f"{', '.join(flagged)} audit flagged this result (stored under schema 3)"
+    loadgen = doc.get("loadgen") or {}
+    if loadgen and not loadgen.get("valid", True):
+        reasons = "; ".join(loadgen.get("invalid_reasons") or ()) or "no reason given"
+        return "invalid", f"LoadGen INVALID: {reasons}"
+    noise = doc.get("noise") or {}
+    if noise.get("unstable"):
+        return (
+            "unstable",
+            f"unstable: reference probe drifted {noise.get('drift', 0.0):.0%} during the measurement",
+        )
+    return "ok", doc.get("reason", "")
 
 
 def _optional(kind: type, value: Mapping[str, Any] | None) -> Any:

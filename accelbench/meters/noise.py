@@ -29,15 +29,24 @@ _PROBE_REPEATS = 9
 
 
 def probe_s() -> float:
-    """Best-of-``_PROBE_REPEATS`` time of a fixed float64 384x384 matmul (about 1 ms each here)."""
+    """Best-of-``_PROBE_REPEATS`` time of a fixed float64 384x384 matmul on one BLAS thread (~2 ms each).
+
+    One thread, because a multi-threaded BLAS call right after a framework's own thread pool has run
+    reads 4-12% slower on this 2-core VM for reasons that are not the machine's drift (measured: after
+    0.5 s of torch inference, the 2-thread probe was a median 5% slower than before even 0.5 s later;
+    the 1-thread probe stayed within 3%).
+    """
+    from threadpoolctl import threadpool_limits
+
     rng = np.random.default_rng(0)
     a = rng.standard_normal((_PROBE_N, _PROBE_N))
     b = rng.standard_normal((_PROBE_N, _PROBE_N))
     best = float("inf")
-    for _ in range(_PROBE_REPEATS):
-        start = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - start)
+    with threadpool_limits(limits=1):
+        for _ in range(_PROBE_REPEATS):
+            start = time.perf_counter()
+            a @ b
+            best = min(best, time.perf_counter() - start)
     return best
 
 

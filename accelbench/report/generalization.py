@@ -7,9 +7,8 @@ from typing import Any
 
 from rich.table import Table
 
+from accelbench.audits import AUDIT_ORDER, INCONCLUSIVE, audit_warnings, failed_audits, outcome_of
 from accelbench.results import Result
-
-AUDITS = ("caching", "alternate_seed", "precision")
 
 
 def stacks_table(document: Mapping[str, Any]) -> Table:
@@ -49,14 +48,14 @@ def variants_table(document: Mapping[str, Any]) -> Table:
 
 
 def audits_table(results: Sequence[Result]) -> Table | None:
-    """One row per audited result with a flagged audit; None when nothing is flagged."""
-    rows = [r for r in sorted(results, key=lambda r: r.cell.key) if r.audit and flagged_audits(r.audit)]
+    """One row per audited result with a failed or inconclusive audit; None when every audit passed."""
+    rows = [r for r in sorted(results, key=lambda r: r.cell.key) if audit_warnings(r.audit)]
     if not rows:
         return None
-    table = Table(title="Audits flagged", title_justify="left")
-    for column in ("workload", "variant", "stack", "scenario", "flagged"):
+    table = Table(title="Audits that failed or could not conclude", title_justify="left")
+    for column in ("workload", "variant", "stack", "scenario", "failed", "inconclusive"):
         table.add_column(column)
-    for column in ("caching speedup", "fp32 error"):
+    for column in ("repeat ratio", "caching speedup", "error"):
         table.add_column(column, justify="right")
     for result in rows:
         audit = result.audit or {}
@@ -66,7 +65,9 @@ def audits_table(results: Sequence[Result]) -> Table | None:
             cell.variant,
             cell.stack,
             cell.scenario,
-            ", ".join(flagged_audits(audit)),
+            ", ".join(failed_audits(audit)) or "-",
+            ", ".join(_inconclusive(audit)) or "-",
+            _ratio(_repeat_ratio(audit)),
             _ratio((audit.get("caching") or {}).get("speedup")),
             _error((audit.get("precision") or {}).get("max_norm_abs_err")),
         )
@@ -74,17 +75,26 @@ def audits_table(results: Sequence[Result]) -> Table | None:
 
 
 def audits_line(results: Sequence[Result]) -> str | None:
-    """A one-line summary: how many results were audited and how many flagged (None: no audits)."""
+    """A one-line summary: how many results were audited, disqualified and inconclusive (None: no audits)."""
     audited = [r for r in results if r.audit]
     if not audited:
         return None
-    flagged = sum(1 for r in audited if flagged_audits(r.audit or {}))
-    return f"audits (caching, alternate seed, precision): {len(audited)} results checked, {flagged} flagged"
+    failed = sum(1 for r in audited if failed_audits(r.audit))
+    inconclusive = sum(1 for r in audited if _inconclusive(r.audit or {}) and not failed_audits(r.audit))
+    names = ", ".join(name.replace("_", " ") for name in AUDIT_ORDER)
+    return (
+        f"audits ({names}): {len(audited)} results checked, {failed} disqualified, "
+        f"{inconclusive} inconclusive"
+    )
 
 
-def flagged_audits(audit: Mapping[str, Any]) -> list[str]:
-    """Names of the flagged audits of one result."""
-    return [name for name in AUDITS if (audit.get(name) or {}).get("flagged")]
+def _inconclusive(audit: Mapping[str, Any]) -> list[str]:
+    return [name for name in AUDIT_ORDER if outcome_of(audit.get(name)) == INCONCLUSIVE]
+
+
+def _repeat_ratio(audit: Mapping[str, Any]) -> float | None:
+    windows = (audit.get("repeat") or {}).get("windows") or []
+    return windows[0]["ratio"] if windows else None
 
 
 def _ratio(value: float | None) -> str:

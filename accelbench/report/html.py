@@ -76,12 +76,13 @@ def write_report(
     output: Path,
     chips: ChipTable,
     pair: tuple[str, str] | None = None,
+    include_unverified: bool = False,
 ) -> Written:
     """Render the runs (the latest when none is named) into one self-contained HTML file."""
     _require_plotly()
     started = time.perf_counter()
     runs = load_runs(store, run_ids, chips)
-    sections = build_sections(runs, store.path, chips, pair)
+    sections = build_sections(runs, store.path, chips, pair, include_unverified)
     title = "accelbench report: " + ", ".join(d.run.run_id for d in runs)
     page, charts = render_page(title, sections)
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -93,14 +94,19 @@ def write_report(
 
 
 def build_sections(
-    runs: Sequence[RunData], folder: Path, chips: ChipTable, pair: tuple[str, str] | None
+    runs: Sequence[RunData],
+    folder: Path,
+    chips: ChipTable,
+    pair: tuple[str, str] | None,
+    include_unverified: bool = False,
 ) -> list[Section]:
     """Every section of the report, in page order."""
     from accelbench.report import html_explain, html_generalization, html_sections
 
     sections = [
         html_sections.summary_section(runs, chips),
-        html_sections.leaderboard_section(runs),
+        html_sections.leaderboard_section(runs, include_unverified),
+        html_sections.unverified_section(runs),
         html_sections.roofline_section(runs),
         html_explain.explain_section(runs, folder, chips, pair),
         html_explain.history_section(folder, chips),

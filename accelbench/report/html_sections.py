@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
+from accelbench import ranking
 from accelbench.hardware.chips import Chip, ChipTable, Fact
 from accelbench.hardware.detect import machine_from_dict
 from accelbench.hardware.match import match_device
@@ -113,8 +114,12 @@ def _fact_text(fact: Fact, scale: float, unit: str) -> str:
     return f"{text_value} ({value.low * scale:.4g}-{value.high * scale:.4g})"
 
 
-def leaderboard_section(runs: Sequence[RunData]) -> Section:
-    """Per workload and scenario: the speed and checks tables of each run, and the switchable chart."""
+def leaderboard_section(runs: Sequence[RunData], include_unverified: bool = False) -> Section:
+    """Per workload and scenario: the speed and checks tables of each run, and the switchable chart.
+
+    Charts and speed tables hold verified cells only (``accelbench.ranking``); ``include_unverified``
+    adds the others, labelled UNVERIFIED.
+    """
     groups: dict[tuple[str, str, str], list[tuple[RunData, Result]]] = {}
     for data in runs:
         for result in data.results:
@@ -131,31 +136,46 @@ def leaderboard_section(runs: Sequence[RunData]) -> Section:
         parts.append(text("the runs hold no results"))
     for (workload, size, scenario), members in sorted(groups.items()):
         parts.append(f"<h3>{escape(f'{workload} ({size}), {scenario}')}</h3>")
-        entries = _entries(members, len(runs) > 1)
+        entries = _entries(members, len(runs) > 1, include_unverified)
         if entries:
             parts.append(html_charts.leaderboard_figure(f"{workload} ({size}), {scenario}", entries))
         for data in runs:
             mine = [r for d, r in members if d is data]
             if mine:
                 suffix = f" (run {data.run.run_id})"
-                parts.append(table_html(terminal.results_table(mine, "Speed" + suffix)))
+                parts.append(table_html(terminal.results_table(mine, "Speed" + suffix, include_unverified)))
                 parts.append(table_html(terminal.checks_table(mine, data.normalized)))
     return Section("leaderboard", "Leaderboard", tuple(parts))
 
 
-def _entries(members: Sequence[tuple[RunData, Result]], several_runs: bool) -> list[html_charts.Entry]:
+def _entries(
+    members: Sequence[tuple[RunData, Result]], several_runs: bool, include_unverified: bool = False
+) -> list[html_charts.Entry]:
+    """Chart entries: verified results (and, when asked, unverified ones marked), best first."""
     entries = []
     for data, result in sorted(members, key=lambda m: -(m[1].qps or 0)):
-        if result.status != "ok" or result.effective_precision == "none":
-            continue  # failed cells are listed under failures; the null stack measures the harness only
-        entries.append(
-            html_charts.Entry(
-                label(result, data.run.run_id if several_runs else ""),
-                result,
-                data.normalized.get(result.cell.key, {}),
-            )
-        )
+        if not ranking.is_rankable(result, include_unverified):
+            continue  # listed under "unverified" or failures; the null stack measures the harness only
+        name = label(result, data.run.run_id if several_runs else "")
+        if not ranking.is_verified(result):
+            name += f" (UNVERIFIED: {result.status})"
+        entries.append(html_charts.Entry(name, result, data.normalized.get(result.cell.key, {})))
     return entries
+
+
+def unverified_section(runs: Sequence[RunData]) -> Section:
+    """Measured cells that do not rank (disqualified, unverified, invalid, unstable), with the reason."""
+    parts: list[Any] = [
+        text(
+            "A figure ranks only when the run that produced it passed every audit; these cells were "
+            "measured but are left out of every chart and leaderboard above."
+        )
+    ]
+    for data in runs:
+        table = terminal.unverified_table(list(data.results))
+        prefix = f"run {data.run.run_id}: "
+        parts.append(table_html(table, prefix + "unverified cells") if table else text(prefix + "none"))
+    return Section("unverified", "Unverified cells", tuple(parts))
 
 
 def label(result: Result, run_id: str = "") -> str:

@@ -12,9 +12,19 @@ from typing import Any
 
 from rich.table import Table
 
-from accelbench.results import Result
+from accelbench import ranking
+from accelbench.results import UNVERIFIED_STATUSES, Result
 
-_STATUS_STYLE = {"ok": "green", "quality_failed": "bold red", "unavailable": "dim", "unsupported": "yellow"}
+_STATUS_STYLE = {
+    "ok": "green",
+    "quality_failed": "bold red",
+    "disqualified": "bold red",
+    "unverified": "yellow",
+    "invalid": "yellow",
+    "unstable": "yellow",
+    "unavailable": "dim",
+    "unsupported": "yellow",
+}
 
 
 def print_json(document: Any) -> None:
@@ -22,10 +32,16 @@ def print_json(document: Any) -> None:
     sys.stdout.write(json.dumps(document, indent=1, sort_keys=True, default=str) + "\n")
 
 
-def results_table(results: Sequence[Result], title: str) -> Table:
-    """Speed: one row per result with latency, its CI, throughput and LoadGen's verdict."""
-    table = Table(title=title, title_justify="left")
+def results_table(results: Sequence[Result], title: str, include_unverified: bool = False) -> Table:
+    """The leaderboard: verified results only (``accelbench.ranking``), best throughput first per board.
+
+    With ``include_unverified`` the unverified ones are ranked too, their status marked UNVERIFIED.
+    """
+    table = Table(title=f"{title}: leaderboard (verified cells only)", title_justify="left")
+    if include_unverified:
+        table.title = f"{title}: leaderboard, unverified cells included and marked"
     for column in (
+        "#",
         "workload",
         "stack",
         "scenario",
@@ -36,9 +52,28 @@ def results_table(results: Sequence[Result], title: str) -> Table:
         "QPS",
         "LoadGen",
     ):
-        table.add_column(column, justify="right" if column[0] in "p9Q" else "left")
-    for result in sorted(results, key=lambda r: r.cell.key):
-        table.add_row(*_cell_columns(result), *_speed_columns(result))
+        table.add_column(column, justify="right" if column[0] in "#p9Q" else "left")
+    for board in ranking.leaderboards(results, include_unverified):
+        for entry in board.entries:
+            columns = _cell_columns(entry.result)
+            if not entry.verified:
+                columns[3] = f"[bold yellow]UNVERIFIED {entry.result.status}[/]"
+            table.add_row(str(entry.rank), *columns, *_speed_columns(entry.result))
+    return table
+
+
+def unverified_table(results: Sequence[Result]) -> Table | None:
+    """Measured cells that do not rank, with the reason (None when there are none)."""
+    listed = ranking.unverified(results)
+    if not listed:
+        return None
+    table = Table(title="Unverified cells: measured, not ranked", title_justify="left")
+    for column in ("cell", "status", "QPS (not ranked)", "reason"):
+        table.add_column(column, justify="right" if column.startswith("QPS") else "left")
+    for result in listed:
+        style = _STATUS_STYLE.get(result.status, "red")
+        qps = f"{result.qps:.1f}" if result.qps else "-"
+        table.add_row(result.cell.key, f"[{style}]{result.status}[/]", qps, result.reason or "-")
     return table
 
 
@@ -50,7 +85,7 @@ def checks_table(results: Sequence[Result], normalized: Mapping[str, Mapping[str
     for column in ("GFLOP/s", "% of peak", "bound"):
         table.add_column(column, justify="right")
     for result in sorted(results, key=lambda r: r.cell.key):
-        if result.status in ("ok", "quality_failed"):
+        if result.status in ("ok", "quality_failed", *UNVERIFIED_STATUSES):
             roofline = normalized.get(result.cell.key, {}).get("roofline")
             table.add_row(*_cell_columns(result)[:3], *_check_columns(result), *_roofline_columns(roofline))
     return table
@@ -109,8 +144,8 @@ def _energy(result: Result) -> str:
 
 
 def failures_table(results: Sequence[Result]) -> Table | None:
-    """Cells that did not produce a measurement, with their reason; None when there are none."""
-    failed = [r for r in results if r.status != "ok"]
+    """Cells that did not produce a usable measurement, with their reason; None when there are none."""
+    failed = [r for r in results if r.status != "ok" and r.status not in UNVERIFIED_STATUSES]
     if not failed:
         return None
     table = Table(title="Cells without a valid measurement", title_justify="left")

@@ -5,11 +5,12 @@ queries or end an offline run early, and the run comes out INVALID), builds Load
 rule set, runs the test with a Python SUT that calls ``infer`` synchronously in LoadGen's issue thread
 (one sample at a time, in the order LoadGen sends them), and parses the logs LoadGen wrote.
 
-What the SUT records on the side: the wall time of every ``infer`` call (for bootstrap intervals) and
-copies of the outputs of a few distinct samples produced during the timed run, which the quality gate
-checks (the idea of MLPerf's compliance TEST01). An exception raised by ``infer`` is kept, the queries
-are completed so LoadGen can finish, and it is raised again once LoadGen returns. An INVALID LoadGen
-result is data, never an exception.
+Which inputs each issued sample stands for is the ``Feed``'s decision: ``PlainFeed`` maps a QSL index to
+its sample; the audits' feed (``accelbench.audits.feed``) also slips audit samples in at random points
+and keeps copies of outputs, after each sample is completed (so LoadGen never times the copy). The SUT
+records the wall time of every ``infer`` call (a diagnostic beside LoadGen's figures). An exception
+raised by ``infer`` is kept, the queries are completed so LoadGen can finish, and it is raised again
+once LoadGen returns. An INVALID LoadGen result is data, never an exception.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import mlperf_loadgen as lg
 import numpy as np
@@ -53,6 +54,50 @@ _OFFLINE_HEADROOM = 1.5
 """Offline: ask for this many times the calibrated QPS so the single query outlasts the min duration."""
 
 
+class Feed(Protocol):
+    """What each issued sample stands for, and what happens to its output (see ``PlainFeed``)."""
+
+    def minimum_samples(self) -> int:
+        """Samples a trial must issue at least (LoadGen's minimum counts are raised to it)."""
+
+    def start_trial(self, guaranteed_samples: int, expected_samples: int, duration_s: float = 0.0) -> None:
+        """A trial begins: LoadGen issues at least ``guaranteed_samples`` (likely ``expected_samples``)
+        and runs at least ``duration_s`` (0: the count alone ends it, as offline's one query does)."""
+
+    def sample(self, index: int) -> Inputs:
+        """The inputs of the next issued sample, whose QSL index is ``index``."""
+
+    def observe(self, index: int, latency_s: float, output: np.ndarray | None) -> None:
+        """The sample just issued completed (after ``QuerySamplesComplete``)."""
+
+    def end_trial(self) -> None:
+        """The trial ended."""
+
+
+class PlainFeed:
+    """Each QSL index stands for its sample; nothing is kept."""
+
+    def __init__(self, samples: Sequence[Inputs]) -> None:
+        self.samples = samples
+
+    def minimum_samples(self) -> int:
+        """No minimum beyond the rules'."""
+        return 0
+
+    def start_trial(self, guaranteed_samples: int, expected_samples: int, duration_s: float = 0.0) -> None:
+        """Nothing to plan."""
+
+    def sample(self, index: int) -> Inputs:
+        """Sample ``index``."""
+        return self.samples[index]
+
+    def observe(self, index: int, latency_s: float, output: np.ndarray | None) -> None:
+        """Nothing to keep."""
+
+    def end_trial(self) -> None:
+        """Nothing to forget."""
+
+
 @dataclass(frozen=True, slots=True)
 class Measurement:
     """The outcome of one LoadGen run of one scenario."""
@@ -60,8 +105,6 @@ class Measurement:
     summary: Summary
     sut_latencies_s: tuple[float, ...]
     """Wall time of every ``infer`` call during the run, measured by the SUT with perf_counter."""
-    outputs: Mapping[int, np.ndarray]
-    """Copies of the outputs of up to ``capture`` distinct samples, keyed by QSL sample index."""
     calibrated_latency_s: float
     settings: Mapping[str, Any]
     """The LoadGen ``TestSettings`` used, by attribute name, plus ``scenario`` and the sample count."""
@@ -106,14 +149,20 @@ def calibrate(infer: Infer, samples: Sequence[Inputs], budget_s: float) -> float
     return statistics.median(times_s)
 
 
-def loadgen_settings(scenario: str, rules: Rules, latency_s: float, sample_count: int) -> dict[str, Any]:
-    """The LoadGen ``TestSettings`` attributes for ``scenario`` given a calibrated latency per sample."""
+def loadgen_settings(
+    scenario: str, rules: Rules, latency_s: float, sample_count: int, min_samples: int = 0
+) -> dict[str, Any]:
+    """The LoadGen ``TestSettings`` attributes for ``scenario`` given a calibrated latency per sample.
+
+    ``min_samples`` raises the minimum query count so that at least that many samples are issued.
+    """
     if scenario not in LOADGEN_SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(LOADGEN_SCENARIOS)}")
     expected_s = max(latency_s, _MIN_EXPECTED_LATENCY_S)
+    per_query = rules.multi_stream_samples_per_query if scenario == "multi-stream" else 1
     settings: dict[str, Any] = {
         "min_duration_ms": round(rules.min_duration_for(scenario) * 1e3),
-        "min_query_count": rules.min_queries_for(scenario),
+        "min_query_count": max(rules.min_queries_for(scenario), -(-min_samples // per_query)),
     }
     if scenario == "single-stream":
         settings["single_stream_expected_latency_ns"] = round(expected_s * _LATENCY_HEADROOM * 1e9)
@@ -129,29 +178,57 @@ def loadgen_settings(scenario: str, rules: Rules, latency_s: float, sample_count
     return {"scenario": scenario, "performance_sample_count": sample_count, **settings}
 
 
+def guaranteed_samples(settings: Mapping[str, Any]) -> int:
+    """Samples LoadGen issues at the least under ``settings``, however fast or slow the SUT runs."""
+    if settings["scenario"] == "offline":  # the one query's size is fixed before the run starts
+        return expected_samples(settings, 1.0)
+    return int(settings["min_query_count"] * settings.get("multi_stream_samples_per_query", 1))
+
+
+def expected_samples(settings: Mapping[str, Any], latency_s: float) -> int:
+    """About how many samples LoadGen will issue under ``settings`` if a sample takes ``latency_s``."""
+    duration_s = settings["min_duration_ms"] / 1e3
+    queries = settings["min_query_count"]
+    scenario = settings["scenario"]
+    if scenario == "offline":  # LoadGen: max(min_query_count, 1.1 x expected QPS x min duration)
+        return int(max(queries, 1.1 * settings["offline_expected_qps"] * duration_s))
+    if scenario == "server":
+        return int(max(queries, settings["server_target_qps"] * duration_s))
+    per_query = settings.get("multi_stream_samples_per_query", 1)
+    return int(max(queries, duration_s / max(latency_s * per_query, 1e-9)) * per_query)
+
+
 def measure(
     scenario: str,
     infer: Infer,
     samples: Sequence[Inputs],
     rules: Rules,
     log_dir: Path,
-    capture: int = 16,
     latency_s: float | None = None,
+    feed: Feed | None = None,
 ) -> Measurement:
     """Run LoadGen's ``scenario`` over ``samples`` with ``infer`` as the SUT, under ``rules``.
 
-    ``latency_s`` skips calibration when the caller already knows the seconds per sample. LoadGen's
+    ``latency_s`` skips calibration when the caller already knows the seconds per sample (calibrate
+    on other samples than the timed ones: a cache warmed there would be invisible to the run).
+    ``feed`` decides what each issued sample stands for (default ``PlainFeed(samples)``). LoadGen's
     logs are written to ``log_dir`` (created). An exception raised by ``infer`` propagates.
     """
     if not samples:
         raise ValueError("measure needs at least one sample")
     if latency_s is None:
         latency_s = calibrate(infer, samples, rules.calibration_budget_s)
-    settings = loadgen_settings(scenario, rules, latency_s, len(samples))
+    feed = feed if feed is not None else PlainFeed(samples)
+    settings = loadgen_settings(scenario, rules, latency_s, len(samples), feed.minimum_samples())
     log_dir.mkdir(parents=True, exist_ok=True)
-    sut = _Sut(infer, samples, capture)
+    sut = _Sut(infer, feed)
     log.info("LoadGen %s under %s rules: %s", scenario, rules.name, settings)
-    _run_loadgen(sut, len(samples), settings, log_dir)
+    duration_s = 0.0 if scenario == "offline" else settings["min_duration_ms"] / 1e3
+    feed.start_trial(guaranteed_samples(settings), expected_samples(settings, latency_s), duration_s)
+    try:
+        _run_loadgen(sut, len(samples), settings, log_dir)
+    finally:
+        feed.end_trial()
     if sut.error is not None:
         raise sut.error
     return _measurement(sut, latency_s, settings, log_dir)
@@ -160,44 +237,38 @@ def measure(
 class _Sut:
     """The system under test: runs ``infer`` on each query sample and completes it at once."""
 
-    def __init__(self, infer: Infer, samples: Sequence[Inputs], capture: int) -> None:
+    def __init__(self, infer: Infer, feed: Feed) -> None:
         self.infer = infer
-        self.samples = samples
-        self.capture = capture
+        self.feed = feed
         self.latencies_s: list[float] = []
-        self.outputs: dict[int, np.ndarray] = {}
         self.error: BaseException | None = None
 
     def issue_queries(self, query_samples: Sequence[Any]) -> None:
         """LoadGen's callback: one sample (single-stream, server), 8 (multi-stream) or all (offline)."""
         for query_sample in query_samples:
-            output = self._run(query_sample.index)
+            output, latency_s = self._run(query_sample.index)
             data = np.ascontiguousarray(output) if output is not None else np.zeros(0, np.uint8)
             address = data.__array_interface__["data"][0]
             response = lg.QuerySampleResponse(query_sample.id, address, data.nbytes)
             lg.QuerySamplesComplete([response])  # ``data`` stays alive until this returns
-            if output is not None:
-                self._capture(query_sample.index, output)
+            self.feed.observe(query_sample.index, latency_s, output)
 
     def flush_queries(self) -> None:
         """LoadGen's flush callback: nothing is buffered."""
 
-    def _run(self, index: int) -> np.ndarray | None:
+    def _run(self, index: int) -> tuple[np.ndarray | None, float]:
         if self.error is not None:
-            return None  # finish LoadGen's queries fast; the error is raised after the run
+            return None, 0.0  # finish LoadGen's queries fast; the error is raised after the run
         try:
+            inputs = self.feed.sample(index)
             start = time.perf_counter()
-            output = np.asarray(self.infer(self.samples[index]))
-            self.latencies_s.append(time.perf_counter() - start)
+            output = np.asarray(self.infer(inputs))
+            latency_s = time.perf_counter() - start
         except BaseException as error:  # re-raised by measure() once LoadGen has returned
             self.error = error
-            return None
-        return output
-
-    def _capture(self, index: int, output: np.ndarray) -> None:
-        """Keep a copy of the output of a new sample index (after completion: not timed by LoadGen)."""
-        if len(self.outputs) < self.capture and index not in self.outputs:
-            self.outputs[index] = np.array(output, copy=True)
+            return None, 0.0
+        self.latencies_s.append(latency_s)
+        return output, latency_s
 
 
 def _run_loadgen(sut: _Sut, sample_count: int, settings: Mapping[str, Any], log_dir: Path) -> None:
@@ -233,7 +304,6 @@ def _measurement(sut: _Sut, latency_s: float, settings: dict[str, Any], log_dir:
     return Measurement(
         summary=summary,
         sut_latencies_s=tuple(sut.latencies_s),
-        outputs=dict(sut.outputs),
         calibrated_latency_s=latency_s,
         settings=settings,
         detail_messages=tuple(parse_detail(detail_text)),

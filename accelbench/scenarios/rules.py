@@ -52,6 +52,8 @@ class Rules:
     """Server target QPS as a fraction of the calibrated capacity ``1 / latency``."""
     calibration_budget_s: float = 0.3
     """Wall time of the warm probe that estimates latency before LoadGen starts."""
+    output_checks: int = 64
+    """Outputs the output check compares with their references, spread over all trials of a cell."""
 
     def min_duration_for(self, scenario: str) -> float:
         """Minimum duration in seconds LoadGen is given for ``scenario``."""
@@ -85,6 +87,7 @@ RULES: dict[str, Rules] = {
         offline_min_sample_count=64,
         server_latency_bound_factor=10.0,
         calibration_budget_s=0.2,
+        output_checks=32,
     ),
     "standard": Rules(
         name="standard",

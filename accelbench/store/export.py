@@ -2,6 +2,8 @@
 
 CSV cells are empty where a value is absent (no latency, no LoadGen verdict, no quality check);
 booleans are ``true``/``false``; numbers keep full precision, in SI units like the stored documents.
+``verified`` says whether the result may rank (``accelbench.ranking``) and ``rank`` is its place on its
+leaderboard, empty for every result that is not verified.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from accelbench import ranking
 from accelbench.errors import UserError
 from accelbench.results import Result, to_dict
 
@@ -44,6 +47,7 @@ CSV_COLUMNS: tuple[_Column, ...] = (
     ("compile_s", lambda r: r.compile_s),
     ("peak_rss_bytes", lambda r: r.peak_rss_bytes),
     ("machine_fingerprint", lambda r: r.machine_fingerprint),
+    ("verified", ranking.is_verified),
 )
 """(header, getter) per CSV column, in order; a getter returns None when the value is absent."""
 
@@ -64,15 +68,16 @@ def export_results(results: Sequence[Result], fmt: str, out: Path) -> None:
         raise UserError(f"cannot write export file {out}: {exc.strerror or exc}") from None
 
 
-def csv_row(result: Result) -> list[str]:
-    """The CSV cells of one result, in ``CSV_COLUMNS`` order."""
-    return [_cell_text(getter(result)) for _, getter in CSV_COLUMNS]
+def csv_row(result: Result, rank: int | None = None) -> list[str]:
+    """The CSV cells of one result, in ``CSV_COLUMNS`` order, then its leaderboard rank."""
+    return [*(_cell_text(getter(result)) for _, getter in CSV_COLUMNS), _cell_text(rank)]
 
 
 def _write_csv(results: Sequence[Result], stream: Any) -> None:
+    ranks = {e.result.cell.key: e.rank for board in ranking.leaderboards(results) for e in board.entries}
     writer = csv.writer(stream)
-    writer.writerow([name for name, _ in CSV_COLUMNS])
-    writer.writerows(csv_row(r) for r in results)
+    writer.writerow([*(name for name, _ in CSV_COLUMNS), "rank"])
+    writer.writerows(csv_row(r, ranks.get(r.cell.key)) for r in results)
 
 
 def _cell_text(value: Any) -> str:

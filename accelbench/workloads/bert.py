@@ -116,6 +116,7 @@ class BertBase(Workload):
     name = "bert-base"
     task = "text-embedding"
     quality_metric = "cosine"
+    performance_sample_count = 10833  # MLPerf's BERT (SQuAD v1.1 dev set features)
 
     def input_names(self) -> tuple[str, ...]:
         """``input_ids`` and ``attention_mask``, both int64 ``[1, seq_len]``."""

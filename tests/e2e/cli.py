@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Mapping
+from typing import Any
 
 
 def accelbench(
@@ -19,4 +20,19 @@ def accelbench(
         text=True,
         timeout=timeout_s,
         env=environment,
+    )
+
+
+def measured_ok(result: Mapping[str, object]) -> bool:
+    """An honest real stack's cell: ``ok``, or ``unstable`` because the machine itself drifted."""
+    if result["status"] == "ok":
+        return True
+    noise = result.get("noise") or {}
+    return result["status"] == "unstable" and isinstance(noise, Mapping) and noise.get("unstable") is True
+
+
+def result_ok(result: Any) -> bool:
+    """``measured_ok`` for a ``Result`` record."""
+    return result.status == "ok" or (
+        result.status == "unstable" and result.noise is not None and result.noise.unstable
     )

@@ -1,6 +1,11 @@
 """Planted faulty stacks: the runner must record their failure and carry on with the other cells.
 
-The cheating ones (cache, skip-repeat, bf16) give right-looking answers fast; the audits must flag them.
+The cheating ones give right-looking answers fast, or skip work; the audits must disqualify each:
+memoize from the first call (``planted-cache``), after k sightings (``planted-cache-after-3``,
+``planted-cache-after-8``), only after warm-up (``planted-cache-after-warmup``), skip an input equal to
+the previous one (``planted-skip-repeat``), return the previous query's output (``planted-stale``),
+return zeros on every other query (``planted-zeros``), and compute in bf16 under an fp32 label
+(``planted-bf16``).
 """
 
 from __future__ import annotations
@@ -132,3 +137,123 @@ class SilentBf16Stack(_Planted):
                 return model(*(torch.from_numpy(a) for a in inputs)).float().numpy()
 
         return Session(infer=infer, effective_precision="fp32", compile_s=0.0)
+
+
+class _Memo:
+    """An output cache keyed on input bytes that serves a sample once it was seen ``after`` times,
+    counting only calls made after the first ``warmup`` calls and ``warmup_s`` seconds."""
+
+    def __init__(self, run: Any, after: int = 0, warmup: int = 0, warmup_s: float = 0.0) -> None:
+        self.run, self.after, self.warmup, self.warmup_s = run, after, warmup, warmup_s
+        self.calls = 0
+        self.first_s: float | None = None
+        self.seen: dict[bytes, int] = {}
+        self.cache: dict[bytes, Any] = {}
+
+    def _armed(self) -> bool:
+        now = time.perf_counter()
+        self.first_s = now if self.first_s is None else self.first_s
+        return self.calls > self.warmup and now - self.first_s >= self.warmup_s
+
+    def __call__(self, inputs: tuple[Any, ...]) -> Any:
+        self.calls += 1
+        key = b"".join(a.tobytes() for a in inputs)
+        if key in self.cache:
+            return self.cache[key]
+        output = self.run(inputs)
+        if self._armed():
+            self.seen[key] = self.seen.get(key, 0) + 1
+            if self.seen[key] > self.after:
+                self.cache[key] = output
+        return output
+
+
+class CacheAfter3Stack(_Planted):
+    """Caches an output once its input was seen 3 times."""
+
+    name = "planted-cache-after-3"
+
+    def prepare(self, model: Any, spec: ModelSpec, ctx: CellContext) -> Session:
+        return Session(infer=_Memo(_eager(model), after=3), effective_precision="fp32", compile_s=0.0)
+
+
+class CacheAfter8Stack(_Planted):
+    """Caches an output once its input was seen 8 times."""
+
+    name = "planted-cache-after-8"
+
+    def prepare(self, model: Any, spec: ModelSpec, ctx: CellContext) -> Session:
+        return Session(infer=_Memo(_eager(model), after=8), effective_precision="fp32", compile_s=0.0)
+
+
+class CacheAfterWarmupStack(_Planted):
+    """Honest for the first 0.6 s after its first call (warm-up, calibration, the run's start), then
+    memoizes."""
+
+    name = "planted-cache-after-warmup"
+
+    def prepare(self, model: Any, spec: ModelSpec, ctx: CellContext) -> Session:
+        return Session(infer=_Memo(_eager(model), warmup_s=0.6), effective_precision="fp32", compile_s=0.0)
+
+
+class CacheAfterQueriesStack(_Planted):
+    """Honest for its first 250 calls, then memoizes."""
+
+    name = "planted-cache-after-queries"
+
+    def prepare(self, model: Any, spec: ModelSpec, ctx: CellContext) -> Session:
+        return Session(infer=_Memo(_eager(model), warmup=250), effective_precision="fp32", compile_s=0.0)
+
+
+class StaleStack(_Planted):
+    """Computes every input but returns the output of the previous query (a reused output buffer)."""
+
+    name = "planted-stale"
+
+    def prepare(self, model: Any, spec: ModelSpec, ctx: CellContext) -> Session:
+        run = _eager(model)
+        previous: dict[str, Any] = {}
+
+        def infer(inputs: tuple[Any, ...]) -> Any:
+            output = run(inputs)
+            stale = previous.get("output", output)
+            previous["output"] = output
+            return stale
+
+        return Session(infer=infer, effective_precision="fp32", compile_s=0.0)
+
+
+class ZerosStack(_Planted):
+    """Skips the work on every other query and returns zeros of the right shape."""
+
+    name = "planted-zeros"
+
+    def prepare(self, model: Any, spec: ModelSpec, ctx: CellContext) -> Session:
+        import numpy as np
+
+        run = _eager(model)
+        state = {"calls": 0, "shape": None}
+
+        def infer(inputs: tuple[Any, ...]) -> Any:
+            state["calls"] += 1
+            if state["calls"] % 2 == 0 and state["shape"] is not None:
+                return np.zeros(state["shape"], np.float32)
+            output = run(inputs)
+            state["shape"] = output.shape
+            return output
+
+        return Session(infer=infer, effective_precision="fp32", compile_s=0.0)
+
+
+CHEATS = {
+    "planted-cache": "tests.e2e.planted:CachingStack",
+    "planted-cache-after-3": "tests.e2e.planted:CacheAfter3Stack",
+    "planted-cache-after-8": "tests.e2e.planted:CacheAfter8Stack",
+    "planted-cache-after-warmup": "tests.e2e.planted:CacheAfterWarmupStack",
+    "planted-cache-after-queries": "tests.e2e.planted:CacheAfterQueriesStack",
+    "planted-skip-repeat": "tests.e2e.planted:SkipRepeatStack",
+    "planted-stale": "tests.e2e.planted:StaleStack",
+    "planted-zeros": "tests.e2e.planted:ZerosStack",
+    "planted-bf16": "tests.e2e.planted:SilentBf16Stack",
+}
+"""Every planted cheat by name: each must end ``disqualified``."""

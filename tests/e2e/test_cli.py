@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from accelbench.audits import failed_audits
 from accelbench.results import SCHEMA_VERSION
-from tests.e2e.cli import accelbench
+from tests.e2e.cli import accelbench, measured_ok
 
 STACKS = ("null", "torch-eager", "torch-inductor", "onnxruntime")
 WORKLOADS = ("resnet50", "bert-base", "minilm-l6")
@@ -34,7 +35,10 @@ def test_tiny_suite_gives_one_verified_result_per_cell(tiny_run: tuple[Path, dic
     assert cells == {(w, s, c) for w in WORKLOADS for s in STACKS for c in SCENARIOS}
     assert len(results) == len(cells)
     for result in results:
-        assert result["status"] == "ok", (result["cell"], result["reason"], result["stderr_tail"])
+        if result["cell"]["stack"] == "null":  # its outputs are not the model's: never verified
+            assert result["status"] == "unverified" and "computes = False" in result["reason"]
+        else:
+            assert measured_ok(result), (result["cell"], result["reason"], result["stderr_tail"])
         latency = result["latency"]
         assert 0 < latency["min_s"] <= latency["p50_s"] <= latency["p90_s"] <= latency["p99_s"]
         assert latency["median_ci_s"][0] <= latency["p50_s"] <= latency["median_ci_s"][1]
@@ -64,7 +68,7 @@ def test_results_carry_roofline_and_normalized_figures(tiny_run: tuple[Path, dic
     _, document = tiny_run
     assert document["peaks"]["peaks"] and document["peaks"]["machine_fingerprint"]
     for result in document["results"]:
-        if result["cell"]["stack"] == "null":
+        if result["cell"]["stack"] == "null" or result["status"] != "ok":  # only verified cells
             assert result["normalized"] is None
             continue
         roofline = result["normalized"]["roofline"]
@@ -82,6 +86,9 @@ def test_show_and_export_read_the_store(tiny_run: tuple[Path, dict[str, Any]], t
     assert json.loads(shown.stdout)["run_id"] == document["run_id"]
     table = accelbench("show", "--store", str(store))
     assert "minilm-l6" in table.stdout and "onnxruntime" in table.stdout
+    leaderboard, _, unverified = table.stdout.partition("Unverified cells")
+    assert "leaderboard (verified cells only)" in leaderboard and " null " not in leaderboard
+    assert "null" in unverified and "computes = False" in unverified
     out = tmp_path / "r.csv"
     exported = accelbench("export", "--format", "csv", "-o", str(out), "--store", str(store))
     assert exported.returncode == 0
@@ -175,8 +182,10 @@ def test_every_stack_gets_a_gated_result_on_every_tiny_workload(
         available = stacks[result["cell"]["stack"]]["available"]
         if not available:
             assert result["status"] == "unavailable" and result["reason"]
-        elif result["status"] == "ok" and result["cell"]["stack"] != "null":
-            assert result["quality"]["passed"]
+        elif result["cell"]["stack"] == "null":
+            assert result["status"] == "unverified", result["reason"]
+        elif measured_ok(result):
+            assert result["quality"]["passed"] and not failed_audits(result["audit"])
         else:
-            assert result["status"] in ("ok", "unsupported"), (result["cell"], result["reason"])
+            assert result["status"] == "unsupported", (result["cell"], result["reason"])
     assert sum(stacks[name]["available"] for name in stacks) >= 9

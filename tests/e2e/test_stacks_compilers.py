@@ -29,6 +29,7 @@ from accelbench.stacks.onnx_export import onnx_path
 from accelbench.stacks.openvino import OpenVino, OpenVinoBf16
 from accelbench.stacks.tvm import TRIALS_VARIABLE, Tvm, TvmTuned
 from accelbench.store import open_store
+from tests.e2e.cli import result_ok
 from tests.e2e.test_stacks_direct import (
     CASES,
     MAX_NORMALISED_ERROR,
@@ -261,7 +262,7 @@ def test_runner_cell_is_ok(stack: str, precision: str, runner_results: dict[str,
     result = runner_results[stack]
     if stack == "openvino-bf16" and result.status == "unavailable":
         pytest.skip(result.reason)
-    assert result.status == "ok", (result.reason, result.stderr_tail)
+    assert result_ok(result), (result.status, result.reason, result.stderr_tail)
     assert result.effective_precision == precision
     assert result.compile_s > 0
     assert result.latency is not None and result.latency.p50_s > 0
@@ -274,6 +275,6 @@ def test_runner_cell_tvm_tuned_is_ok(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(registry, "STACKS", table)
     monkeypatch.setitem(registry._BUILTIN, "stack", table)
     result = _run_cells(tmp_path / "store", ("tvm-tuned",))["tvm-tuned"]
-    assert result.status == "ok", (result.reason, result.stderr_tail)
+    assert result_ok(result), (result.status, result.reason, result.stderr_tail)
     assert result.settings["stack"]["trials"] == str(TUNING_TRIALS)
     assert float(result.settings["stack"]["tuning_s"]) > 0

@@ -31,6 +31,7 @@ from accelbench.stacks.opencl import (
 )
 from accelbench.stacks.seeds import Glow, NvFuser, OneFlow, PlaidMl
 from accelbench.store import open_store
+from tests.e2e.cli import result_ok
 from tests.e2e.tiny_models import (
     MAX_NORMALISED_ERROR,
     bert_case,
@@ -281,7 +282,7 @@ def runner_results(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, 
 @pytest.mark.parametrize("workload", ["bert-base", "resnet50"])
 def test_runner_jax_xla_cell_is_ok(workload: str, runner_results: dict[tuple[str, str], Any]) -> None:
     result = runner_results[(workload, "jax-xla")]
-    assert result.status == "ok", (result.reason, result.stderr_tail)
+    assert result_ok(result), (result.status, result.reason, result.stderr_tail)
     assert result.effective_precision == "fp32"
     assert result.compile_s > 0
     assert result.latency is not None and result.latency.p50_s > 0

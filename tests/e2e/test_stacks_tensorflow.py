@@ -20,6 +20,7 @@ from accelbench.stacks import _onnx_tf
 from accelbench.stacks.base import CellContext, ModelSpec, Session, Stack
 from accelbench.stacks.litert import LiteRt
 from accelbench.stacks.tensorflow import TensorFlow
+from tests.e2e.cli import result_ok
 from tests.e2e.test_stacks_compilers import _plant_custom_op_onnx, _run_cells
 from tests.e2e.test_stacks_direct import THREADS
 from tests.e2e.tiny_models import (
@@ -152,7 +153,7 @@ def runner_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 @pytest.mark.parametrize("stack_name", sorted(STACKS))
 def test_runner_cell_is_ok(stack_name: str, runner_results: dict[str, Any]) -> None:
     result = runner_results[stack_name]
-    assert result.status == "ok", (result.reason, result.stderr_tail)
+    assert result_ok(result), (result.status, result.reason, result.stderr_tail)
     assert result.effective_precision == "fp32"
     assert result.compile_s > 0
     assert result.latency is not None and result.latency.p50_s > 0

@@ -1,5 +1,5 @@
-"""End to end: a run with seeded variants gives per-stack generalization figures; the audits flag the
-planted cheating stacks (output cache, skipped repeats, silent bf16) and not the honest ones."""
+"""End to end: a run with seeded variants gives per-stack generalization figures; honest stacks pass
+every audit (the planted cheaters are in ``test_planted_cheaters``)."""
 
 from __future__ import annotations
 
@@ -9,23 +9,15 @@ from typing import Any
 
 import pytest
 
-from accelbench import registry, runner
-from accelbench.config import RunConfig
-from accelbench.hardware.detect import detect_machine
-from accelbench.store import open_store
+from accelbench.audits import failed_audits
+from tests.e2e.cli import measured_ok
 from tests.e2e.test_cli import accelbench
 
-CHEATS = {
-    "planted-cache": "tests.e2e.planted:CachingStack",
-    "planted-skip-repeat": "tests.e2e.planted:SkipRepeatStack",
-    "planted-bf16": "tests.e2e.planted:SilentBf16Stack",
-}
 HONEST = ("torch-eager", "onnxruntime")
 
 
 def flagged(result: Any) -> list[str]:
-    audit = result["audit"] if isinstance(result, dict) else result.audit
-    return [name for name in ("caching", "alternate_seed", "precision") if audit[name]["flagged"]]
+    return failed_audits(result["audit"])
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +36,7 @@ def test_variant_run_gives_generalization_figures_per_stack(variant_run: tuple[P
     results = document["results"]
     assert sorted(r["cell"]["variant"] for r in results) == ["canonical"] * 2 + ["s7-v1"] * 2 + ["s7-v2"] * 2
     for result in results:
-        assert result["status"] == "ok", (result["cell"], result["reason"], result["stderr_tail"])
+        assert measured_ok(result), (result["cell"], result["reason"], result["stderr_tail"])
         info = result["variant_info"]
         if result["cell"]["variant"] == "canonical":
             assert info is None
@@ -66,10 +58,9 @@ def test_honest_stacks_pass_every_audit(variant_run: tuple[Path, dict[str, Any]]
     _, document = variant_run
     for result in document["results"]:
         assert flagged(result) == [], (result["cell"], result["audit"])
-        assert (
-            result["audit"]["precision"]["checked"]
-            and result["audit"]["alternate_seed"]["samples_checked"] >= 4
-        )
+        audit = result["audit"]
+        assert {audit[name]["verdict"] for name in ("output", "repeat", "caching", "precision")} == {"pass"}
+        assert audit["alternate_seed"]["samples_checked"] >= 4 and audit["output"]["checked"] >= 30
         assert not [w for w in result["warnings"] if w.startswith("audit")]
 
 
@@ -79,41 +70,6 @@ def test_show_prints_the_generalization_table_with_the_seed(variant_run: tuple[P
     shown = accelbench("show", "--store", str(store))
     assert shown.returncode == 0, shown.stderr
     assert "Goodhart gap" in shown.stdout and "variant seed 7" in shown.stdout
-    assert "6 results checked, 0 flagged" in shown.stdout
+    assert "6 results checked, 0 disqualified, 0 inconclusive" in shown.stdout
     again = json.loads(accelbench("show", "--json", "--store", str(store)).stdout)
     assert again["generalization"]["stacks"] and again["generalization"]["variant_seed"] == 7
-
-
-@pytest.fixture
-def cheating_stacks(monkeypatch: pytest.MonkeyPatch) -> None:
-    table = {**registry.STACKS, **CHEATS}
-    monkeypatch.setattr(registry, "STACKS", table)
-    monkeypatch.setitem(registry._BUILTIN, "stack", table)
-
-
-@pytest.mark.slow
-@pytest.mark.usefixtures("cheating_stacks")
-def test_the_audits_flag_each_cheating_stack(tmp_path: Path) -> None:
-    config = RunConfig(
-        suite="test",
-        workloads=("resnet50",),
-        stacks=(*CHEATS, "torch-eager"),
-        scenarios=("single-stream",),
-        size="tiny",
-        rules="quick",
-        samples=8,
-        timeout_s=120.0,
-    )
-    machine = detect_machine()
-    with open_store(tmp_path / "store") as store:
-        run_id = runner.start_run(store, config, machine)
-        runner.execute(store, run_id, config, machine)
-        by_stack = {r.cell.stack: r for r in store.results(run_id)}
-    for stack, result in by_stack.items():
-        assert result.status == "ok", (stack, result.reason, result.stderr_tail)
-    assert flagged(by_stack["planted-cache"]) == ["caching"]
-    assert flagged(by_stack["planted-skip-repeat"]) == ["caching"]
-    assert flagged(by_stack["planted-bf16"]) == ["precision"]
-    assert flagged(by_stack["torch-eager"]) == []
-    assert any(w.startswith("audit precision") for w in by_stack["planted-bf16"].warnings)
-    assert any(w.startswith("audit caching") for w in by_stack["planted-cache"].warnings)

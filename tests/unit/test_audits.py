@@ -1,4 +1,4 @@
-"""Tests of the audits on fake sessions timed by a fake clock: each cheat is flagged, honesty is not."""
+"""Tests of the post-run and precision audits on fake sessions timed by a fake clock: each cheat fails."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from accelbench import audits
+from accelbench.audits import post_run as audits
+from accelbench.audits.precision import max_normalised_error, precision_verdict
+from accelbench.audits.verdict import FAIL, PASS
 
 Inputs = tuple[np.ndarray, ...]
 
@@ -56,24 +58,30 @@ def caching(clock: FakeClock) -> Callable[[Inputs], np.ndarray]:
     return infer
 
 
-def audit(infer: Callable[[Inputs], np.ndarray], clock: FakeClock, precision: str = "fp32") -> dict:
-    return audits.audit_section(infer, reference, fresh_samples(), "cosine", precision, 7, clock=clock)
+def audit(infer: Callable[[Inputs], np.ndarray], clock: FakeClock, precision: str = "fp32") -> audits.PostRun:
+    return audits.post_run_audits(infer, reference, fresh_samples(), "cosine", precision, 7, clock=clock)
 
 
-def flagged(section: dict) -> list[str]:
-    return [name for name in ("caching", "alternate_seed", "precision") if section[name]["flagged"]]
+def failed(after: audits.PostRun) -> list[str]:
+    return [v.audit for v in (after.caching, after.alternate_seed) if v.outcome == FAIL]
 
 
-def test_an_honest_session_is_not_flagged() -> None:
+def precision_of(after: audits.PostRun, claimed: str = "fp32") -> dict:
+    error = max_normalised_error(after.references, after.outputs)
+    return precision_verdict(claimed, error, len(after.outputs)).to_dict()
+
+
+def test_an_honest_session_passes() -> None:
     clock = FakeClock()
-    section = audit(honest(clock), clock)
-    assert flagged(section) == []
-    assert section["caching"]["speedup"] == pytest.approx(1.0)
-    assert section["caching"]["unique_calls"] == audits.MAX_TRIPLES
-    assert (
-        section["precision"]["max_norm_abs_err"] == 0.0 and section["precision"]["consistent_with"] == "fp32"
-    )
-    assert section["alternate_seed"]["seed"] == 7 and section["alternate_seed"]["samples_checked"] == 12
+    after = audit(honest(clock), clock)
+    assert failed(after) == []
+    caching = after.caching.to_dict()
+    assert caching["verdict"] == PASS and caching["speedup"] == pytest.approx(1.0)
+    assert caching["unique_calls"] == audits.MAX_TRIPLES
+    precision = precision_of(after)
+    assert precision["max_norm_abs_err"] == 0.0 and precision["consistent_with"] == "fp32"
+    alternate = after.alternate_seed.to_dict()
+    assert alternate["seed"] == 7 and alternate["samples_checked"] == 12 and alternate["verdict"] == PASS
 
 
 def test_noise_that_slows_every_unique_call_is_not_caching() -> None:
@@ -81,20 +89,20 @@ def test_noise_that_slows_every_unique_call_is_not_caching() -> None:
     # per triple: unique call, untimed repeat, timed repeat; every unique call is preempted (+50 ms),
     # the timed repeats too (+60 ms) but for one lucky call
     delays = [0.05, 0.0, 0.0] + [0.05, 0.0, 0.06] * (audits.MAX_TRIPLES - 1)
-    section = audit(honest(clock, iter(delays).__next__), clock)
-    assert section["caching"]["speedup"] > audits.CACHING_SPEEDUP_LIMIT
-    assert not section["caching"]["flagged"]
+    after = audit(honest(clock, iter(delays).__next__), clock)
+    assert after.caching.evidence["speedup"] > audits.CACHING_SPEEDUP_LIMIT
+    assert after.caching.outcome == PASS
 
 
-def test_an_output_cache_is_flagged() -> None:
+def test_an_output_cache_fails() -> None:
     clock = FakeClock()
-    section = audit(caching(clock), clock)
-    assert flagged(section) == ["caching"]
-    assert section["caching"]["speedup"] > 50 and section["caching"]["repeats_faster_share"] == 1.0
-    assert "may cache outputs" in audits.audit_warnings(section)[0]
+    after = audit(caching(clock), clock)
+    assert failed(after) == ["caching"]
+    assert after.caching.evidence["speedup"] > 50 and after.caching.evidence["repeats_faster_share"] == 1.0
+    assert "outputs cached" in after.caching.reason and "limit 2x" in after.caching.reason
 
 
-def test_skipping_a_repeated_input_is_flagged() -> None:
+def test_skipping_a_repeated_input_fails() -> None:
     clock = FakeClock()
     last: dict[str, object] = {}
     compute = honest(clock)
@@ -104,7 +112,7 @@ def test_skipping_a_repeated_input_is_flagged() -> None:
             last["key"], last["out"] = sample[0].tobytes(), compute(sample)
         return last["out"]  # type: ignore[return-value]
 
-    assert flagged(audit(infer, clock)) == ["caching"]
+    assert failed(audit(infer, clock)) == ["caching"]
 
 
 def test_memorised_outputs_fail_the_alternate_seed() -> None:
@@ -115,9 +123,9 @@ def test_memorised_outputs_fail_the_alternate_seed() -> None:
         clock.now_s += 1e-3
         return garbage.standard_normal((1, 10)).astype(np.float32)
 
-    section = audit(infer, clock)
-    assert "alternate_seed" in flagged(section)
-    assert "alternate seed" in " ".join(audits.audit_warnings(section))
+    after = audit(infer, clock)
+    assert "alternate_seed" in failed(after)
+    assert "seed 7" in after.alternate_seed.reason
 
 
 def bf16(array: np.ndarray) -> np.ndarray:
@@ -126,23 +134,24 @@ def bf16(array: np.ndarray) -> np.ndarray:
     return ((bits + 0x8000) & 0xFFFF0000).view(np.float32)
 
 
-def test_bf16_arithmetic_under_an_fp32_claim_is_flagged_but_not_under_a_bf16_claim() -> None:
+def test_bf16_arithmetic_under_an_fp32_claim_fails_but_not_under_a_bf16_claim() -> None:
     clock = FakeClock()
 
     def infer(sample: Inputs) -> np.ndarray:
         clock.now_s += 1e-3
         return bf16(bf16(sample[0]).astype(np.float64) @ bf16(WEIGHTS.astype(np.float32)))
 
-    section = audit(infer, clock)
-    assert flagged(section) == ["precision"]
-    assert section["precision"]["consistent_with"] == "fp16 or bf16"
-    assert audit(infer, clock, precision="bf16")["precision"] == {
-        **section["precision"],
-        "claimed": "bf16",
-        "checked": False,
-        "budget": None,
-        "flagged": False,
-    }
+    after = audit(infer, clock)
+    verdict = precision_of(after)
+    assert verdict["verdict"] == FAIL and verdict["consistent_with"] == "bf16 or fp16"
+    assert "computes below its declared precision (error consistent with bf16 or fp16)" in verdict["reason"]
+    assert precision_of(after, "bf16")["verdict"] == PASS
+    assert precision_of(after, "int8")["verdict"] == PASS and precision_of(after, "int8")["budget"] is None
+
+
+def test_an_unknown_precision_is_held_to_the_fp32_budget() -> None:
+    verdict = precision_verdict("fp19-custom", 1e-3, 4)
+    assert verdict.outcome == FAIL and verdict.evidence["budget"] == 5e-5
 
 
 def test_the_time_budget_bounds_the_calls() -> None:
@@ -152,6 +161,6 @@ def test_the_time_budget_bounds_the_calls() -> None:
         clock.now_s += 1.0
         return reference(sample)
 
-    section = audit(slow, clock)
-    assert section["caching"]["unique_calls"] == audits.MIN_TRIPLES
-    assert section["elapsed_s"] == pytest.approx(3.0 * audits.MIN_TRIPLES)
+    after = audit(slow, clock)
+    assert after.caching.evidence["unique_calls"] == audits.MIN_TRIPLES
+    assert after.elapsed_s == pytest.approx(3.0 * audits.MIN_TRIPLES)

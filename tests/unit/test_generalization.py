@@ -90,7 +90,7 @@ def test_document_shape_variants_rows_and_json() -> None:
         result("canonical", 10.0, stack="null"),  # no variants: no generalization row
     ]
     document = json.loads(json.dumps(generalization_document(results)))
-    assert set(document) == {"variant_seed", "stacks", "variants", "heatmap"}
+    assert set(document) == {"variant_seed", "stacks", "variants", "heatmap", "excluded"}
     assert document["variant_seed"] == 7
     assert [row["stack"] for row in document["stacks"]] == ["torch-eager"]
     row = document["stacks"][0]
@@ -134,4 +134,18 @@ def test_document_shape_variants_rows_and_json() -> None:
 
 def test_a_run_without_variants_gives_empty_figures() -> None:
     document = generalization_document([result("canonical", 10.0)])
-    assert document == {"variant_seed": None, "stacks": [], "variants": [], "heatmap": []}
+    assert document == {"variant_seed": None, "stacks": [], "variants": [], "heatmap": [], "excluded": []}
+
+
+def test_a_stack_with_a_disqualified_cell_has_no_generalization_row() -> None:
+    results = [
+        result("canonical", 1000.0, stack="cheater"),
+        result("s7-v1", 900.0, stack="cheater", status="disqualified"),
+        result("canonical", 100.0),
+        result("s7-v1", 90.0),
+    ]
+    document = generalization_document(results)
+    assert {row["stack"] for row in document["stacks"]} == {"torch-inductor"}
+    assert {row["stack"] for row in document["heatmap"]} == {"torch-inductor"}
+    (excluded,) = document["excluded"]
+    assert excluded["stack"] == "cheater" and excluded["reason"].startswith("s7-v1 disqualified")

@@ -9,12 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from accelbench.audits.feed import AuditFeed
 from accelbench.errors import UserError
 from accelbench.scenarios.loadgen import (
     DETAIL_FILE,
     SUMMARY_FILE,
     Measurement,
     calibrate,
+    expected_samples,
+    guaranteed_samples,
     loadgen_settings,
     measure,
 )
@@ -33,14 +36,22 @@ def _infer(inputs: Inputs) -> np.ndarray:
     return inputs[0] @ WEIGHTS
 
 
+def _audit_sample(k: int) -> Inputs:
+    return (np.random.default_rng(1000 + k).standard_normal((64, 64)).astype(np.float32),)
+
+
+FEEDS: dict[str, AuditFeed] = {}
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Measurement, Path, float]]:
-    """One quick LoadGen run per scenario: (measurement, log dir, wall seconds)."""
+    """One quick LoadGen run per scenario with the audit feed: (measurement, log dir, wall seconds)."""
     root = tmp_path_factory.mktemp("loadgen")
     done = {}
     for scenario in LOADGEN_SCENARIOS:
         start = time.perf_counter()
-        measurement = measure(scenario, _infer, SAMPLES, QUICK, root / scenario, capture=8)
+        FEEDS[scenario] = AuditFeed(SAMPLES, _audit_sample, 32, seed=3)
+        measurement = measure(scenario, _infer, SAMPLES, QUICK, root / scenario, feed=FEEDS[scenario])
         done[scenario] = (measurement, root / scenario, time.perf_counter() - start)
     return done
 
@@ -70,14 +81,30 @@ def test_throughput_is_sensible(runs: dict[str, tuple[Measurement, Path, float]]
 
 
 @pytest.mark.parametrize("scenario", LOADGEN_SCENARIOS)
-def test_outputs_are_captured_during_the_run(
+def test_the_feed_checks_outputs_and_completes_pairs_in_every_scenario(
     runs: dict[str, tuple[Measurement, Path, float]], scenario: str
 ) -> None:
-    outputs = runs[scenario][0].outputs
-    assert 0 < len(outputs) <= 8
-    for index, output in outputs.items():
-        assert 0 <= index < len(SAMPLES)
-        np.testing.assert_array_equal(output, SAMPLES[index][0] @ WEIGHTS)
+    measurement = runs[scenario][0]
+    feed = FEEDS[scenario]
+    issued = len(measurement.sut_latencies_s)
+    assert issued >= 2 * (16 + 2 * 16) + 33  # the first trial primes the hot samples too
+    assert len(feed.checks) >= 30 and len(feed.pairs) >= 16
+    for check in feed.checks:
+        assert check.origin[0] == "pool" and 0 <= check.origin[1] < len(SAMPLES)
+        np.testing.assert_array_equal(check.output, SAMPLES[check.origin[1]][0] @ WEIGHTS)
+    positions = sorted(c.position for c in feed.checks)
+    assert positions[0] < issued / 4 and positions[-1] > issued / 2
+    assert all(p.hot_sightings >= 8 for p in feed.pairs)
+
+
+def test_guaranteed_and_expected_samples() -> None:
+    single = loadgen_settings("single-stream", QUICK, 0.001, 24, min_samples=200)
+    assert single["min_query_count"] == 200 and guaranteed_samples(single) == 200
+    assert expected_samples(single, 0.001) == 1000
+    multi = loadgen_settings("multi-stream", QUICK, 0.001, 24, min_samples=1000)
+    assert multi["min_query_count"] == 125 and guaranteed_samples(multi) == 1000
+    offline = loadgen_settings("offline", QUICK, 0.001, 24)
+    assert guaranteed_samples(offline) == expected_samples(offline, 0.5) == int(1.1 * 1.5 / 0.001)
 
 
 @pytest.mark.parametrize("scenario", LOADGEN_SCENARIOS)

@@ -1,4 +1,4 @@
-"""Golden-file tests of the stored result document (schema_version 3; versions 1 and 2 upgrade)."""
+"""Golden-file tests of the stored result document (schema_version 4; versions 1 to 3 upgrade)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 
 from accelbench.results import SCHEMA_VERSION, DeviceMemory, Energy, Result, from_dict, to_dict
 
-GOLDEN = Path(__file__).parent.parent / "golden" / "result_v3.json"
+GOLDEN = Path(__file__).parent.parent / "golden" / "result_v4.json"
+GOLDEN_V3 = Path(__file__).parent.parent / "golden" / "result_v3.json"
 GOLDEN_V2 = Path(__file__).parent.parent / "golden" / "result_v2.json"
 GOLDEN_V1 = Path(__file__).parent.parent / "golden" / "result_v1.json"
 
@@ -23,7 +24,7 @@ def _golden() -> dict[str, Any]:
 def test_golden_loads_into_a_fully_populated_result() -> None:
     result = from_dict(_golden())
     assert isinstance(result, Result)
-    assert result.schema_version == SCHEMA_VERSION == 3
+    assert result.schema_version == SCHEMA_VERSION == 4
     assert result.cell.key == "resnet18/standard/v3-width97/onnxruntime/cpu/single-stream"
     assert result.latency is not None and result.latency.median_ci_s == (0.01712, 0.01731)
     assert result.loadgen is not None and result.loadgen.valid and result.qps == 57.8
@@ -37,7 +38,10 @@ def test_golden_loads_into_a_fully_populated_result() -> None:
     assert energy.energy_per_query_j == energy.energy_j / energy.samples
     assert energy.power_w == energy.energy_j / energy.window_s
     assert result.variant_info is not None and result.variant_info["seed"] == 1234
-    assert result.audit is not None and not result.audit["caching"]["flagged"]
+    assert result.audit is not None
+    assert {result.audit[name]["verdict"] for name in ("output", "repeat", "caching", "precision")} == {
+        "pass"
+    }
     assert json.loads(json.dumps(to_dict(result))) == _golden()
 
 
@@ -60,8 +64,41 @@ def test_golden_v2_is_the_v1_golden_plus_the_new_fields() -> None:
     assert all(v2[k] == v1[k] for k in v1 if k != "schema_version")
 
 
+def test_golden_v4_is_the_v3_golden_with_verdicts_in_the_audit_section() -> None:
+    v3, v4 = json.loads(GOLDEN_V3.read_text()), _golden()
+    assert set(v4) == set(v3) and v4["schema_version"] == 4
+    assert all(v4[k] == v3[k] for k in v3 if k not in ("schema_version", "audit"))
+    assert all(
+        entry["verdict"] in ("pass", "fail", "inconclusive") and entry["reason"]
+        for entry in v4["audit"].values()
+        if isinstance(entry, dict)
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "status", "words"),
+    [
+        ({}, "ok", ""),
+        ({"audit": {"caching": {"flagged": True}}}, "disqualified", "caching audit flagged"),
+        (
+            {"loadgen": {"valid": False, "invalid_reasons": ["min duration not met"]}},
+            "invalid",
+            "min duration",
+        ),
+        ({"noise": {"unstable": True, "drift": 0.2}}, "unstable", "20%"),
+    ],
+)
+def test_a_v3_document_gets_its_status_from_what_it_stored(change: dict, status: str, words: str) -> None:
+    v3 = json.loads(GOLDEN_V3.read_text())
+    for key, value in change.items():
+        v3[key] = {**(v3[key] or {}), **value}
+    result = from_dict(v3)
+    assert result.status == status and words in result.reason
+    assert result.schema_version == SCHEMA_VERSION
+
+
 def test_golden_v3_is_the_v2_golden_plus_the_sections() -> None:
-    v2, v3 = json.loads(GOLDEN_V2.read_text()), _golden()
+    v2, v3 = json.loads(GOLDEN_V2.read_text()), json.loads(GOLDEN_V3.read_text())
     assert set(v3) - set(v2) == {"variant_info", "audit", "training"}
     assert all(v3[k] == v2[k] for k in v2 if k != "schema_version")
 

@@ -1,0 +1,289 @@
+"""The audit feed: what each sample LoadGen issues stands for, with audit samples slipped in unseen.
+
+LoadGen hands the SUT only QSL indices; the feed decides which inputs the stack gets for each issued
+sample, in issue order (``position``), and keeps what the in-run audits need:
+
+* **repeat probes** (the idea of MLPerf's TEST04, inside the scored run): ``HOT_SAMPLES`` samples are
+  shown ``PRIMING_SIGHTINGS`` times at random points of the first ``PRIMING_SHARE`` of the run, so that
+  any cache that switches on after up to 8 sightings has switched on. Afterwards, one pair of adjacent
+  positions per stratum holds a primed hot sample and a never-seen cold sample of the same shapes, in
+  random order. Adjacent pairs cancel the machine's slow and fast phases; strata spread the pairs over
+  the middle and the end, where a cache that waits for warm-up or for N queries is on. The SUT-side
+  latency of both members is kept (``Pair``).
+* **output checks** (the idea of TEST01 over the whole run): in each stratum of the run, a run of
+  ``CHECK_RUN`` adjacent positions keeps copies of the outputs with the identity of their inputs
+  (``Check``). Adjacent checks let the output check tell a stale output (the answer to an input issued
+  one or two queries earlier) from a wrong one.
+
+Strata are in units of the trial's *progress*, which reaches 1 when LoadGen ends the run: for offline,
+the position in its one query of known size; for the other scenarios, the smaller of position /
+minimum query count and elapsed time / minimum duration (LoadGen stops once both are reached). So the
+events spread over the whole run however fast or slow the machine turns, and nothing depends on an
+estimate of the run's length. Events fire at the first free position past their drawn progress target,
+from a seed the stack never sees (``secrets`` in the cell, recorded afterwards). A fast run gets more
+pairs (``pairs_for``), so that a cache switching on late still leaves enough pairs after it. Audit
+inputs come from sample indices that no timed, warm-up or calibration sample uses.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from accelbench.workloads.base import Inputs
+
+HOT_SAMPLES = 2
+PRIMING_SIGHTINGS = 8
+"""Sightings of each hot sample before its probes count: catches caches that wait for up to 8."""
+PAIRS = 16
+"""Pairs per cell at the least, shared out over its trials."""
+MAX_PAIRS_FACTOR = 4
+"""A run expected to issue many samples gets up to this many times its share of pairs."""
+SAMPLES_PER_PAIR = 16
+"""A trial expected to issue N samples gets N / SAMPLES_PER_PAIR pairs (within the bounds above)."""
+PRIMING_SHARE = 0.3
+"""Share of the run's progress in which the hot samples are primed; the pairs fill the rest."""
+LAST_TARGET = 0.97
+"""No event is aimed past this progress (LoadGen may stop right at 1)."""
+SHAPE_TRIES = 256
+"""Candidates tried per cold sample to find one with the shapes of a hot sample."""
+CHECK_RUN = 3
+"""Adjacent checked positions per stratum: the last one's two predecessors are checked too."""
+EVENT_SHARE = 0.5
+"""Audit inputs (priming, pairs) take at most about this share of a trial's positions."""
+
+Origin = tuple[str, int]
+"""Where an input came from: ``("pool", qsl index)``, ``("hot", j)`` or ``("cold", k)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """One repeat probe: a primed hot sample and a never-seen cold one, at adjacent positions."""
+
+    trial: int
+    position: int
+    hot_s: float
+    cold_s: float
+    hot_sightings: int
+    """How often the hot sample had been seen before this probe."""
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """An output captured for the output check, with the identity of its input."""
+
+    trial: int
+    position: int
+    origin: Origin
+    output: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class _Event:
+    """What a position holds: a hot or cold pair member (with its pair's start), a priming or a check."""
+
+    kind: str
+    number: int = 0
+    pair_start: int = -1
+
+
+@dataclass(slots=True)
+class _Trial:
+    number: int
+    guaranteed: int
+    duration_s: float
+    started_s: float
+    targets: dict[str, list[float]]
+    """Progress targets still to fire, by kind (``prime``, ``pair``, ``check``), soonest last."""
+    events: dict[int, _Event] = field(default_factory=dict)
+    position: int = 0
+    pending: dict[int, float] = field(default_factory=dict)
+    """Latency of the first member of a pair, by pair start, until the second completes."""
+    cold: list[int] = field(default_factory=list)
+    """Cold samples drawn for this trial and not used yet."""
+    substituted: int = 0
+    """Positions given audit inputs so far (priming and pairs)."""
+
+
+class AuditFeed:
+    """The inputs of every issued sample, and the observations of the in-run audits."""
+
+    def __init__(
+        self,
+        pool: Sequence[Inputs],
+        make_audit_sample: Callable[[int], Inputs],
+        checks_per_trial: int,
+        seed: int,
+        pairs_per_trial: int = PAIRS,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        """``pool``: the timed samples (QSL order); ``make_audit_sample(k)``: audit input k, never timed."""
+        self.pool = pool
+        self.make_audit_sample = make_audit_sample
+        self.checks_per_trial = checks_per_trial
+        self.pairs_per_trial = pairs_per_trial
+        self.seed = seed
+        self.clock = clock
+        self.rng = np.random.default_rng(seed)
+        self.hot = [make_audit_sample(j) for j in range(HOT_SAMPLES)]
+        self.cold: list[Inputs] = []
+        self.cold_hot: list[int] = []
+        """For each cold sample, the hot sample whose shapes it has."""
+        self.sightings = [0] * HOT_SAMPLES
+        self.next_audit_index = HOT_SAMPLES
+        self.pairs: list[Pair] = []
+        self.checks: list[Check] = []
+        self.trial: _Trial | None = None
+        self.trials = 0
+
+    def minimum_samples(self) -> int:
+        """Samples the next trial must issue so that its events fill at most about half of them."""
+        priming = sum(max(0, PRIMING_SIGHTINGS - seen) for seen in self.sightings)
+        return 2 * (priming + 2 * self.pairs_per_trial) + CHECK_RUN * self._check_runs()
+
+    def pairs_for(self, expected_samples: int) -> int:
+        """Pairs of a trial expected to issue ``expected_samples``."""
+        wanted = expected_samples // SAMPLES_PER_PAIR
+        return int(min(max(wanted, self.pairs_per_trial), MAX_PAIRS_FACTOR * self.pairs_per_trial))
+
+    def start_trial(self, guaranteed_samples: int, expected_samples: int, duration_s: float = 0.0) -> None:
+        """Draw the next trial's targets. LoadGen issues at least ``guaranteed_samples`` and runs at
+        least ``duration_s`` (0 for offline, whose one query has exactly ``guaranteed_samples``)."""
+        pairs = self.pairs_for(expected_samples)
+        cold = [k for k in (self._new_cold(slot % HOT_SAMPLES) for slot in range(pairs)) if k is not None]
+        priming = sum(max(0, PRIMING_SIGHTINGS - seen) for seen in self.sightings)
+        begin = PRIMING_SHARE if priming else 0.0
+        targets = {
+            "prime": self._targets(priming, 0.0, PRIMING_SHARE),
+            "pair": self._targets(len(cold), begin, LAST_TARGET),
+            "check": self._targets(self._check_runs(), 0.0, LAST_TARGET),
+        }
+        guaranteed = max(1, guaranteed_samples)
+        self.trial = _Trial(self.trials, guaranteed, duration_s, self.clock(), targets, cold=cold[::-1])
+        self.trials += 1
+
+    def sample(self, index: int) -> Inputs:
+        """The inputs for the next issued sample, whose QSL index is ``index``."""
+        trial = self._current()
+        if trial.position not in trial.events:
+            self._fire(trial)
+        return self.audit_input(self._origin(trial, index))
+
+    def observe(self, index: int, latency_s: float, output: np.ndarray | None) -> None:
+        """Record the completed sample (call after ``sample`` and the inference, in the same order)."""
+        trial = self._current()
+        event = trial.events.get(trial.position)
+        if event is not None and event.kind == "check" and output is not None:
+            copy = np.array(output, copy=True)
+            self.checks.append(Check(trial.number, trial.position, self._origin(trial, index), copy))
+        elif event is not None and event.kind in ("hot", "cold"):
+            self._observe_member(trial, event, latency_s)
+        trial.position += 1
+
+    def end_trial(self) -> None:
+        """Forget the trial that just ended (half-observed pairs are dropped)."""
+        self.trial = None
+
+    def audit_input(self, origin: Origin) -> Inputs:
+        """The inputs an origin names."""
+        kind, number = origin
+        if kind == "hot":
+            return self.hot[number]
+        if kind == "cold":
+            return self.cold[number]
+        return self.pool[number]
+
+    def _current(self) -> _Trial:
+        if self.trial is None:
+            raise RuntimeError("AuditFeed.start_trial was not called")
+        return self.trial
+
+    def _progress(self, trial: _Trial) -> float:
+        by_count = trial.position / trial.guaranteed
+        if trial.duration_s <= 0:
+            return by_count
+        return min(by_count, (self.clock() - trial.started_s) / trial.duration_s)
+
+    def _fire(self, trial: _Trial) -> None:
+        """Place the most urgent event whose target has passed at this position (at most one).
+
+        Priming first, then checks, then pairs. Substituted inputs (priming, pairs) never take more than
+        about half of the run (``EVENT_SHARE``); checks replace no input and are never held back.
+        """
+        progress = self._progress(trial)
+        crowded = trial.substituted > EVENT_SHARE * trial.position + 2
+        kinds = ("check",) if crowded else ("prime", "check", "pair")
+        due = [k for k in kinds if trial.targets[k] and trial.targets[k][-1] <= progress]
+        if not due:
+            return
+        kind = due[0]
+        trial.targets[kind].pop()
+        start = trial.position
+        if kind == "prime":
+            trial.events[start] = _Event("hot", self._least_seen())
+            trial.substituted += 1
+        elif kind == "pair" and trial.cold:
+            cold = trial.cold.pop()
+            members = [_Event("hot", self.cold_hot[cold], start), _Event("cold", cold, start)]
+            if self.rng.random() < 0.5:
+                members.reverse()
+            trial.events[start], trial.events[start + 1] = members
+            trial.substituted += 2
+        elif kind == "check":
+            for k in range(CHECK_RUN):
+                trial.events[start + k] = _Event("check")
+
+    def _least_seen(self) -> int:
+        return int(np.argmin(self.sightings))
+
+    def _origin(self, trial: _Trial, index: int) -> Origin:
+        event = trial.events.get(trial.position)
+        if event is None or event.kind == "check":
+            return ("pool", index)
+        return (event.kind, event.number)
+
+    def _observe_member(self, trial: _Trial, event: _Event, latency_s: float) -> None:
+        """Count a hot sighting; keep a pair once both members completed, if its hot sample was primed."""
+        if event.kind == "hot":
+            self.sightings[event.number] += 1
+        if event.pair_start < 0:  # a priming sighting
+            return
+        first = trial.pending.pop(event.pair_start, None)
+        if first is None:
+            trial.pending[event.pair_start] = latency_s
+            return
+        leader = trial.events[event.pair_start]
+        hot = leader if leader.kind == "hot" else event
+        hot_s, cold_s = (first, latency_s) if leader.kind == "hot" else (latency_s, first)
+        seen_before = self.sightings[hot.number] - 1
+        if seen_before >= PRIMING_SIGHTINGS:
+            self.pairs.append(Pair(trial.number, event.pair_start, hot_s, cold_s, seen_before))
+
+    def _check_runs(self) -> int:
+        return max(1, math.ceil(self.checks_per_trial / CHECK_RUN))
+
+    def _targets(self, count: int, low: float, high: float) -> list[float]:
+        """``count`` stratified random progress targets in [low, high), soonest last (a stack to pop)."""
+        if count <= 0:
+            return []
+        width = (high - low) / count
+        return sorted((low + (i + float(self.rng.random())) * width for i in range(count)), reverse=True)
+
+    def _new_cold(self, hot: int) -> int | None:
+        """Index of a new never-seen sample with the shapes of hot sample ``hot`` (None if none found)."""
+        for _ in range(SHAPE_TRIES):
+            candidate = self.make_audit_sample(self.next_audit_index)
+            self.next_audit_index += 1
+            if _shapes(candidate) == _shapes(self.hot[hot]):
+                self.cold.append(candidate)
+                self.cold_hot.append(hot)
+                return len(self.cold) - 1
+        return None
+
+
+def _shapes(sample: Inputs) -> tuple[tuple[int, ...], ...]:
+    return tuple(np.shape(array) for array in sample)

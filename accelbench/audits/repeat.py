@@ -1,0 +1,95 @@
+"""The repeat audit: inside the timed run, are samples seen many times faster than never-seen ones?
+
+The feed (``accelbench.audits.feed``) slips adjacent pairs into the scored run: a hot sample already seen
+at least 8 times and a cold one never seen, of the same shapes, in random order. For an honest stack the
+two members are exchangeable, so the cold/hot latency ratio of a pair scatters around 1; a stack that
+serves seen inputs from a cache (or skips work on them) makes it large. The statistic is the median
+ratio over pairs with a seeded bootstrap confidence interval, over the whole run and over each of
+its last 8, 16, 32, ... pairs (where a cache that waits for warm-up or for N queries is on, however
+late it switches on). A window fails when the lower end of its interval exceeds ``SPEEDUP_LIMIT``: the
+seen samples are faster beyond the noise.
+
+MLPerf's TEST04 allows 10% (20% for short latencies) between its two runs; the pairs here sit next to each
+other in one run, so the noise they carry is smaller, and 25% on the lower bound of the interval leaves
+honest stacks a wide margin (``benchmarks/audit_margins.py`` prints it) while a cache hit, which skips
+the model, is many times faster. Fewer than ``MIN_PAIRS`` completed pairs is inconclusive.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from accelbench.audits.feed import Pair
+from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS, Verdict
+
+SPEEDUP_LIMIT = 1.25
+"""Cold/hot median latency ratio whose CI lower bound, once above it, fails the audit."""
+MIN_PAIRS = 8
+CONFIDENCE = 0.95
+"""Of the whole-run interval."""
+SUFFIX_CONFIDENCE = 0.99
+"""Of the intervals of the last 8, 16, 32, ... pairs (smaller windows, several of them)."""
+BOOTSTRAP_RESAMPLES = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """The pairs of one part of the run: median cold/hot ratio, its bootstrap CI, share hot faster."""
+
+    name: str
+    pairs: int
+    confidence: float
+    ratio: float
+    ratio_low: float
+    ratio_high: float
+    hot_faster_share: float
+
+
+def repeat_verdict(pairs: Sequence[Pair], seed: int = 0) -> Verdict:
+    """Pass, fail or inconclusive from the completed pairs of every trial."""
+    evidence: dict[str, Any] = {"pairs": len(pairs), "limit": SPEEDUP_LIMIT, "confidence": CONFIDENCE}
+    if len(pairs) < MIN_PAIRS:
+        reason = f"only {len(pairs)} seen/never-seen pairs completed (need {MIN_PAIRS})"
+        return Verdict("repeat", INCONCLUSIVE, reason, evidence)
+    ordered = sorted(pairs, key=lambda p: (p.trial, p.position))
+    windows = [_window("whole run", ordered, seed, CONFIDENCE)]
+    size = MIN_PAIRS
+    while size < len(ordered):
+        windows.append(_window(f"last {size} pairs", ordered[-size:], seed, SUFFIX_CONFIDENCE))
+        size *= 2
+    seen = min(pair.hot_sightings for pair in pairs)
+    evidence["windows"] = [dataclasses.asdict(w) for w in windows]
+    evidence["min_hot_sightings"] = seen
+    failed = [w for w in windows if w.ratio_low > SPEEDUP_LIMIT]
+    if failed:
+        w = failed[0]
+        reason = (
+            f"samples seen {seen}+ times ran {w.ratio:.2f}x faster than never-seen ones ({w.name}, "
+            f"{w.pairs} pairs, {w.confidence:.0%} CI {w.ratio_low:.2f}-{w.ratio_high:.2f} > limit "
+            f"{SPEEDUP_LIMIT:g}): outputs cached or work skipped on repeated inputs"
+        )
+        return Verdict("repeat", FAIL, reason, evidence)
+    whole = windows[0]
+    reason = (
+        f"seen/never-seen ratio {whole.ratio:.2f} (CI {whole.ratio_low:.2f}-{whole.ratio_high:.2f}) "
+        f"over {len(pairs)} pairs, limit {SPEEDUP_LIMIT:g}"
+    )
+    return Verdict("repeat", PASS, reason, evidence)
+
+
+def _window(name: str, pairs: Sequence[Pair], seed: int, confidence: float) -> Window:
+    log_ratio = np.log(np.array([max(p.cold_s, 1e-9) / max(p.hot_s, 1e-9) for p in pairs]))
+    rng = np.random.default_rng(seed)
+    draws = rng.choice(log_ratio, size=(BOOTSTRAP_RESAMPLES, log_ratio.size), replace=True)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(np.median(draws, axis=1), [tail, 100 - tail])
+    ratio = float(np.exp(np.median(log_ratio)))
+    share = float(np.mean(log_ratio > 0))
+    return Window(
+        name, int(log_ratio.size), confidence, ratio, float(np.exp(low)), float(np.exp(high)), share
+    )

@@ -1,0 +1,142 @@
+"""Planted cheaters, installed as a user installs a plugin stack (the ``accelbench.stacks`` entry point),
+end up ``disqualified`` with the audit and its numbers in the reason, and rank nowhere: not in the
+terminal leaderboard, not in ``show --json``'s leaderboard, not in the HTML report's charts (Chromium),
+not in the Goodhart table. The honest stack beside them stays ``ok``. Under tiny (``quick``) and
+``standard`` rules.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.planted import CHEATS
+from tests.e2e.test_html_report import chromium_path
+
+REPO = Path(__file__).parents[2]
+REASONS = {
+    "planted-cache": "repeat audit: samples seen",
+    "planted-cache-after-3": "repeat audit: samples seen",
+    "planted-cache-after-8": "repeat audit: samples seen",
+    "planted-cache-after-warmup": "repeat audit: samples seen",
+    "planted-cache-after-queries": "repeat audit: samples seen",
+    "planted-skip-repeat": "caching audit: an input repeated at once",
+    "planted-stale": "output audit: output check: query",
+    "planted-zeros": "output audit: output check: query",
+    "planted-bf16": "precision audit: computes below its declared precision",
+}
+"""The first audit each cheat fails, as its reason begins."""
+
+
+@pytest.fixture(scope="module")
+def plugin_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """An environment in which the cheaters are installed plugin stacks (a dist-info with entry points)."""
+    site = tmp_path_factory.mktemp("plugin-site")
+    info = site / "planted_cheaters-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: planted-cheaters\nVersion: 1.0\n")
+    lines = "\n".join(f"{name} = {ref}" for name, ref in CHEATS.items())
+    (info / "entry_points.txt").write_text(f"[accelbench.stacks]\n{lines}\n")
+    path = os.pathsep.join([str(site), str(REPO), os.environ.get("PYTHONPATH", "")])
+    return {**os.environ, "PYTHONPATH": path, "COLUMNS": "250"}
+
+
+def cli(env: dict[str, str], *args: str, timeout_s: float = 1500) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "accelbench", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env)
+
+
+def run_cheaters(env: dict[str, str], store: Path, rules: str, *extra: str) -> dict[str, Any]:
+    stacks = ",".join(("torch-eager", *CHEATS))
+    args = ["run", "--suite", "tiny", "--workloads", "resnet50", "--stacks", stacks, "--rules", rules]
+    done = cli(env, *args, "--scenarios", "single-stream", "--no-probe", "--store", str(store), *extra)
+    assert done.returncode == 0, done.stderr[-3000:]
+    shown = cli(env, "show", "--json", "--store", str(store))
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    return {"stdout": done.stdout, "document": json.loads(shown.stdout)}
+
+
+@pytest.fixture(scope="module")
+def quick_run(plugin_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    store = tmp_path_factory.mktemp("cheaters-quick") / "store"
+    return {
+        **run_cheaters(plugin_env, store, "quick", "--variants", "1", "--variant-seed", "3"),
+        "store": store,
+    }
+
+
+def assert_disqualified(document: dict[str, Any], variant: str = "canonical") -> None:
+    by_stack = {r["cell"]["stack"]: r for r in document["results"] if r["cell"]["variant"] == variant}
+    honest = by_stack["torch-eager"]
+    assert honest["status"] == "ok", (honest["reason"], honest["audit"])
+    for stack, words in REASONS.items():
+        result = by_stack[stack]
+        assert result["status"] == "disqualified", (stack, result["status"], result["reason"])
+        assert result["reason"].startswith(words), (stack, result["reason"])
+        assert re.search(r"\d", result["reason"]), result["reason"]
+    ranked = {e["stack"] for board in document["leaderboard"] for e in board["entries"]}
+    assert ranked == {"torch-eager"}
+    listed = {u["stack"] for u in document["unverified"] if u["status"] == "disqualified"}
+    assert listed == set(CHEATS)
+
+
+@pytest.mark.slow
+def test_every_cheater_is_disqualified_under_quick_rules(quick_run: dict[str, Any]) -> None:
+    assert_disqualified(quick_run["document"])
+    assert_disqualified(quick_run["document"], variant="s3-v1")
+
+
+@pytest.mark.slow
+def test_the_terminal_shows_cheaters_only_in_the_unverified_section(
+    quick_run: dict[str, Any], plugin_env: dict[str, str]
+) -> None:
+    shown = cli(plugin_env, "show", "--store", str(quick_run["store"]))
+    assert shown.returncode == 0, shown.stderr
+    leaderboard, _, rest = shown.stdout.partition("Unverified cells: measured, not ranked")
+    assert "leaderboard (verified cells only)" in leaderboard and "torch-eager" in leaderboard
+    assert not any(name in leaderboard for name in CHEATS)
+    assert all(name in rest for name in CHEATS)
+    marked = cli(plugin_env, "show", "--include-unverified", "--store", str(quick_run["store"]))
+    assert "UNVERIFIED disqualified" in marked.stdout and "planted-cache " in marked.stdout
+
+
+@pytest.mark.slow
+def test_the_goodhart_table_holds_the_honest_stack_only(quick_run: dict[str, Any]) -> None:
+    generalization = quick_run["document"]["generalization"]
+    assert {row["stack"] for row in generalization["stacks"]} == {"torch-eager"}
+
+
+@pytest.mark.slow
+def test_the_html_charts_hold_no_cheater(quick_run: dict[str, Any], plugin_env: dict[str, str]) -> None:
+    from playwright.sync_api import sync_playwright
+
+    output = quick_run["store"] / "report.html"
+    done = cli(plugin_env, "report", "--store", str(quick_run["store"]), "-o", str(output), timeout_s=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
+        page = browser.new_page()
+        page.goto(output.resolve().as_uri(), wait_until="load", timeout=120_000)
+        charted = page.evaluate(
+            """() => [...document.querySelectorAll('.js-plotly-plot')].map(gd => JSON.stringify(
+                (gd.data || []).map(t => [t.name, t.x, t.y, t.text, t.customdata])))"""
+        )
+        unverified = page.evaluate("() => document.getElementById('unverified').innerText")
+        browser.close()
+    assert charted and any("torch-eager" in chart for chart in charted)
+    assert not [name for name in CHEATS for chart in charted if name in chart]
+    assert all(name in unverified for name in CHEATS)
+
+
+@pytest.mark.slow
+def test_every_cheater_is_disqualified_under_standard_rules(
+    plugin_env: dict[str, str], tmp_path: Path
+) -> None:
+    assert_disqualified(run_cheaters(plugin_env, tmp_path / "store", "standard")["document"])

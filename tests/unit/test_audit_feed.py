@@ -1,0 +1,230 @@
+"""The in-run audits: the feed slips probes into a simulated LoadGen run; repeat and output verdicts.
+
+A fake clock makes the tests exact: an honest call costs 1 ms (with seeded jitter), a cache hit 10 us.
+``drive`` plays LoadGen's part: it issues ``issued`` samples drawn with replacement from the pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from accelbench.audits import feed as feed_module
+from accelbench.audits.feed import AuditFeed
+from accelbench.audits.output import chosen_checks, output_verdict
+from accelbench.audits.repeat import repeat_verdict
+from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS
+
+Inputs = tuple[np.ndarray, ...]
+WEIGHTS = np.random.default_rng(0).standard_normal((8, 10))
+POOL = 256
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now_s = 0.0
+
+    def __call__(self) -> float:
+        return self.now_s
+
+
+def sample(index: int, offset: int = 0) -> Inputs:
+    return (np.random.default_rng(index + offset).standard_normal((1, 8)).astype(np.float32),)
+
+
+def reference(inputs: Inputs) -> np.ndarray:
+    return (inputs[0].astype(np.float64) @ WEIGHTS).astype(np.float32)
+
+
+def make_feed(clock: Clock, checks: int = 32, seed: int = 1) -> AuditFeed:
+    pool = [sample(i) for i in range(POOL)]
+    return AuditFeed(pool, lambda k: sample(k, 10_000), checks, seed, clock=clock)
+
+
+def honest(clock: Clock, seed: int = 5) -> Callable[[Inputs], np.ndarray]:
+    jitter = np.random.default_rng(seed)
+
+    def infer(inputs: Inputs) -> np.ndarray:
+        clock.now_s += 1e-3 * (1 + 0.3 * jitter.random())
+        return reference(inputs)
+
+    return infer
+
+
+def memo(clock: Clock, after: int = 0, from_call: int = 0) -> Callable[[Inputs], np.ndarray]:
+    """Caches an output once its input was seen ``after`` times, counting calls from ``from_call`` on."""
+    compute = honest(clock)
+    seen: dict[bytes, int] = {}
+    cache: dict[bytes, np.ndarray] = {}
+    calls = [0]
+
+    def infer(inputs: Inputs) -> np.ndarray:
+        calls[0] += 1
+        key = inputs[0].tobytes()
+        if key in cache:
+            clock.now_s += 1e-5
+            return cache[key]
+        output = compute(inputs)
+        if calls[0] > from_call:
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] > after:
+                cache[key] = output
+        return output
+
+    return infer
+
+
+def drive(
+    feed: AuditFeed, infer: Callable[[Inputs], np.ndarray], clock: Clock, issued: int, expected: int = 870
+) -> None:
+    """One trial of single-stream: at least ``issued`` samples and at least 1 s, like LoadGen; the
+    calibrated estimate of the samples it issues is ``expected`` (1 s at ~1.15 ms by default)."""
+    feed.start_trial(issued, expected, 1.0)
+    rng = np.random.default_rng(9)
+    started, count = clock(), 0
+    while count < issued or clock() - started < 1.0:
+        index = int(rng.integers(POOL))
+        inputs = feed.sample(index)
+        begin = clock()
+        output = infer(inputs)
+        feed.observe(index, clock() - begin, output)
+        count += 1
+    feed.end_trial()
+
+
+def judge(feed: AuditFeed) -> tuple[str, str]:
+    checks = chosen_checks(feed.checks, 64)
+    refs = {c.origin: reference(feed.audit_input(c.origin)) for c in checks}
+    return output_verdict(checks, refs).outcome, repeat_verdict(feed.pairs).outcome
+
+
+def test_an_honest_stack_passes_both_in_run_audits() -> None:
+    clock = Clock()
+    feed = make_feed(clock)
+    drive(feed, honest(clock), clock, 200)
+    assert judge(feed) == (PASS, PASS)
+    assert len(feed.pairs) >= feed_module.PAIRS and min(p.hot_sightings for p in feed.pairs) >= 8
+
+
+@pytest.mark.parametrize("after", [0, 1, 3, 8])
+def test_a_cache_that_switches_on_after_k_sightings_fails_the_repeat_audit(after: int) -> None:
+    clock = Clock()
+    feed = make_feed(clock)
+    drive(feed, memo(clock, after=after), clock, 200)
+    verdict = repeat_verdict(feed.pairs)
+    assert verdict.outcome == FAIL, verdict.reason
+    assert "faster than never-seen" in verdict.reason and "limit 1.25" in verdict.reason
+
+
+@pytest.mark.parametrize("from_call", [100, 400, 600])
+def test_a_cache_that_switches_on_after_n_queries_fails(from_call: int) -> None:
+    clock = Clock()
+    feed = make_feed(clock)
+    drive(feed, memo(clock, from_call=from_call), clock, 200)  # 1 s at ~1.15 ms: ~870 samples
+    assert repeat_verdict(feed.pairs).outcome == FAIL
+
+
+def test_probes_spread_over_the_whole_run_and_never_reuse_timed_samples() -> None:
+    clock = Clock()
+    feed = make_feed(clock)
+    drive(feed, honest(clock), clock, 200)
+    issued = 870
+    positions = sorted(c.position for c in feed.checks)
+    assert len(feed.checks) >= 32 and positions[0] < issued / 4 and positions[-1] > 3 * issued / 4
+    pair_positions = sorted(p.position for p in feed.pairs)
+    assert pair_positions[-1] > 3 * issued / 4
+    timed = {feed.pool[i][0].tobytes() for i in range(POOL)}
+    audit_inputs = [*feed.hot, *feed.cold]
+    assert not timed & {x[0].tobytes() for x in audit_inputs}
+    assert len({x[0].tobytes() for x in feed.cold}) == len(feed.cold)
+
+
+def test_a_slow_run_that_issues_only_its_minimum_keeps_its_checks() -> None:
+    clock = Clock()
+    feed = make_feed(clock)
+    minimum = feed.minimum_samples()
+
+    def slow(inputs: Inputs) -> np.ndarray:
+        clock.now_s += 0.05  # 50 ms: the run is count-bound, not duration-bound
+        return reference(inputs)
+
+    drive(feed, slow, clock, minimum, expected=20)
+    assert len(feed.checks) >= 30 and len(feed.pairs) >= 12
+    assert judge(feed) == (PASS, PASS)
+
+
+def test_a_stale_output_fails_the_output_check() -> None:
+    clock = Clock()
+    feed = make_feed(clock)
+    compute = honest(clock)
+    previous: list[np.ndarray] = []
+
+    def stale(inputs: Inputs) -> np.ndarray:
+        output = compute(inputs)
+        previous.append(output)
+        return previous[-2] if len(previous) > 1 else output
+
+    drive(feed, stale, clock, 200)
+    checks = chosen_checks(feed.checks, 64)
+    verdict = output_verdict(checks, {c.origin: reference(feed.audit_input(c.origin)) for c in checks})
+    assert verdict.outcome == FAIL and "matches the reference of another input" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("cheat", "words"),
+    [
+        (lambda out, n: np.zeros_like(out) if n % 2 else out, "all zeros"),
+        (lambda out, n: np.full_like(out, np.nan) if n % 5 == 0 else out, "NaN"),
+        (lambda out, n: np.ones_like(out), "the same output for different inputs"),
+        (lambda out, n: out[:, :5], "shape"),
+    ],
+)
+def test_skipped_or_constant_outputs_fail_the_output_check(
+    cheat: Callable[[np.ndarray, int], np.ndarray], words: str
+) -> None:
+    clock = Clock()
+    feed = make_feed(clock)
+    compute = honest(clock)
+    calls = [0]
+
+    def infer(inputs: Inputs) -> np.ndarray:
+        calls[0] += 1
+        return cheat(compute(inputs), calls[0])
+
+    drive(feed, infer, clock, 200)
+    checks = chosen_checks(feed.checks, 64)
+    verdict = output_verdict(checks, {c.origin: reference(feed.audit_input(c.origin)) for c in checks})
+    assert verdict.outcome == FAIL and words in verdict.reason, verdict.reason
+
+
+def test_a_merely_inaccurate_output_is_left_to_the_quality_gate() -> None:
+    clock = Clock()
+    feed = make_feed(clock)
+    compute = honest(clock)
+    noise = np.random.default_rng(4)
+
+    def noisy(inputs: Inputs) -> np.ndarray:
+        out = compute(inputs)
+        return out + noise.standard_normal(out.shape).astype(np.float32) * np.abs(out).max()
+
+    drive(feed, noisy, clock, 200)
+    checks = chosen_checks(feed.checks, 64)
+    verdict = output_verdict(checks, {c.origin: reference(feed.audit_input(c.origin)) for c in checks})
+    assert verdict.outcome == PASS, verdict.reason
+
+
+def test_too_few_pairs_or_checks_are_inconclusive() -> None:
+    assert repeat_verdict([]).outcome == INCONCLUSIVE
+    assert output_verdict([], {}).outcome == INCONCLUSIVE
+
+
+def test_chosen_checks_keep_whole_runs_spread_over_the_run() -> None:
+    clock = Clock()
+    feed = make_feed(clock, checks=64)
+    drive(feed, honest(clock), clock, 200)
+    chosen = chosen_checks(feed.checks, 12)
+    assert 9 <= len(chosen) <= 15
+    positions = [c.position for c in chosen]
+    assert positions[0] < 300 and positions[-1] > 500

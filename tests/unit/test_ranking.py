@@ -1,0 +1,103 @@
+"""Only verified cells rank: the status follows the audits, and every leaderboard reads ``ok`` cells."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from accelbench import ranking
+from accelbench.audits.status import cell_status
+from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS, Verdict
+from accelbench.results import Cell, LoadgenVerdict, Result, from_dict
+from accelbench.store.export import export_results
+
+GOLDEN = Path(__file__).parent.parent / "golden" / "result_v4.json"
+
+
+def verdict(audit: str, outcome: str) -> Verdict:
+    return Verdict(audit, outcome, f"{audit} said {outcome}")
+
+
+def test_a_failed_audit_disqualifies_before_anything_else() -> None:
+    verdicts = [verdict("precision", FAIL), verdict("repeat", FAIL), verdict("output", PASS)]
+    status, reason = cell_status(verdicts, ["cosine"], ["min duration"], "unstable: drift")
+    assert status == "disqualified"
+    assert reason == "repeat audit: repeat said fail (and 1 more audit(s) failed: precision)"
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "quality", "invalid", "unstable", "expected"),
+    [
+        ([verdict("output", PASS)], ["top1"], ["x"], "drift", "quality_failed"),
+        ([verdict("repeat", INCONCLUSIVE)], [], ["x"], "drift", "unverified"),
+        ([verdict("repeat", PASS)], [], ["trial 0: min duration"], "drift", "invalid"),
+        ([verdict("repeat", PASS)], [], [], "unstable: drift 9%", "unstable"),
+        ([verdict("repeat", PASS)], [], [], "", "ok"),
+    ],
+)
+def test_status_precedence(
+    verdicts: list[Verdict], quality: list[str], invalid: list[str], unstable: str, expected: str
+) -> None:
+    assert cell_status(verdicts, quality, invalid, unstable)[0] == expected
+
+
+def result(
+    stack: str, qps: float, status: str = "ok", precision: str = "fp32", scenario: str = "offline"
+) -> Result:
+    loadgen = LoadgenVerdict(scenario, status != "invalid", (), qps, 100, "quick", False, "logs")
+    cell = Cell("resnet50", stack, scenario, size="tiny")
+    return Result(
+        "r1", cell, status, reason=f"{status} because", loadgen=loadgen, effective_precision=precision
+    )
+
+
+RESULTS = [
+    result("torch-eager", 100.0),
+    result("onnxruntime", 300.0),
+    result("cheater", 4000.0, "disqualified"),
+    result("slowpoke", 50.0, "unstable"),
+    result("null", 9e6, "unverified", precision="none"),
+    result("broken", 0.0, "crashed"),
+]
+
+
+def test_leaderboards_hold_verified_cells_only_best_first() -> None:
+    (board,) = ranking.leaderboards(RESULTS)
+    assert [(e.rank, e.result.cell.stack, e.verified) for e in board.entries] == [
+        (1, "onnxruntime", True),
+        (2, "torch-eager", True),
+    ]
+    assert [r.cell.stack for r in ranking.unverified(RESULTS)] == ["cheater", "null", "slowpoke"]
+
+
+def test_include_unverified_ranks_them_marked_but_never_the_null_stack() -> None:
+    (board,) = ranking.leaderboards(RESULTS, include_unverified=True)
+    assert [(e.result.cell.stack, e.verified) for e in board.entries] == [
+        ("cheater", False),
+        ("onnxruntime", True),
+        ("torch-eager", True),
+        ("slowpoke", False),
+    ]
+
+
+def test_the_json_leaderboard_keeps_unverified_cells_outside() -> None:
+    document = json.loads(json.dumps(ranking.leaderboard_document(RESULTS)))
+    stacks = [e["stack"] for board in document["leaderboard"] for e in board["entries"]]
+    assert stacks == ["onnxruntime", "torch-eager"]
+    listed = {u["stack"]: (u["status"], u["reason"]) for u in document["unverified"]}
+    assert listed["cheater"] == ("disqualified", "disqualified because")
+
+
+def test_csv_export_marks_verified_and_ranks(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    export_results(RESULTS, "csv", out)
+    rows = {row["stack"]: row for row in csv.DictReader(out.open())}
+    assert (rows["onnxruntime"]["verified"], rows["onnxruntime"]["rank"]) == ("true", "1")
+    assert (rows["cheater"]["verified"], rows["cheater"]["rank"]) == ("false", "")
+
+
+def test_the_golden_result_is_verified() -> None:
+    assert ranking.is_verified(from_dict(json.loads(GOLDEN.read_text())))
