@@ -141,9 +141,12 @@ class AuditFeed:
         self.trials = 0
 
     def minimum_samples(self) -> int:
-        """Samples the next trial must issue so that its events fill at most about half of them."""
+        """Samples the next trial must issue: audit inputs take at most ``EVENT_SHARE`` of them, and the
+        checks (which replace no input) fit in the rest."""
         priming = sum(max(0, PRIMING_SIGHTINGS - seen) for seen in self.sightings)
-        return 2 * (priming + 2 * self.pairs_per_trial) + CHECK_RUN * self._check_runs()
+        substituted = priming + 2 * self.pairs_per_trial
+        checks = CHECK_RUN * self._check_runs()
+        return max(int(substituted / EVENT_SHARE), substituted + checks) + CHECK_RUN
 
     def pairs_for(self, expected_samples: int) -> int:
         """Pairs of a trial expected to issue ``expected_samples``."""

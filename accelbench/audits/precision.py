@@ -58,6 +58,7 @@ label is a hedge; the verdict itself is always against the declared budget."""
 UNCHECKED = ("int8", "fp8", "none")
 """Declared precisions this audit does not judge (the quality gate does)."""
 
+
 def consistent_with(error: float) -> str:
     """The finest class whose budget holds ``error`` ("coarser than bf16" when none does)."""
     for name, budget in CLASSES:
