@@ -16,6 +16,7 @@ near no reference at all, fails the gate (``quality_failed``), not this audit.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -32,7 +33,8 @@ SAME_OUTPUT = 1e-9
 
 
 def chosen_checks(checks: Sequence[Check], most: int) -> list[Check]:
-    """At most ``most`` checks, taken as whole runs of adjacent positions evenly spread over the run."""
+    """About ``most`` checks (never fewer when there are more), as whole runs of adjacent positions
+    evenly spread over the run."""
     runs: list[list[Check]] = []
     for check in sorted(checks, key=lambda c: (c.trial, c.position)):
         last = runs[-1][-1] if runs else None
@@ -43,7 +45,7 @@ def chosen_checks(checks: Sequence[Check], most: int) -> list[Check]:
     total = sum(len(run) for run in runs)
     if total <= most or not runs:
         return [check for run in runs for check in run]
-    keep = max(1, round(len(runs) * most / total))
+    keep = max(1, math.ceil(len(runs) * most / total))
     picked = np.unique(np.linspace(0, len(runs) - 1, keep).round().astype(int))
     return [check for index in picked for check in runs[index]]
 

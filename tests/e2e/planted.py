@@ -168,41 +168,45 @@ class _Memo:
         return output
 
 
-class CacheAfter3Stack(_Planted):
+class _MemoStack(_Planted):
+    """The real model behind a ``_Memo`` cache configured by the class attributes."""
+
+    after: ClassVar[int] = 0
+    warmup: ClassVar[int] = 0
+    warmup_s: ClassVar[float] = 0.0
+
+    def prepare(self, model: Any, spec: ModelSpec, ctx: CellContext) -> Session:
+        memo = _Memo(_eager(model), after=self.after, warmup=self.warmup, warmup_s=self.warmup_s)
+        return Session(infer=memo, effective_precision="fp32", compile_s=0.0)
+
+
+class CacheAfter3Stack(_MemoStack):
     """Caches an output once its input was seen 3 times."""
 
     name = "planted-cache-after-3"
-
-    def prepare(self, model: Any, spec: ModelSpec, ctx: CellContext) -> Session:
-        return Session(infer=_Memo(_eager(model), after=3), effective_precision="fp32", compile_s=0.0)
+    after = 3
 
 
-class CacheAfter8Stack(_Planted):
+class CacheAfter8Stack(_MemoStack):
     """Caches an output once its input was seen 8 times."""
 
     name = "planted-cache-after-8"
-
-    def prepare(self, model: Any, spec: ModelSpec, ctx: CellContext) -> Session:
-        return Session(infer=_Memo(_eager(model), after=8), effective_precision="fp32", compile_s=0.0)
+    after = 8
 
 
-class CacheAfterWarmupStack(_Planted):
+class CacheAfterWarmupStack(_MemoStack):
     """Honest for the first 0.6 s after its first call (warm-up, calibration, the run's start), then
     memoizes."""
 
     name = "planted-cache-after-warmup"
-
-    def prepare(self, model: Any, spec: ModelSpec, ctx: CellContext) -> Session:
-        return Session(infer=_Memo(_eager(model), warmup_s=0.6), effective_precision="fp32", compile_s=0.0)
+    warmup_s = 0.6
 
 
-class CacheAfterQueriesStack(_Planted):
+class CacheAfterQueriesStack(_MemoStack):
     """Honest for its first 250 calls, then memoizes."""
 
     name = "planted-cache-after-queries"
-
-    def prepare(self, model: Any, spec: ModelSpec, ctx: CellContext) -> Session:
-        return Session(infer=_Memo(_eager(model), warmup=250), effective_precision="fp32", compile_s=0.0)
+    warmup = 250
 
 
 class StaleStack(_Planted):
