@@ -2,8 +2,12 @@
 
 Order of precedence, most severe first (the reason is that of the first that applies):
 
-1. ``disqualified``: an audit failed (output, repeat, caching, alternate_seed, precision, in that order).
-2. ``quality_failed``: the outputs are inaccurate for the declared precision (quality gate or sanity check).
+1. ``disqualified``: a cheat's signature: the output, repeat or caching audit failed; or the precision
+   audit failed with an error that fits a coarser floating-point class (tf32, fp16, bf16: computing
+   below the declared precision); or the run's own outputs pass the quality gate while the
+   alternate-seed or precision audit fails (inputs memorised, precision lowered).
+2. ``quality_failed``: the outputs are inaccurate for the declared precision (quality gate or sanity
+   check); the alternate-seed and precision audits then fail too, as consequences, not as cheats.
 3. ``unverified``: an audit could not conclude (too few samples, or outputs the stack says are not
    the model's); nothing says the figure is wrong, nothing vouches for it either.
 4. ``invalid``: LoadGen said INVALID for a trial (its reasons follow).
@@ -20,6 +24,10 @@ from collections.abc import Sequence
 from accelbench.audits.verdict import FAIL, INCONCLUSIVE, Verdict
 
 AUDIT_ORDER = ("output", "repeat", "caching", "alternate_seed", "precision")
+ACCURACY_AUDITS = ("alternate_seed", "precision")
+"""Audits that an inaccurate stack fails as a consequence of its inaccuracy."""
+COARSEST_CLASS = "coarser than bf16"
+"""``accelbench.audits.precision.consistent_with`` for an error no floating-point class explains."""
 
 
 def cell_status(
@@ -31,11 +39,12 @@ def cell_status(
     """(status, one-line reason) of a measured cell."""
     ordered = sorted(verdicts, key=lambda v: AUDIT_ORDER.index(v.audit) if v.audit in AUDIT_ORDER else 99)
     failed = [v for v in ordered if v.outcome == FAIL]
-    if failed:
-        more = f" (and {len(failed) - 1} more audit(s) failed: {', '.join(v.audit for v in failed[1:])})"
-        return "disqualified", f"{failed[0].audit} audit: {failed[0].reason}" + (
-            more if len(failed) > 1 else ""
-        )
+    cheats = [v for v in failed if v.audit not in ACCURACY_AUDITS or _lowered_precision(v)]
+    if cheats or (failed and not quality_failures):
+        first = (cheats or failed)[0]
+        others = [v.audit for v in failed if v is not first]
+        more = f" (and {len(others)} more audit(s) failed: {', '.join(others)})" if others else ""
+        return "disqualified", f"{first.audit} audit: {first.reason}{more}"
     if quality_failures:
         return "quality_failed", f"quality gate failed: {', '.join(quality_failures)}"
     inconclusive = [v for v in ordered if v.outcome == INCONCLUSIVE]
@@ -46,3 +55,9 @@ def cell_status(
     if unstable_reason:
         return "unstable", unstable_reason
     return "ok", ""
+
+
+def _lowered_precision(verdict: Verdict) -> bool:
+    """A failed precision audit whose error fits a coarser floating-point class than the declared one."""
+    consistent = verdict.evidence.get("consistent_with")
+    return verdict.audit == "precision" and consistent is not None and consistent != COARSEST_CLASS

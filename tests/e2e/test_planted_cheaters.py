@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.cli import measured_ok
 from tests.e2e.planted import CHEATS
 from tests.e2e.test_html_report import chromium_path
 
@@ -75,14 +76,14 @@ def quick_run(plugin_env: dict[str, str], tmp_path_factory: pytest.TempPathFacto
 def assert_disqualified(document: dict[str, Any], variant: str = "canonical") -> None:
     by_stack = {r["cell"]["stack"]: r for r in document["results"] if r["cell"]["variant"] == variant}
     honest = by_stack["torch-eager"]
-    assert honest["status"] == "ok", (honest["reason"], honest["audit"])
+    assert measured_ok(honest), (honest["status"], honest["reason"], honest["audit"])
     for stack, words in REASONS.items():
         result = by_stack[stack]
         assert result["status"] == "disqualified", (stack, result["status"], result["reason"])
         assert result["reason"].startswith(words), (stack, result["reason"])
         assert re.search(r"\d", result["reason"]), result["reason"]
     ranked = {e["stack"] for board in document["leaderboard"] for e in board["entries"]}
-    assert ranked == {"torch-eager"}
+    assert ranked <= {"torch-eager"} and (ranked or honest["status"] == "unstable")
     listed = {u["stack"] for u in document["unverified"] if u["status"] == "disqualified"}
     assert listed == set(CHEATS)
 
@@ -110,7 +111,9 @@ def test_the_terminal_shows_cheaters_only_in_the_unverified_section(
 @pytest.mark.slow
 def test_the_goodhart_table_holds_the_honest_stack_only(quick_run: dict[str, Any]) -> None:
     generalization = quick_run["document"]["generalization"]
-    assert {row["stack"] for row in generalization["stacks"]} == {"torch-eager"}
+    assert {row["stack"] for row in generalization["stacks"]} <= {"torch-eager"}
+    assert {row["stack"] for row in generalization["heatmap"]} <= {"torch-eager"}
+    assert {row["stack"] for row in generalization["excluded"]} >= set(CHEATS)
 
 
 @pytest.mark.slow

@@ -101,3 +101,19 @@ def test_csv_export_marks_verified_and_ranks(tmp_path: Path) -> None:
 
 def test_the_golden_result_is_verified() -> None:
     assert ranking.is_verified(from_dict(json.loads(GOLDEN.read_text())))
+
+
+def test_an_inaccurate_stack_is_quality_failed_not_disqualified() -> None:
+    garbage = Verdict("precision", FAIL, "error 3.2", {"consistent_with": "coarser than bf16"})
+    status, reason = cell_status([garbage, verdict("alternate_seed", FAIL)], ["top1"], [], "")
+    assert (status, reason) == ("quality_failed", "quality gate failed: top1")
+
+
+def test_precision_lowered_to_bf16_disqualifies_even_when_the_gate_fails() -> None:
+    lowered = Verdict("precision", FAIL, "error 0.05", {"consistent_with": "bf16 or fp16"})
+    assert cell_status([lowered], ["top1"], [], "")[0] == "disqualified"
+
+
+def test_memorised_inputs_disqualify_when_the_run_itself_passes_the_gate() -> None:
+    status, reason = cell_status([verdict("alternate_seed", FAIL)], [], [], "")
+    assert status == "disqualified" and reason.startswith("alternate_seed audit")
