@@ -52,6 +52,10 @@ _LATENCY_HEADROOM = 0.25
 enough queries even if the model speeds up after calibration (costs memory only, not time). 0.5 left
 cells INVALID ("min duration not satisfied") when calibration ran while another process was busy, as
 on a two-node fleet sharing this VM's two cores; an INVALID cell does not rank."""
+_MAX_TOLD_LATENCY_S = 5e-4
+"""Cap of the stream latency LoadGen is told: at least 4000 queries per second of min duration are
+pre-generated, whatever the calibration said (memory only, bounded by ``_MAX_GENERATED_QUERIES``)."""
+_MAX_GENERATED_QUERIES = 1_000_000
 _OFFLINE_HEADROOM = 1.5
 """Offline: ask for this many times the calibrated QPS so the single query outlasts the min duration."""
 
@@ -167,11 +171,11 @@ def loadgen_settings(
         "min_query_count": max(rules.min_queries_for(scenario), -(-min_samples // per_query)),
     }
     if scenario == "single-stream":
-        settings["single_stream_expected_latency_ns"] = round(expected_s * _LATENCY_HEADROOM * 1e9)
+        settings["single_stream_expected_latency_ns"] = _told_latency_ns(expected_s, rules.min_duration_s)
     elif scenario == "multi-stream":
         per_query_s = expected_s * rules.multi_stream_samples_per_query
         settings["multi_stream_samples_per_query"] = rules.multi_stream_samples_per_query
-        settings["multi_stream_expected_latency_ns"] = round(per_query_s * _LATENCY_HEADROOM * 1e9)
+        settings["multi_stream_expected_latency_ns"] = _told_latency_ns(per_query_s, rules.min_duration_s)
     elif scenario == "offline":
         settings["offline_expected_qps"] = _OFFLINE_HEADROOM / expected_s
     else:
@@ -185,6 +189,16 @@ def guaranteed_samples(settings: Mapping[str, Any]) -> int:
     if settings["scenario"] == "offline":  # the one query's size is fixed before the run starts
         return expected_samples(settings, 1.0)
     return int(settings["min_query_count"] * settings.get("multi_stream_samples_per_query", 1))
+
+
+def _told_latency_ns(latency_s: float, duration_s: float) -> int:
+    """The latency LoadGen is told for a stream scenario: ``_LATENCY_HEADROOM`` of the calibrated one,
+    at most ``_MAX_TOLD_LATENCY_S``, so that it pre-generates queries for a SUT much faster than
+    calibrated (calibration may run while the machine is busy: on a two-node fleet sharing this VM, a
+    cell calibrated at 5.4 ms ran at 0.62 ms); and at least what keeps the pre-generated queries
+    (2 x min duration / told latency) under ``_MAX_GENERATED_QUERIES``."""
+    floor_s = max(_MIN_EXPECTED_LATENCY_S, 2 * duration_s / _MAX_GENERATED_QUERIES)
+    return round(max(floor_s, min(latency_s * _LATENCY_HEADROOM, _MAX_TOLD_LATENCY_S)) * 1e9)
 
 
 def expected_samples(settings: Mapping[str, Any], latency_s: float) -> int:

@@ -201,3 +201,11 @@ def test_rules() -> None:
 def test_unknown_rules() -> None:
     with pytest.raises(UserError, match="quick, standard, official"):
         get_rules("fast")
+
+
+def test_stream_latency_told_to_loadgen_is_capped_and_bounded() -> None:
+    slow = loadgen_settings("single-stream", QUICK, 0.0054, 24)  # calibrated on a busy machine
+    assert slow["single_stream_expected_latency_ns"] == 500_000  # queries for a SUT 10x faster
+    official = loadgen_settings("single-stream", RULES["official"], 0.0054, 24)
+    generated = 2 * official["min_duration_ms"] / 1e3 / (official["single_stream_expected_latency_ns"] / 1e9)
+    assert generated == pytest.approx(1_000_000)
