@@ -71,13 +71,27 @@ def test_tune_ranks_an_unseen_onnx_file(tmp_path: Path) -> None:
     rows = {row["stack"]: row for row in document["ranking"]}
     assert set(rows) == set(stacks.split(","))
     assert document["reference_stack"] == "onnxruntime"
-    assert document["best_stack"] in ("onnxruntime", "openvino")
+    assert_verified_ranking(document, ("onnxruntime", "openvino"))
     best = rows[document["best_stack"]]
     assert best["verified"] and best["quality"]["passed"] and best["quality"]["value"] > 0.9999
-    assert document["speedup_vs_reference"] >= 1.0
     assert rows["onnxruntime"]["verified"] and rows["onnxruntime"]["speed_vs_reference"] == 1.0
     assert rows["torch-eager"]["status"] == "unsupported" and "onnx2torch" in rows["torch-eager"]["reason"]
     assert [row["verified"] for row in document["ranking"]] == [True, True, False]  # verified ones first
+
+
+def assert_verified_ranking(document: dict[str, Any], candidates: tuple[str, ...]) -> None:
+    """The best stack is the fastest verified one; an honest row is unverified only when the machine
+    drifted (``unstable``); the speed-up needs a verified reference."""
+    rows = {row["stack"]: row for row in document["ranking"]}
+    honest = [rows[name] for name in candidates]
+    assert all(row["verified"] or row["status"] == "unstable" for row in honest), honest
+    verified = [row for row in document["ranking"] if row["verified"]]
+    assert document["best_stack"] == max(verified, key=lambda row: row["qps"])["stack"]
+    assert document["best_stack"] in candidates
+    if rows[document["reference_stack"]]["verified"]:
+        assert document["speedup_vs_reference"] >= 1.0
+    else:
+        assert document["speedup_vs_reference"] is None
 
 
 @pytest.mark.slow
@@ -85,9 +99,7 @@ def test_tune_ranks_a_torch_function(tmp_path: Path) -> None:
     target = f"{__name__}:tiny_model"
     document = tune_json(target, "--stacks", "torch-eager,onnxruntime", "--store", str(tmp_path / "s"))
     assert document["reference_stack"] == "torch-eager"
-    assert document["best_stack"] in ("torch-eager", "onnxruntime")
-    assert all(row["verified"] for row in document["ranking"]), document["ranking"]
-    assert document["speedup_vs_reference"] >= 1.0
+    assert_verified_ranking(document, ("torch-eager", "onnxruntime"))
     assert document["model"] == {
         "kind": "torch",
         "location": target,
