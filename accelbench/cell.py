@@ -100,7 +100,7 @@ def _measure(spec: CellSpec) -> dict[str, Any]:
     judged = _judge(spec, stack, workload, session, reference_model, sets, feed, rules)
     failures = [q.metric for q in (judged.quality, sanity) if q is not None and not q.passed]
     status, why = audits.cell_status(
-        judged.verdicts, failures, _invalid_reasons(stack, trials), _unstable(probe)
+        judged.verdicts, failures, _invalid_reasons(stack, trials), noise.unstable_reason(probe)
     )
     outcome.update(status=status, reason=why, quality=_asdict(judged.quality), sanity=_asdict(sanity))
     outcome["audit"] = judged.section
@@ -353,14 +353,6 @@ def _invalid_reasons(stack: Stack, trials: list[Measurement]) -> list[str]:
         for number, t in enumerate(trials)
         if not t.summary.valid
     ]
-
-
-def _unstable(probe: Any) -> str:
-    """Why the measurement is unstable, or "" (the noise guard's probe drifted past its threshold)."""
-    if not probe.unstable:
-        return ""
-    limit = noise.DRIFT_THRESHOLD
-    return f"unstable: reference probe drifted {probe.drift:.0%} during the measurement (limit {limit:.0%})"
 
 
 def _warnings(trials: list[Measurement], probe: Any, stack: Stack) -> list[str]:

@@ -114,3 +114,11 @@ def end(start: ProbeStart) -> NoiseProbe:
         other_load_cores=other,
         unstable=drift > DRIFT_THRESHOLD,
     )
+
+
+def unstable_reason(probe: NoiseProbe) -> str:
+    """Why the measurement is unstable, or "" (the probe drifted past ``DRIFT_THRESHOLD``)."""
+    if not probe.unstable:
+        return ""
+    limit = DRIFT_THRESHOLD
+    return f"unstable: reference probe drifted {probe.drift:.0%} during the measurement (limit {limit:.0%})"
