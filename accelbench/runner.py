@@ -10,34 +10,25 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from accelbench import registry, training
-from accelbench.cellspec import CellSpec
-from accelbench.config import RunConfig, effective_mem_limit_bytes, effective_threads
+from accelbench.cell.pipeline import run_cell
+from accelbench.cellspec import PlannedCell
+from accelbench.config import RunConfig
 from accelbench.errors import UserError
+from accelbench.generation import workload as generation_workload
 from accelbench.hardware.detect import Machine, machine_to_dict
-from accelbench.isolation import run_cell
-from accelbench.results import SCHEMA_VERSION, Cell, Result, from_dict
+from accelbench.results import Cell, Result
 from accelbench.store import Store
 
 log = logging.getLogger(__name__)
 
 _DEVICE = re.compile(r"^(cpu|cuda:\d+)$")
-
-
-@dataclass(frozen=True, slots=True)
-class PlannedCell:
-    """A cell with the references its process will import."""
-
-    cell: Cell
-    workload_ref: str
-    stack_ref: str
 
 
 def new_run_id() -> str:
@@ -49,24 +40,79 @@ def plan(config: RunConfig) -> list[PlannedCell]:
     """Every (workload, stack, device, scenario) cell of the configuration, names resolved.
 
     With ``config.variants`` = N each canonical cell is followed by its N variant cells (not for stacks
-    that do not compute, such as the null stack: their time does not depend on the model).
+    that do not compute, such as the null stack: their time does not depend on the model). A generative
+    workload (``accelbench.generation.workload``) runs on the generating stacks among
+    ``config.generation_stacks`` (or ``config.stacks``), in its scenarios among
+    ``config.generation_scenarios`` (or ``config.scenarios``), canonical only; the other workloads run on
+    the inference stacks. A workload without a cell is left out (a training workload outside
+    train-to-quality, an LLM without a generating stack); a plan without any cell is a UserError.
     """
     workloads = registry.resolve("workload", config.workloads)
-    stacks = registry.resolve("stack", config.stacks)
+    registry.resolve_any_stack(config.stacks + config.generation_stacks)
     bad = [d for d in config.devices if not _DEVICE.match(d)]
     if bad:
         raise UserError(f"unknown device {', '.join(bad)}; use cpu or cuda:N")
+    cells: list[PlannedCell] = []
+    for workload, ref in workloads.items():
+        cells += _generative_cells(config, workload, ref) or _inference_cells(config, workload, ref)
+    if not cells:
+        why = "; ".join(f"{w}: {_why_none(config, w, ref)}" for w, ref in workloads.items())
+        raise UserError(f"no cell to run ({why})")
+    return cells
+
+
+def _inference_cells(config: RunConfig, workload: str, workload_ref: str) -> list[PlannedCell]:
+    if _generates(workload_ref):
+        return []
+    stacks = {name: ref for name, ref in registry.table("stack").items() if name in config.stacks}
     return [
         PlannedCell(
-            Cell(workload, stack, scenario, device, config.size, variant), workloads[workload], stacks[stack]
+            Cell(workload, stack, scenario, device, config.size, variant), workload_ref, stacks[stack]
         )
-        for workload in config.workloads
         for stack in config.stacks
+        if stack in stacks
         for device in config.devices
         for scenario in config.scenarios
         if training.compatible(workload, scenario)
         for variant in _variants(config, stacks[stack])
     ]
+
+
+def _generative_cells(config: RunConfig, workload: str, workload_ref: str) -> list[PlannedCell]:
+    if not _generates(workload_ref):
+        return []
+    stacks = config.generation_stacks or config.stacks
+    scenarios = config.generation_scenarios or config.scenarios
+    return [
+        PlannedCell(
+            Cell(workload, stack, scenario, device, config.size, "canonical"),
+            workload_ref,
+            registry.GENERATING_STACKS[stack],
+        )
+        for stack in stacks
+        if stack in registry.GENERATING_STACKS
+        for device in config.devices
+        for scenario in scenarios
+        if scenario in generation_workload.SCENARIOS
+    ]
+
+
+def _generates(workload_ref: str) -> bool:
+    try:
+        return generation_workload.generates(registry.instantiate(workload_ref))
+    except Exception:  # a workload that does not load is recorded per cell, as an inference workload
+        return False
+
+
+def _why_none(config: RunConfig, workload: str, workload_ref: str) -> str:
+    if _generates(workload_ref):
+        stacks = ", ".join(config.generation_stacks or config.stacks)
+        scenarios = ", ".join(config.generation_scenarios or config.scenarios)
+        return (
+            f"it runs on generating stacks ({', '.join(registry.GENERATING_STACKS)}) in "
+            f"{', '.join(generation_workload.SCENARIOS)}; asked: stacks {stacks}, scenarios {scenarios}"
+        )
+    return f"none of the stacks {', '.join(config.stacks)} runs it in {', '.join(config.scenarios)}"
 
 
 def _variants(config: RunConfig, stack_ref: str) -> tuple[str, ...]:
@@ -76,7 +122,7 @@ def _variants(config: RunConfig, stack_ref: str) -> tuple[str, ...]:
     if not config.variants:
         return (variants.CANONICAL,)
     if config.variant_seed is None:
-        raise UserError("a run with variants needs a variant seed (accelbench.variants.with_variant_seed)")
+        raise UserError("a run with variants needs a variant seed (accelbench.config.with_variant_seed)")
     try:
         computes = bool(registry.instantiate(stack_ref).computes)
     except Exception:  # a stack that does not load is recorded unavailable, once per cell
@@ -103,6 +149,12 @@ def resume_config(store: Store, run_id: str, machine: Machine) -> RunConfig:
 class Executor(Protocol):
     """Runs planned cells somewhere and yields each result as it finishes (in any order)."""
 
+    @property
+    def spans_machines(self) -> bool:
+        """The results come from other machines than this one (a fleet's nodes), each stamped with the
+        fingerprint of the machine that measured it."""
+        ...
+
     def results(self, run_id: str, config: RunConfig, pending: list[PlannedCell]) -> Iterator[Result]:
         """Results of ``pending``, one per cell; the caller stores each as it arrives."""
         ...
@@ -114,11 +166,14 @@ class LocalExecutor:
 
     store: Store
     machine: Machine
+    spans_machines: bool = False
 
     def results(self, run_id: str, config: RunConfig, pending: list[PlannedCell]) -> Iterator[Result]:
         """Run the cells in plan order, one after the other."""
         for planned in pending:
-            yield run_planned(self.store, run_id, config, self.machine, planned)
+            yield run_cell(
+                planned, run_id, config, self.store.run_dir(run_id).resolve(), self.machine.fingerprint
+            )
 
 
 def execute(
@@ -143,7 +198,7 @@ def execute(
     results = []
     try:
         for result in stream:
-            store.add_result(result)
+            store.add_result(result, any_machine=chosen.spans_machines)
             results.append(result)
             on_result(result)
     finally:  # an interruption closes the executor now (a fleet cancels its queued cells)
@@ -158,93 +213,6 @@ def pending_count(store: Store, run_id: str, config: RunConfig) -> int:
     """How many planned cells of ``run_id`` have no result yet."""
     done = store.finished_cell_keys(run_id)
     return sum(1 for p in plan(config) if p.cell.key not in done)
-
-
-def run_planned(
-    store: Store, run_id: str, config: RunConfig, machine: Machine, planned: PlannedCell
-) -> Result:
-    """Measure one planned cell on this machine in its own process (or record it unavailable)."""
-    started_at = datetime.now(UTC).isoformat(timespec="seconds")
-    reason = unavailable_reason(planned)
-    if reason:
-        outcome: dict[str, Any] = {"status": "unavailable", "reason": reason}
-        wall_s, tail = 0.0, ""
-    else:
-        spec = cell_spec(run_id, config, planned, store.run_dir(run_id).resolve())
-        start = time.perf_counter()
-        child = run_cell(spec, config.timeout_s, effective_mem_limit_bytes(config))
-        outcome, wall_s, tail = child.outcome, time.perf_counter() - start, child.stderr_tail
-    log.info("%s: %s %s", planned.cell.key, outcome.get("status"), outcome.get("reason", ""))
-    return result_of(run_id, planned, outcome, machine.fingerprint, started_at, wall_s, tail)
-
-
-def result_of(
-    run_id: str,
-    planned: PlannedCell,
-    outcome: Mapping[str, Any],
-    machine_fingerprint: str,
-    started_at: str,
-    wall_s: float,
-    stderr_tail: str,
-) -> Result:
-    """The result record of a cell from its outcome document and what its parent observed."""
-    document = {
-        **outcome,
-        "run_id": run_id,
-        "cell": _cell_dict(planned.cell),
-        "machine_fingerprint": machine_fingerprint,
-        "started_at": started_at,
-        "wall_s": wall_s,
-        "stderr_tail": stderr_tail if outcome.get("status") != "ok" else "",
-        "schema_version": SCHEMA_VERSION,
-    }
-    return from_dict(document)
-
-
-def unavailable_reason(planned: PlannedCell) -> str | None:
-    """Why the cell's stack cannot run on this machine's device, or None; never starts a process."""
-    try:
-        stack = registry.instantiate(planned.stack_ref)
-    except Exception as err:  # a plugin that does not even import is unavailable, not fatal
-        return f"stack does not load: {type(err).__name__}: {err}"
-    reason: str | None = stack.unavailable_reason(planned.cell.device)
-    return reason
-
-
-def cell_spec(run_id: str, config: RunConfig, planned: PlannedCell, run_dir: Path) -> CellSpec:
-    """The spec of a cell whose process works in ``run_dir`` (an absolute, local folder)."""
-    cell_dir = run_dir / "cells" / _safe_name(planned.cell.key)
-    return CellSpec(
-        run_id=run_id,
-        cell=planned.cell,
-        workload_ref=planned.workload_ref,
-        stack_ref=planned.stack_ref,
-        rules=config.rules,
-        threads=effective_threads(config),
-        seed=config.seed,
-        samples=config.samples,
-        cell_dir=str(cell_dir),
-        run_dir=str(run_dir),
-        cache_dir=str(run_dir / "cache"),
-        result_path=str(cell_dir / "outcome.json"),
-        runs=config.runs,
-        nproc=config.nproc,
-    )
-
-
-def _cell_dict(cell: Cell) -> dict[str, str]:
-    return {
-        "workload": cell.workload,
-        "stack": cell.stack,
-        "scenario": cell.scenario,
-        "device": cell.device,
-        "size": cell.size,
-        "variant": cell.variant,
-    }
-
-
-def _safe_name(key: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", key)
 
 
 def run_folder(store: Store, run_id: str) -> Path:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+# setuptools first: in-process stack tests share one interpreter, and once a stack's library has imported
+# the standard library's distutils, setuptools' distutils hack makes torch inductor's C++ builder fail
+# (AssertionError naming distutils/core.py). Cells run in fresh processes, where this cannot happen.
+import setuptools  # noqa: F401  # isort: skip
 import pytest
 
 from accelbench import registry

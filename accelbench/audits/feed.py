@@ -23,6 +23,14 @@ estimate of the run's length. Events fire at the first free position past their 
 from a seed the stack never sees (``secrets`` in the cell, recorded afterwards). A fast run gets more
 pairs (``pairs_for``), so that a cache switching on late still leaves enough pairs after it. Audit
 inputs come from sample indices that no timed, warm-up or calibration sample uses.
+
+**Batches.** When the stack is called with ``batch`` samples at a time (offline, multi-stream), a
+latency belongs to a whole batch, so the repeat probes work in whole batches: each of the
+``HOT_SAMPLES`` hot *groups* holds ``batch`` samples, a priming shows a whole group in one batch, and a
+pair is a batch of a primed group beside a batch of ``batch`` never-seen samples. Priming and pairs
+start only at positions that are multiples of ``batch`` (the SUT cuts batches there). With batch 1 this
+is the design above. The SUT may ask for a whole batch of samples before it observes any of them:
+``sample`` and ``observe`` each keep their own cursor, and must be called in the same order.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ import numpy as np
 from accelbench.workloads.base import Inputs
 
 HOT_SAMPLES = 2
+"""Hot groups (of ``batch`` samples each; one sample at batch 1)."""
 PRIMING_SIGHTINGS = 8
 """Sightings of each hot sample before its probes count: catches caches that wait for up to 8."""
 PAIRS = 16
@@ -101,6 +110,9 @@ class _Trial:
     """Progress targets still to fire, by kind (``prime``, ``pair``, ``check``), soonest last."""
     events: dict[int, _Event] = field(default_factory=dict)
     position: int = 0
+    """Samples observed so far (the observation cursor)."""
+    issued: int = 0
+    """Samples handed out by ``sample`` so far (the issue cursor, at most a batch ahead)."""
     pending: dict[int, float] = field(default_factory=dict)
     """Latency of the first member of a pair, by pair start, until the second completes."""
     cold: list[int] = field(default_factory=list)
@@ -120,21 +132,25 @@ class AuditFeed:
         seed: int,
         pairs_per_trial: int = PAIRS,
         clock: Callable[[], float] = time.perf_counter,
+        batch: int = 1,
     ) -> None:
-        """``pool``: the timed samples (QSL order); ``make_audit_sample(k)``: audit input k, never timed."""
+        """``pool``: the timed samples (QSL order); ``make_audit_sample(k)``: audit input k, never timed;
+        ``batch``: samples per stack call (priming and pairs then fill whole batches)."""
         self.pool = pool
+        self.batch = batch
         self.make_audit_sample = make_audit_sample
         self.checks_per_trial = checks_per_trial
         self.pairs_per_trial = pairs_per_trial
         self.seed = seed
         self.clock = clock
         self.rng = np.random.default_rng(seed)
-        self.hot = [make_audit_sample(j) for j in range(HOT_SAMPLES)]
+        self.hot = [make_audit_sample(j) for j in range(HOT_SAMPLES * batch)]
+        """Hot group ``g`` is ``hot[g * batch : (g + 1) * batch]``."""
         self.cold: list[Inputs] = []
         self.cold_hot: list[int] = []
         """For each cold sample, the hot sample whose shapes it has."""
         self.sightings = [0] * HOT_SAMPLES
-        self.next_audit_index = HOT_SAMPLES
+        self.next_audit_index = len(self.hot)
         self.pairs: list[Pair] = []
         self.checks: list[Check] = []
         self.trial: _Trial | None = None
@@ -144,20 +160,21 @@ class AuditFeed:
         """Samples the next trial must issue: audit inputs take at most ``EVENT_SHARE`` of them, and the
         checks (which replace no input) fit in the rest."""
         priming = sum(max(0, PRIMING_SIGHTINGS - seen) for seen in self.sightings)
-        substituted = priming + 2 * self.pairs_per_trial
+        substituted = (priming + 2 * self.pairs_per_trial) * self.batch
         checks = CHECK_RUN * self._check_runs()
-        return max(int(substituted / EVENT_SHARE), substituted + checks) + CHECK_RUN
+        return max(int(substituted / EVENT_SHARE), substituted + checks) + CHECK_RUN + self.batch
 
     def pairs_for(self, expected_samples: int) -> int:
         """Pairs of a trial expected to issue ``expected_samples``."""
-        wanted = expected_samples // SAMPLES_PER_PAIR
+        wanted = expected_samples // (SAMPLES_PER_PAIR * self.batch)
         return int(min(max(wanted, self.pairs_per_trial), MAX_PAIRS_FACTOR * self.pairs_per_trial))
 
     def start_trial(self, guaranteed_samples: int, expected_samples: int, duration_s: float = 0.0) -> None:
         """Draw the next trial's targets. LoadGen issues at least ``guaranteed_samples`` and runs at
         least ``duration_s`` (0 for offline, whose one query has exactly ``guaranteed_samples``)."""
         pairs = self.pairs_for(expected_samples)
-        cold = [k for k in (self._new_cold(slot % HOT_SAMPLES) for slot in range(pairs)) if k is not None]
+        groups = (self._new_cold_group(slot % HOT_SAMPLES) for slot in range(pairs))
+        cold = [g for g in groups if g is not None]
         priming = sum(max(0, PRIMING_SIGHTINGS - seen) for seen in self.sightings)
         begin = PRIMING_SHARE if priming else 0.0
         targets = {
@@ -172,19 +189,23 @@ class AuditFeed:
     def sample(self, index: int) -> Inputs:
         """The inputs for the next issued sample, whose QSL index is ``index``."""
         trial = self._current()
-        if trial.position not in trial.events:
+        if trial.issued not in trial.events:
             self._fire(trial)
-        return self.audit_input(self._origin(trial, index))
+        origin = self._origin(trial, trial.issued, index)
+        trial.issued += 1
+        return self.audit_input(origin)
 
     def observe(self, index: int, latency_s: float, output: np.ndarray | None) -> None:
-        """Record the completed sample (call after ``sample`` and the inference, in the same order)."""
+        """Record the completed sample (call after ``sample`` and the inference, in the same order);
+        in a batch, ``latency_s`` is the batch's and ``output`` this sample's row."""
         trial = self._current()
         event = trial.events.get(trial.position)
         if event is not None and event.kind == "check" and output is not None:
             copy = np.array(output, copy=True)
-            self.checks.append(Check(trial.number, trial.position, self._origin(trial, index), copy))
-        elif event is not None and event.kind in ("hot", "cold"):
-            self._observe_member(trial, event, latency_s)
+            origin = self._origin(trial, trial.position, index)
+            self.checks.append(Check(trial.number, trial.position, origin, copy))
+        elif event is not None and event.kind in ("hot", "cold") and event.number % self.batch == 0:
+            self._observe_member(trial, event, latency_s)  # once per member: its batch's first row
         trial.position += 1
 
     def end_trial(self) -> None:
@@ -206,7 +227,7 @@ class AuditFeed:
         return self.trial
 
     def _progress(self, trial: _Trial) -> float:
-        by_count = trial.position / trial.guaranteed
+        by_count = trial.issued / trial.guaranteed
         if trial.duration_s <= 0:
             return by_count
         return min(by_count, (self.clock() - trial.started_s) / trial.duration_s)
@@ -218,41 +239,46 @@ class AuditFeed:
         about half of the run (``EVENT_SHARE``); checks replace no input and are never held back.
         """
         progress = self._progress(trial)
-        crowded = trial.substituted > EVENT_SHARE * trial.position + 2
-        kinds = ("check",) if crowded else ("prime", "check", "pair")
+        start, size = trial.issued, self.batch
+        crowded = trial.substituted > EVENT_SHARE * start + 2 * size
+        kinds = ("check",) if crowded or start % size else ("prime", "check", "pair")
         due = [k for k in kinds if trial.targets[k] and trial.targets[k][-1] <= progress]
         if not due:
             return
         kind = due[0]
         trial.targets[kind].pop()
-        start = trial.position
         if kind == "prime":
-            trial.events[start] = _Event("hot", self._least_seen())
-            trial.substituted += 1
+            group = self._least_seen()
+            for k in range(size):
+                trial.events[start + k] = _Event("hot", group * size + k)
+            trial.substituted += size
         elif kind == "pair" and trial.cold:
             cold = trial.cold.pop()
-            members = [_Event("hot", self.cold_hot[cold], start), _Event("cold", cold, start)]
-            if self.rng.random() < 0.5:
-                members.reverse()
-            trial.events[start], trial.events[start + 1] = members
-            trial.substituted += 2
+            group = self.cold_hot[cold]
+            hot = [_Event("hot", group * size + k, start) for k in range(size)]
+            fresh = [_Event("cold", cold * size + k, start) for k in range(size)]
+            members = [*fresh, *hot] if self.rng.random() < 0.5 else [*hot, *fresh]
+            for k, member in enumerate(members):
+                trial.events[start + k] = member
+            trial.substituted += 2 * size
         elif kind == "check":
             for k in range(CHECK_RUN):
-                trial.events[start + k] = _Event("check")
+                trial.events.setdefault(start + k, _Event("check"))
 
     def _least_seen(self) -> int:
         return int(np.argmin(self.sightings))
 
-    def _origin(self, trial: _Trial, index: int) -> Origin:
-        event = trial.events.get(trial.position)
+    def _origin(self, trial: _Trial, position: int, index: int) -> Origin:
+        event = trial.events.get(position)
         if event is None or event.kind == "check":
             return ("pool", index)
         return (event.kind, event.number)
 
     def _observe_member(self, trial: _Trial, event: _Event, latency_s: float) -> None:
-        """Count a hot sighting; keep a pair once both members completed, if its hot sample was primed."""
+        """Count a hot group's sighting; keep a pair once both members completed, if its group was primed
+        (called once per member: at the first row of its batch)."""
         if event.kind == "hot":
-            self.sightings[event.number] += 1
+            self.sightings[event.number // self.batch] += 1
         if event.pair_start < 0:  # a priming sighting
             return
         first = trial.pending.pop(event.pair_start, None)
@@ -262,7 +288,7 @@ class AuditFeed:
         leader = trial.events[event.pair_start]
         hot = leader if leader.kind == "hot" else event
         hot_s, cold_s = (first, latency_s) if leader.kind == "hot" else (latency_s, first)
-        seen_before = self.sightings[hot.number] - 1
+        seen_before = self.sightings[hot.number // self.batch] - 1
         if seen_before >= PRIMING_SIGHTINGS:
             self.pairs.append(Pair(trial.number, event.pair_start, hot_s, cold_s, seen_before))
 
@@ -276,16 +302,23 @@ class AuditFeed:
         width = (high - low) / count
         return sorted((low + (i + float(self.rng.random())) * width for i in range(count)), reverse=True)
 
-    def _new_cold(self, hot: int) -> int | None:
-        """Index of a new never-seen sample with the shapes of hot sample ``hot`` (None if none found)."""
-        for _ in range(SHAPE_TRIES):
-            candidate = self.make_audit_sample(self.next_audit_index)
-            self.next_audit_index += 1
-            if _shapes(candidate) == _shapes(self.hot[hot]):
-                self.cold.append(candidate)
-                self.cold_hot.append(hot)
-                return len(self.cold) - 1
-        return None
+    def _new_cold_group(self, group: int) -> int | None:
+        """Number of a new group of never-seen samples, each with the shapes of its place in hot group
+        ``group`` (None if one was not found); cold group ``c`` is ``cold[c * batch : (c + 1) * batch]``."""
+        found = []
+        for k in range(self.batch):
+            shapes = _shapes(self.hot[group * self.batch + k])
+            for _ in range(SHAPE_TRIES):
+                candidate = self.make_audit_sample(self.next_audit_index)
+                self.next_audit_index += 1
+                if _shapes(candidate) == shapes:
+                    found.append(candidate)
+                    break
+            else:
+                return None
+        self.cold.extend(found)
+        self.cold_hot.append(group)
+        return len(self.cold_hot) - 1
 
 
 def _shapes(sample: Inputs) -> tuple[tuple[int, ...], ...]:

@@ -14,7 +14,7 @@ Order of precedence, most severe first (the reason is that of the first that app
 5. ``unstable``: the machine drifted during the measurement beyond the noise guard's threshold.
 6. ``ok``.
 
-Only ``ok`` cells rank (``accelbench.ranking``).
+Only ``ok`` cells rank (``accelbench.normalize.ranking``).
 """
 
 from __future__ import annotations

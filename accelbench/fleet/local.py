@@ -103,6 +103,11 @@ class LocalCluster:
         marker = str(self.root / name)
         env = {**os.environ, MARKER_ENV: marker, FLEET_DIR_ENV: str(self.root / name / "fleet")}
         env["RAY_USAGE_STATS_ENABLED"] = "0"
+        # a private HOME: an auth token a local ray.init() left in ~/.ray makes the head demand it from
+        # nodes that do not send it (Ray 2.60: "InvalidAuthToken ... RAY_AUTH_MODE is 'disabled'")
+        home = self.root / "home"
+        home.mkdir(parents=True, exist_ok=True)
+        env["HOME"] = str(home)
         env["GRPC_ENABLE_FORK_SUPPORT"] = "0"  # Ray Client's proxy otherwise dies forking its server
         env.update(HEALTH_CHECK_ENV)
         command = [str(Path(sys.executable).with_name("ray")), "start", *args, *_node_ports()]

@@ -12,14 +12,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
+from accelbench.cell.pipeline import now, result_of
+from accelbench.cellspec import PlannedCell
 from accelbench.config import RunConfig
 from accelbench.fleet.cluster import FLEET_RESOURCE, Fleet, first_line
 from accelbench.fleet.node import fleet_task
-from accelbench.results import Result
-from accelbench.runner import PlannedCell, result_of
+from accelbench.results import Result, from_dict
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +62,8 @@ class FleetExecutor:
     fleet: Fleet
     retries: int = RETRIES
     poll_s: float = POLL_S
+    spans_machines: bool = True
+    """Each result keeps the fingerprint of the node that measured it (the store accepts them)."""
 
     def results(self, run_id: str, config: RunConfig, pending: list[PlannedCell]) -> Iterator[Result]:
         """Submit every cell, then yield results as they finish; on exit, cancel what is still running."""
@@ -98,7 +100,7 @@ class FleetExecutor:
             reason = f"fleet: {first_line(err)} (after up to {self.retries} retries)"
             log.warning("%s: %s", planned.cell.key, reason)
             return _unplaced(run_id, planned, reason, "crashed")
-        return fleet_result(run_id, planned, report)
+        return fleet_result(report)
 
     def _stranded(self, run_id: str, running: dict[Any, PlannedCell]) -> Iterator[Result]:
         """Cells that no live node can take any more: cancelled and recorded as crashed."""
@@ -113,25 +115,17 @@ class FleetExecutor:
                 )
 
 
-def fleet_result(run_id: str, planned: PlannedCell, report: Mapping[str, Any]) -> Result:
-    """The result of a cell from a node's report; the node and its machine go into ``settings``."""
-    outcome = dict(report["outcome"])
+def fleet_result(report: Mapping[str, Any]) -> Result:
+    """The result a node reported; the node and its machine go into ``settings.fleet_node``."""
+    document = dict(report["result"])
     node = {**report["node"], "machine": report["machine"]}
-    outcome["settings"] = {**outcome.get("settings", {}), "fleet_node": node}
-    return result_of(
-        run_id,
-        planned,
-        outcome,
-        report["machine_fingerprint"],
-        report["started_at"],
-        report["wall_s"],
-        report["stderr_tail"],
-    )
+    document["settings"] = {**document.get("settings", {}), "fleet_node": node}
+    return from_dict(document)
 
 
 def _unplaced(run_id: str, planned: PlannedCell, reason: str, status: str) -> Result:
-    started_at = datetime.now(UTC).isoformat(timespec="seconds")
-    return result_of(run_id, planned, {"status": status, "reason": reason}, "", started_at, 0.0, "")
+    """A cell no node measured: no machine's fingerprint."""
+    return result_of(run_id, planned, {"status": status, "reason": reason}, "", now(), 0.0, "")
 
 
 def _text(need: Mapping[str, float]) -> str:

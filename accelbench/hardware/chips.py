@@ -5,7 +5,11 @@ The table is built from three layers, each validated on load:
        each filled number is a ``datasheet`` figure from the row's ``source``.
     2. ``accelbench/data/chip_facts.toml``: ranges where sources disagree (TPU v4 transistors 22-41 B,
        TPU v4 TDP 192-340 W, MI250X TDP 500-560 W), provenances other than ``datasheet``, clocks, core
-       counts, microarchitectures, and extra chips (Zen 5 EPYC parts, marked ``estimate``).
+       and thread counts, microarchitectures, and extra chips: one representative SKU per CPU family a
+       user meets in clouds and laptops (Xeon Skylake-SP to Granite Rapids, EPYC Rome to Turin, Graviton
+       2-4, Ampere Altra, Apple M1-M4, recent Core and Ryzen parts), each fact with its provenance.
+       This is the only CPU table: the energy estimate (``accelbench.meters.energy``) reads its TDP,
+       cores and threads through ``accelbench.hardware.match``, as the report does.
     3. an optional user file (``--chips FILE``) in the same TOML format: ``[[chip]]`` adds a chip,
        ``[[amend]]`` refines one; see ``docs/adding-a-chip.md``.
 
@@ -30,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UserError
-from accelbench.normalize.ranges import PROVENANCES, Range
+from accelbench.ranges import PROVENANCES, Range
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +52,7 @@ FIELDS: dict[str, tuple[str, float, bool]] = {
     "tdp_w": ("tdp_w", 1.0, False),
     "clock_mhz": ("clock_hz", 1e6, False),
     "cores": ("cores", 1.0, True),
+    "threads": ("threads", 1.0, True),
     "peak_dense_fp16_bf16_tflops": ("peak_fp16_flop_per_s", 1e12, False),
     "peak_fp32_tflops": ("peak_fp32_flop_per_s", 1e12, False),
     "int8_tops": ("peak_int8_op_per_s", 1e12, False),
@@ -55,9 +60,10 @@ FIELDS: dict[str, tuple[str, float, bool]] = {
     "memory_bw_gbs": ("memory_bw_bytes_per_s", 1e9, False),
     "launch_price_usd": ("price_usd", 1.0, False),
 }
-_TEXT_FIELDS = ("vendor", "name", "variant", "kind", "microarchitecture", "source", "notes")
+_TEXT_FIELDS = ("vendor", "name", "variant", "kind", "microarchitecture", "system_vendor", "source", "notes")
 _CHIP_KEYS = {"key", "year", *_TEXT_FIELDS, *FIELDS}
-_AMEND_KEYS = {"key", "kind", "microarchitecture", "notes", *FIELDS}
+_AMEND_TEXTS = ("kind", "microarchitecture", "system_vendor", "notes")
+_AMEND_KEYS = {"key", *_AMEND_TEXTS, *FIELDS}
 _FACT_KEYS = {"value", "low", "high", "central", "provenance", "source"}
 
 
@@ -82,6 +88,9 @@ class Chip:
     variant: str = ""
     year: int | None = None
     microarchitecture: str = ""
+    """cpu: the ``accelbench.hardware.detect`` microarchitecture this chip represents (first row wins)."""
+    system_vendor: str = ""
+    """cpu: the DMI system vendor of the only place this chip is found (``Amazon EC2`` for Graviton)."""
     notes: str = ""
     uncertain: str = ""
     """The shared data's ``estimated_or_uncertain_fields`` text, kept as written."""
@@ -92,6 +101,9 @@ class Chip:
     tdp_w: Fact | None = None
     clock_hz: Fact | None = None
     cores: Fact | None = None
+    """cpu: cores per socket."""
+    threads: Fact | None = None
+    """cpu: hardware threads per socket (cores x SMT ways; hybrid parts: P-cores x 2 + E-cores)."""
     peak_fp16_flop_per_s: Fact | None = None
     peak_fp32_flop_per_s: Fact | None = None
     peak_int8_op_per_s: Fact | None = None
@@ -126,9 +138,17 @@ class ChipTable:
             raise UserError(f"unknown chip {key!r}{hint}")
         return chip
 
-    def by_microarchitecture(self, name: str) -> Chip | None:
-        """The representative chip of a microarchitecture (the first CPU declaring it), or None."""
-        return next((c for c in self if c.kind == "cpu" and c.microarchitecture == name), None)
+    def by_microarchitecture(self, name: str, system_vendor: str = "") -> Chip | None:
+        """The representative CPU of a microarchitecture, or None.
+
+        Among the CPUs declaring ``name``, the first whose ``system_vendor`` the machine's DMI vendor starts
+        with (Neoverse N1 on ``Amazon EC2`` is a Graviton2), else the first without one (Ampere Altra),
+        else the first.
+        """
+        rows = [c for c in self if c.kind == "cpu" and c.microarchitecture == name]
+        vendor = system_vendor.strip().lower()
+        placed = [c for c in rows if c.system_vendor and vendor.startswith(c.system_vendor.lower())]
+        return next(iter(placed + [c for c in rows if not c.system_vendor] + rows), None)
 
 
 def load_chips(user_file: Path | str | None = None) -> ChipTable:
@@ -254,7 +274,7 @@ def _new_chip(entry: Any, where: str) -> Chip:
 
 def _amended(chip: Chip, entry: Mapping[str, Any], where: str) -> Chip:
     _check_names(entry, _AMEND_KEYS, chip.key, where)
-    names = [name for name in ("kind", "microarchitecture", "notes") if name in entry]
+    names = [name for name in _AMEND_TEXTS if name in entry]
     texts: dict[str, Any] = {name: _text(entry, name, chip.key, where) for name in names}
     changed = dataclasses.replace(chip, **texts)
     return _validated(_with_facts(changed, entry, where), where)
@@ -333,7 +353,7 @@ def _fact(
         raise UserError(f"{prefix}: provenance {provenance!r} is not one of {', '.join(PROVENANCES)}")
     low, high, central = (raw, raw, raw) if isinstance(raw, float) else raw
     given = [v for v in (low, high, central) if not math.isnan(v)]
-    if not all(math.isfinite(v) and v > 0 for v in given):
+    if math.isnan(low) or math.isnan(high) or not all(math.isfinite(v) and v > 0 for v in given):
         raise UserError(f"{prefix}: values must be positive finite numbers")
     if low > high:
         raise UserError(f"{prefix}: low {low:g} is above high {high:g}")
@@ -347,7 +367,12 @@ def _fact(
 
 
 def _validated(chip: Chip, where: str) -> Chip:
-    """Cross-field checks: a transistor count and a die area that cannot both be true."""
+    """Cross-field checks: a transistor count and a die area that cannot both be true; threads < cores."""
+    if chip.threads and chip.cores and chip.threads.value.high < chip.cores.value.low:
+        raise UserError(
+            f"chips file {where}: chip {chip.key!r} fields 'threads' and 'cores' contradict: "
+            f"{chip.threads.value.high:g} threads for {chip.cores.value.low:g} cores"
+        )
     if chip.transistors and chip.die_area_mm2:
         density = chip.transistors.value.low / chip.die_area_mm2.value.high / 1e6
         if density > MAX_DENSITY_MTR_PER_MM2:

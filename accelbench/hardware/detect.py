@@ -7,9 +7,20 @@ Cache sizes come from sysfs (``/sys/devices/system/cpu/cpu0/cache/index*/``); py
 these VMs. GPUs are read through NVML when ``pynvml`` (the ``nvidia-ml-py`` package) imports; anything
 else gives an empty tuple, never a crash.
 
+The microarchitecture comes from CPUID vendor/family/model/stepping (ARM: implementer/part) through
+``_MICROARCHITECTURES``; when that names nothing, or names a part whose ISA contradicts the flags (a
+hypervisor that reports a client model number for a server CPU with AMX), a codename in the model string
+(``Intel Xeon Processor (Icelake)``, ``AMD EPYC-Milan Processor``) or the ISA flags and caches decide, and
+``microarchitecture_basis`` says which. ``virtual_machine`` (x86 ``hypervisor`` flag, ``/sys/hypervisor``
+or a DMI vendor/product of a VM) decides how ``accelbench.hardware.match`` counts chips.
+
 Stored form (``machine_to_dict``) history (bump ``MACHINE_SCHEMA_VERSION`` on every change):
     1  first format: the ``Machine`` fields, ``caches``/``gpus`` as lists of objects, plus
        ``fingerprint`` (informational, recomputed on load) and ``schema_version``.
+    2  adds ``microarchitecture_basis``, ``virtual_machine``, ``system_vendor``, ``system_product``;
+       Intel family 6 model 0x55 is split by stepping (Skylake-SP / Cascade Lake / Cooper Lake). A version 1
+       document still loads: its microarchitecture is identified again from the stored CPUID fields, flags
+       and caches; ``virtual_machine`` is False (unknown then), so its chip count stays cores / socket cores.
 """
 
 from __future__ import annotations
@@ -26,9 +37,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from accelbench.hardware.cpuid import identify_microarchitecture
+
 logger = logging.getLogger(__name__)
 
-MACHINE_SCHEMA_VERSION = 1
+MACHINE_SCHEMA_VERSION = 2
+READABLE_SCHEMA_VERSIONS = (1, 2)
 
 BUSY_LOAD_PER_CORE = 0.5
 """``busy_warning`` threshold: 1-minute load average per logical core before a cell.
@@ -42,33 +56,8 @@ _INTERESTING_PREFIXES = ("avx512", "amx", "sve")
 
 _GENERIC_MODELS = ("qemu virtual cpu", "common kvm processor", "virtual cpu")
 
-# (vendor, family, first model, last model, name); the first matching row wins.
-_MICROARCHITECTURES: tuple[tuple[str, int, int, int, str], ...] = (
-    ("AuthenticAMD", 0x17, 0x00, 0x2F, "Zen / Zen+ (Naples)"),
-    ("AuthenticAMD", 0x17, 0x30, 0xFF, "Zen 2 (Rome)"),
-    ("AuthenticAMD", 0x19, 0x00, 0x0F, "Zen 3 (Milan)"),
-    ("AuthenticAMD", 0x19, 0x10, 0x1F, "Zen 4 (Genoa)"),
-    ("AuthenticAMD", 0x19, 0x20, 0x5F, "Zen 3 (client)"),
-    ("AuthenticAMD", 0x19, 0x60, 0x7F, "Zen 4 (client)"),
-    ("AuthenticAMD", 0x19, 0xA0, 0xAF, "Zen 4c (Bergamo)"),
-    ("AuthenticAMD", 0x1A, 0x00, 0x0F, "Zen 5 (Turin)"),
-    ("AuthenticAMD", 0x1A, 0x10, 0x1F, "Zen 5c (Turin Dense)"),
-    ("AuthenticAMD", 0x1A, 0x20, 0x7F, "Zen 5 (client)"),
-    ("GenuineIntel", 6, 0x3F, 0x3F, "Haswell-EP"),
-    ("GenuineIntel", 6, 0x4F, 0x4F, "Broadwell-EP"),
-    ("GenuineIntel", 6, 0x55, 0x55, "Skylake-SP / Cascade Lake"),
-    ("GenuineIntel", 6, 0x6A, 0x6C, "Ice Lake-SP"),
-    ("GenuineIntel", 6, 0x8F, 0x8F, "Sapphire Rapids"),
-    ("GenuineIntel", 6, 0xCF, 0xCF, "Emerald Rapids"),
-    ("GenuineIntel", 6, 0xAD, 0xAE, "Granite Rapids"),
-    ("GenuineIntel", 6, 0xAF, 0xAF, "Sierra Forest"),
-    ("GenuineIntel", 6, 0x97, 0x9A, "Alder Lake"),
-    ("GenuineIntel", 6, 0xB7, 0xBF, "Raptor Lake"),
-    ("ARM", 8, 0xD0C, 0xD0C, "Neoverse N1"),
-    ("ARM", 8, 0xD40, 0xD40, "Neoverse V1"),
-    ("ARM", 8, 0xD49, 0xD49, "Neoverse N2"),
-    ("ARM", 8, 0xD4F, 0xD4F, "Neoverse V2"),
-)
+_VM_VENDORS = ("qemu", "xen", "vmware", "innotek", "google", "red hat", "openstack", "nutanix")
+_VM_PRODUCTS = ("kvm", "virtual machine", "standard pc", "hvm domu", "virtualbox", "google compute engine")
 
 _ARM_IMPLEMENTERS = {0x41: "ARM", 0x61: "Apple", 0xC0: "Ampere", 0x48: "HiSilicon"}
 
@@ -116,6 +105,14 @@ class Machine:
     python_version: str
     gpus: tuple[Gpu, ...] = ()
     energy_counters: tuple[str, ...] = ()
+    microarchitecture_basis: str = ""
+    """How ``microarchitecture`` was found: CPUID row, model-string codename or ISA flags and caches."""
+    virtual_machine: bool = False
+    """True under a hypervisor: its vCPUs are then a share of a host socket's hardware threads."""
+    system_vendor: str = ""
+    """DMI ``sys_vendor`` (``Amazon EC2``, ``Google``, ``QEMU``, ...); empty when unreadable."""
+    system_product: str = ""
+    """DMI ``product_name`` (an EC2 instance type, ``Google Compute Engine``, ...)."""
 
     @property
     def fingerprint(self) -> str:
@@ -142,6 +139,13 @@ def detect_machine(root: str | Path = "/", *, probe_gpus: bool = True) -> Machin
     vendor, family, model, stepping = _cpu_identity(first)
     cpu_model = first.get("model name", "")
     physical, sockets = _topology(base, blocks)
+    logical = max(len(blocks), 1)
+    if not blocks and platform.system() == "Darwin":  # macOS: no procfs, sysctl names the chip
+        cpu_model, vendor, logical, physical = _darwin_cpu()
+    raw_flags = first.get("flags", first.get("Features", "")).split()
+    flags, caches = interesting_flags(raw_flags), _caches(base)
+    system_vendor, system_product = _dmi(base, "sys_vendor"), _dmi(base, "product_name")
+    name, basis = identify_microarchitecture(vendor, family, model, stepping, cpu_model, flags, caches)
     gpus = detect_gpus() if probe_gpus else ()
     return Machine(
         cpu_model=cpu_model,
@@ -149,28 +153,58 @@ def detect_machine(root: str | Path = "/", *, probe_gpus: bool = True) -> Machin
         cpu_family=family,
         cpu_model_number=model,
         cpu_stepping=stepping,
-        microarchitecture=microarchitecture(vendor, family, model),
+        microarchitecture=name,
         model_hidden=is_model_hidden(cpu_model),
-        logical_cores=max(len(blocks), 1),
+        logical_cores=logical,
         physical_cores=physical,
         sockets=sockets,
-        isa_flags=interesting_flags(first.get("flags", first.get("Features", "")).split()),
-        caches=_caches(base),
+        isa_flags=flags,
+        caches=caches,
         mem_bytes=_mem_bytes(base),
         os_name=platform.system(),
         kernel=platform.release(),
         python_version=platform.python_version(),
         gpus=gpus,
         energy_counters=_energy_counters(base, gpus),
+        microarchitecture_basis=basis,
+        virtual_machine=is_virtual_machine(base, raw_flags, system_vendor, system_product),
+        system_vendor=system_vendor,
+        system_product=system_product,
     )
 
 
-def microarchitecture(vendor: str, family: int, model: int) -> str:
-    """Best guess of the microarchitecture from CPUID vendor/family/model; ``unknown`` otherwise."""
-    for row_vendor, row_family, low, high, name in _MICROARCHITECTURES:
-        if vendor == row_vendor and family == row_family and low <= model <= high:
-            return name
-    return "unknown"
+def is_virtual_machine(root: Path, raw_flags: list[str], system_vendor: str, system_product: str) -> bool:
+    """True under a hypervisor: the x86 ``hypervisor`` flag, ``/sys/hypervisor/type``, or a VM's DMI."""
+    if "hypervisor" in raw_flags or _read(root / "sys/hypervisor/type").strip():
+        return True
+    vendor, product = system_vendor.lower(), system_product.lower()
+    if vendor.startswith("amazon ec2"):
+        return bool(product) and "metal" not in product
+    if vendor.startswith("microsoft") and "virtual machine" in product:
+        return True
+    return vendor.startswith(_VM_VENDORS) or any(word in product for word in _VM_PRODUCTS)
+
+
+def _dmi(root: Path, name: str) -> str:
+    return _read(root / "sys/class/dmi/id" / name).strip()
+
+
+def _darwin_cpu() -> tuple[str, str, int, int]:
+    """(model string, vendor, logical CPUs, physical cores) from macOS ``sysctl``."""
+    brand = _sysctl("machdep.cpu.brand_string")
+    vendor = "Apple" if brand.startswith("Apple") else _sysctl("machdep.cpu.vendor") or "unknown"
+    logical = _int(_sysctl("hw.logicalcpu")) or os.cpu_count() or 1
+    return brand, vendor, logical, _int(_sysctl("hw.physicalcpu")) or logical
+
+
+def _sysctl(name: str) -> str:
+    import subprocess
+
+    try:
+        done = subprocess.run(["sysctl", "-n", name], capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
 
 
 def is_model_hidden(cpu_model: str) -> bool:
@@ -262,14 +296,21 @@ def machine_to_dict(machine: Machine) -> dict[str, Any]:
 def machine_from_dict(doc: Mapping[str, Any]) -> Machine:
     """Rebuild a machine from ``machine_to_dict``; raises ValueError on an unknown schema_version."""
     version = doc.get("schema_version")
-    if version != MACHINE_SCHEMA_VERSION:
-        raise ValueError(f"machine schema_version {version!r} is not {MACHINE_SCHEMA_VERSION}")
+    if version not in READABLE_SCHEMA_VERSIONS:
+        raise ValueError(f"machine schema_version {version!r} is not one of {READABLE_SCHEMA_VERSIONS}")
     data = {k: v for k, v in doc.items() if k not in ("fingerprint", "schema_version")}
     data["isa_flags"] = tuple(data["isa_flags"])
     data["caches"] = tuple(Cache(**c) for c in data["caches"])
     data["gpus"] = tuple(Gpu(**g) for g in data.get("gpus", ()))
     data["energy_counters"] = tuple(data.get("energy_counters", ()))
-    return Machine(**data)
+    machine = Machine(**data)
+    if version == 1:  # identified again: version 2 splits model 0x55 and believes flags over odd models
+        name, basis = identify_microarchitecture(
+            machine.cpu_vendor, machine.cpu_family, machine.cpu_model_number, machine.cpu_stepping,
+            machine.cpu_model, machine.isa_flags, machine.caches,
+        )  # fmt: skip
+        machine = dataclasses.replace(machine, microarchitecture=name, microarchitecture_basis=basis)
+    return machine
 
 
 def _read(path: Path) -> str:

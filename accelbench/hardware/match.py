@@ -1,11 +1,21 @@
 """Match what was detected (``Machine``) to chip facts (``Chip``), with the share of the chip that was used.
 
-CPU: the model string's SKU number (``EPYC 9654``, ``Xeon(R) Platinum 8380``) names a chip; the count is
-the share of one socket the machine has (physical cores / cores per socket), so per-transistor figures of a
-2-vCPU VM use 2/96 of a 96-core socket. When the model string is hidden (VMs print just ``AMD EPYC``) the
-match says so and falls back to the representative chip of the detected microarchitecture (from CPUID
-family/model), marked ``microarchitecture guess``. GPUs: the NVML name's model token (``H100``, ``A100``)
-names a chip; between variants (A100 40/80 GB) the memory size decides.
+CPU, in this order:
+    1. the model string's SKU (``EPYC 9654``, ``Xeon(R) Platinum 8480+``, ``Core(TM) i9-13900K``,
+       ``Ryzen 9 7950X``, ``Apple M2 Pro``) names a ``cpu`` row whose key ends with it: ``model string``;
+    2. else the detected microarchitecture (CPUID vendor/family/model/stepping or ARM implementer/part,
+       else a codename in the model string, else ISA flags and caches; see ``accelbench.hardware.detect``)
+       names its representative row: ``microarchitecture guess``, with a note saying why (cloud VMs print
+       ``Intel Xeon Processor``, ``AMD EPYC 7B13``) and what the guess rests on;
+    3. else ``unmatched``, with the reason.
+
+Chips counted (``ChipMatch.count``, with its arithmetic in ``count_basis``): on bare metal, physical cores /
+cores per socket; on a VM, vCPUs / threads per core / cores per socket (a cloud vCPU is one hardware
+thread), e.g. ``2 vCPUs / 2 threads per core / 64 cores per socket = 0.0156 chips``. Per-socket figures
+(uncore included) are shared equally by the socket's cores. The energy estimate
+(``accelbench.meters.energy.cpu_tdp``) uses this same match, so report and energy read one row.
+GPUs: the NVML name's model token (``H100``, ``A100``) names a chip; between variants (A100 40/80 GB) the
+memory size decides.
 """
 
 from __future__ import annotations
@@ -18,7 +28,14 @@ from accelbench.hardware.detect import Gpu, Machine
 
 BASES = ("model string", "microarchitecture guess", "gpu name", "unmatched")
 
-_SKU = re.compile(r"\b(EPYC|Xeon)\b.*?\b(\d{4}[A-Z]{0,2}\+?)\b", re.IGNORECASE)
+_SKUS = (  # (family word that the chip key must contain, pattern whose group "sku" ends the key)
+    ("epyc", re.compile(r"\bEPYC\s+(?P<sku>\d[0-9A-Z]{3}[A-Z]?)(?![0-9A-Za-z])", re.IGNORECASE)),
+    ("xeon", re.compile(r"\bXeon\b.*?\b(?P<sku>\d{4}[A-Z]{0,2}\+?)(?![0-9A-Za-z])", re.IGNORECASE)),
+    ("core", re.compile(r"\bCore\b.*?\b(?P<sku>i[3579]-\d{4,5}[A-Z]{0,3})(?![0-9A-Za-z])", re.IGNORECASE)),
+    ("core", re.compile(r"\bCore\b.*?\b(?P<sku>Ultra [3579] \d{3}[A-Z]{0,2})(?![0-9A-Za-z])", re.IGNORECASE)),
+    ("ryzen", re.compile(r"\bRyzen\s+(?:\d\s+)?(?P<sku>\d{4}[A-Z0-9]{0,3})(?![0-9A-Za-z])", re.IGNORECASE)),
+    ("apple", re.compile(r"\bApple\s+(?P<sku>M\d(?:\s+(?:Pro|Max|Ultra))?)(?![0-9A-Za-z])", re.IGNORECASE)),
+)
 _GPU_PREFIXES = ("Tesla ", "Instinct ")
 
 
@@ -28,32 +45,46 @@ class ChipMatch:
 
     chip: Chip | None
     count: float
-    """Chips used: a whole number for GPUs, a share of one socket (cores / socket cores) for CPUs."""
+    """Chips used: a whole number for GPUs, a share of one socket (see ``count_basis``) for CPUs."""
     basis: str
     """One of ``BASES``: how the chip was found."""
     detected: str
-    """What was detected: the CPU model string or the GPU name."""
+    """What was detected: the CPU model string (or vendor and part when empty) or the GPU name."""
     notes: tuple[str, ...] = ()
+    count_basis: str = ""
+    """The arithmetic of ``count``, e.g. ``2 vCPUs / 2 threads per core / 64 cores per socket = ...``."""
+    threads_per_core: float = 1.0
+    """Logical CPUs per core behind ``count``: the chip's on a VM, the machine's own on bare metal."""
 
 
 def match_machine(machine: Machine, chips: ChipTable | None = None) -> ChipMatch:
-    """The CPU of a machine matched to a chip (by SKU, else by microarchitecture), with its core share."""
+    """The CPU of a machine matched to a chip (by SKU, else by microarchitecture), with its socket share."""
     table = chips or load_chips()
-    chip = None if machine.model_hidden else _cpu_by_model(machine.cpu_model, table)
+    detected = cpu_description(machine)
+    sku = _sku(machine.cpu_model)
+    chip = _cpu_by_sku(sku, table) if sku else None
     if chip is not None:
-        return _cpu_match(chip, machine, "model string", ())
-    hidden = f"the CPU model string {machine.cpu_model!r} does not name the SKU"
-    if not machine.model_hidden:
-        hidden = f"no chip row matches the CPU model {machine.cpu_model!r}"
-    guess = table.by_microarchitecture(machine.microarchitecture)
-    if guess is None:
-        note = f"{hidden}, and no chip row represents microarchitecture {machine.microarchitecture!r}"
-        return ChipMatch(None, 0.0, "unmatched", machine.cpu_model, (note,))
-    note = (
-        f"{hidden}; CPUID family {machine.cpu_family:#x} model {machine.cpu_model_number:#x} is "
-        f"{machine.microarchitecture}, so its representative {guess.key} is assumed"
+        return _cpu_match(chip, machine, "model string", (), detected)
+    why = f"the CPU model string {machine.cpu_model!r} does not name the SKU"
+    if sku:
+        why = f"no chip row matches the CPU model {machine.cpu_model!r} (SKU {sku[1]})"
+    found = (
+        machine.microarchitecture_basis
+        or f"CPUID family {machine.cpu_family:#x} model {machine.cpu_model_number:#x}"
     )
-    return _cpu_match(guess, machine, "microarchitecture guess", (note,))
+    guess = table.by_microarchitecture(machine.microarchitecture, machine.system_vendor)
+    if guess is None:
+        note = f"{why}, and no chip row represents microarchitecture {machine.microarchitecture!r} ({found})"
+        return ChipMatch(None, 0.0, "unmatched", detected, (note,), "no chip: 0 chips counted")
+    note = f"{why}; {found} gives {machine.microarchitecture}, so its representative {guess.key} is assumed"
+    return _cpu_match(guess, machine, "microarchitecture guess", (note,), detected)
+
+
+def cpu_description(machine: Machine) -> str:
+    """The CPU as detected: its model string, or vendor, part and microarchitecture when it has none."""
+    if machine.cpu_model.strip():
+        return machine.cpu_model
+    return f"{machine.cpu_vendor} CPU part {machine.cpu_model_number:#x} ({machine.microarchitecture})"
 
 
 def match_gpu(gpu: Gpu, chips: ChipTable | None = None) -> ChipMatch:
@@ -80,30 +111,45 @@ def match_device(machine: Machine, device: str, chips: ChipTable | None = None) 
     return match_gpu(gpu, chips)
 
 
-def _cpu_match(chip: Chip, machine: Machine, basis: str, notes: tuple[str, ...]) -> ChipMatch:
+def _cpu_match(chip: Chip, machine: Machine, basis: str, notes: tuple[str, ...], detected: str) -> ChipMatch:
     if chip.cores is None:
         extra = f"{chip.key} has no core count: the whole socket is counted"
-        return ChipMatch(chip, float(machine.sockets), basis, machine.cpu_model, (*notes, extra))
+        whole = f"{machine.sockets} socket(s) counted whole ({chip.key} has no core count)"
+        return ChipMatch(chip, float(machine.sockets), basis, detected, (*notes, extra), whole)
     socket_cores = chip.cores.value.central
-    share = machine.physical_cores / socket_cores
-    extra = (
-        f"{machine.physical_cores} cores of a {socket_cores:.0f}-core socket: per-socket figures "
-        "(uncore included) are shared equally by its cores; a VM's vCPUs may be SMT threads"
-    )
-    return ChipMatch(chip, share, basis, machine.cpu_model, (*notes, extra))
+    shared = "per-socket figures (uncore included) are shared equally by its cores"
+    if machine.virtual_machine:
+        known = chip.threads is not None
+        per_core = chip.threads.value.central / socket_cores if chip.threads else 1.0
+        count = machine.logical_cores / per_core / socket_cores
+        text = (
+            f"{machine.logical_cores} vCPUs / {per_core:g} threads per core / {socket_cores:g} cores per "
+            f"socket = {count:.3g} chips (estimate: VM share of one socket"
+            f"{'' if known else '; threads per core unknown, 1 assumed'})"
+        )
+        extra = f"a VM's vCPUs are hardware threads of a {socket_cores:g}-core {chip.key} socket; {shared}"
+        return ChipMatch(chip, count, basis, detected, (*notes, extra), text, per_core)
+    count = machine.physical_cores / socket_cores
+    per_core = machine.logical_cores / max(machine.physical_cores, 1)
+    text = f"{machine.physical_cores} cores / {socket_cores:g} cores per socket = {count:.3g} chips"
+    extra = f"{machine.physical_cores} cores of a {socket_cores:.0f}-core socket: {shared}"
+    return ChipMatch(chip, count, basis, detected, (*notes, extra), text, per_core)
 
 
-def _cpu_by_model(model: str, table: ChipTable) -> Chip | None:
-    found = _SKU.search(model)
-    if found is None:
-        return None
-    family, sku = found.group(1).lower(), found.group(2).upper()
+def _sku(model: str) -> tuple[str, str] | None:
+    """(family word, SKU) named by a CPU model string, e.g. ("xeon", "8480+"); None when it names none."""
+    for family, pattern in _SKUS:
+        found = pattern.search(model)
+        if found:
+            return family, " ".join(found.group("sku").split())
+    return None
+
+
+def _cpu_by_sku(sku: tuple[str, str], table: ChipTable) -> Chip | None:
+    family, name = sku[0], sku[1].lower()
     for chip in table:
-        if (
-            chip.kind == "cpu"
-            and family in chip.key.lower()
-            and re.search(rf"\b{re.escape(sku)}\b", chip.key)
-        ):
+        key = chip.key.lower()
+        if chip.kind == "cpu" and family in key and key.endswith(f" {name}"):
             return chip
     return None
 

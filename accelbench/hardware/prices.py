@@ -12,7 +12,7 @@ import functools
 from dataclasses import dataclass
 from importlib import resources
 
-from accelbench.normalize.ranges import Range
+from accelbench.ranges import Range
 
 SECONDS_PER_HOUR = 3600.0
 

@@ -11,47 +11,20 @@ Some wheels ship without ``libamd_smi.so`` and raise KeyError on import, hence t
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Unpack
 
 from accelbench.meters.energy import MeterUnavailable
-from accelbench.meters.gpu_power import IDLE_S, POLL_S, GpuMeter
-from accelbench.meters.nvml import cuda_index
+from accelbench.meters.gpu_power import GpuMeter, GpuOptions, Readers, cuda_index, open_gpu_meter
 
 log = logging.getLogger(__name__)
 
 
-def amd_meter(
-    device: str,
-    *,
-    sync: Callable[[], None] | None = None,
-    clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
-    idle_s: float = IDLE_S,
-    poll_s: float | None = POLL_S,
-    subtract_idle: bool = False,
-) -> GpuMeter:
+def amd_meter(device: str, **options: Unpack[GpuOptions]) -> GpuMeter:
     """A meter of ``cuda:N`` on an AMD GPU; MeterUnavailable when amdsmi or the GPU is missing."""
     smi = _import_amdsmi()
-    try:
-        smi.amdsmi_init()
-        handle = smi.amdsmi_get_processor_handles()[cuda_index(device)]
-    except Exception as err:
-        _shutdown(smi)
-        raise MeterUnavailable(f"amdsmi has no usable {device}: {err}") from err
-    return GpuMeter(
-        "amdsmi",
-        f"gpu{cuda_index(device)}",
-        lambda: _power_w(smi, handle),
-        _energy_reader(smi, handle),
-        sync=sync,
-        clock=clock,
-        sleep=sleep,
-        idle_s=idle_s,
-        poll_s=poll_s,
-        subtract_idle=subtract_idle,
-        close=lambda: _shutdown(smi),
+    return open_gpu_meter(
+        "amdsmi", "amdsmi", device, lambda: _readers(smi, device), lambda: smi.amdsmi_shut_down(), options
     )
 
 
@@ -61,6 +34,12 @@ def _import_amdsmi() -> Any:
     except Exception as err:  # KeyError when the wheel lacks its shared library
         raise MeterUnavailable(f"amdsmi not importable: {type(err).__name__}: {err}") from err
     return amdsmi
+
+
+def _readers(smi: Any, device: str) -> Readers:
+    smi.amdsmi_init()
+    handle = smi.amdsmi_get_processor_handles()[cuda_index(device)]
+    return lambda: _power_w(smi, handle), _energy_reader(smi, handle)
 
 
 def _energy_j(smi: Any, handle: Any) -> float:
@@ -85,10 +64,3 @@ def _power_w(smi: Any, handle: Any) -> float:
         if isinstance(value, (int, float)):
             return float(value)
     raise RuntimeError(f"amdsmi power info without a numeric socket power: {sorted(info)}")
-
-
-def _shutdown(smi: Any) -> None:
-    try:
-        smi.amdsmi_shut_down()
-    except Exception as err:
-        log.debug("amdsmi_shut_down failed: %s", err)

@@ -13,15 +13,16 @@ provenance (``accelbench.results.ENERGY_PROVENANCES``) and the formula or counte
 The estimate, for a CPU cell::
 
     E = W x (s + (1 - s) x u) x t
-    W = TDP_socket x min(cores / socket_cores, sockets)      the machine's share of the socket TDP
-    u = process CPU s / (t x cores)                          CPU utilisation of the cell process, in [0, 1]
+    W = TDP_socket x min(cpus / (socket_cores x threads_per_core), sockets)   the machine's socket share
+    u = process CPU s / (t x cpus)                           CPU utilisation of the cell process, in [0, 1]
     s = STATIC_FRACTION                                      idle/static power as a fraction of TDP
 
-Assumptions, stated once: each logical CPU the machine sees counts as one core of the socket (a VM whose
-2 vCPUs are SMT siblings of one core is charged 2 cores: an overestimate of up to 2x, which never flatters);
-the socket TDP and core count come from ``tdp_w``/``socket_cores`` or the small table ``CPU_TDP`` keyed by
-the detected microarchitecture (a reference SKU per row), else ``FALLBACK_W_PER_CORE``; static power is
-charged to the cell whatever other processes do; DRAM, fans and PSU losses are not counted.
+The socket TDP, cores and threads per core come from the one chip table (``accelbench/data/``), through
+``accelbench.hardware.match.match_machine``: the same row, and the same share, as the report's chip count
+(on a VM: vCPUs / threads per core / cores per socket; on bare metal: physical cores / cores per socket).
+``tdp_w``/``socket_cores`` override the row; a machine with no matched row (or a row without TDP) is
+charged ``FALLBACK_W_PER_CORE`` per logical CPU, and says so. Static power is charged to the cell whatever
+other processes do; DRAM, fans and PSU losses are not counted.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.errors import AccelbenchError
+from accelbench.hardware.chips import ChipTable
 from accelbench.hardware.detect import Machine
+from accelbench.hardware.match import match_machine
 from accelbench.results import ENERGY_PROVENANCES, Energy
 
 log = logging.getLogger(__name__)
@@ -45,7 +48,7 @@ STATIC_FRACTION = 0.3
 """Idle/static power of a server CPU as a fraction of its TDP (EPYC/Xeon idle package power is roughly
 20-35 % of TDP); the estimate charges it for the whole window."""
 FALLBACK_W_PER_CORE = 4.0
-"""Watts per logical CPU when the microarchitecture is not in ``CPU_TDP`` (codecarbon's default too)."""
+"""Watts per logical CPU when no chip row with a TDP matches the machine (codecarbon's default too)."""
 POWERCAP_ROOT = Path("/sys/class/powercap")
 
 
@@ -140,40 +143,30 @@ class EnergyMeter(ABC):
 
 @dataclass(frozen=True, slots=True)
 class CpuTdp:
-    """A socket's TDP and core count, and where the figure comes from."""
+    """A socket's TDP and core count, the threads per core its logical CPUs stand for, and the source."""
 
     tdp_w: float
     socket_cores: int
     source: str
+    threads_per_core: float = 1.0
+    """Logical CPUs per core: the chip's SMT ways on a VM (a vCPU is a thread), the machine's own on bare
+    metal; 1 for a given ``socket_cores`` (then each logical CPU counts as one core)."""
+    chip_key: str = ""
+    """The chip table row the figures come from (empty for a given or fallback figure)."""
 
 
-_CHIPS_CSV = "shared/data/chips.csv"
-_SPEC = "vendor launch specification (not re-checked offline)"
-
-CPU_TDP: Mapping[str, CpuTdp] = {
-    "Zen 2 (Rome)": CpuTdp(225, 64, f"EPYC 7742, {_SPEC}"),
-    "Zen 3 (Milan)": CpuTdp(280, 64, f"EPYC 7763, {_CHIPS_CSV}"),
-    "Zen 4 (Genoa)": CpuTdp(360, 96, f"EPYC 9654, {_CHIPS_CSV}"),
-    "Zen 4c (Bergamo)": CpuTdp(360, 128, f"EPYC 9754, {_SPEC}"),
-    "Zen 5 (Turin)": CpuTdp(500, 128, f"EPYC 9755, {_SPEC}"),
-    "Zen 5c (Turin Dense)": CpuTdp(500, 192, f"EPYC 9965, {_SPEC}"),
-    "Skylake-SP / Cascade Lake": CpuTdp(205, 28, f"Xeon Platinum 8280, {_SPEC}"),
-    "Ice Lake-SP": CpuTdp(270, 40, f"Xeon Platinum 8380, {_CHIPS_CSV}"),
-    "Sapphire Rapids": CpuTdp(350, 56, f"Xeon Platinum 8480+, {_SPEC}"),
-    "Emerald Rapids": CpuTdp(350, 64, f"Xeon Platinum 8592+, {_SPEC}"),
-    "Granite Rapids": CpuTdp(500, 128, f"Xeon 6980P, {_SPEC}"),
-    "Neoverse N1": CpuTdp(210, 80, f"Ampere Altra Q80-30, {_SPEC}"),
-}
-"""Reference SKU per microarchitecture (the top bin: its W per core is typical of the family)."""
-
-
-def cpu_tdp(machine: Machine) -> CpuTdp:
-    """The TDP row for the machine's microarchitecture, else ``FALLBACK_W_PER_CORE`` x the cores seen."""
-    row = CPU_TDP.get(machine.microarchitecture)
-    if row is not None:
-        return row
+def cpu_tdp(machine: Machine, chips: ChipTable | None = None) -> CpuTdp:
+    """The matched chip row's TDP and cores (``match_machine``), else ``FALLBACK_W_PER_CORE`` per CPU."""
+    match = match_machine(machine, chips)
+    chip = match.chip
+    if chip is not None and chip.tdp_w is not None and chip.cores is not None:
+        fact = chip.tdp_w
+        source = f"{chip.key}, {match.basis}; TDP {fact.provenance}: {fact.source}"
+        cores = int(chip.cores.value.central)
+        return CpuTdp(fact.value.central, cores, source, match.threads_per_core, chip.key)
+    reason = match.notes[0] if chip is None else f"{chip.key} has no TDP or core count"
     per_socket = max(machine.logical_cores // max(machine.sockets, 1), 1)
-    source = f"fallback {FALLBACK_W_PER_CORE:g} W per core, microarchitecture {machine.microarchitecture}"
+    source = f"fallback {FALLBACK_W_PER_CORE:g} W per core ({reason})"
     return CpuTdp(FALLBACK_W_PER_CORE * per_socket, per_socket, source)
 
 
@@ -201,7 +194,8 @@ class CpuEstimateMeter(EnergyMeter):
         super().__init__(None, clock)
         self.tdp, self.cores, self.sockets = tdp, max(cores, 1), max(sockets, 1)
         self.static_fraction = static_fraction
-        self.share_w = tdp.tdp_w * min(self.cores / tdp.socket_cores, self.sockets)
+        per_socket = tdp.socket_cores * tdp.threads_per_core
+        self.share_w = tdp.tdp_w * min(self.cores / per_socket, self.sockets)
         self._cpu_s, self._note = cpu_s, note
 
     def _begin(self) -> float:
@@ -225,7 +219,8 @@ class CpuEstimateMeter(EnergyMeter):
         tdp = self.tdp
         text = (
             f"E = W x (s + (1 - s) x u) x t; W = {tdp.tdp_w:g} W socket TDP ({tdp.source}) "
-            f"x min({self.cores} cores / {tdp.socket_cores} per socket, {self.sockets} sockets) "
+            f"x min({self.cores} cores / ({tdp.socket_cores} per socket x {tdp.threads_per_core:g} threads "
+            f"per core), {self.sockets} sockets) "
             f"= {self.share_w:.3g} W; "
             f"s = {self.static_fraction:g} static fraction of TDP; u = process CPU s / (t x cores) "
             f"= {cpu_s:.3f} / ({wall_s:.3f} x {self.cores}) = {utilisation:.3f}; t = {wall_s:.3f} s"
@@ -244,8 +239,9 @@ def choose_meter(
 ) -> EnergyMeter:
     """The best meter for ``device``: NVML or amdsmi on ``cuda:N``; RAPL, else the estimate, on ``cpu``.
 
-    ``tdp_w`` (socket TDP) and ``socket_cores`` override the ``CPU_TDP`` table. A GPU without a readable
-    counter raises ``MeterUnavailable``: a CPU estimate would pass off host power as the GPU's.
+    ``tdp_w`` (socket TDP) and ``socket_cores`` override the matched chip row (``cpu_tdp``); with
+    ``socket_cores`` given, each logical CPU counts as one core. A GPU without a readable counter raises
+    ``MeterUnavailable``: a CPU estimate would pass off host power as the GPU's.
     """
     if device.startswith("cuda"):
         return _gpu_meter(device, sync or _cuda_sync(device))
@@ -255,7 +251,10 @@ def choose_meter(
     if domains:
         return rapl.RaplMeter(domains, sync=sync)
     table = cpu_tdp(machine)
-    tdp = CpuTdp(tdp_w, socket_cores or table.socket_cores, "given") if tdp_w else table
+    tdp = table
+    if tdp_w or socket_cores:
+        per_core = 1.0 if socket_cores else table.threads_per_core
+        tdp = CpuTdp(tdp_w or table.tdp_w, socket_cores or table.socket_cores, "given", per_core)
     note = f"no hardware energy counter ({problem})" if problem else "no hardware energy counter"
     return CpuEstimateMeter(tdp, machine.logical_cores, machine.sockets, note=note)
 

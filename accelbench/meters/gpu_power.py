@@ -1,7 +1,8 @@
 """The GPU meter shared by NVML and amdsmi: an energy counter when the device has one, else polled power.
 
 A vendor module (``accelbench.meters.nvml``, ``accelbench.meters.amd_gpu``) only supplies two readers:
-``read_energy_j`` (a monotonic counter in joules, or None when the device has none) and ``read_power_w``.
+``read_energy_j`` (a monotonic counter in joules, or None when the device has none) and ``read_power_w``,
+and hands them to ``open_gpu_meter`` with its ``GpuOptions``.
 With a counter the reading is ``measured``; without, a ``PowerSampler`` thread reads the power every
 ``poll_s`` seconds and the window is the integral of the piecewise-linear power curve (``polled``).
 
@@ -17,8 +18,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import TypedDict
 
-from accelbench.meters.energy import EnergyMeter, EnergyReading
+from accelbench.meters.energy import EnergyMeter, EnergyReading, MeterUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +28,55 @@ IDLE_S = 1.0
 """Seconds of idle power sampled before each window."""
 POLL_S = 0.1
 """Seconds between power samples when there is no energy counter (NVML updates power about every 0.1 s)."""
+
+Readers = tuple[Callable[[], float], Callable[[], float] | None]
+"""A GPU's ``read_power_w`` and ``read_energy_j`` (None when it has no energy counter)."""
+
+
+class GpuOptions(TypedDict, total=False):
+    """How a GPU meter measures: ``GpuMeter``'s keywords (defaults there) that vendor factories pass on."""
+
+    sync: Callable[[], None] | None
+    clock: Callable[[], float]
+    sleep: Callable[[float], None]
+    idle_s: float
+    poll_s: float | None
+    subtract_idle: bool
+
+
+def cuda_index(device: str) -> int:
+    """N of ``cuda:N`` (0 for a bare ``cuda``)."""
+    _, _, index = device.partition(":")
+    return int(index or 0)
+
+
+def open_gpu_meter(
+    meter: str,
+    library: str,
+    device: str,
+    open_readers: Callable[[], Readers],
+    shutdown: Callable[[], None],
+    options: GpuOptions,
+) -> GpuMeter:
+    """A ``GpuMeter`` called ``meter`` on ``device`` with the readers ``open_readers`` returns.
+
+    When ``open_readers`` fails, ``shutdown`` releases the vendor ``library`` and the failure becomes
+    MeterUnavailable; otherwise the meter calls ``shutdown`` when it is closed. A failed shutdown is logged.
+    """
+
+    def close() -> None:
+        try:
+            shutdown()
+        except Exception as err:
+            log.debug("%s shutdown failed: %s", library, err)
+
+    try:
+        read_power_w, read_energy_j = open_readers()
+    except Exception as err:
+        close()
+        raise MeterUnavailable(f"{library} has no usable {device}: {err}") from err
+    domain = f"gpu{cuda_index(device)}"
+    return GpuMeter(meter, domain, read_power_w, read_energy_j, close=close, **options)
 
 
 def integrate_w(samples: list[tuple[float, float]], start_s: float, end_s: float) -> float:

@@ -75,7 +75,7 @@ class DeviceMemoryMeter:
     def _nvml_used_bytes(self) -> int | None:
         if not self.device.startswith("cuda"):
             return None
-        from accelbench.meters.nvml import cuda_index
+        from accelbench.meters.gpu_power import cuda_index
 
         try:
             nvml = self._nvml if self._nvml is not None else _import_pynvml()

@@ -11,26 +11,17 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Unpack
 
 from accelbench.meters.energy import MeterUnavailable
-from accelbench.meters.gpu_power import IDLE_S, POLL_S, GpuMeter
+from accelbench.meters.gpu_power import GpuMeter, GpuOptions, Readers, cuda_index, open_gpu_meter
 
 log = logging.getLogger(__name__)
 
 
 def nvml_meter(
-    device: str,
-    *,
-    sync: Callable[[], None] | None = None,
-    clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
-    idle_s: float = IDLE_S,
-    poll_s: float | None = POLL_S,
-    subtract_idle: bool = False,
-    environ: Mapping[str, str] = os.environ,
+    device: str, *, environ: Mapping[str, str] = os.environ, **options: Unpack[GpuOptions]
 ) -> GpuMeter:
     """A meter of ``cuda:N`` through NVML; MeterUnavailable when pynvml, the driver or the GPU is missing."""
     nvml = _import_pynvml()
@@ -38,31 +29,9 @@ def nvml_meter(
         nvml.nvmlInit()
     except Exception as err:
         raise MeterUnavailable(f"NVML does not initialise: {err}") from err
-    try:
-        handle = _handle(nvml, device, environ)
-        read_energy_j = _energy_reader(nvml, handle)
-    except Exception as err:
-        _shutdown(nvml)
-        raise MeterUnavailable(f"NVML has no usable {device}: {err}") from err
-    return GpuMeter(
-        "nvml",
-        f"gpu{cuda_index(device)}",
-        lambda: nvml.nvmlDeviceGetPowerUsage(handle) / 1e3,
-        read_energy_j,
-        sync=sync,
-        clock=clock,
-        sleep=sleep,
-        idle_s=idle_s,
-        poll_s=poll_s,
-        subtract_idle=subtract_idle,
-        close=lambda: _shutdown(nvml),
+    return open_gpu_meter(
+        "nvml", "NVML", device, lambda: _readers(nvml, device, environ), lambda: nvml.nvmlShutdown(), options
     )
-
-
-def cuda_index(device: str) -> int:
-    """N of ``cuda:N`` (0 for a bare ``cuda``)."""
-    _, _, index = device.partition(":")
-    return int(index or 0)
 
 
 def _import_pynvml() -> Any:
@@ -86,6 +55,11 @@ def _handle(nvml: Any, device: str, environ: Mapping[str, str]) -> Any:
     raise ValueError(f"CUDA_VISIBLE_DEVICES entry {entry!r} (MIG slices have no energy counter)")
 
 
+def _readers(nvml: Any, device: str, environ: Mapping[str, str]) -> Readers:
+    handle = _handle(nvml, device, environ)
+    return lambda: nvml.nvmlDeviceGetPowerUsage(handle) / 1e3, _energy_reader(nvml, handle)
+
+
 def _energy_reader(nvml: Any, handle: Any) -> Callable[[], float] | None:
     """Joules from the total-energy counter, or None when this GPU has none (then power is polled)."""
     try:
@@ -94,10 +68,3 @@ def _energy_reader(nvml: Any, handle: Any) -> Callable[[], float] | None:
         log.info("no NVML energy counter (%s): polling power instead", err)
         return None
     return lambda: nvml.nvmlDeviceGetTotalEnergyConsumption(handle) / 1e3
-
-
-def _shutdown(nvml: Any) -> None:
-    try:
-        nvml.nvmlShutdown()
-    except Exception as err:
-        log.debug("nvmlShutdown failed: %s", err)

@@ -6,6 +6,7 @@
     cmos.py      the CMOS scaling table and the CMOS-potential model (after Fuchs & Wentzlaff 2019)
     explain.py   explain(a, b): a measured ratio as chips x transistors x node x residual
     roofline.py  achieved FLOP/s, share of the measured peak, the roofline bound (the probes' figures)
+    peak_share.py  the peak a share divides by (best of every measurement), datasheet peak, suspect shares
 
 Nothing here formats numbers or touches the store; rendering lives in ``accelbench.report.normalized``.
 The package ``__init__`` imports nothing so that ``accelbench.hardware.chips`` can use ``ranges``.

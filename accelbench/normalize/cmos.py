@@ -21,14 +21,16 @@ Absolute values mean nothing; ratios between chips are the potential gain, and
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any, TypeVar
 
 from accelbench.hardware.chips import Chip
-from accelbench.normalize.ranges import Range, weakest
+from accelbench.ranges import Range, weakest
 
 QUANTITIES = ("gate_latency_ps", "switch_energy_fj", "dynamic_power_uw", "leakage_power_uw")
 FITTED_RANGES = {
@@ -104,39 +106,19 @@ class Potential:
         return self.throughput / self.power_w
 
 
+_Record = TypeVar("_Record", CmosNode, Curve)
+
+
 @functools.cache
 def cmos_table() -> tuple[CmosNode, ...]:
     """The bundled per-node table, sorted from the smallest node."""
-    rows = csv.DictReader(_data_text("cmos_scaling.csv").splitlines())
-    nodes = (
-        CmosNode(
-            node_nm=float(row["node_nm"]),
-            gate_latency_ps=float(row["gate_latency_ps"]),
-            switch_energy_fj=float(row["switch_energy_fj"]),
-            dynamic_power_uw=float(row["dynamic_power_uw"]),
-            leakage_power_uw=float(row["leakage_power_uw"]),
-            source=row["source"],
-        )
-        for row in rows
-    )
-    return tuple(sorted(nodes, key=lambda n: n.node_nm))
+    return tuple(sorted(_read_records("cmos_scaling.csv", CmosNode), key=lambda n: n.node_nm))
 
 
 @functools.cache
 def rankine_curves() -> tuple[Curve, ...]:
     """Rankine's fitted curves (area -> transistors, TDP -> effective transistors per node bracket)."""
-    rows = csv.DictReader(_data_text("rankine_curves.csv").splitlines())
-    return tuple(
-        Curve(
-            curve=row["curve"],
-            node_nm_from=float(row["node_nm_from"]),
-            node_nm_to=float(row["node_nm_to"]),
-            exponent=float(row["exponent"]),
-            log_intercept=float(row["log_intercept"]),
-            source=row["source"],
-        )
-        for row in rows
-    )
+    return _read_records("rankine_curves.csv", Curve)
 
 
 def node_value(node_nm: float, quantity: str, table: tuple[CmosNode, ...] | None = None) -> NodeValue:
@@ -252,6 +234,17 @@ def _central(value: Range) -> float:
 
 def _high(value: Range) -> float:
     return value.high
+
+
+def _read_records(file_name: str, record: type[_Record]) -> tuple[_Record, ...]:
+    """One ``record`` per row of the bundled CSV ``file_name``: ``str`` fields as written, others floats."""
+    rows = csv.DictReader(_data_text(file_name).splitlines())
+    kinds = {one.name: one.type for one in dataclasses.fields(record)}
+    values: list[dict[str, Any]] = [
+        {name: row[name] if kind in ("str", str) else float(row[name]) for name, kind in kinds.items()}
+        for row in rows
+    ]
+    return tuple(record(**one) for one in values)
 
 
 def _data_text(name: str) -> str:

@@ -20,8 +20,8 @@ from accelbench.hardware.chips import Chip, Fact
 from accelbench.mlperf.history import round_version
 from accelbench.normalize.cmos import NodeOutOfTable, Potential, PotentialUnavailable, cmos_potential
 from accelbench.normalize.factors import Figure, chip_node_credit, figures, gain
-from accelbench.normalize.ranges import Range, product, weakest
 from accelbench.normalize.subjects import Subject
+from accelbench.ranges import Range, product, weakest
 
 SCALE_WARNING_RATIO = 4.0
 """Warn when one subject uses more than this many times the chips of the other."""

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from accelbench.hardware.chips import Chip, Fact
 from accelbench.hardware.prices import ChipPrice, chip_price
 from accelbench.normalize.cmos import CmosNode, NodeValue, node_value
-from accelbench.normalize.ranges import Range, weakest
 from accelbench.normalize.subjects import Subject
+from accelbench.ranges import Range, weakest
 
 DENOMINATORS = ("chip", "transistor", "mm2", "tdp_w", "measured_w", "usd", "usd_cloud")
 _PER_CHIP = {  # denominator -> (Chip attribute, unit of the denominator, unit of the figure)

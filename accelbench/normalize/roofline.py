@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from accelbench.hardware.flops import WorkloadCost
+from accelbench.workloads.flops import WorkloadCost
 
 
 @dataclass(frozen=True, slots=True)

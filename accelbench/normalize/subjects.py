@@ -98,7 +98,7 @@ def from_result(result_id: str, result: Result, match: ChipMatch) -> Subject:
         work_unit=f"{unit} ({cell.scenario})",
         chip=match.chip,
         count=match.count,
-        count_basis=f"{match.basis}: {match.detected}",
+        count_basis=_count_basis(match),
         availability="local",
         energy_j=energy_j,
         time_basis="LoadGen scenario throughput",
@@ -125,9 +125,15 @@ def _from_training(result_id: str, result: Result, match: ChipMatch) -> Subject:
         work_unit="training run to quality",
         chip=match.chip,
         count=match.count,
-        count_basis=f"{match.basis}: {match.detected}",
+        count_basis=_count_basis(match),
         availability="local",
         energy_j=float(training["energy_j"]) if measured and training.get("energy_j") else None,
         time_basis="olympic mean of run_start..run_stop",
         notes=match.notes,
     )
+
+
+def _count_basis(match: ChipMatch) -> str:
+    """How the chip was found and, when known, the arithmetic of the count (an estimate on a VM)."""
+    found = f"{match.basis}: {match.detected}"
+    return f"{found}; {match.count_basis}" if match.count_basis else found

@@ -1,6 +1,7 @@
 """The expressiveness matrix in the terminal: workloads as rows, stacks as columns.
 
-Each cell shows the verdict of ``accelbench.expressiveness.expressiveness_document`` and, when the stack
+Each cell shows the verdict of ``accelbench.normalize.expressiveness.expressiveness_document`` and, when
+the stack
 runs the workload correctly, its speed relative to torch eager (``1.80x``; yellow when below 1).
 Reasons for the cells that do not run are listed below the matrix, one line each.
 """

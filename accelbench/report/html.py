@@ -21,7 +21,8 @@ from typing import Any
 
 from accelbench.errors import UserError
 from accelbench.hardware.chips import ChipTable
-from accelbench.normalized import load_peaks, normalized_documents
+from accelbench.report.documents import load_peaks, normalized_documents
+from accelbench.report.headline import rules_note, rules_of
 from accelbench.report.html_sections import RunData, Section
 from accelbench.store import Store
 
@@ -38,6 +39,7 @@ table.data th,table.data td{border:1px solid #ddd;padding:3px 8px;vertical-align
 table.data th{background:#f3f5f8}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 .green{color:#18794e}.red{color:#c62828}.yellow{color:#a36a00}.bold{font-weight:700}.dim{color:#888}
 .chart{margin:8px 0 16px}p{margin:6px 0}
+p.rules{font-weight:600;color:#a36a00}p.note{font-size:12px;color:#555}
 """
 
 
@@ -84,7 +86,10 @@ def write_report(
     runs = load_runs(store, run_ids, chips)
     sections = build_sections(runs, store.path, chips, pair, include_unverified)
     title = "accelbench report: " + ", ".join(d.run.run_id for d in runs)
-    page, charts = render_page(title, sections)
+    rules = [rules_of(r) for d in runs for r in d.results] + [
+        str(d.run.config.get("rules", "")) for d in runs
+    ]
+    page, charts = render_page(title, sections, rules_note(rules))
     output.parent.mkdir(parents=True, exist_ok=True)
     temporary = output.with_name(output.name + ".tmp")
     temporary.write_text(page, encoding="utf-8")
@@ -118,8 +123,9 @@ def build_sections(
     return [s for s in sections if s is not None]
 
 
-def render_page(title: str, sections: Sequence[Section]) -> tuple[str, int]:
-    """The HTML page and the number of charts in it; plotly.js embedded once."""
+def render_page(title: str, sections: Sequence[Section], header: str = "") -> tuple[str, int]:
+    """The HTML page and the number of charts in it; plotly.js embedded once. ``header`` (the rule-set
+    note of the runs) is the line under the title."""
     from plotly.offline import get_plotlyjs
 
     charts = 0
@@ -134,10 +140,12 @@ def render_page(title: str, sections: Sequence[Section]) -> tuple[str, int]:
                 parts.append(_chart_html(part, f"chart-{charts}"))
         body.append(f'<section id="{section.key}"><h2>{escape(section.title)}</h2>{"".join(parts)}</section>')
     nav = "".join(f'<a href="#{s.key}">{escape(s.title)}</a>' for s in sections)
+    rules = f'<p class="rules">{escape(header)}</p>' if header else ""
     page = (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
         f"<style>{_STYLE}</style><script>{get_plotlyjs()}</script></head>"
         f'<body data-charts="{charts}"><nav>{nav}</nav><h1>{escape(title)}</h1>'
+        f"{rules}"
         f"{''.join(body)}</body></html>\n"
     )
     return page, charts

@@ -1,4 +1,7 @@
-"""Plotly figures of the HTML report: leaderboard, roofline, explain waterfall, MLPerf history, heatmaps.
+"""Plotly figures of the HTML report: roofline, explain waterfall, MLPerf history, heatmaps.
+
+The leaderboard bars and the server QPS curve are ``html_leaderboard``'s. Log axes here are labelled
+``(log scale)``; a linear bar axis starts at zero.
 
 Pure functions from stored documents to ``plotly.graph_objects.Figure``; SI values become display units
 (ms, GFLOP/s, per billion transistors, minutes, kWh) here. ``plotly`` is imported by the caller
@@ -8,9 +11,8 @@ Pure functions from stored documents to ``plotly.graph_objects.Figure``; SI valu
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import plotly.graph_objects as go
 from plotly.colors import qualitative
@@ -19,126 +21,13 @@ from plotly.subplots import make_subplots
 from accelbench.mlperf.history import HistoryEntry, round_version
 from accelbench.normalize.explain import Decomposition
 from accelbench.normalize.factors import Figure
-from accelbench.normalize.ranges import Range
+from accelbench.ranges import Range
+from accelbench.report.html_leaderboard import Entry
 from accelbench.report.normalized import DISPLAY, HISTORY_PER
-from accelbench.results import Result
 
 Value = tuple[float, float, float]
 """(central, low, high) of one bar."""
 _LAYOUT = {"template": "plotly_white", "margin": {"l": 70, "r": 20, "t": 60, "b": 60}, "height": 420}
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One stored result on a chart: its label and its normalized document (``normalized_documents``)."""
-
-    label: str
-    result: Result
-    normalized: Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class View:
-    """One switchable normalization of the leaderboard: axis title and how to read the value."""
-
-    name: str
-    axis: str
-    value: Callable[[Entry], Value | None]
-
-
-def _performance(per: str, scale: float = 1.0) -> Callable[[Entry], Value | None]:
-    """Work per (denominator x second) from a cost figure: 1 / cost, its range inverted, times ``scale``."""
-
-    def read(entry: Entry) -> Value | None:
-        figure = entry.normalized.get("figures", {}).get(per)
-        if not figure:
-            return None
-        value = figure["value"]
-        return scale / value["central"], scale / value["high"], scale / value["low"]
-
-    return read
-
-
-def _throughput(entry: Entry) -> Value | None:
-    qps = entry.result.qps
-    return (qps, qps, qps) if qps else None
-
-
-def _latency_ms(entry: Entry) -> Value | None:
-    latency = entry.result.latency
-    if latency is None:
-        return None
-    low, high = latency.median_ci_s
-    return latency.p50_s * 1e3, low * 1e3, high * 1e3
-
-
-def _share_of_peak(entry: Entry) -> Value | None:
-    share = (entry.normalized.get("roofline") or {}).get("share_of_peak")
-    return None if share is None else (share * 100, share * 100, share * 100)
-
-
-VIEWS = (
-    View("raw throughput", "queries (samples) per second, LoadGen", _throughput),
-    View("raw latency", "p50 latency, ms (95% CI of the median)", _latency_ms),
-    View("per chip", "per second per chip (share of a socket on CPUs)", _performance("chip")),
-    View("per transistor", "per second per billion transistors", _performance("transistor", 1e9)),
-    View("per TDP W", "per joule at TDP (per second per TDP watt)", _performance("tdp_w")),
-    View("per measured W", "per measured joule", _performance("measured_w")),
-    View("per $ (purchase)", "per second per USD of purchase price", _performance("usd")),
-    View("per $ (cloud)", "per USD at on-demand cloud prices", _performance("usd_cloud")),
-    View("share of peak", "% of the measured peak FLOP/s", _share_of_peak),
-)
-
-
-def leaderboard_figure(title: str, entries: Sequence[Entry]) -> go.Figure:
-    """Bars per result, one trace per normalization with range error bars, switched by buttons."""
-    figure = go.Figure()
-    views = [v for v in VIEWS if any(v.value(e) for e in entries)]
-    for index, view in enumerate(views):
-        shown = [(e.label, value) for e in entries if (value := view.value(e)) is not None]
-        figure.add_trace(_bar(view.name, shown, visible=index == 0))
-    buttons = [
-        {
-            "label": view.name,
-            "method": "update",
-            "args": [{"visible": [i == k for i in range(len(views))]}, {"yaxis.title.text": view.axis}],
-        }
-        for k, view in enumerate(views)
-    ]
-    figure.update_layout(
-        title=title,
-        yaxis={"title": views[0].axis if views else "", "type": "log"},
-        updatemenus=[
-            {
-                "type": "buttons",
-                "direction": "right",
-                "x": 0,
-                "y": 1.16,
-                "xanchor": "left",
-                "buttons": buttons,
-                "showactive": True,
-            }
-        ],
-        **{**_LAYOUT, "margin": {"l": 70, "r": 20, "t": 110, "b": 80}},
-    )
-    return figure
-
-
-def _bar(name: str, shown: Sequence[tuple[str, Value]], visible: bool) -> go.Bar:
-    central = [v[0] for _, v in shown]
-    return go.Bar(
-        name=name,
-        x=[label for label, _ in shown],
-        y=central,
-        visible=visible,
-        error_y={
-            "type": "data",
-            "array": [v[2] - v[0] for _, v in shown],
-            "arrayminus": [v[0] - v[1] for _, v in shown],
-            "visible": any(v[1] != v[2] for _, v in shown),
-        },
-        hovertemplate="%{x}: %{y:.4g}<extra>" + name + "</extra>",
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,8 +39,9 @@ class Ceiling:
     bytes_per_s: float
 
 
-def roofline_figure(ceilings: Sequence[Ceiling], entries: Sequence[Entry]) -> go.Figure:
-    """Measured ceilings (min of peak FLOP/s and bandwidth x intensity) and each result as a point."""
+def roofline_figure(ceilings: Sequence[Ceiling], entries: Sequence[Entry], rules: str = "") -> go.Figure:
+    """Measured ceilings (min of peak FLOP/s and bandwidth x intensity) and each result as a point;
+    ``rules`` (the rule-set note) joins the title."""
     figure = go.Figure()
     intensities = [10 ** (k / 10) for k in range(-30, 41)]  # 0.001 .. 10^4 flop/byte
     for ceiling in ceilings:
@@ -179,9 +69,12 @@ def roofline_figure(ceilings: Sequence[Ceiling], entries: Sequence[Entry]) -> go
                     marker={"size": 11},
                 )
             )
-    figure.update_layout(title="Roofline: measured ceilings of this machine, each result a point", **_LAYOUT)
-    figure.update_xaxes(type="log", title="arithmetic intensity, FLOP per byte moved")
-    figure.update_yaxes(type="log", title="GFLOP/s")
+    title = "Roofline: measured ceilings of this machine, each result a point" + (
+        f"; {rules}" if rules else ""
+    )
+    figure.update_layout(title=title, **_LAYOUT)
+    figure.update_xaxes(type="log", title="arithmetic intensity, FLOP per byte moved (log scale)")
+    figure.update_yaxes(type="log", title="GFLOP/s (log scale)")
     return figure
 
 
@@ -231,7 +124,7 @@ def waterfall_figure(title: str, ratio: Range, decomposition: Decomposition) -> 
         )
     )
     figure.update_layout(title=title, showlegend=False, **_LAYOUT)
-    figure.update_yaxes(type="log", title="cumulative factor (B / A)")
+    figure.update_yaxes(type="log", title="cumulative factor (B / A), log scale")
     return figure
 
 
@@ -257,7 +150,7 @@ def history_figure(rows: Sequence[tuple[HistoryEntry, Sequence[Figure]]]) -> go.
     figure.update_yaxes(type="log")
     figure.update_xaxes(type="category", categoryorder="array", categoryarray=rounds)
     figure.update_layout(
-        title="MLPerf Training ResNet-50: time to train and normalized cost (lower is better)",
+        title="MLPerf Training ResNet-50: time to train and normalized cost (lower is better; log scales)",
         colorway=qualitative.Dark24,
         **{**_LAYOUT, "height": 760},
     )

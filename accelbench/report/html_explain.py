@@ -2,7 +2,8 @@
 
 The pair to explain is the user's (``accelbench report --explain A --explain B``), else the slowest and
 the fastest measured stack of the first workload and scenario that has two, else the MLPerf example of
-the docs (640 V100 in v0.5 against 3456 TPU v4 in v1.0). Subjects resolve through ``accelbench.lookup``,
+the docs (640 V100 in v0.5 against 3456 TPU v4 in v1.0). Subjects resolve through
+``accelbench.normalize.lookup``,
 exactly as ``accelbench explain`` resolves them.
 """
 
@@ -12,9 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from accelbench import lookup
 from accelbench.errors import UserError
 from accelbench.hardware.chips import ChipTable
+from accelbench.normalize import lookup
 from accelbench.normalize.explain import explain
 from accelbench.report import html_charts, normalized
 from accelbench.report.html_sections import RunData, Section, text

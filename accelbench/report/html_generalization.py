@@ -1,7 +1,8 @@
 """Generalization, expressiveness and training sections of the HTML report.
 
-The documents come from ``accelbench.generalization.generalization_document`` and
-``accelbench.expressiveness.expressiveness_document`` (imported here, lazily); when a module is missing,
+The documents come from ``accelbench.normalize.generalization.generalization_document`` and
+``accelbench.normalize.expressiveness.expressiveness_document`` (imported here, lazily); when a module is
+missing,
 or the runs hold no such results, the section says so in one line. Training results (the optional
 ``training`` section of a result) become a small table.
 """
@@ -24,7 +25,7 @@ log = logging.getLogger(__name__)
 def generalization_section(runs: Sequence[RunData]) -> Section:
     """The Goodhart gap per stack and the stack x variant heatmap, relative to the canonical model."""
     title = "Generalization to unseen variants"
-    document, problem = _document("accelbench.generalization", "generalization_document", runs)
+    document, problem = _document("accelbench.normalize.generalization", "generalization_document", runs)
     if document is None or not document.get("heatmap"):
         return Section("generalization", title, (text(problem or "no variant results in these runs"),))
     parts: list[Any] = [
@@ -82,7 +83,7 @@ def _stacks_table(stacks: Sequence[Mapping[str, Any]]) -> str:
 def expressiveness_section(runs: Sequence[RunData]) -> Section:
     """Which stacks run the non-matmul workloads, and how fast relative to eager."""
     title = "Expressiveness"
-    document, problem = _document("accelbench.expressiveness", "expressiveness_document", runs)
+    document, problem = _document("accelbench.normalize.expressiveness", "expressiveness_document", runs)
     if document is None or not document.get("cells"):
         return Section("expressiveness", title, (text(problem or "no expressiveness results in these runs"),))
     cells = document["cells"]

@@ -12,13 +12,16 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
-from accelbench import ranking
 from accelbench.hardware.chips import Chip, ChipTable, Fact
 from accelbench.hardware.detect import machine_from_dict
 from accelbench.hardware.match import match_device
-from accelbench.hardware.roofline import MeasuredPeaks
-from accelbench.report import html_charts, terminal
+from accelbench.normalize import ranking
+from accelbench.normalize.peak_share import machine_peak, suspect_reasons
+from accelbench.probe.roofline import MeasuredPeaks
+from accelbench.report import html_charts, html_leaderboard, terminal
 from accelbench.report import roofline as roofline_report
+from accelbench.report.columns import leaderboard_tables
+from accelbench.report.headline import results_rules_note, sort_key
 from accelbench.report.html_tables import markup_html, rows_html, table_html
 from accelbench.results import Result
 from accelbench.store import RunRecord
@@ -73,7 +76,8 @@ def summary_section(runs: Sequence[RunData], chips: ChipTable) -> Section:
         if data.peaks is None:
             parts.append(text("no measured peaks: the run skipped the roofline probes (--no-probe)"))
         else:
-            parts.append(table_html(roofline_report.peaks_table(data.peaks)))
+            suspects = suspect_reasons(data.normalized)
+            parts.append(table_html(roofline_report.peaks_table(data.peaks, suspects)))
         parts.append(table_html(terminal.machine_table(run.config), "Run settings"))
     return Section("summary", "Machine and run settings", tuple(parts))
 
@@ -88,7 +92,7 @@ def _chip_parts(data: RunData, chips: ChipTable) -> list[str]:
         match = match_device(machine, device, chips)
         lines = [
             f"{device}: {match.detected} -> {match.chip.key if match.chip else 'no chip'} "
-            f"({match.basis}), {match.count:.4g} chips counted",
+            f"({match.basis}), {match.count_basis or f'{match.count:.4g} chips counted'}",
             *match.notes,
         ]
         parts += [text(line) for line in lines]
@@ -115,9 +119,11 @@ def _fact_text(fact: Fact, scale: float, unit: str) -> str:
 
 
 def leaderboard_section(runs: Sequence[RunData], include_unverified: bool = False) -> Section:
-    """Per workload and scenario: the speed and checks tables of each run, and the switchable chart.
+    """Per workload and scenario: the switchable chart (and the server QPS curve), then the speed tables
+    (the scenario's columns) and checks tables of each run; every title names the rule set.
 
-    Charts and speed tables hold verified cells only (``accelbench.ranking``); ``include_unverified``
+    Charts and speed tables hold verified cells only (``accelbench.normalize.ranking``);
+    ``include_unverified``
     adds the others, labelled UNVERIFIED.
     """
     groups: dict[tuple[str, str, str], list[tuple[RunData, Result]]] = {}
@@ -125,41 +131,57 @@ def leaderboard_section(runs: Sequence[RunData], include_unverified: bool = Fals
         for result in data.results:
             cell = result.cell
             groups.setdefault((cell.workload, cell.size, cell.scenario), []).append((data, result))
-    parts: list[Any] = [
-        text(
-            "Buttons above each chart switch the normalization; error bars are 95% CIs (latency) or the "
-            "ranges of uncertain chip facts. Energy: meas = hardware counter, poll = sampled power, "
-            "est = TDP model (see each result's formula)."
-        )
-    ]
+    parts: list[Any] = [text(_LEADERBOARD_NOTE)]
     if not groups:
         parts.append(text("the runs hold no results"))
     for (workload, size, scenario), members in sorted(groups.items()):
-        parts.append(f"<h3>{escape(f'{workload} ({size}), {scenario}')}</h3>")
-        entries = _entries(members, len(runs) > 1, include_unverified)
-        if entries:
-            parts.append(html_charts.leaderboard_figure(f"{workload} ({size}), {scenario}", entries))
-        for data in runs:
-            mine = [r for d, r in members if d is data]
-            if mine:
-                suffix = f" (run {data.run.run_id})"
-                parts.append(table_html(terminal.results_table(mine, "Speed" + suffix, include_unverified)))
-                parts.append(table_html(terminal.checks_table(mine, data.normalized)))
+        parts += _group_parts(f"{workload} ({size}), {scenario}", members, runs, include_unverified)
     return Section("leaderboard", "Leaderboard", tuple(parts))
+
+
+_LEADERBOARD_NOTE = (
+    "The first button above each chart is the scenario's MLPerf figure (single-stream p90, multi-stream "
+    "p99 per query, server max QPS, offline samples/s); the others switch the normalization. Bars start "
+    "at zero; the second row of buttons switches to a log scale. Error bars are 95% intervals across "
+    "trials or the ranges of uncertain chip facts. Share of peak divides by the machine's best measured "
+    "GEMM (probes and libraries); above 100% is marked SUSPECT. Energy: meas = hardware counter, "
+    "poll = sampled power, est = TDP model (see each result's formula)."
+)
+
+
+def _group_parts(
+    name: str, members: Sequence[tuple[RunData, Result]], runs: Sequence[RunData], include_unverified: bool
+) -> list[Any]:
+    """The heading, charts and tables of one workload and scenario."""
+    parts: list[Any] = [f"<h3>{escape(name)}</h3>"]
+    entries = _entries(members, len(runs) > 1, include_unverified)
+    note = results_rules_note(e.result for e in entries)
+    if entries:
+        parts.append(html_leaderboard.leaderboard_figure(f"{name}; {note}", entries))
+        server = html_leaderboard.server_search_figure(f"{name}: server QPS search; {note}", entries)
+        parts += [server] if server is not None else []
+        parts += html_leaderboard.token_search_figures(f"{name}: server QPS search; {note}", entries)
+    for data in runs:
+        mine = [r for d, r in members if d is data]
+        if mine:
+            title = f"Speed (run {data.run.run_id})"
+            parts += [table_html(t) for t in leaderboard_tables(mine, title, include_unverified)]
+            parts.append(table_html(terminal.checks_table(mine, data.normalized)))
+    return parts
 
 
 def _entries(
     members: Sequence[tuple[RunData, Result]], several_runs: bool, include_unverified: bool = False
-) -> list[html_charts.Entry]:
-    """Chart entries: verified results (and, when asked, unverified ones marked), best first."""
+) -> list[html_leaderboard.Entry]:
+    """Chart entries: verified results (and, when asked, unverified ones marked), best headline first."""
     entries = []
-    for data, result in sorted(members, key=lambda m: -(m[1].qps or 0)):
+    for data, result in sorted(members, key=lambda m: sort_key(m[1])):
         if not ranking.is_rankable(result, include_unverified):
             continue  # listed under "unverified" or failures; the null stack measures the harness only
         name = label(result, data.run.run_id if several_runs else "")
         if not ranking.is_verified(result):
             name += f" (UNVERIFIED: {result.status})"
-        entries.append(html_charts.Entry(name, result, data.normalized.get(result.cell.key, {})))
+        entries.append(html_leaderboard.Entry(name, result, data.normalized.get(result.cell.key, {})))
     return entries
 
 
@@ -199,15 +221,18 @@ def roofline_section(runs: Sequence[RunData]) -> Section:
         f"{len(located)} of {len(entries)} measured results placed (FLOPs counted by torch's "
         "FlopCounterMode; bytes: parameters and activations read once)"
     )
-    return Section("roofline", "Roofline", (html_charts.roofline_figure(valid, located), note))
+    rules = results_rules_note(e.result for e in located)
+    return Section("roofline", "Roofline", (html_charts.roofline_figure(valid, located, rules), note))
 
 
 def _ceiling(run_id: str, peaks: MeasuredPeaks | None) -> html_charts.Ceiling | None:
-    if peaks is None or not peaks.bandwidth_bytes_per_s():
+    """The run's roofs: the machine's best measured GEMM per dtype and memory bandwidth."""
+    bandwidth = machine_peak(peaks, "bandwidth") if peaks is not None else None
+    if peaks is None or bandwidth is None:
         return None
-    flops = {d: v for d in ("fp32", "bf16") if (v := peaks.gemm_flops_per_s(d))}
-    bandwidth = peaks.bandwidth_bytes_per_s() or 0.0
-    return html_charts.Ceiling(run_id, flops, bandwidth) if flops else None
+    found = {d: machine_peak(peaks, "gemm", d) for d in ("fp32", "bf16")}
+    flops = {d: peak.value_per_s for d, peak in found.items() if peak is not None}
+    return html_charts.Ceiling(run_id, flops, bandwidth.value_per_s) if flops else None
 
 
 def failures_section(runs: Sequence[RunData]) -> Section:

@@ -3,7 +3,7 @@
 The terminal renderers (``report.terminal``, ``report.normalized``, ``report.roofline``) already turn SI
 values into display text; the report reuses their ``rich.table.Table`` objects and converts them here:
 column headers, justification and rich markup (``[green]ok[/]``, ``[yellow]est[/]``) become HTML with CSS
-classes. Nothing is formatted twice.
+classes; a table's caption (its notes) becomes paragraphs under it. Nothing is formatted twice.
 """
 
 from __future__ import annotations
@@ -45,10 +45,19 @@ def table_html(table: Table, title: str | None = None) -> str:
         )
         rows.append(f"<tr>{cells}</tr>")
     header = f"<thead><tr>{head}</tr></thead>" if table.show_header else ""
+    notes = "".join(f'<p class="note">{markup_html(line)}</p>' for line in _caption_lines(table))
     return (
         f'<table class="data"><caption>{markup_html(caption)}</caption>{header}'
-        f"<tbody>{''.join(rows)}</tbody></table>"
+        f"<tbody>{''.join(rows)}</tbody></table>{notes}"
     )
+
+
+def _caption_lines(table: Table) -> list[str]:
+    """The lines of the table's caption (its notes: fallback marks, SUSPECT reasons)."""
+    caption = table.caption
+    if not caption:
+        return []
+    return str(caption.plain if isinstance(caption, Text) else caption).splitlines()
 
 
 def rows_html(caption: str, header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:

@@ -21,8 +21,8 @@ from accelbench.normalize.explain import (
     ratio_check,
 )
 from accelbench.normalize.factors import Figure
-from accelbench.normalize.ranges import Range, weakest
 from accelbench.normalize.subjects import Subject
+from accelbench.ranges import Range, weakest
 
 HISTORY_PER = {"chip": ("chip",), "transistor": ("transistor",), "mm2": ("mm2",), "watt": ("tdp_w",),
                "dollar": ("usd_cloud", "usd")}  # fmt: skip

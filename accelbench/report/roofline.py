@@ -1,24 +1,48 @@
 """Rich tables for the roofline probe (``accelbench probe``): peaks, every measurement, the libraries.
 
+The peaks table also shows the machine peak: the best of every probe and library measurement of the
+kind and dtype, which every "% of peak" divides by, and marks a peak that a result beat as SUSPECT.
+
 Stored values are SI (flop/s, byte/s, s); they become GFLOP/s, GB/s (10^9 bytes) and ms only here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from rich.table import Table
 
-from accelbench.hardware.roofline import MeasuredPeaks, Measurement, Peak
+from accelbench.normalize.peak_share import machine_peak
+from accelbench.probe.roofline import MeasuredPeaks, Measurement, Peak
 
 
-def peaks_table(peaks: MeasuredPeaks) -> Table:
-    """One row per peak: the probe's value next to the best installed library's, and their ratio."""
+def peaks_table(peaks: MeasuredPeaks, suspects: Mapping[str, Sequence[str]] | None = None) -> Table:
+    """One row per peak: the probe's value next to the best installed library's, their ratio, and the
+    machine peak every share divides by (the best of all measurements, ``normalize.peak_share``).
+
+    ``suspects`` (``peak_share.suspect_reasons``: ``"gemm fp32"`` -> reasons) marks a peak some result
+    beat; the reasons are the caption.
+    """
     title = f"Measured peaks (threads {peaks.threads}, {peaks.wall_s:.1f} s, {peaks.measured_at})"
     table = Table(title=title, title_justify="left")
-    for column in ("kind", "dtype", "probe", "method", "best library", "library method", "ratio"):
-        table.add_column(column, justify="right" if column in ("probe", "best library", "ratio") else "left")
+    numbers = ("probe", "best library", "ratio", "machine peak")
+    headers = ("kind", "dtype", "probe", "method", "best library", "library method", "ratio")
+    for column in (*headers, "machine peak", "machine peak method", "check"):
+        table.add_column(column, justify="right" if column in numbers else "left")
+    found = suspects or {}
     for peak in peaks.peaks:
-        table.add_row(*_peak_row(peak))
+        beaten = found.get(f"{peak.kind} {peak.dtype}", ())
+        check = f"[bold red]SUSPECT: {len(beaten)} results above it[/]" if beaten else "ok"
+        table.add_row(*_peak_row(peak), *_machine_columns(peaks, peak), check)
+    reasons = [f"SUSPECT {reason}" for name in sorted(found) for reason in found[name]]
+    if reasons:
+        table.caption, table.caption_justify = "\n".join(reasons), "left"
     return table
+
+
+def _machine_columns(peaks: MeasuredPeaks, peak: Peak) -> list[str]:
+    best = machine_peak(peaks, "gemm" if peak.kind == "gemm" else "bandwidth", peak.dtype)
+    return ["-", "-"] if best is None else [rate_text(best.value_per_s, best.unit), best.method]
 
 
 def _peak_row(peak: Peak) -> list[str]:

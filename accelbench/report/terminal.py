@@ -10,21 +10,14 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rich.console import Group
 from rich.table import Table
 
-from accelbench import ranking
+from accelbench.normalize import ranking
+from accelbench.report import columns
+from accelbench.report.columns import STATUS_STYLE, cell_columns
+from accelbench.report.headline import results_rules_note
 from accelbench.results import UNVERIFIED_STATUSES, Result
-
-_STATUS_STYLE = {
-    "ok": "green",
-    "quality_failed": "bold red",
-    "disqualified": "bold red",
-    "unverified": "yellow",
-    "invalid": "yellow",
-    "unstable": "yellow",
-    "unavailable": "dim",
-    "unsupported": "yellow",
-}
 
 
 def print_json(document: Any) -> None:
@@ -32,86 +25,60 @@ def print_json(document: Any) -> None:
     sys.stdout.write(json.dumps(document, indent=1, sort_keys=True, default=str) + "\n")
 
 
-def results_table(results: Sequence[Result], title: str, include_unverified: bool = False) -> Table:
-    """The leaderboard: verified results only (``accelbench.ranking``), best throughput first per board.
+def results_table(results: Sequence[Result], title: str, include_unverified: bool = False) -> Group:
+    """The leaderboards, one table per scenario with that scenario's columns (``report.columns``):
+    verified results only (``accelbench.normalize.ranking``), best first per board, the rule set in every
+    title.
 
     With ``include_unverified`` the unverified ones are ranked too, their status marked UNVERIFIED.
     """
-    table = Table(title=f"{title}: leaderboard (verified cells only)", title_justify="left")
-    if include_unverified:
-        table.title = f"{title}: leaderboard, unverified cells included and marked"
-    for column in (
-        "#",
-        "workload",
-        "stack",
-        "scenario",
-        "status",
-        "p50 ms",
-        "95% CI ms",
-        "p99 ms",
-        "QPS",
-        "LoadGen",
-    ):
-        table.add_column(column, justify="right" if column[0] in "#p9Q" else "left")
-    for board in ranking.leaderboards(results, include_unverified):
-        for entry in board.entries:
-            columns = _cell_columns(entry.result)
-            if not entry.verified:
-                columns[3] = f"[bold yellow]UNVERIFIED {entry.result.status}[/]"
-            table.add_row(str(entry.rank), *columns, *_speed_columns(entry.result))
-    return table
+    return Group(*columns.leaderboard_tables(results, title, include_unverified))
+
+
+def server_search_tables(results: Sequence[Result]) -> list[Table]:
+    """The probes of every server QPS search: target QPS, completed QPS, p99 against the bound."""
+    return columns.server_search_tables(results)
 
 
 def unverified_table(results: Sequence[Result]) -> Table | None:
-    """Measured cells that do not rank, with the reason (None when there are none)."""
+    """Measured cells that do not rank, with their headline and the reason (None when there are none)."""
     listed = ranking.unverified(results)
     if not listed:
         return None
-    table = Table(title="Unverified cells: measured, not ranked", title_justify="left")
-    for column in ("cell", "status", "QPS (not ranked)", "reason"):
-        table.add_column(column, justify="right" if column.startswith("QPS") else "left")
+    title = f"Unverified cells: measured, not ranked; {results_rules_note(listed)}"
+    table = Table(title=title, title_justify="left")
+    for column in ("cell", "status", "headline (not ranked)", "reason"):
+        table.add_column(column, justify="right" if column.startswith("headline") else "left")
     for result in listed:
-        style = _STATUS_STYLE.get(result.status, "red")
-        qps = f"{result.qps:.1f}" if result.qps else "-"
-        table.add_row(result.cell.key, f"[{style}]{result.status}[/]", qps, result.reason or "-")
+        style = STATUS_STYLE.get(result.status, "red")
+        headline = columns.headline_text(result)
+        table.add_row(result.cell.key, f"[{style}]{result.status}[/]", headline, result.reason or "-")
     return table
 
 
 def checks_table(results: Sequence[Result], normalized: Mapping[str, Mapping[str, Any]]) -> Table:
-    """Trust and cost: quality gate, effective precision, compile time, energy, share of measured peak."""
-    table = Table(title="Quality, precision, compile time, energy, roofline", title_justify="left")
+    """Trust and cost: quality gate, effective precision, compile time, energy, shares of peak.
+
+    "% of peak" divides by the machine's best measured GEMM (probes and libraries); a share above 100%
+    is marked SUSPECT and its reason is the table's caption. "% datasheet" divides by the chip's
+    datasheet peak where the chip is known.
+    """
+    shown = [r for r in results if r.status in ("ok", "quality_failed", *UNVERIFIED_STATUSES)]
+    title = f"Quality, precision, compile time, energy, roofline; {results_rules_note(shown)}"
+    table = Table(title=title, title_justify="left")
     for column in ("workload", "stack", "scenario", "quality", "precision", "compile s", "J/query"):
         table.add_column(column, justify="right" if column in ("compile s", "J/query") else "left")
-    for column in ("GFLOP/s", "% of peak", "bound"):
+    for column in ("GFLOP/s", "% of peak", "% datasheet", "bound"):
         table.add_column(column, justify="right")
-    for result in sorted(results, key=lambda r: r.cell.key):
-        if result.status in ("ok", "quality_failed", *UNVERIFIED_STATUSES):
-            roofline = normalized.get(result.cell.key, {}).get("roofline")
-            table.add_row(*_cell_columns(result)[:3], *_check_columns(result), *_roofline_columns(roofline))
+    reasons = []
+    for result in sorted(shown, key=lambda r: r.cell.key):
+        roofline = normalized.get(result.cell.key, {}).get("roofline")
+        table.add_row(*cell_columns(result)[:3], *_check_columns(result), *_roofline_columns(roofline))
+        if roofline and roofline.get("suspect"):
+            reasons.append(f"SUSPECT {result.cell.key}: {roofline.get('suspect_reason', '')}")
+    if reasons:
+        table.caption, table.caption_justify = "\n".join(reasons), "left"
     return table
-
-
-def _cell_columns(result: Result) -> list[str]:
-    cell = result.cell
-    return [
-        f"{cell.workload} ({cell.size})"
-        if cell.variant == "canonical"
-        else f"{cell.workload} {cell.variant}",
-        cell.stack if cell.device == "cpu" else f"{cell.stack} @ {cell.device}",
-        cell.scenario,
-        f"[{_STATUS_STYLE.get(result.status, 'red')}]{result.status}[/]",
-    ]
-
-
-def _speed_columns(result: Result) -> list[str]:
-    lat, lg = result.latency, result.loadgen
-    return [
-        _ms(lat.p50_s) if lat else "-",
-        f"{_ms(lat.median_ci_s[0])}-{_ms(lat.median_ci_s[1])}" if lat else "-",
-        _ms(lat.p99_s) if lat else "-",
-        f"{lg.qps:.1f}" if lg else "-",
-        ("VALID" if lg.valid else "[yellow]INVALID[/]") if lg else "-",
-    ]
 
 
 def _check_columns(result: Result) -> list[str]:
@@ -125,13 +92,30 @@ def _check_columns(result: Result) -> list[str]:
 
 def _roofline_columns(roofline: Mapping[str, Any] | None) -> list[str]:
     if not roofline:
-        return ["-", "-", "-"]
-    share = roofline.get("share_of_peak")
+        return ["-", "-", "-", "-"]
     return [
         f"{roofline['achieved_flops_per_s'] / 1e9:.1f}",
-        f"{share * 100:.1f}" if share is not None else "-",
+        share_text(roofline.get("share_of_peak"), bool(roofline.get("suspect"))),
+        _datasheet_text(roofline.get("share_of_datasheet_peak")),
         str(roofline.get("bound_kind", "-")),
     ]
+
+
+def share_text(share: float | None, suspect: bool) -> str:
+    """A share of the measured peak in percent, marked SUSPECT (bold red) when the figure is suspect."""
+    if share is None:
+        return "-"
+    text = f"{share * 100:.1f}"
+    return f"[bold red]{text} SUSPECT[/]" if suspect else text
+
+
+def _datasheet_text(share: Mapping[str, float] | None) -> str:
+    if not share:
+        return "-"
+    text = f"{share['central'] * 100:.1f}"
+    if share["low"] == share["high"]:
+        return text
+    return f"{text} ({share['low'] * 100:.1f}-{share['high'] * 100:.1f})"
 
 
 def _energy(result: Result) -> str:
@@ -154,6 +138,16 @@ def failures_table(results: Sequence[Result]) -> Table | None:
     for result in failed:
         table.add_row(result.cell.key, result.status, result.reason or "-")
     return table
+
+
+def status_line(results: Sequence[Result]) -> str:
+    """How many cells ended in each status, ``ok`` first, e.g. ``12 cells: 9 ok, 1 oom``."""
+    counts: dict[str, int] = {}
+    for result in results:
+        counts[result.status] = counts.get(result.status, 0) + 1
+    order = sorted(counts, key=lambda status: (status != "ok", status))
+    parts = ", ".join(f"{counts[status]} {status}" for status in order)
+    return f"{len(results)} cells: {parts}" if parts else "0 cells"
 
 
 def warnings_lines(results: Sequence[Result]) -> list[str]:
@@ -185,11 +179,6 @@ def _quality(result: Result) -> str:
     return text
 
 
-def _ms(seconds: float) -> str:
-    value = seconds * 1e3
-    return f"{value:.3f}" if value < 1 else f"{value:.2f}"
-
-
 def availability_table(kind: str, rows: Sequence[Mapping[str, Any]]) -> Table:
     """``accelbench list``: one row per entry with availability and the reason when unavailable."""
     table = Table(title=f"{kind}", title_justify="left")
@@ -217,8 +206,26 @@ def machine_table(machine: Mapping[str, Any]) -> Table:
     table.add_column("fact")
     table.add_column("value")
     for key, value in machine.items():
-        table.add_row(key, _fact(key, value))
+        if key != "chip":
+            table.add_row(key, _fact(key, value))
+    for key, text in _chip_rows(machine):
+        table.add_row(key, text)
     return table
+
+
+def _chip_rows(document: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The ``chip`` section of an ``hw`` document: the matched CPU chip and chips counted, with their
+    basis (computed by ``accelbench.hardware.match``); none for a document without one."""
+    chip = document.get("chip")
+    if not isinstance(chip, Mapping):
+        return []
+    name = chip.get("key") or "no chip (unmatched)"
+    notes = [("chip note", str(note)) for note in chip.get("notes", ())]
+    return [
+        ("chip", f"{name} ({chip.get('basis', '')})"),
+        ("chips counted", str(chip.get("count_basis", ""))),
+        *notes,
+    ]
 
 
 def _fact(key: str, value: Any) -> str:

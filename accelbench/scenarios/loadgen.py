@@ -3,7 +3,9 @@
 ``measure`` calibrates the expected latency first (a wrong guess makes LoadGen run out of generated
 queries or end an offline run early, and the run comes out INVALID), builds LoadGen's settings from the
 rule set, runs the test with a Python SUT that calls ``infer`` synchronously in LoadGen's issue thread
-(one sample at a time, in the order LoadGen sends them), and parses the logs LoadGen wrote.
+(one batch at a time, in the order LoadGen sends the samples: ``batch`` samples per call, cut inside
+each query, so single-stream and server always run one sample per call), and parses the logs LoadGen
+wrote.
 
 Which inputs each issued sample stands for is the ``Feed``'s decision: ``PlainFeed`` maps a QSL index to
 its sample; the audits' feed (``accelbench.audits.feed``) also slips audit samples in at random points
@@ -11,12 +13,17 @@ and keeps copies of outputs, after each sample is completed (so LoadGen never ti
 records the wall time of every ``infer`` call (a diagnostic beside LoadGen's figures). An exception
 raised by ``infer`` is kept, the queries are completed so LoadGen can finish, and it is raised again
 once LoadGen returns. An INVALID LoadGen result is data, never an exception.
+
+An ``infer`` with a ``submit(inputs, done)`` method (a served model, ``accelbench.serving``) gets the
+asynchronous SUT instead (``_AsyncSut``): queries are sent when LoadGen issues them and completed when
+their replies arrive, so a slow reply never delays later sends (no coordinated omission).
 """
 
 from __future__ import annotations
 
 import logging
 import statistics
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +34,7 @@ import mlperf_loadgen as lg
 import numpy as np
 
 from accelbench.results import LoadgenVerdict
+from accelbench.scenarios import batching
 from accelbench.scenarios.loadgen_log import Summary, parse_detail, parse_detail_values, parse_summary
 from accelbench.scenarios.rules import LOADGEN_SCENARIOS, Rules
 from accelbench.workloads.base import Inputs
@@ -113,8 +121,10 @@ class Measurement:
 
     summary: Summary
     sut_latencies_s: tuple[float, ...]
-    """Wall time of every ``infer`` call during the run, measured by the SUT with perf_counter."""
+    """Wall time of every ``infer`` call during the run, measured by the SUT with perf_counter (one
+    call is one batch)."""
     calibrated_latency_s: float
+    """Seconds per ``infer`` call (one batch) estimated before the run."""
     settings: Mapping[str, Any]
     """The LoadGen ``TestSettings`` used, by attribute name, plus ``scenario`` and the sample count."""
     detail_messages: tuple[str, ...] = ()
@@ -122,6 +132,7 @@ class Measurement:
     query_count: int = 0
     """Queries LoadGen issued (``result_query_count`` of the detail log); offline issues one."""
     detail: Mapping[str, Any] = field(default_factory=dict)
+    batch: int = 1
 
     def to_verdict(self, rules: Rules, log_dir_rel: str) -> LoadgenVerdict:
         """The stored LoadGen verdict; ``queries`` counts samples for offline (its one query)."""
@@ -159,15 +170,23 @@ def calibrate(infer: Infer, samples: Sequence[Inputs], budget_s: float) -> float
 
 
 def loadgen_settings(
-    scenario: str, rules: Rules, latency_s: float, sample_count: int, min_samples: int = 0
+    scenario: str,
+    rules: Rules,
+    latency_s: float,
+    sample_count: int,
+    min_samples: int = 0,
+    target_qps: float | None = None,
+    batch: int = 1,
 ) -> dict[str, Any]:
     """The LoadGen ``TestSettings`` attributes for ``scenario`` given a calibrated latency per sample.
 
-    ``min_samples`` raises the minimum query count so that at least that many samples are issued.
+    ``min_samples`` raises the minimum query count so that at least that many samples are issued;
+    ``target_qps`` sets the server load (default: ``rules.server_load_fraction`` of the capacity);
+    the floor of the expected latency holds per call, so it is ``batch`` times lower per sample.
     """
     if scenario not in LOADGEN_SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(LOADGEN_SCENARIOS)}")
-    expected_s = max(latency_s, _MIN_EXPECTED_LATENCY_S)
+    expected_s = max(latency_s, _MIN_EXPECTED_LATENCY_S / batch)
     per_query = rules.multi_stream_samples_per_query if scenario == "multi-stream" else 1
     settings: dict[str, Any] = {
         "min_duration_ms": round(rules.min_duration_for(scenario) * 1e3),
@@ -182,7 +201,8 @@ def loadgen_settings(
     elif scenario == "offline":
         settings["offline_expected_qps"] = _OFFLINE_HEADROOM / expected_s
     else:
-        settings["server_target_qps"] = rules.server_load_fraction / expected_s
+        load = rules.server_load_fraction / expected_s
+        settings["server_target_qps"] = target_qps if target_qps is not None else load
         settings["server_target_latency_ns"] = round(rules.server_latency_bound_for(latency_s) * 1e9)
     return {"scenario": scenario, "performance_sample_count": sample_count, **settings}
 
@@ -225,27 +245,39 @@ def measure(
     log_dir: Path,
     latency_s: float | None = None,
     feed: Feed | None = None,
+    batch: int = 1,
+    target_qps: float | None = None,
 ) -> Measurement:
     """Run LoadGen's ``scenario`` over ``samples`` with ``infer`` as the SUT, under ``rules``.
 
-    ``latency_s`` skips calibration when the caller already knows the seconds per sample (calibrate
-    on other samples than the timed ones: a cache warmed there would be invisible to the run).
-    ``feed`` decides what each issued sample stands for (default ``PlainFeed(samples)``). LoadGen's
-    logs are written to ``log_dir`` (created). An exception raised by ``infer`` propagates.
+    ``infer`` takes ``batch`` samples per call (``accelbench.scenarios.batching``); ``latency_s`` skips
+    calibration when the caller already knows the seconds per call (calibrate on other samples than
+    the timed ones: a cache warmed there would be invisible to the run). ``feed`` decides what each
+    issued sample stands for (default ``PlainFeed(samples)``); ``target_qps`` sets the server load.
+    LoadGen's logs are written to ``log_dir`` (created). An exception raised by ``infer`` propagates.
     """
     if not samples:
         raise ValueError("measure needs at least one sample")
+    batch = batch_for(scenario, batch)
     if latency_s is None:
-        latency_s = calibrate(infer, samples, rules.calibration_budget_s)
+        latency_s = calibrate(
+            infer, [batching.join([s], batch) for s in samples[:8]], rules.calibration_budget_s
+        )
     feed = feed if feed is not None else PlainFeed(samples)
-    settings = loadgen_settings(scenario, rules, latency_s, len(samples), feed.minimum_samples())
+    per_sample_s = latency_s / batch
+    settings = loadgen_settings(
+        scenario, rules, per_sample_s, len(samples), feed.minimum_samples(), target_qps, batch
+    )
     log_dir.mkdir(parents=True, exist_ok=True)
-    sut = _Sut(infer, feed)
+    asynchronous = getattr(infer, "submit", None) is not None  # a served model (accelbench.serving)
+    sut = _AsyncSut(infer, feed, batch) if asynchronous else _Sut(infer, feed, batch)
     log.info("LoadGen %s under %s rules: %s", scenario, rules.name, settings)
     duration_s = 0.0 if scenario == "offline" else settings["min_duration_ms"] / 1e3
-    feed.start_trial(guaranteed_samples(settings), expected_samples(settings, latency_s), duration_s)
+    feed.start_trial(guaranteed_samples(settings), expected_samples(settings, per_sample_s), duration_s)
     try:
         _run_loadgen(sut, len(samples), settings, log_dir)
+        if isinstance(sut, _AsyncSut):
+            sut.settle()
     finally:
         feed.end_trial()
     if sut.error is not None:
@@ -253,41 +285,134 @@ def measure(
     return _measurement(sut, latency_s, settings, log_dir)
 
 
-class _Sut:
-    """The system under test: runs ``infer`` on each query sample and completes it at once."""
+def batch_for(scenario: str, batch: int) -> int:
+    """The samples per call a scenario runs: ``batch`` for offline and multi-stream (which must divide
+    a multi-stream query), 1 for single-stream and server (one sample per query)."""
+    if batch < 1:
+        raise ValueError(f"batch must be at least 1, got {batch}")
+    if scenario in ("single-stream", "server"):
+        return 1
+    if scenario == "multi-stream" and 8 % batch:  # MLPerf's 8 samples per query
+        raise ValueError(f"a multi-stream batch must divide the 8 samples of a query, got {batch}")
+    return batch
 
-    def __init__(self, infer: Infer, feed: Feed) -> None:
+
+class _Sut:
+    """The system under test: runs ``infer`` on each batch of a query and completes its samples."""
+
+    def __init__(self, infer: Infer, feed: Feed, batch: int = 1) -> None:
         self.infer = infer
         self.feed = feed
+        self.batch = batch
         self.latencies_s: list[float] = []
         self.error: BaseException | None = None
 
     def issue_queries(self, query_samples: Sequence[Any]) -> None:
         """LoadGen's callback: one sample (single-stream, server), 8 (multi-stream) or all (offline)."""
-        for query_sample in query_samples:
-            output, latency_s = self._run(query_sample.index)
-            data = np.ascontiguousarray(output) if output is not None else np.zeros(0, np.uint8)
-            address = data.__array_interface__["data"][0]
-            response = lg.QuerySampleResponse(query_sample.id, address, data.nbytes)
-            lg.QuerySamplesComplete([response])  # ``data`` stays alive until this returns
-            self.feed.observe(query_sample.index, latency_s, output)
+        for start in range(0, len(query_samples), self.batch):
+            chunk = query_samples[start : start + self.batch]
+            outputs, latency_s = self._run([query_sample.index for query_sample in chunk])
+            kept = [np.ascontiguousarray(o) if o is not None else np.zeros(0, np.uint8) for o in outputs]
+            responses = [
+                lg.QuerySampleResponse(q.id, data.__array_interface__["data"][0], data.nbytes)
+                for q, data in zip(chunk, kept, strict=True)
+            ]
+            lg.QuerySamplesComplete(responses)  # ``kept`` stays alive until this returns
+            if self.error is None:
+                for query_sample, output in zip(chunk, outputs, strict=True):
+                    self.feed.observe(query_sample.index, latency_s, output)
 
     def flush_queries(self) -> None:
         """LoadGen's flush callback: nothing is buffered."""
 
-    def _run(self, index: int) -> tuple[np.ndarray | None, float]:
-        if self.error is not None:
-            return None, 0.0  # finish LoadGen's queries fast; the error is raised after the run
-        try:
-            inputs = self.feed.sample(index)
-            start = time.perf_counter()
-            output = np.asarray(self.infer(inputs))
+    def _run(self, indices: list[int]) -> tuple[list[np.ndarray | None], float]:
+        if self.error is None:
+            try:
+                inputs = batching.join([self.feed.sample(index) for index in indices], self.batch)
+                start = time.perf_counter()
+                output = np.asarray(self.infer(inputs))
+                latency_s = time.perf_counter() - start
+                rows: list[np.ndarray | None] = list(batching.split(output, len(indices), self.batch))
+            except BaseException as error:  # re-raised by measure() once LoadGen has returned
+                self.error = error
+            else:
+                self.latencies_s.append(latency_s)
+                return rows, latency_s
+        return [None] * len(indices), 0.0  # finish LoadGen's queries fast; the error is raised later
+
+
+class _AsyncSut(_Sut):
+    """The SUT of a session whose ``infer`` has ``submit(inputs, done)`` (a served model): each batch is
+    only scheduled in ``issue_queries``, and completed when ``done(output, error)`` is called (on the
+    client's thread), so LoadGen's issue times hold however slow the replies are (no coordinated
+    omission). Samples are completed as replies come; the feed observes them in issue order."""
+
+    def __init__(self, infer: Infer, feed: Feed, batch: int = 1) -> None:
+        super().__init__(infer, feed, batch)
+        self.submit = infer.submit  # type: ignore[attr-defined]
+        self.lock = threading.Lock()
+        self.settled = threading.Condition(self.lock)
+        self.issued = 0
+        self.observed = 0
+        self.waiting: dict[int, list[tuple[int, float, np.ndarray | None]]] = {}
+
+    def issue_queries(self, query_samples: Sequence[Any]) -> None:
+        """Schedule each batch of the query; nothing waits for a reply here."""
+        for start in range(0, len(query_samples), self.batch):
+            chunk = list(query_samples[start : start + self.batch])
+            with self.lock:
+                number = self.issued
+                self.issued += 1
+                try:
+                    inputs = batching.join([self.feed.sample(q.index) for q in chunk], self.batch)
+                except BaseException as error:
+                    self.error = self.error or error
+            if self.error is not None:
+                self._complete(number, chunk, None, 0.0)
+                continue
+            self.submit(inputs, self._done_callback(number, chunk, time.perf_counter()))
+
+    def _done_callback(
+        self, number: int, chunk: list[Any], start: float
+    ) -> Callable[[np.ndarray | None, BaseException | None], None]:
+        def done(output: np.ndarray | None, error: BaseException | None) -> None:
             latency_s = time.perf_counter() - start
-        except BaseException as error:  # re-raised by measure() once LoadGen has returned
-            self.error = error
-            return None, 0.0
-        self.latencies_s.append(latency_s)
-        return output, latency_s
+            if error is not None and self.error is None:
+                self.error = error
+            self._complete(number, chunk, output if error is None else None, latency_s)
+
+        return done
+
+    def _complete(self, number: int, chunk: list[Any], output: np.ndarray | None, latency_s: float) -> None:
+        rows: list[np.ndarray | None] = [None] * len(chunk)
+        if output is not None and self.error is None:
+            try:
+                rows = list(batching.split(np.asarray(output), len(chunk), self.batch))
+            except BaseException as error:
+                self.error = error
+        kept = [np.ascontiguousarray(o) if o is not None else np.zeros(0, np.uint8) for o in rows]
+        responses = [
+            lg.QuerySampleResponse(q.id, data.__array_interface__["data"][0], data.nbytes)
+            for q, data in zip(chunk, kept, strict=True)
+        ]
+        with self.lock:
+            if self.error is None:
+                self.latencies_s.append(latency_s)
+            self.waiting[number] = [(q.index, latency_s, o) for q, o in zip(chunk, rows, strict=True)]
+        lg.QuerySamplesComplete(responses)  # before the feed's copies, which LoadGen must not time
+        with self.lock:
+            while self.observed in self.waiting:  # the feed sees samples in issue order
+                for index, seconds, row in self.waiting.pop(self.observed):
+                    if self.error is None:
+                        self.feed.observe(index, seconds, row)
+                self.observed += 1
+            self.settled.notify_all()
+
+    def settle(self, timeout_s: float = 60.0) -> None:
+        """Wait until the feed has observed every issued batch (LoadGen returns once all samples are
+        complete, which can be just before the last ``observe``)."""
+        with self.settled:
+            self.settled.wait_for(lambda: self.observed >= self.issued, timeout_s)
 
 
 def _run_loadgen(sut: _Sut, sample_count: int, settings: Mapping[str, Any], log_dir: Path) -> None:
@@ -328,4 +453,5 @@ def _measurement(sut: _Sut, latency_s: float, settings: dict[str, Any], log_dir:
         detail_messages=tuple(parse_detail(detail_text)),
         query_count=int(values.get("result_query_count", summary.queries or 0)),
         detail=detail,
+        batch=sut.batch,
     )

@@ -54,6 +54,8 @@ class Rules:
     """Wall time of the warm probe that estimates latency before LoadGen starts."""
     output_checks: int = 64
     """Outputs the output check compares with their references, spread over all trials of a cell."""
+    server_search_probes: int = 8
+    """LoadGen server runs the max-QPS search may spend before the scored trials (``server_search``)."""
 
     def min_duration_for(self, scenario: str) -> float:
         """Minimum duration in seconds LoadGen is given for ``scenario``."""
@@ -88,6 +90,7 @@ RULES: dict[str, Rules] = {
         server_latency_bound_factor=10.0,
         calibration_budget_s=0.2,
         output_checks=32,
+        server_search_probes=5,
     ),
     "standard": Rules(
         name="standard",
@@ -113,6 +116,7 @@ RULES: dict[str, Rules] = {
         multi_stream_min_query_count=662,
         offline_min_sample_count=24576,
         calibration_budget_s=2.0,
+        server_search_probes=10,
     ),
 }
 """The rule sets by name."""

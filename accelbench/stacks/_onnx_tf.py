@@ -15,6 +15,8 @@ Choices, each forced by something measured:
   the file in place with its shape-inferred graph, and that file is shared with the other ONNX stacks.
   It also skips onnx2tf's "automatic replacement JSON" retries after a failure, which run the model
   through ONNX Runtime three more times.
+- ``Expand`` nodes of constants are folded into initializers first (``_onnx_fold``): at a batch above 1
+  BERT's default ``token_type_ids`` are one, and onnx2tf cannot convert it.
 - onnxsim (a subprocess) is off, and ``copy_onnx_input_output_names_to_tflite`` (which runs ``flatc`` and
   downloads a schema with ``curl``) is not used: nothing is downloaded.
 - LiteRT has no Erf builtin; Erf (exact GELU) would become a Flex op that neither ``ai_edge_litert`` nor
@@ -22,8 +24,8 @@ Choices, each forced by something measured:
   1.5e-7) is used instead, in a conversion of its own; the SavedModel of the ``tensorflow`` stack keeps
   ``tf.math.erf``. Models without Erf share one conversion.
 
-TensorFlow is never imported by ``unavailable_reason`` (5-10 s and several hundred MB in the parent
-process): availability is ``importlib.util.find_spec``; the import happens in the cell's process.
+TensorFlow is never imported by ``OnnxTfStack.unavailable_reason`` (5-10 s and several hundred MB in the
+parent process): availability is ``importlib.util.find_spec``; the import happens in the cell's process.
 """
 
 from __future__ import annotations
@@ -36,19 +38,24 @@ import os
 import re
 import shutil
 import time
+from abc import abstractmethod
 from collections.abc import Callable, Iterator
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from accelbench.errors import Unsupported
-from accelbench.stacks._torch_device import first_line
-from accelbench.stacks.base import ModelSpec
+from accelbench.stacks._onnx_fold import FOLDED_OPS, fold_constant_expands
+from accelbench.stacks._torch_device import device_kind_reason, first_line
+from accelbench.stacks.base import CellContext, ModelSpec, Session, Stack
 from accelbench.stacks.onnx_export import exclusive_lock
 from accelbench.versions import installed_versions
 from accelbench.workloads.base import Inputs
+
+if TYPE_CHECKING:
+    import torch
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +70,33 @@ _QUIET_LOG_LEVEL = "2"
 """TensorFlow's C++ log: warnings and info off (three lines printed before absl starts remain)."""
 _MISSING_OP = re.compile(r"onnx2tf\.ops\.([A-Za-z][A-Za-z0-9_]*)")
 _distributions = {"tensorflow": "tensorflow", "onnx2tf": "onnx2tf"}
+
+
+class OnnxTfStack(Stack):
+    """A stack that runs what onnx2tf makes of the model's ONNX file: available when its ``modules`` are
+    installed (found, not imported), versions from the installed metadata, failures named after it."""
+
+    modules: ClassVar[tuple[str, ...]]
+    """Modules that must be installed: the stack's, the converter's and the exporter's."""
+    distributions: ClassVar[tuple[str, ...]]
+    """Distributions whose versions the stack reports, from their metadata."""
+
+    def unavailable_reason(self, device: str) -> str | None:
+        """None when the device kind is driven and every module in ``modules`` is installed."""
+        return device_kind_reason(device, self.devices) or missing_reason(self.modules)
+
+    def versions(self) -> dict[str, str]:
+        """Versions of ``distributions`` (``"?"`` when the metadata is missing)."""
+        return distribution_versions(self.distributions)
+
+    def prepare(self, model: torch.nn.Module, spec: ModelSpec, ctx: CellContext) -> Session:
+        """``_prepare``, its Unsupported reasons prefixed with the stack's name."""
+        with named_failures(self.name):
+            return self._prepare(model, spec, ctx)
+
+    @abstractmethod
+    def _prepare(self, model: torch.nn.Module, spec: ModelSpec, ctx: CellContext) -> Session:
+        """Export, convert (or reuse the conversion) and load: the stack's own steps."""
 
 
 def missing_reason(modules: tuple[str, ...]) -> str | None:
@@ -123,6 +157,7 @@ def converted_folder(onnx_file: Path, cache_dir: Path, pseudo_ops: tuple[str, ..
     key = " ".join(
         (
             repr(sorted(CONVERTER_OPTIONS.items())),
+            f"fold {','.join(sorted(FOLDED_OPS))}",
             *pseudo_ops,
             *distribution_versions(tuple(_distributions)).values(),
         )
@@ -171,6 +206,9 @@ def _convert_quietly(onnx_file: Path, spec: ModelSpec, output: Path, pseudo_ops:
     import onnx2tf
 
     model = onnx.load(str(onnx_file))
+    folded = fold_constant_expands(model)
+    if folded:
+        logger.info("folded %d constant Expand node(s) of %s before onnx2tf", folded, onnx_file.name)
     chatter = io.StringIO()
     with _environment_kept(), contextlib.redirect_stdout(chatter), contextlib.redirect_stderr(chatter):
         try:
@@ -228,19 +266,6 @@ def failure_reason(exc: BaseException, model: Any) -> str:
 def _last_line(chatter: io.StringIO) -> str:
     lines = [line.strip() for line in chatter.getvalue().splitlines() if line.strip()]
     return lines[-1] if lines else "no output"
-
-
-def input_positions(onnx_file: Path, spec: ModelSpec) -> list[tuple[int, str]]:
-    """(position in ``spec.input_names``, name) of each ONNX graph input (the exporter drops unused ones)."""
-    import onnx
-
-    graph = onnx.load(str(onnx_file), load_external_data=False).graph
-    weights = {one.name for one in graph.initializer}
-    names = [one.name for one in graph.input if one.name not in weights]
-    unknown = [name for name in names if name not in spec.input_names]
-    if unknown:
-        raise Unsupported(f"ONNX inputs {', '.join(unknown)} are not the workload's inputs")
-    return [(spec.input_names.index(name), name) for name in names]
 
 
 def output_shape(onnx_file: Path) -> tuple[int, ...]:

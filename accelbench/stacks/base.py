@@ -1,7 +1,10 @@
 """The Stack interface: how a model is executed (framework x compiler x compute platform).
 
-A stack turns the workload's PyTorch module into a ``Session`` whose ``infer`` maps one sample's numpy
-inputs to one numpy output. Adding a stack is one module with a ``Stack`` subclass plus one line in the
+A stack turns the workload's PyTorch module into a ``Session`` whose ``infer`` maps one batch of numpy
+inputs to one numpy output. A batch is ``ModelSpec.batch`` samples concatenated on axis 0 of every
+input (each sample has batch 1); the output holds one row per sample on axis 0, in the same order. A
+stack that cannot run a batch above 1 says why in ``batch_reason`` (the cell is then ``unsupported``).
+Adding a stack is one module with a ``Stack`` subclass plus one line in the
 stack table of ``accelbench.registry``. Heavy libraries are imported inside ``unavailable_reason`` and
 ``prepare`` only, so a missing one makes the stack "unavailable: <reason>", never a crash.
 """
@@ -32,6 +35,9 @@ class ModelSpec:
     variant: str
     input_names: tuple[str, ...]
     example: Inputs
+    """One batch of inputs: ``batch`` samples concatenated on axis 0 (compile for these shapes)."""
+    batch: int = 1
+    """Samples per ``infer`` call; every call has exactly this many rows (a short batch is padded)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +54,8 @@ class CellContext:
 
 @dataclass(frozen=True, slots=True)
 class Session:
-    """A prepared model: call ``infer`` per sample. ``details`` are stored with the result."""
+    """A prepared model: call ``infer`` per batch (``ModelSpec.batch`` samples). ``details`` are stored
+    with the result."""
 
     infer: Callable[[Inputs], np.ndarray]
     effective_precision: str
@@ -66,6 +73,18 @@ class Stack(ABC):
     """Device kinds it can drive (``cpu``, ``cuda``)."""
     computes: ClassVar[bool] = True
     """False only for the null stack: its outputs are not the model's, so the quality gate is skipped."""
+    reads_onnx: ClassVar[bool] = False
+    """True when the stack runs the model's ONNX file (``onnx_export.onnx_path``), so it can run a
+    user's ONNX file as it is (``accelbench tune``); False when it needs the torch module."""
+
+    def batch_reason(self, workload: str, batch: int) -> str | None:
+        """None when ``prepare`` can build a session for ``batch`` samples per call of ``workload``,
+        else a one-line reason (asked only for ``batch > 1``)."""
+        return None
+
+    def default_batch(self, device: str) -> int:
+        """Samples per call of offline and multi-stream cells when ``--batch`` does not fix it."""
+        return 1
 
     @abstractmethod
     def unavailable_reason(self, device: str) -> str | None:

@@ -26,16 +26,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from accelbench.errors import Unsupported
-from accelbench.stacks._torch_device import device_kind_reason, first_line, import_reason, precision_of
-from accelbench.stacks.base import CellContext, ModelSpec, Session, Stack
-from accelbench.stacks.onnx_export import export_onnx
+from accelbench.stacks._onnx_inputs import input_positions
+from accelbench.stacks._torch_device import first_line, precision_of
+from accelbench.stacks.base import CellContext, ModelSpec, Session
+from accelbench.stacks.onnx_export import OnnxFileStack, export_onnx
 from accelbench.workloads.base import Inputs
 
 if TYPE_CHECKING:
     import torch
 
-_INSTALL = "accelbench[iree]"
-_PACKAGES = ("iree.compiler", "iree.runtime", "onnx", "onnxscript", "torch")
 ENTRY_FUNCTION = "main_graph"
 """IREE names the entry function after the ONNX graph; the dynamo exporter calls it ``main_graph``."""
 COMPILE_FLAGS = (
@@ -43,8 +42,13 @@ COMPILE_FLAGS = (
     "--iree-hal-local-target-device-backends=llvm-cpu",
     "--iree-llvmcpu-target-cpu=host",
     "--iree-opt-level=O3",
+    "--iree-llvmcpu-stack-allocation-limit=65536",
 )
-"""``iree-compile`` flags: the host CPU's own ISA (AVX-512 etc. where present), full optimisation."""
+"""``iree-compile`` flags: the host CPU's own ISA (AVX-512 etc. where present), full optimisation.
+
+The stack allocation limit is doubled from 32 KiB: at any batch above 1, MiniLM's LayerNorm dispatch
+needs 37056 bytes of stack and the default limit refused it (measured at batch 3, 4 and 8). The
+``local-task`` workers have 128 KiB stacks (``--task_worker_stack_size`` default), so half is left."""
 DRIVER = "local-task"
 _ONNX_OP = re.compile(r"onnx\.([A-Za-z][A-Za-z0-9_]*)")
 _DIAGNOSTIC_TAIL = re.compile(r": %|\sloc\(")
@@ -53,9 +57,12 @@ _driver_threads: int | None = None
 """The task topology this process's ``local-task`` driver was created with (None: not created yet)."""
 
 
-class Iree(Stack):
+class Iree(OnnxFileStack):
     """IREE ``llvm-cpu``: ONNX -> MLIR -> vmfb (cached per run) -> ``local-task`` with ``ctx.threads``."""
 
+    install: ClassVar[str] = "accelbench[iree]"
+    modules: ClassVar[tuple[str, ...]] = ("iree.compiler", "iree.runtime")
+    distributions: ClassVar[tuple[str, ...]] = ("iree-base-compiler", "iree-base-runtime")
     name: ClassVar[str] = "iree"
     layers: ClassVar[Mapping[str, str]] = {
         "framework": "ONNX (from PyTorch)",
@@ -63,27 +70,6 @@ class Iree(Stack):
         "platform": "CPU (local-task HAL driver)",
     }
     devices: ClassVar[tuple[str, ...]] = ("cpu",)
-
-    def unavailable_reason(self, device: str) -> str | None:
-        """None when the IREE compiler and runtime (and the ONNX exporter) import, else why not."""
-        import_reasons = (import_reason(package, _INSTALL) for package in _PACKAGES)
-        return device_kind_reason(device, self.devices) or next(filter(None, import_reasons), None)
-
-    def versions(self) -> dict[str, str]:
-        """Versions of the IREE compiler and runtime, onnx, onnxscript and torch (the exporter)."""
-        from importlib.metadata import version
-
-        import onnx
-        import onnxscript
-        import torch
-
-        return {
-            "iree-base-compiler": version("iree-base-compiler"),
-            "iree-base-runtime": version("iree-base-runtime"),
-            "onnx": onnx.__version__,
-            "onnxscript": onnxscript.__version__,
-            "torch": torch.__version__,
-        }
 
     def prepare(self, model: torch.nn.Module, spec: ModelSpec, ctx: CellContext) -> Session:
         """Export, import and compile (or reuse the cached vmfb), then load it on ``local-task``."""
@@ -209,15 +195,10 @@ def _load(vmfb: Path, onnx_file: Path, spec: ModelSpec, threads: int) -> tuple[A
 
 def _input_positions(onnx_file: Path, spec: ModelSpec) -> list[int]:
     """Positions in ``spec.input_names`` of the ONNX graph's inputs (the exporter drops unused ones)."""
-    import onnx
-
-    graph = onnx.load(str(onnx_file), load_external_data=False).graph
-    weights = {one.name for one in graph.initializer}
-    names = [one.name for one in graph.input if one.name not in weights]
-    unknown = [name for name in names if name not in spec.input_names]
-    if unknown:
-        raise Unsupported(f"iree: ONNX inputs {', '.join(unknown)} are not the workload's inputs")
-    return [spec.input_names.index(name) for name in names]
+    try:
+        return [position for position, _ in input_positions(onnx_file, spec)]
+    except Unsupported as exc:
+        raise Unsupported(f"iree: {exc}") from exc
 
 
 def _make_infer(function: Any, positions: list[int]) -> Callable[[Inputs], np.ndarray]:

@@ -31,7 +31,13 @@ import numpy as np
 
 from accelbench.errors import Unavailable, Unsupported
 from accelbench.stacks._export_graph import GraphPlan, Step, evaluate, export_plan, first_missing_op
-from accelbench.stacks._torch_device import device_kind_reason, first_line, precision_of, split_device
+from accelbench.stacks._torch_device import (
+    device_kind_reason,
+    first_line,
+    gpu_default_batch,
+    precision_of,
+    split_device,
+)
 from accelbench.stacks.base import CellContext, ModelSpec, Session, Stack
 from accelbench.workloads.base import Inputs
 
@@ -104,6 +110,10 @@ class JaxXla(Stack):
         if cuda and not any(importlib.util.find_spec(name) for name in _CUDA_PLUGINS):
             reason = "jax has no CUDA plugin here (pip install jax[cuda12] on a CUDA machine)"
         return reason
+
+    def default_batch(self, device: str) -> int:
+        """1 on CPU (not measured); 32 on CUDA (not measured here)."""
+        return gpu_default_batch(device)
 
     def versions(self) -> dict[str, str]:
         """Versions of jax, jaxlib and torch (the exporter)."""

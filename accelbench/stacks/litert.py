@@ -21,8 +21,9 @@ import numpy as np
 
 from accelbench.errors import Unsupported
 from accelbench.stacks import _onnx_tf
-from accelbench.stacks._torch_device import device_kind_reason, first_line
-from accelbench.stacks.base import CellContext, ModelSpec, Session, Stack
+from accelbench.stacks._onnx_inputs import input_positions
+from accelbench.stacks._torch_device import first_line
+from accelbench.stacks.base import CellContext, ModelSpec, Session
 from accelbench.stacks.onnx_export import export_onnx
 from accelbench.workloads.base import Inputs
 
@@ -30,13 +31,14 @@ if TYPE_CHECKING:
     import torch
 
 _MODULES = ("ai_edge_litert", "tensorflow", "onnx2tf", "onnx_graphsurgeon", "tf_keras", "onnx", "torch")
+_DISTRIBUTIONS = ("ai-edge-litert", "tensorflow", "onnx2tf", "onnx", "onnxscript", "torch")
 _FLEX_OP = re.compile(r"\((Flex[A-Za-z0-9_]+)\)")
 _PRECISION_NAMES = {"float32": "fp32", "float16": "fp16", "float64": "fp64", "bfloat16": "bf16"}
 _TENSOR_NAME = re.compile(r"^(serving_default_)?(?P<name>.+?)(:\d+)?$")
 """LiteRT input names look like ``serving_default_<onnx name>:0`` or just ``<onnx name>``."""
 
 
-class LiteRt(Stack):
+class LiteRt(_onnx_tf.OnnxTfStack):
     """LiteRT (TF Lite) interpreter on the onnx2tf fp32 flatbuffer, XNNPACK delegate, ``ctx.threads``."""
 
     name: ClassVar[str] = "litert"
@@ -46,22 +48,11 @@ class LiteRt(Stack):
         "platform": "CPU (XNNPACK kernels)",
     }
     devices: ClassVar[tuple[str, ...]] = ("cpu",)
-
-    def unavailable_reason(self, device: str) -> str | None:
-        """None when LiteRT, TensorFlow and onnx2tf (the converter) are installed (found, not imported)."""
-        return device_kind_reason(device, self.devices) or _onnx_tf.missing_reason(_MODULES)
-
-    def versions(self) -> dict[str, str]:
-        """Versions of ai-edge-litert, tensorflow and onnx2tf (the converter), onnx, torch (the exporter)."""
-        names = ("ai-edge-litert", "tensorflow", "onnx2tf", "onnx", "onnxscript", "torch")
-        return _onnx_tf.distribution_versions(names)
-
-    def prepare(self, model: torch.nn.Module, spec: ModelSpec, ctx: CellContext) -> Session:
-        """Export, convert (or reuse the .tflite), and open an interpreter with its tensors allocated."""
-        with _onnx_tf.named_failures(self.name):
-            return self._prepare(model, spec, ctx)
+    modules: ClassVar[tuple[str, ...]] = _MODULES
+    distributions: ClassVar[tuple[str, ...]] = _DISTRIBUTIONS
 
     def _prepare(self, model: torch.nn.Module, spec: ModelSpec, ctx: CellContext) -> Session:
+        """Export, convert (or reuse the .tflite), and open an interpreter with its tensors allocated."""
         path, export_s = export_onnx(model, spec, ctx.cache_dir)
         pseudo_ops = _onnx_tf.ERF_PSEUDO if _onnx_tf.has_erf(path) else ()
         if not _onnx_tf.converted_folder(path, ctx.cache_dir, pseudo_ops).is_dir():
@@ -70,7 +61,7 @@ class LiteRt(Stack):
         start_s = time.perf_counter()
         interpreter = _interpreter(folder / _onnx_tf.FLOAT32_TFLITE, ctx.threads)
         load_s = time.perf_counter() - start_s
-        run = _make_run(interpreter, _onnx_tf.input_positions(path, spec), spec)
+        run = _make_run(interpreter, input_positions(path, spec), spec)
         start_s = time.perf_counter()
         first = run(spec.example)
         first_call_s = time.perf_counter() - start_s

@@ -1,5 +1,7 @@
 """The null stack: returns a preallocated tiny array at once, to measure the harness's own overhead.
 
+With ``batch`` samples per call the array is ``float32[batch, 1]``: one row per sample, as every stack.
+
 Its outputs are not the model's (``computes = False``), so the quality gate skips it. It needs no
 optional library and runs on the CPU only.
 """
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
 
 
 class NullStack(Stack):
-    """A no-op stack: ``infer`` ignores its inputs and returns the same one-element array."""
+    """A no-op stack: ``infer`` ignores its inputs and returns the same array (one element per sample)."""
 
     name: ClassVar[str] = "null"
     layers: ClassVar[Mapping[str, str]] = {"framework": "none", "compiler": "none", "platform": "none"}
@@ -35,8 +37,9 @@ class NullStack(Stack):
         return {}
 
     def prepare(self, model: torch.nn.Module, spec: ModelSpec, ctx: CellContext) -> Session:
-        """A session whose ``infer`` returns a preallocated ``float32[1]`` without touching the model."""
-        output = np.zeros(1, dtype=np.float32)
+        """A session whose ``infer`` returns a preallocated array without touching the model:
+        ``float32[1]`` at batch 1 (as before batching existed), ``float32[batch, 1]`` above."""
+        output = np.zeros(1 if spec.batch == 1 else (spec.batch, 1), dtype=np.float32)
 
         def infer(inputs: Inputs) -> np.ndarray:
             return output

@@ -1,9 +1,11 @@
 """Export a workload's PyTorch module to ONNX once per run, shared by the ONNX-consuming stacks.
 
-The file is ``<cache_dir>/onnx/<workload>-<size>-<variant>-<seed>.onnx``, written with the dynamo
-exporter (opset 18, weights inside the file). Cells of one run run in separate processes, possibly at
-the same time, so the export holds an exclusive ``flock`` on a ``.lock`` file beside the model, writes a
-temporary file and renames it into place: a reader never sees half a file and nobody exports twice.
+The file is ``<cache_dir>/onnx/<workload>-<size>-<variant>-<seed>.onnx`` (``...-<seed>-b<batch>.onnx``
+for a batch above 1: the graph has static shapes, so each batch size is its own file, and so are the
+compiled artefacts named after it), written with the dynamo exporter (opset 18, weights inside the
+file). Cells of one run run in separate processes, possibly at the same time, so the export holds an
+exclusive ``flock`` on a ``.lock`` file beside the model, writes a temporary file and renames it into
+place: a reader never sees half a file and nobody exports twice.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ import os
 import time
 import warnings
 from collections.abc import Iterator
+from importlib.metadata import version
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from accelbench.errors import Unsupported
-from accelbench.stacks._torch_device import first_line
-from accelbench.stacks.base import ModelSpec
+from accelbench.stacks._torch_device import device_kind_reason, first_line, import_reason
+from accelbench.stacks.base import ModelSpec, Stack
 
 if TYPE_CHECKING:
     import torch
@@ -33,9 +36,49 @@ _CHATTY_LOGGERS = ("torch.onnx", "torch.export", "torch._dynamo", "onnxscript")
 """Loggers that warn about harmless things during export (e.g. "torchvision is not installed")."""
 
 
+EXPORTER_MODULES = ("onnx", "onnxscript", "torch")
+"""What ``export_onnx`` imports: every stack that reads the ONNX file needs them."""
+
+
+class OnnxFileStack(Stack):
+    """A stack that runs the model's ONNX file (``export_onnx``): available when its own modules and the
+    exporter's import; its versions are its distributions' and the exporter's."""
+
+    reads_onnx: ClassVar[bool] = True
+    install: ClassVar[str]
+    """The pip extra that installs the stack, e.g. ``accelbench[tvm]``."""
+    modules: ClassVar[tuple[str, ...]]
+    """The stack's own modules that must import (the exporter's are added)."""
+    distributions: ClassVar[tuple[str, ...]]
+    """The distributions whose versions the stack reports (the exporter's are added)."""
+
+    def unavailable_reason(self, device: str) -> str | None:
+        """None when the device kind is driven and every module imports, else the first reason."""
+        reasons = (import_reason(module, self.install) for module in (*self.modules, *EXPORTER_MODULES))
+        return device_kind_reason(device, self.devices) or next(filter(None, reasons), None)
+
+    def versions(self) -> dict[str, str]:
+        """The stack's distributions' versions, then onnx, onnxscript and torch (the exporter)."""
+        import onnx
+        import onnxscript
+        import torch
+
+        exporter = {
+            "onnx": onnx.__version__,
+            "onnxscript": onnxscript.__version__,
+            "torch": torch.__version__,
+        }
+        return {**self.own_versions(), **exporter}
+
+    def own_versions(self) -> dict[str, str]:
+        """Versions of ``distributions`` from the installed metadata."""
+        return {name: version(name) for name in self.distributions}
+
+
 def onnx_path(spec: ModelSpec, cache_dir: Path) -> Path:
-    """Where the ONNX file of ``spec`` lives in the run's cache folder."""
-    return cache_dir / "onnx" / f"{spec.workload}-{spec.size}-{spec.variant}-{spec.seed}.onnx"
+    """Where the ONNX file of ``spec`` lives in the run's cache folder (one file per batch size)."""
+    batch = f"-b{spec.batch}" if spec.batch > 1 else ""
+    return cache_dir / "onnx" / f"{spec.workload}-{spec.size}-{spec.variant}-{spec.seed}{batch}.onnx"
 
 
 def export_onnx(model: torch.nn.Module, spec: ModelSpec, cache_dir: Path) -> tuple[Path, float]:

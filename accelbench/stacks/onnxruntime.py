@@ -15,21 +15,19 @@ import numpy as np
 
 from accelbench.errors import Unavailable, Unsupported
 from accelbench.stacks._torch_device import (
-    device_kind_reason,
     first_line,
-    import_reason,
+    gpu_default_batch,
     precision_of,
     split_device,
 )
-from accelbench.stacks.base import CellContext, ModelSpec, Session, Stack
-from accelbench.stacks.onnx_export import export_onnx
+from accelbench.stacks.base import CellContext, ModelSpec, Session
+from accelbench.stacks.onnx_export import OnnxFileStack, export_onnx
 from accelbench.workloads.base import Inputs
 
 if TYPE_CHECKING:
     import torch
 
 _INSTALL = "accelbench[onnxruntime]"
-_PACKAGES = ("onnxruntime", "onnx", "onnxscript", "torch")
 _QUIET_LOG_LEVEL = 3
 """ORT's C++ log: 3 = errors only (it warns about harmless graph rewrites otherwise)."""
 
@@ -47,9 +45,12 @@ def providers_for(device: str, available: list[str]) -> list[Any]:
     return [*wanted, "CPUExecutionProvider"]
 
 
-class OnnxRuntime(Stack):
+class OnnxRuntime(OnnxFileStack):
     """ONNX Runtime on the ONNX file exported once per run; compile time = export + session creation."""
 
+    install: ClassVar[str] = _INSTALL
+    modules: ClassVar[tuple[str, ...]] = ("onnxruntime",)
+    distributions: ClassVar[tuple[str, ...]] = ("onnxruntime",)
     name: ClassVar[str] = "onnxruntime"
     layers: ClassVar[Mapping[str, str]] = {
         "framework": "ONNX (from PyTorch)",
@@ -60,8 +61,7 @@ class OnnxRuntime(Stack):
 
     def unavailable_reason(self, device: str) -> str | None:
         """None when the libraries import and, for CUDA, this onnxruntime has the CUDA provider."""
-        import_reasons = (import_reason(package, _INSTALL) for package in _PACKAGES)
-        reason = device_kind_reason(device, self.devices) or next(filter(None, import_reasons), None)
+        reason = super().unavailable_reason(device)
         if reason is not None or split_device(device)[0] != "cuda":
             return reason
         import onnxruntime as ort
@@ -70,19 +70,9 @@ class OnnxRuntime(Stack):
             return "no CUDAExecutionProvider in this onnxruntime (pip install onnxruntime-gpu)"
         return None
 
-    def versions(self) -> dict[str, str]:
-        """Versions of onnxruntime, onnx, onnxscript and torch (the exporter)."""
-        import onnx
-        import onnxruntime
-        import onnxscript
-        import torch
-
-        return {
-            "onnxruntime": onnxruntime.__version__,
-            "onnx": onnx.__version__,
-            "onnxscript": onnxscript.__version__,
-            "torch": torch.__version__,
-        }
+    def default_batch(self, device: str) -> int:
+        """1 on CPU: samples/s hardly moved with the batch (``BATCH_MEASURED``); 32 on CUDA (not measured)."""
+        return gpu_default_batch(device)
 
     def prepare(self, model: torch.nn.Module, spec: ModelSpec, ctx: CellContext) -> Session:
         """Export (or reuse) the ONNX file and open an InferenceSession on it."""

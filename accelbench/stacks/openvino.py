@@ -11,7 +11,7 @@ writes a client id under ``$HOME/intel`` through the ``openvino_telemetry`` pack
 import of openvino, that package is blocked in ``sys.modules``, so ``ovc`` falls back to the no-op stub it
 ships for installs without telemetry. The model is read with ``Core.read_model`` (the runtime's own ONNX
 frontend), not ``openvino.convert_model``. Threads are ``INFERENCE_NUM_THREADS`` = ``ctx.threads``, with
-the ``LATENCY`` performance hint (one stream, batch 1).
+the ``LATENCY`` performance hint (one stream; the batch is the static batch of the ONNX file).
 """
 
 from __future__ import annotations
@@ -24,16 +24,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from accelbench.errors import Unsupported
-from accelbench.stacks._torch_device import device_kind_reason, first_line, import_reason
-from accelbench.stacks.base import CellContext, ModelSpec, Session, Stack
-from accelbench.stacks.onnx_export import export_onnx
+from accelbench.stacks._torch_device import first_line
+from accelbench.stacks.base import CellContext, ModelSpec, Session
+from accelbench.stacks.onnx_export import OnnxFileStack, export_onnx
 from accelbench.workloads.base import Inputs
 
 if TYPE_CHECKING:
     import torch
 
-_INSTALL = "accelbench[openvino]"
-_PACKAGES = ("openvino", "onnx", "onnxscript", "torch")
 _PRECISION_NAMES = {"f32": "fp32", "bf16": "bf16", "f16": "fp16", "f64": "fp64"}
 """OpenVINO element type names -> accelbench precision names."""
 _OP_MARKERS = ("not support", "unsupported", "no conversion rule", "cannot create")
@@ -46,9 +44,11 @@ def block_telemetry() -> None:
     sys.modules.setdefault(TELEMETRY_PACKAGE, None)  # type: ignore[arg-type]
 
 
-class _OpenVinoStack(Stack):
+class _OpenVinoStack(OnnxFileStack):
     """OpenVINO CPU at the inference precision ``precision_hint``; subclasses only name it."""
 
+    install: ClassVar[str] = "accelbench[openvino]"
+    modules: ClassVar[tuple[str, ...]] = ("openvino",)
     precision_hint: ClassVar[str]
     """OpenVINO's name of the precision asked for: ``f32`` or ``bf16``."""
     layers: ClassVar[Mapping[str, str]] = {
@@ -61,26 +61,17 @@ class _OpenVinoStack(Stack):
     def unavailable_reason(self, device: str) -> str | None:
         """None when the libraries import (and, for bf16, the CPU plugin lists BF16), else why not."""
         block_telemetry()
-        import_reasons = (import_reason(package, _INSTALL) for package in _PACKAGES)
-        reason = device_kind_reason(device, self.devices) or next(filter(None, import_reasons), None)
+        reason = super().unavailable_reason(device)
         if reason is not None or self.precision_hint != "bf16":
             return reason
         return _bf16_reason()
 
-    def versions(self) -> dict[str, str]:
-        """Versions of openvino, onnx, onnxscript and torch (the exporter)."""
+    def own_versions(self) -> dict[str, str]:
+        """OpenVINO's own build string (``openvino.get_version()``)."""
         block_telemetry()
-        import onnx
-        import onnxscript
         import openvino
-        import torch
 
-        return {
-            "openvino": openvino.get_version(),
-            "onnx": onnx.__version__,
-            "onnxscript": onnxscript.__version__,
-            "torch": torch.__version__,
-        }
+        return {"openvino": openvino.get_version()}
 
     def prepare(self, model: torch.nn.Module, spec: ModelSpec, ctx: CellContext) -> Session:
         """Export (or reuse) the ONNX file, read it, compile it for CPU; compile time includes all three."""

@@ -21,8 +21,9 @@ import numpy as np
 
 from accelbench.errors import Unsupported
 from accelbench.stacks import _onnx_tf
-from accelbench.stacks._torch_device import device_kind_reason, first_line, precision_of
-from accelbench.stacks.base import CellContext, ModelSpec, Session, Stack
+from accelbench.stacks._onnx_inputs import input_positions
+from accelbench.stacks._torch_device import first_line, precision_of
+from accelbench.stacks.base import CellContext, ModelSpec, Session
 from accelbench.stacks.onnx_export import export_onnx
 from accelbench.workloads.base import Inputs
 
@@ -30,10 +31,11 @@ if TYPE_CHECKING:
     import torch
 
 _MODULES = ("tensorflow", "onnx2tf", "onnx_graphsurgeon", "tf_keras", "onnx", "onnxscript", "torch")
+_DISTRIBUTIONS = ("tensorflow", "onnx2tf", "onnx", "onnxscript", "torch")
 SIGNATURE = "serving_default"
 
 
-class TensorFlow(Stack):
+class TensorFlow(_onnx_tf.OnnxTfStack):
     """TF2 + XLA: onnx2tf SavedModel (cached per run) -> ``tf.function(jit_compile=True)`` on the CPU."""
 
     name: ClassVar[str] = "tensorflow"
@@ -43,28 +45,18 @@ class TensorFlow(Stack):
         "platform": "CPU (XLA:CPU, LLVM codegen)",
     }
     devices: ClassVar[tuple[str, ...]] = ("cpu",)
-
-    def unavailable_reason(self, device: str) -> str | None:
-        """None when TensorFlow, onnx2tf and the ONNX exporter are installed (found, not imported)."""
-        return device_kind_reason(device, self.devices) or _onnx_tf.missing_reason(_MODULES)
-
-    def versions(self) -> dict[str, str]:
-        """Versions of tensorflow, onnx2tf, onnx, onnxscript and torch (the exporter), from metadata."""
-        return _onnx_tf.distribution_versions(("tensorflow", "onnx2tf", "onnx", "onnxscript", "torch"))
-
-    def prepare(self, model: torch.nn.Module, spec: ModelSpec, ctx: CellContext) -> Session:
-        """Export, convert (or reuse the SavedModel), load, and compile with XLA on the first call."""
-        with _onnx_tf.named_failures(self.name):
-            return self._prepare(model, spec, ctx)
+    modules: ClassVar[tuple[str, ...]] = _MODULES
+    distributions: ClassVar[tuple[str, ...]] = _DISTRIBUTIONS
 
     def _prepare(self, model: torch.nn.Module, spec: ModelSpec, ctx: CellContext) -> Session:
+        """Export, convert (or reuse the SavedModel), load, and compile with XLA on the first call."""
         tf = _onnx_tf.import_tensorflow(ctx.threads)
         path, export_s = export_onnx(model, spec, ctx.cache_dir)
         folder, convert_s = _onnx_tf.convert(path, spec, ctx.cache_dir)
         start_s = time.perf_counter()
         loaded = tf.saved_model.load(str(folder))
         load_s = time.perf_counter() - start_s
-        run = _compile(tf, loaded, _onnx_tf.input_positions(path, spec))
+        run = _compile(tf, loaded, input_positions(path, spec))
         start_s = time.perf_counter()
         try:
             first = run(spec.example)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from accelbench.stacks._torch_device import (
     TorchStack,
+    gpu_default_batch,
     make_torch_infer,
     place_model,
     precision_of,
@@ -27,6 +28,13 @@ class TorchEager(TorchStack):
         "compiler": "none (eager)",
         "platform": "CPU: ATen/oneDNN/MKL; CUDA",
     }
+
+    def default_batch(self, device: str) -> int:
+        """1 on CPU: the rise with the batch measured on bert-base (``BATCH_MEASURED``: 0.24 at 1, 0.73
+        at 4, 1.51 at 16) was taken under a load average near 9 and is not established; at batch 4 the
+        default ``make run`` took 75 s longer (its offline cells issue about 2.5x the samples, since the
+        audit feed fills whole batches). ``--batch-sweep`` measures it. 32 on CUDA (not measured)."""
+        return gpu_default_batch(device, cpu_batch=1)
 
     def prepare(self, model: torch.nn.Module, spec: ModelSpec, ctx: CellContext) -> Session:
         """Move ``model`` to the device and time one warm-up call (recorded, not counted as compile)."""

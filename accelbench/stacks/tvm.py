@@ -9,8 +9,10 @@ one to two orders of magnitude slower than ONNX Runtime. That is a real result a
 environment variable ``ACCELBENCH_TVM_TRIALS`` (default ``DEFAULT_TRIALS``), spread evenly over the
 tuning tasks, with the ``random`` cost model (the default ``xgb`` one needs xgboost). The tuning records
 are a JSON database in the run's cache folder, one per (workload, CPU, threads, budget): the first cell of
-a workload tunes, the next ones reuse it. The tuning time is ``tuning_s`` in the details and is part of
-``compile_s``. Tasks whose search space MetaSchedule cannot build are left untuned and listed in the
+a workload tunes, the next ones reuse it. The tuning time of this cell is ``tuning_s`` in the details
+and is part of ``compile_s`` (0 when the records were reused, e.g. by a re-measured attempt); the
+seconds the records took when they were made are ``tuning_records_s``. Tasks whose search space
+MetaSchedule cannot build are left untuned and listed in the
 details (``untuned_tasks``); candidates are built without importing every tensor intrinsic (see
 ``build_without_tensor_intrinsics``). MetaSchedule needs ``apache-tvm-ffi==0.1.14.post0``: 0.1.15.post2
 segfaults in ``ToJSONGraph``, so ``tvm-tuned`` is unavailable with any other version.
@@ -29,6 +31,7 @@ import shutil
 import time
 from abc import abstractmethod
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -36,9 +39,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from accelbench.errors import Unsupported
-from accelbench.stacks._torch_device import device_kind_reason, first_line, import_reason, precision_of
-from accelbench.stacks.base import CellContext, ModelSpec, Session, Stack
-from accelbench.stacks.onnx_export import export_onnx
+from accelbench.stacks._onnx_inputs import graph_input_names
+from accelbench.stacks._torch_device import first_line, precision_of
+from accelbench.stacks.base import CellContext, ModelSpec, Session
+from accelbench.stacks.onnx_export import OnnxFileStack, export_onnx
 from accelbench.workloads.base import Inputs
 
 if TYPE_CHECKING:
@@ -47,42 +51,25 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _INSTALL = "accelbench[tvm]"
-_PACKAGES = ("tvm", "onnx", "onnxscript", "torch")
 TRIALS_VARIABLE = "ACCELBENCH_TVM_TRIALS"
 DEFAULT_TRIALS = 64
 TESTED_FFI = "0.1.14.post0"
 """The apache-tvm-ffi version MetaSchedule works with (0.1.15.post2 segfaults in ToJSONGraph)."""
 COST_MODEL = "random"
 _MAX_TRIALS_PER_ITERATION = 64
-_UNTUNED_FILE = "accelbench_untuned_tasks.json"
+_RECORDS_FILE = "accelbench_tuning.json"
 """Written beside the tuning records: the tasks MetaSchedule could not tune."""
 _SKIPPED_PREFIXES = ("Traceback", "File ", "  ")
 """Lines of TVM's error text that are stack frames, not the message."""
 
 
-class _TvmStack(Stack):
+class _TvmStack(OnnxFileStack):
     """TVM Relax on CPU from the shared ONNX file; subclasses write ``build`` (untuned or tuned)."""
 
+    install: ClassVar[str] = _INSTALL
+    modules: ClassVar[tuple[str, ...]] = ("tvm",)
+    distributions: ClassVar[tuple[str, ...]] = ("apache-tvm", "apache-tvm-ffi")
     devices: ClassVar[tuple[str, ...]] = ("cpu",)
-
-    def unavailable_reason(self, device: str) -> str | None:
-        """None when TVM and the ONNX exporter import, else why not."""
-        import_reasons = (import_reason(package, _INSTALL) for package in _PACKAGES)
-        return device_kind_reason(device, self.devices) or next(filter(None, import_reasons), None)
-
-    def versions(self) -> dict[str, str]:
-        """Versions of apache-tvm, apache-tvm-ffi, onnx, onnxscript and torch (the exporter)."""
-        import onnx
-        import onnxscript
-        import torch
-
-        return {
-            "apache-tvm": version("apache-tvm"),
-            "apache-tvm-ffi": version("apache-tvm-ffi"),
-            "onnx": onnx.__version__,
-            "onnxscript": onnxscript.__version__,
-            "torch": torch.__version__,
-        }
 
     def prepare(self, model: torch.nn.Module, spec: ModelSpec, ctx: CellContext) -> Session:
         """Export (or reuse) the ONNX file, import it into Relax, (tune,) compile, open a VM."""
@@ -187,7 +174,7 @@ class TvmTuned(_TvmStack):
             module = _lowering()(module)
         import_s = time.perf_counter() - start_s
         folder = self.database_dir(path, target_dict, ctx)
-        database, tuning_s, untuned = tuning_database(module, target, folder, self.trials())
+        database, tuning_s, records = tuning_database(module, target, folder, self.trials())
         start_s = time.perf_counter()
         with target, database, tvm.transform.PassContext(opt_level=3):
             module = relax.transform.MetaScheduleApplyDatabase(enable_warning=False)(module)
@@ -199,7 +186,8 @@ class TvmTuned(_TvmStack):
             "trials": str(self.trials()),
             "cost_model": COST_MODEL,
             "tuning_records": f"{folder.name} ({'new' if tuning_s else 'reused'})",
-            "untuned_tasks": ",".join(untuned) or "none",
+            "tuning_records_s": f"{records.tuning_s:.6f}",
+            "untuned_tasks": ",".join(records.untuned) or "none",
         }
         return infer, {"import": import_s, "tuning": tuning_s, "build": build_s}, notes
 
@@ -231,8 +219,7 @@ def import_onnx(path: Path, spec: ModelSpec, keep_params_in_input: bool) -> tupl
     from tvm.relax.frontend.onnx import from_onnx
 
     proto = onnx.load(str(path))
-    weights = {one.name for one in proto.graph.initializer}
-    names = [one.name for one in proto.graph.input if one.name not in weights]
+    names = graph_input_names(proto.graph)
     positions = [spec.input_names.index(name) for name in names if name in spec.input_names]
     if len(positions) != len(names):
         raise Unsupported(f"tvm: ONNX inputs {names} are not the workload's {list(spec.input_names)}")
@@ -257,9 +244,18 @@ def _lowering() -> Any:
     )
 
 
-def tuning_database(module: Any, target: Any, folder: Path, trials: int) -> tuple[Any, float, list[str]]:
-    """The tuning records for ``module`` in ``folder``, the seconds spent tuning (0.0 when reused) and
-    the tasks left untuned (MetaSchedule could not build their search space).
+@dataclass(frozen=True, slots=True)
+class TuningRecords:
+    """What a records folder says of its tuning: the seconds it took and the tasks left untuned."""
+
+    tuning_s: float
+    untuned: list[str]
+
+
+def tuning_database(module: Any, target: Any, folder: Path, trials: int) -> tuple[Any, float, TuningRecords]:
+    """The tuning records for ``module`` in ``folder``, the seconds spent tuning now (0.0 when reused)
+    and what the folder records: how long its tuning took and the tasks left untuned (MetaSchedule
+    could not build their search space).
 
     Tuning writes into a temporary folder that is renamed into place when done, so an interrupted
     tuning is never mistaken for a finished one.
@@ -274,10 +270,11 @@ def tuning_database(module: Any, target: Any, folder: Path, trials: int) -> tupl
         start_s = time.perf_counter()
         untuned = _tune(module, target, temp, trials)
         tuning_s = time.perf_counter() - start_s
-        (temp / _UNTUNED_FILE).write_text(json.dumps(untuned))
+        (temp / _RECORDS_FILE).write_text(json.dumps({"tuning_s": tuning_s, "untuned": untuned}))
         os.replace(temp, folder)
-    untuned = json.loads((folder / _UNTUNED_FILE).read_text())
-    return ms.database.JSONDatabase(work_dir=str(folder), allow_missing=False), tuning_s, untuned
+    made = json.loads((folder / _RECORDS_FILE).read_text())
+    records = TuningRecords(float(made["tuning_s"]), list(made["untuned"]))
+    return ms.database.JSONDatabase(work_dir=str(folder), allow_missing=False), tuning_s, records
 
 
 def _tune(module: Any, target: Any, work_dir: Path, trials: int) -> list[str]:

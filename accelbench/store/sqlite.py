@@ -3,7 +3,8 @@
 Each result is one row: indexed columns for querying plus the full JSON document
 (``accelbench.results.to_dict``), which is the source of truth when loading. A run records the machine
 fingerprint it started on; results from another machine are refused, as pyperf refuses to merge runs
-from different machines.
+from different machines, except in a run whose executor spans machines (a Ray fleet): there each result
+keeps the fingerprint of the node that measured it.
 
 An existing ``results.sqlite`` is first inspected through a read-only connection; a file that is not a
 SQLite database, fails ``PRAGMA quick_check``, holds a foreign schema or a newer store version is
@@ -13,10 +14,13 @@ Store schema history (``meta.schema_version``; ``MIGRATIONS[i]`` upgrades versio
 transaction; append a step, never edit a released one):
     1  tables ``meta``, ``runs``, ``results`` and the indexes on results (run_id),
        (workload, stack, scenario) and (status).
+    2  ``results.doc_sha256`` (SHA-256 of ``doc_json``, filled for existing rows) and the table
+       ``quarantine``, where ``accelbench store check --repair`` moves bad records (never deletes).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -39,6 +43,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_STORE_DIR = Path("accelbench-results")
 DB_NAME = "results.sqlite"
+SHA256_SQL = "accelbench_sha256"
+"""The SQL function (registered on every connection) that gives the hex SHA-256 of a text."""
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
@@ -56,9 +62,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX results_workload_stack_scenario ON results(workload, stack, scenario)",
         "CREATE INDEX results_status ON results(status)",
     ),
+    (
+        "ALTER TABLE results ADD COLUMN doc_sha256 TEXT",
+        f"UPDATE results SET doc_sha256 = {SHA256_SQL}(doc_json)",
+        """CREATE TABLE quarantine (
+            id INTEGER PRIMARY KEY, moved_at TEXT NOT NULL, problem TEXT NOT NULL, source_id INTEGER,
+            run_id TEXT, cell_key TEXT, doc_json TEXT, doc_sha256 TEXT)""",
+    ),
 )
 STORE_SCHEMA_VERSION = len(MIGRATIONS)
+BUSY_TIMEOUT_S = 30.0
+"""How long a connection waits for another process's write lock before giving up."""
 
+_LOADED = "run_id, cell_key, doc_json, doc_sha256"
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _OWN_TABLES = {"meta", "runs", "results"}
 
@@ -118,41 +134,42 @@ class Store:
         self.run_dir(run_id)
         return self.run(run_id)
 
-    def add_result(self, result: Result) -> None:
+    def add_result(self, result: Result, any_machine: bool = False) -> None:
         """Store a result atomically; storing the same cell of a run again replaces it.
 
         Raises UserError for an unknown run and ValueError when the result's machine fingerprint is
-        not the run's.
+        not the run's, unless ``any_machine`` (the run's cells are spread over a fleet's machines).
         """
         with self._transaction() as db:
             fingerprint = self._run_row(result.run_id, db)["machine_fingerprint"]
-            if result.machine_fingerprint != fingerprint:
+            if result.machine_fingerprint != fingerprint and not any_machine:
                 raise ValueError(
                     f"result of cell {result.cell.key} was measured on machine "
                     f"{result.machine_fingerprint!r}, but run {result.run_id!r} runs on {fingerprint!r}"
                 )
             db.execute(
                 "INSERT OR REPLACE INTO results (run_id, cell_key, workload, size, variant, stack, device,"
-                " scenario, status, p50_s, qps, quality_passed, effective_precision, created_at, doc_json)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " scenario, status, p50_s, qps, quality_passed, effective_precision, created_at, doc_json,"
+                " doc_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 _result_row(result),
             )
 
     def results(self, run_id: str | None = None) -> list[Result]:
         """The results of one run, or of all runs when ``run_id`` is None, in insertion order."""
-        if run_id is None:
-            rows = self._db.execute("SELECT run_id, cell_key, doc_json FROM results ORDER BY id")
-        else:
-            self._run_row(run_id, self._db)
-            rows = self._db.execute(
-                "SELECT run_id, cell_key, doc_json FROM results WHERE run_id = ? ORDER BY id", (run_id,)
-            )
-        return [_load_result(*row) for row in rows.fetchall()]
+        with self._reading():
+            if run_id is None:
+                rows = self._db.execute(f"SELECT {_LOADED} FROM results ORDER BY id").fetchall()
+            else:
+                self._run_row(run_id, self._db)
+                query = f"SELECT {_LOADED} FROM results WHERE run_id = ? ORDER BY id"
+                rows = self._db.execute(query, (run_id,)).fetchall()
+        return [_load_result(self.path / DB_NAME, *row) for row in rows]
 
     def run_ids(self) -> list[str]:
         """All run ids, newest first."""
-        rows = self._db.execute("SELECT run_id FROM runs ORDER BY created_at DESC, rowid DESC")
-        return [row[0] for row in rows.fetchall()]
+        with self._reading():
+            rows = self._db.execute("SELECT run_id FROM runs ORDER BY created_at DESC, rowid DESC").fetchall()
+        return [row[0] for row in rows]
 
     def latest_run_id(self) -> str | None:
         """The newest run id, or None when the store is empty."""
@@ -161,21 +178,23 @@ class Store:
 
     def run(self, run_id: str) -> RunRecord:
         """The stored run; UserError naming the id (and a few known ones) when it is unknown."""
-        row = self._run_row(run_id, self._db)
-        return RunRecord(
-            run_id=row["run_id"],
-            created_at=row["created_at"],
-            machine_fingerprint=row["machine_fingerprint"],
-            config=json.loads(row["config_json"]),
-            machine=json.loads(row["machine_json"]),
-            status=row["status"],
-        )
+        with self._reading():
+            row = self._run_row(run_id, self._db)
+            return RunRecord(
+                run_id=row["run_id"],
+                created_at=row["created_at"],
+                machine_fingerprint=row["machine_fingerprint"],
+                config=json.loads(row["config_json"]),
+                machine=json.loads(row["machine_json"]),
+                status=row["status"],
+            )
 
     def finished_cell_keys(self, run_id: str) -> set[str]:
         """Keys of the cells of a run that have a stored result (any status): what a resume skips."""
-        self._run_row(run_id, self._db)
-        rows = self._db.execute("SELECT cell_key FROM results WHERE run_id = ?", (run_id,))
-        return {row[0] for row in rows.fetchall()}
+        with self._reading():
+            self._run_row(run_id, self._db)
+            rows = self._db.execute("SELECT cell_key FROM results WHERE run_id = ?", (run_id,)).fetchall()
+        return {row[0] for row in rows}
 
     def set_run_status(self, run_id: str, status: str) -> None:
         """Set a run's status (e.g. ``running``, ``finished``, ``interrupted``)."""
@@ -189,6 +208,14 @@ class Store:
         folder = self.path / "runs" / run_id
         folder.mkdir(parents=True, exist_ok=True)
         return folder
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """A damaged database (or run record) found while reading is a one-line UserError naming the file."""
+        try:
+            yield
+        except (sqlite3.DatabaseError, ValueError) as exc:
+            raise UserError(f"result store {self.path / DB_NAME} cannot be read: {exc}") from None
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -229,19 +256,59 @@ def _ensure_writable_dir(folder: Path) -> None:
 
 def _inspect_existing(db_path: Path) -> None:
     """Check an existing database through a read-only connection; UserError if it is not ours."""
-    uri = f"file:{quote(str(db_path.resolve()))}?mode=ro"
+    truncated = _truncation(db_path)
+    if truncated:
+        raise UserError(f"{db_path} is not a usable accelbench result store: {truncated}; left untouched")
+    with read_only(db_path) as db:
+        try:
+            problem = _schema_problem(db)
+        except (sqlite3.DatabaseError, ValueError) as exc:  # ValueError: text that is not UTF-8
+            problem = f"not a valid SQLite database ({exc})"
+    if problem:
+        raise UserError(f"{db_path} is not a usable accelbench result store: {problem}; left untouched")
+
+
+@contextmanager
+def read_only(db_path: Path) -> Iterator[sqlite3.Connection]:
+    """A read-only connection that leaves the folder as it found it: the ``-wal``/``-shm`` files SQLite
+    creates beside a WAL database for a reader are removed again when they did not exist and hold no
+    data."""
+    sidecars = [db_path.with_name(db_path.name + suffix) for suffix in ("-wal", "-shm")]
+    existed = [path.exists() for path in sidecars]
     try:
-        db = sqlite3.connect(uri, uri=True)
+        uri = f"file:{quote(str(db_path.resolve()))}?mode=ro"
+        db = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
     except sqlite3.Error as exc:
         raise UserError(f"cannot open result store {db_path}: {exc}") from None
     try:
-        problem = _schema_problem(db)
-    except sqlite3.DatabaseError as exc:
-        problem = f"not a valid SQLite database ({exc})"
+        yield db
     finally:
         db.close()
-    if problem:
-        raise UserError(f"{db_path} is not a usable accelbench result store: {problem}; left untouched")
+        wal, shm = sidecars
+        if not any(existed) and (not wal.exists() or wal.stat().st_size == 0):
+            wal.unlink(missing_ok=True)
+            shm.unlink(missing_ok=True)
+
+
+def _truncation(db_path: Path) -> str | None:
+    """Why a non-empty file is not a whole SQLite database: no header, or shorter than its header says
+    (SQLite itself reads such a file as an emptier database, which would then be initialised)."""
+    size = db_path.stat().st_size
+    with db_path.open("rb") as stream:
+        header = stream.read(100)
+    if size == 0:
+        return None  # a new store
+    if len(header) < 100 or not header.startswith(b"SQLite format 3\x00"):
+        return f"not a SQLite database ({size} bytes, no SQLite header)"
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    header_valid = header[24:28] == header[92:96]  # the page count is kept by writers that update both
+    if db_path.with_name(db_path.name + "-wal").exists():
+        return None  # a writer may be checkpointing (the header is written before the pages after it)
+    if page_size >= 512 and (size % page_size or (header_valid and size < pages * page_size)):
+        return f"truncated ({size} bytes; its header says {pages} pages of {page_size} bytes)"
+    return None
 
 
 def _schema_problem(db: sqlite3.Connection) -> str | None:
@@ -274,8 +341,9 @@ def _stored_version(db: sqlite3.Connection) -> int | None:
 def _connect(db_path: Path) -> sqlite3.Connection:
     """Open read-write in WAL mode and apply pending migrations."""
     try:
-        db = sqlite3.connect(db_path, timeout=30.0, isolation_level=None)
+        db = sqlite3.connect(db_path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         db.row_factory = sqlite3.Row
+        register_functions(db)
         mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             logger.warning("result store %s: WAL mode unavailable, journal mode is %s", db_path, mode)
@@ -284,6 +352,16 @@ def _connect(db_path: Path) -> sqlite3.Connection:
     except sqlite3.Error as exc:
         raise UserError(f"cannot open result store {db_path}: {exc}") from None
     return db
+
+
+def register_functions(db: sqlite3.Connection) -> None:
+    """Register the SQL functions the migrations use (``accelbench_sha256``)."""
+    db.create_function(SHA256_SQL, 1, doc_sha256, deterministic=True)
+
+
+def doc_sha256(doc_json: str) -> str:
+    """The hex SHA-256 of a stored document's text (UTF-8), as kept in ``results.doc_sha256``."""
+    return hashlib.sha256(doc_json.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def migrate(db: sqlite3.Connection) -> int:
@@ -326,19 +404,23 @@ def _transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 def _result_row(result: Result) -> tuple[Any, ...]:
     cell = result.cell
     quality_passed = None if result.quality is None else int(result.quality.passed)
+    document = _json(to_dict(result))
     p50_s = result.latency.p50_s if result.latency else None
     return (
         result.run_id, cell.key, cell.workload, cell.size, cell.variant, cell.stack, cell.device,
         cell.scenario, result.status, p50_s, result.qps, quality_passed, result.effective_precision,
-        _now(), _json(to_dict(result)),
+        _now(), document, doc_sha256(document),
     )  # fmt: skip
 
 
-def _load_result(run_id: str, cell_key: str, doc_json: str) -> Result:
+def _load_result(db_file: Path, run_id: str, cell_key: str, doc_json: str, sha256: str | None) -> Result:
+    where = f"{db_file}: stored result {run_id}/{cell_key}"
+    if sha256 is not None and doc_sha256(doc_json) != sha256:
+        raise UserError(f"{where} fails its checksum; see: accelbench store check --repair")
     try:
         return from_dict(json.loads(doc_json))
-    except (ValueError, TypeError, KeyError) as exc:
-        raise UserError(f"stored result {run_id}/{cell_key} cannot be read: {exc}") from None
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise UserError(f"{where} cannot be read: {exc}") from None
 
 
 def _check_run_id(run_id: str) -> None:

@@ -20,6 +20,7 @@ from accelbench.errors import Unsupported
 from accelbench.training.data import Dataset
 from accelbench.training.loop import Group, RunRecord, Trainer
 from accelbench.training.meter import RunMeter
+from accelbench.training.precision import TrainingPrecision
 from accelbench.training.workloads import TrainingWorkload
 
 
@@ -41,11 +42,12 @@ class Job:
 
 @dataclass(frozen=True, slots=True)
 class GroupOutcome:
-    """The runs of one group and the warm-up (compile) time of rank 0."""
+    """The runs of one group, the warm-up (compile) time of rank 0 and the precision it trained in."""
 
     runs: tuple[RunRecord, ...]
     compile_s: float
     energy_note: str
+    precision: TrainingPrecision
 
 
 def run_group(job: Job, nproc: int) -> GroupOutcome:
@@ -90,7 +92,8 @@ def _runs(job: Job, group: Group) -> GroupOutcome:
     finally:
         if meter is not None:
             meter.close()
-    return GroupOutcome(runs, trainer.compile_s, meter.note if meter is not None else "")
+    note = meter.note if meter is not None else ""
+    return GroupOutcome(runs, trainer.compile_s, note, trainer.precision)
 
 
 def _rank_device(device: str, rank: int) -> str:

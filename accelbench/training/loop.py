@@ -20,13 +20,14 @@ from torch import nn
 
 from accelbench.errors import Unsupported
 from accelbench.results import Energy
+from accelbench.training import precision
 from accelbench.training.data import Dataset
 from accelbench.training.meter import RunMeter, own_cpu_s
 from accelbench.training.mllog import RunLog, header_facts
 from accelbench.training.workloads import Recipe, TrainingWorkload
 
-STACKS = ("torch-eager", "torch-inductor")
-"""Stacks with a training path."""
+STACKS = tuple(precision.DECLARED)
+"""Stacks with a training path: those that declare a training precision."""
 WARMUP_STEPS = 2
 
 
@@ -67,8 +68,7 @@ class Group:
 
 def check_stack(stack: str) -> None:
     """Unsupported for a stack without a training path."""
-    if stack not in STACKS:
-        raise Unsupported(f"{stack} has no training path")
+    precision.declared(stack)
 
 
 class Trainer:
@@ -77,7 +77,7 @@ class Trainer:
     def __init__(
         self, workload: TrainingWorkload, size: str, data: Dataset, stack: str, device: str, group: Group
     ):
-        check_stack(stack)
+        self.precision = precision.apply(stack)  # before the model exists: what the stack declares, only
         self.workload, self.size, self.group, self.device = workload, size, group, device
         self.recipe: Recipe = workload.recipe(size)
         if self.recipe.global_batch_size % group.world:
@@ -178,6 +178,7 @@ class Trainer:
                 recipe.global_batch_size,
                 recipe.learning_rate,
                 samples,
+                self.precision.name,
             )
         )
         optimizer = self.reset(seed)

@@ -1,11 +1,14 @@
 """The cell of a ``train-to-quality`` scenario: N timed runs (and a 1-process baseline when ``nproc`` > 1).
 
-``measure(spec)`` returns the cell's outcome document (the same keys as ``accelbench.cell``'s), with
-``latency`` and ``loadgen`` null and a ``training`` section (a plain JSON mapping, results schema 3):
+``measure(spec)`` returns the cell's outcome document (the same keys as ``accelbench.cell.inference``'s),
+with ``latency`` and ``loadgen`` null and a ``training`` section (a plain JSON mapping, results schema 3):
 runs [{seed, time_to_quality_s, converged, quality, epochs, samples, energy_j}], olympic_mean_s,
 runs_converged, target, quality_reached, nproc, samples_per_s_per_process, scaling_efficiency,
 energy_j (mean energy to train over the runs the olympic mean keeps), the 1-process baseline and where
-the MLPerf logs are. The status is ``ok`` when the olympic mean exists, else ``quality_failed``.
+the MLPerf logs are, the training ``rules`` (``accelbench.training.rules``: ``short``, never MLPerf's), and
+the ``precision`` the stack declared with torch's TF32 settings read back (``accelbench.training.precision``),
+also the result's ``effective_precision``. The status is ``ok`` when the olympic mean exists, else
+``quality_failed``.
 
 ``runs`` and ``nproc`` come from the cell spec (``RunConfig.runs`` / ``RunConfig.nproc``).
 """
@@ -19,9 +22,10 @@ from typing import Any
 
 from accelbench.cellspec import CellSpec
 from accelbench.errors import Unsupported
+from accelbench.meters.window import combined_energy
 from accelbench.registry import instantiate
 from accelbench.results import Energy, Quality
-from accelbench.training import summary
+from accelbench.training import rules, summary
 from accelbench.training.distributed import GroupOutcome, Job, run_group
 from accelbench.training.loop import RunRecord, check_stack
 from accelbench.training.workloads import TrainingWorkload
@@ -34,6 +38,7 @@ def measure(spec: CellSpec) -> dict[str, Any]:
     if not isinstance(workload, TrainingWorkload):
         raise Unsupported(f"{spec.cell.workload} is not a training workload")
     check_stack(spec.cell.stack)
+    training_rules = rules.for_run(spec.rules)
     runs, nproc = spec.runs, spec.nproc
     data = workload.dataset(spec.cell.size)
     threads = _threads(workload, spec, nproc)
@@ -53,7 +58,7 @@ def measure(spec: CellSpec) -> dict[str, Any]:
     baseline = None
     if nproc > 1:
         baseline = run_group(dataclasses.replace(job, log_dir=str(Path(spec.cell_dir) / "mllog-nproc1")), 1)
-    return _outcome(spec, workload, main, baseline, nproc, threads)
+    return _outcome(spec, workload, main, baseline, nproc, threads, training_rules)
 
 
 def _threads(workload: TrainingWorkload, spec: CellSpec, nproc: int) -> int:
@@ -73,9 +78,10 @@ def _outcome(
     baseline: GroupOutcome | None,
     nproc: int,
     threads: int,
+    training_rules: rules.TrainingRules,
 ) -> dict[str, Any]:
     target = workload.recipe(spec.cell.size).target
-    section = training_section(main, baseline, nproc, target, spec)
+    section = {**training_section(main, baseline, nproc, target, spec), **_honesty(main, training_rules)}
     passed = section["olympic_mean_s"] is not None
     converged = section["runs_converged"]
     reason = "" if passed else f"{converged} of {len(main.runs)} runs reached top-1 {target}: no olympic mean"
@@ -85,7 +91,7 @@ def _outcome(
         "latency": None,
         "loadgen": None,
         "quality": dataclasses.asdict(_quality(main.runs, target, workload, spec)),
-        "effective_precision": "fp32",
+        "effective_precision": main.precision.name,
         "compile_s": main.compile_s,
         "warnings": _warnings(main, baseline),
         "versions": _versions(),
@@ -127,6 +133,15 @@ def training_section(
     }
 
 
+def _honesty(main: GroupOutcome, training_rules: rules.TrainingRules) -> dict[str, Any]:
+    """The rule set the cell ran under and the precision its stack declared (as torch had it)."""
+    return {
+        "rules": training_rules.name,
+        "rules_summary": training_rules.summary,
+        "precision": dataclasses.asdict(main.precision),
+    }
+
+
 def _group_section(group: GroupOutcome, processes: int) -> dict[str, Any]:
     return {
         "olympic_mean_s": summary.olympic_mean_s(group.runs),
@@ -160,24 +175,7 @@ def kept_energy_j(runs: tuple[RunRecord, ...]) -> float | None:
 
 def total_energy(runs: tuple[RunRecord, ...]) -> Energy | None:
     """One Energy record over all run windows together (energy per query = per training sample)."""
-    readings = [r.energy for r in runs if r.energy is not None]
-    if not readings or len(readings) != len(runs):
-        return None
-    energy_j = sum(e.energy_j for e in readings)
-    window_s = sum(e.window_s for e in readings)
-    samples = sum(e.samples for e in readings)
-    first = readings[0]
-    return Energy(
-        energy_j=energy_j,
-        power_w=energy_j / window_s if window_s > 0 else 0.0,
-        energy_per_query_j=energy_j / samples if samples else 0.0,
-        samples_per_j=samples / energy_j if energy_j > 0 else 0.0,
-        window_s=window_s,
-        samples=samples,
-        provenance=first.provenance,
-        meter=first.meter,
-        formula=f"sum of {len(readings)} run windows (run_start to run_stop); first window: {first.formula}",
-    )
+    return combined_energy([r.energy for r in runs], "run windows (run_start to run_stop)")
 
 
 def _quality(

@@ -70,9 +70,16 @@ class RunLog:
 
 
 def header_facts(
-    benchmark: str, platform: str, seed: int, batch: int, learning_rate: float, samples: tuple[int, int]
+    benchmark: str,
+    platform: str,
+    seed: int,
+    batch: int,
+    learning_rate: float,
+    samples: tuple[int, int],
+    precision: str,
 ) -> dict[str, Any]:
-    """The keys ``mllog_rules.yaml`` requires once per run, in MLPerf's spelling."""
+    """The keys ``mllog_rules.yaml`` requires once per run, in MLPerf's spelling; ``precision`` is the
+    stack's declared training precision (``fp32``, ``tf32``)."""
     return {
         constants.SUBMISSION_ORG: "accelbench",
         constants.SUBMISSION_PLATFORM: platform,
@@ -85,7 +92,7 @@ def header_facts(
         constants.OPT_BASE_LR: learning_rate,
         constants.TRAIN_SAMPLES: samples[0],
         constants.EVAL_SAMPLES: samples[1],
-        constants.LOWEST_NUMERICAL_PRECISION_IN_LINEAR: "fp32",
+        constants.LOWEST_NUMERICAL_PRECISION_IN_LINEAR: precision,
     }
 
 

@@ -16,7 +16,7 @@ from accelbench.variants.draw import (
     resolve,
     variant_info,
 )
-from accelbench.variants.names import CANONICAL, fresh_seed, parse_name, variant_names, with_variant_seed
+from accelbench.variants.names import CANONICAL, fresh_seed, parse_name, variant_names
 
 __all__ = [
     "CANONICAL",
@@ -32,5 +32,4 @@ __all__ = [
     "resolve",
     "variant_info",
     "variant_names",
-    "with_variant_seed",
 ]

@@ -1,7 +1,7 @@
 """Draw a workload's variant from its name: seeded mutations, redrawn until its FLOPs are in the band.
 
 The generator is the workload's own ``draw_changes``; this module seeds it, counts the FLOPs of the
-result (``accelbench.hardware.flops.count_flops`` over the architecture on fake tensors, so nothing
+result (``accelbench.workloads.flops.count_flops`` over the architecture on fake tensors, so nothing
 is computed) and redraws until ``FLOPS_BAND`` holds. Same (workload, size, name)
 gives the same variant on every machine: numpy's seeded generator and pure shape arithmetic only.
 """
@@ -78,7 +78,7 @@ def count_flops(workload: Workload, size: str, variant: Variant | None) -> int:
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    from accelbench.hardware import flops
+    from accelbench.workloads import flops
 
     example = make_sample(workload, size, 0, 0, variant)
     try:

@@ -6,11 +6,9 @@ A variant of a run is named ``s<variant_seed>-v<index>`` (index from 1); the can
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import secrets
 
-from accelbench.config import RunConfig
 from accelbench.errors import UserError
 
 CANONICAL = "canonical"
@@ -35,10 +33,3 @@ def parse_name(name: str) -> tuple[int, int]:
 def fresh_seed() -> int:
     """A variant seed nobody can know in advance (``secrets``)."""
     return secrets.randbelow(SEED_LIMIT)
-
-
-def with_variant_seed(config: RunConfig) -> RunConfig:
-    """``config`` with a fresh variant seed when it plans variants without one (stored with the run)."""
-    if config.variants and config.variant_seed is None:
-        return dataclasses.replace(config, variant_seed=fresh_seed())
-    return config

@@ -9,6 +9,9 @@ A ``Variant`` is a near-identical mutation of the model (``accelbench.variants``
 ``changes`` replaces fields of the workload's shape record, ``mutations`` says in words what changed.
 ``build_model``, ``make_sample``, ``architecture`` and ``sanity_check`` take it; ``None`` is the
 canonical model, built exactly as without variants. ``draw_changes`` is the workload's generator.
+
+Batching: a stack may run ``batch`` samples per call, concatenated on axis 0. ``batch_reason`` says
+why a workload's samples cannot be batched that way (None: they can).
 """
 
 from __future__ import annotations
@@ -103,6 +106,16 @@ class Workload(ABC):
     def describe(self, size: str) -> dict[str, str]:
         """Human-readable facts about the model at ``size`` (shape, layers, weights origin)."""
         return {}
+
+    def batch_reason(self, size: str) -> str | None:
+        """None when samples at ``size`` join into batches on axis 0 and each output row is its
+        sample's, else a one-line reason why not.
+
+        That needs every input of every sample to have the same shape with batch 1 on axis 0, and no
+        computation that mixes rows. Workloads whose inputs are not rows (a graph, flat bags with
+        offsets) or whose shapes differ between samples override it.
+        """
+        return None
 
     def sanity_check(
         self, size: str, infer: Callable[[Inputs], np.ndarray], variant: Variant | None = None

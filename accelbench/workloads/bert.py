@@ -19,9 +19,9 @@ import numpy as np
 import torch
 from transformers import BertConfig, BertModel
 
-from accelbench.variants.choices import depth_step, kinds_to_apply, off_power_of_two, other_than
 from accelbench.workloads._text import PooledBert, check_size, random_tokens
 from accelbench.workloads.base import SIZES, Changes, Inputs, Mutation, Variant, Workload
+from accelbench.workloads.mutations import depth_step, kinds_to_apply, off_power_of_two, other_than
 
 
 @dataclass(frozen=True, slots=True)

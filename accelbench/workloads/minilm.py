@@ -26,9 +26,9 @@ from safetensors.torch import load_file
 from tokenizers import Tokenizer
 from transformers import BertConfig, BertModel
 
-from accelbench.variants.choices import kinds_to_apply, off_power_of_two
 from accelbench.workloads._text import PooledBert, check_size
 from accelbench.workloads.base import SIZES, Changes, Inputs, Mutation, SanityVerdict, Variant, Workload
+from accelbench.workloads.mutations import kinds_to_apply, off_power_of_two
 
 SEQ_LEN = {"tiny": 32, "standard": 128}
 LAYERS = 6

@@ -38,8 +38,8 @@ import torch
 from torch import nn
 
 from accelbench.errors import UserError
-from accelbench.variants.choices import depth_step, kinds_to_apply, off_power_of_two, other_than
 from accelbench.workloads.base import SIZES, Changes, Inputs, Mutation, Variant, Workload
+from accelbench.workloads.mutations import depth_step, kinds_to_apply, off_power_of_two, other_than
 
 
 @dataclass(frozen=True, slots=True)

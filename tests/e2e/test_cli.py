@@ -12,6 +12,7 @@ import pytest
 from accelbench.audits import failed_audits
 from accelbench.results import SCHEMA_VERSION
 from tests.e2e.cli import accelbench, measured_ok
+from tests.e2e.test_stacks_batch import KNOWN_UNSUPPORTED
 
 STACKS = ("null", "torch-eager", "torch-inductor", "onnxruntime")
 WORKLOADS = ("resnet50", "bert-base", "minilm-l6")
@@ -110,6 +111,9 @@ def test_hw_reports_the_machine() -> None:
     done = accelbench("hw", "--json")
     machine = json.loads(done.stdout)
     assert machine["logical_cores"] >= 1 and machine["mem_bytes"] > 0 and len(machine["fingerprint"]) == 16
+    chip = machine["chip"]  # this machine's CPU is in the chip table, and is counted
+    assert chip["key"] and chip["key"].startswith("CPU: "), chip
+    assert 0 < chip["count"] <= machine["sockets"] and "chips" in chip["count_basis"]
 
 
 @pytest.mark.parametrize(
@@ -152,31 +156,45 @@ def test_corrupt_store_gives_one_line_exit_2_and_is_untouched(tmp_path: Path) ->
     assert sorted(p.name for p in store.iterdir()) == ["results.sqlite"]
 
 
+def diagonal(stacks: list[str]) -> dict[str, list[str]]:
+    """Each stack on one tiny workload, in turn, skipping a pair known to be unsupported: the CLI drives
+    every stack and every workload, while ``test_stacks_batch`` checks every pair's outputs directly."""
+    plan: dict[str, list[str]] = {workload: [] for workload in WORKLOADS}
+    for index, stack in enumerate(stacks):
+        turns = [WORKLOADS[(index + step) % len(WORKLOADS)] for step in range(len(WORKLOADS))]
+        workload = next((w for w in turns if (stack, w) not in KNOWN_UNSUPPORTED), turns[0])
+        plan[workload].append(stack)
+    return plan
+
+
+def test_the_diagonal_runs_each_stack_once_and_avoids_known_failures() -> None:
+    names = ["null", "tensorflow", "litert", "opencl", "torch-eager", "onnxruntime"]
+    plan = diagonal(names)
+    assert sorted(stack for stacks in plan.values() for stack in stacks) == sorted(names)
+    assert "tensorflow" not in plan["minilm-l6"] and "litert" not in plan["minilm-l6"]
+    assert plan["minilm-l6"] == ["onnxruntime"] and all(plan.values())
+
+
 @pytest.mark.slow
-@pytest.mark.timeout(2400)  # 13 stacks x 3 workloads: about 450 s on a quiet 2-core machine
-def test_every_stack_gets_a_gated_result_on_every_tiny_workload(
+@pytest.mark.timeout(1500)  # every stack once, in three runs: about 300 s on a quiet 2-core machine
+def test_every_stack_gets_a_gated_result_through_the_cli(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ACCELBENCH_TVM_TRIALS", "8")  # a tuning budget a test can afford
-    done = accelbench(
-        "run",
-        "--suite",
-        "tiny",
-        "--stacks",
-        "all",
-        "--scenarios",
-        "single-stream",
-        "--no-probe",
-        "--json",
-        "--store",
-        str(tmp_path / "store"),
-        timeout_s=2100,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = json.loads(done.stdout)["results"]
-    stacks = {row["name"]: row for row in json.loads(accelbench("list", "stacks", "--json").stdout)}
+    rows = json.loads(accelbench("list", "stacks", "--json").stdout)
+    # the LLM stacks are test_generation_cli's, the served ones (<stack>@<server>) test_serving's
+    stacks = {row["name"]: row for row in rows if "inference" in row["tasks"] and "@" not in row["name"]}
+    plan = diagonal(list(stacks))
+    results = []
+    for workload, chosen in plan.items():
+        args = ["run", "--suite", "tiny", "--workloads", workload, "--stacks", ",".join(chosen)]
+        done = accelbench(
+            *args, "--scenarios", "single-stream", "--no-probe", "--json", "--store", str(tmp_path)
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        results += json.loads(done.stdout)["results"]
     assert {(r["cell"]["workload"], r["cell"]["stack"]) for r in results} == {
-        (w, s) for w in WORKLOADS for s in stacks
+        (w, s) for w, chosen in plan.items() for s in chosen
     }
     for result in results:
         available = stacks[result["cell"]["stack"]]["available"]
@@ -189,3 +207,13 @@ def test_every_stack_gets_a_gated_result_on_every_tiny_workload(
         else:
             assert result["status"] == "unsupported", (result["cell"], result["reason"])
     assert sum(stacks[name]["available"] for name in stacks) >= 9
+    failing = [
+        (r["cell"]["workload"], r["cell"]["stack"], r["status"], r["reason"][:200])
+        for r in results
+        if stacks[r["cell"]["stack"]]["available"]
+        and r["cell"]["stack"] != "null"
+        and (r["cell"]["stack"], r["cell"]["workload"]) not in KNOWN_UNSUPPORTED
+        and not (r["cell"]["stack"] == "tvm-tuned" and r["status"] == "unsupported")  # TVM tuner bugs
+        and not measured_ok(r)
+    ]
+    assert failing == []  # what test_stacks_batch runs directly also runs through the CLI

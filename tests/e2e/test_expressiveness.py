@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from accelbench.expressiveness import VERDICTS, expressiveness_document
+from accelbench.normalize.expressiveness import VERDICTS, expressiveness_document
 from accelbench.results import Cell, LoadgenVerdict, Quality, Result
 from tests.e2e.test_cli import accelbench
 

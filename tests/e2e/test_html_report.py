@@ -2,14 +2,17 @@
 
 The browser is the system ``chromium`` (``make chromium`` installs it), driven by Playwright with
 ``executable_path``; Playwright's own browser download is never used. The page must draw every chart it
-declares, log no console or page error, and fetch nothing but its own file. A full-page screenshot is
-kept under ``$ACCELBENCH_ARTIFACTS`` (default ``test-artifacts/``).
+declares, log no console or page error, and fetch nothing but its own file. Every linear bar axis starts
+at zero (in the chart JSON and as drawn), the quick rules are named in the header and every leaderboard
+title, and no share of peak passes 100% unmarked. A full-page screenshot is kept under
+``$ACCELBENCH_ARTIFACTS`` (default ``test-artifacts/``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from html.parser import HTMLParser
 from pathlib import Path
@@ -17,7 +20,10 @@ from typing import Any
 
 import pytest
 
+from accelbench.normalize.peak_share import shares_above
+from accelbench.report.headline import QUICK_NOTE
 from tests.e2e.cli import accelbench
+from tests.unit.report_cases import bar_axes_not_from_zero, chart_documents
 
 ARTIFACTS = Path(os.environ.get("ACCELBENCH_ARTIFACTS", Path(__file__).parents[2] / "test-artifacts"))
 URL_ATTRIBUTES = ("src", "href", "srcset", "poster", "data", "action", "formaction", "background")
@@ -112,12 +118,38 @@ def test_report_renders_offline_in_chromium(report_file: tuple[Path, Path, str])
     assert run_id in found["title"]
     assert found["sections"] >= {"summary", "leaderboard", "roofline", "explain", "history", "failures"}
     assert "glow" in found["failures"] and "unavailable" in found["failures"]
+    assert found["barAxes"] and all(low <= 0 for kind, low in found["barAxes"] if kind == "linear")
+
+
+@pytest.mark.slow
+def test_figures_a_reader_can_trust(report_file: tuple[Path, Path, str]) -> None:
+    """Bars from zero in the chart JSON, the quick rules named in the header and every leaderboard
+    title, no share of peak above 100% without its SUSPECT mark."""
+    store, output, run_id = report_file
+    page = output.read_text(encoding="utf-8")
+    documents = chart_documents(page)
+    bars = [d for d in documents.values() if any(t.get("type") == "bar" for t in d["data"])]
+    assert bars and [p for d in bars for p in bar_axes_not_from_zero(d)] == []
+    assert f'<p class="rules">rules quick: {QUICK_NOTE}</p>' in page
+    leaderboard = page[page.index('<section id="leaderboard">') : page.index('<section id="unverified">')]
+    captions = re.findall(r"<caption>(.*?)</caption>", leaderboard)
+    assert captions and all(f"rules quick: {QUICK_NOTE}" in c for c in captions), captions
+    shown = json.loads(accelbench("show", run_id, "--json", "--store", str(store)).stdout)
+    normalized = [r["normalized"] for r in shown["results"] if r["normalized"]]
+    assert normalized and shares_above(normalized) == []
+    for document in normalized:
+        roofline = document["roofline"]
+        assert roofline["suspect"] == (roofline["share_of_peak"] > 1.0)
+        assert roofline["peak_method"] and roofline["peak_role"] in ("probe", "library")
 
 
 def _page_facts(page: Any) -> dict[str, Any]:
     facts = page.evaluate(
         """() => ({
             declared: Number(document.body.dataset.charts),
+            barAxes: [...document.querySelectorAll('.js-plotly-plot')]
+                .filter(e => e.data.some(t => t.type === 'bar'))
+                .map(e => [e._fullLayout.yaxis.type, e._fullLayout.yaxis.range[0]]),
             plots: document.querySelectorAll('.js-plotly-plot').length,
             drawn: [...document.querySelectorAll('.js-plotly-plot')]
                 .filter(e => e.querySelector('svg.main-svg') && e.querySelector('g.trace, g.hm')).length,

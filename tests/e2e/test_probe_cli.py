@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 
-from accelbench.hardware.roofline import MeasuredPeaks
+from accelbench.probe.roofline import MeasuredPeaks
 from tests.e2e import cli
 
 

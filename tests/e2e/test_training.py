@@ -47,6 +47,8 @@ def test_tiny_suite_trains_to_quality_on_eager_and_inductor(tmp_path: Path) -> N
         times = sorted(run["time_to_quality_s"] for run in training["runs"])
         assert training["olympic_mean_s"] == pytest.approx(times[1])
         assert training["quality_reached"] >= training["target"] > 0.9
+        assert training["rules"] == "short" and result["effective_precision"] == "fp32"
+        assert training["precision"]["name"] == "fp32" and not training["precision"]["cudnn_allow_tf32"]
         assert training["energy_j"] > 0 and result["energy"]["provenance"] in ("measured", "estimated")
         first_log = store / "runs" / result["run_id"] / training["runs"][0]["log_file"]
         passed, output = mllog.check(first_log)

@@ -46,8 +46,14 @@ def test_variant_run_gives_generalization_figures_per_stack(variant_run: tuple[P
     assert generalization["variant_seed"] == 7
     assert sorted(row["stack"] for row in generalization["stacks"]) == sorted(HONEST)
     for row in generalization["stacks"]:
+        mine = [r for r in results if r["cell"]["stack"] == row["stack"]]
+        ok = {r["cell"]["variant"] for r in mine if r["status"] == "ok"}
+        if "canonical" not in ok or ok == {"canonical"}:  # an unstable cell (machine drift) is never a speed
+            assert row["goodhart_gap"] is None and row["gap_ci"] is None, (row, ok)
+            continue
         assert 0.05 < row["goodhart_gap"] < 20 and row["gap_ci"][0] <= row["goodhart_gap"] <= row["gap_ci"][1]
-        assert row["spread"] is not None and row["spread"] >= 0
+        if len(ok) == 3:
+            assert row["spread"] is not None and row["spread"] >= 0
         assert row["success_rate"] == 1.0 and row["variants_total"] == 2
     assert [v["variant"] for v in generalization["variants"]] == ["canonical", "s7-v1", "s7-v2"]
     assert len(generalization["heatmap"]) == 6

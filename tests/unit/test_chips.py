@@ -8,9 +8,10 @@ import pytest
 
 from accelbench.errors import UserError
 from accelbench.hardware.chips import bundled_chips, load_chips
-from accelbench.hardware.detect import Gpu, Machine, is_model_hidden, microarchitecture
+from accelbench.hardware.cpuid import microarchitecture
+from accelbench.hardware.detect import Gpu, Machine, is_model_hidden
 from accelbench.hardware.match import match_device, match_gpu, match_machine
-from accelbench.normalize.ranges import PROVENANCES
+from accelbench.ranges import PROVENANCES
 
 
 def machine(
@@ -31,7 +32,7 @@ def machine(
 
 def test_every_bundled_chip_has_a_source_and_every_fact_a_known_provenance() -> None:
     table = bundled_chips()
-    assert len(table) == 31  # 29 rows of chips.csv + EPYC 9755 and 9965 from chip_facts.toml
+    assert len(table) == 64  # 29 rows of chips.csv + 35 CPUs from chip_facts.toml
     for chip in table:
         assert chip.source.strip(), chip.key
         for name in ("process_node_nm", "transistors", "die_area_mm2", "tdp_w", "clock_hz", "price_usd"):
@@ -200,8 +201,9 @@ def test_named_cpu_models_match_by_sku(model: str, vendor: str, family: int, num
 
 
 def test_unknown_cpu_is_unmatched_and_says_why() -> None:
-    found = match_machine(machine("AMD EPYC", family=0x17, number=0x31))  # Zen 2: no row
-    assert found.chip is None and found.basis == "unmatched" and "Zen 2 (Rome)" in found.notes[0]
+    found = match_machine(machine("AMD EPYC", family=0x17, number=0x71))  # Zen 2 client: no row
+    assert found.chip is None and found.basis == "unmatched" and "Zen 2 (client)" in found.notes[0]
+    assert found.count == 0.0 and "0 chips" in found.count_basis
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from accelbench.normalize.cmos import (
     cmos_table,
     specialization_return,
 )
-from accelbench.normalize.ranges import Range
+from accelbench.ranges import Range
 
 
 def chip(**facts: float) -> Chip:

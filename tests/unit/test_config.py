@@ -13,10 +13,21 @@ from accelbench.errors import UserError
 
 def test_suites_plan_what_the_readme_says() -> None:
     default = suite("default")
-    assert default.workloads == ("resnet50", "bert-base", "minilm-l6")
-    assert set(default.stacks) >= {"torch-eager", "torch-inductor", "onnxruntime"}
+    assert default.workloads == ("resnet50", "bert-base", "minilm-l6", "smollm2-135m")
+    assert default.stacks == ("null", "torch-eager", "onnxruntime")  # inductor: quick and tiny suites
+    assert "torch-inductor" in suite("quick").stacks
     assert default.scenarios == ("single-stream", "offline") and default.size == "standard"
-    assert suite("tiny").size == "tiny"
+    assert default.generation_scenarios == ("single-stream",)
+    assert default.generation_stacks == ("torch-eager",)
+    tiny = suite("tiny")
+    assert tiny.size == "tiny" and tiny.generation_stacks == tuple(registry.GENERATING_STACKS)
+
+
+def test_choosing_stacks_or_scenarios_also_chooses_them_for_the_generative_workloads() -> None:
+    config = with_overrides(suite("default"), {"stacks": ("torch-eager",), "scenarios": ("offline",)})
+    assert config.generation_stacks == () and config.generation_scenarios == ()
+    kept = with_overrides(suite("default"), {"seed": 3})
+    assert kept.generation_stacks == suite("default").generation_stacks
 
 
 def test_overrides_replace_fields_and_round_trip() -> None:

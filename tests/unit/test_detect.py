@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from accelbench.hardware.cpuid import microarchitecture
 from accelbench.hardware.detect import (
     Cache,
     Gpu,
@@ -19,7 +20,6 @@ from accelbench.hardware.detect import (
     loadavg_1m,
     machine_from_dict,
     machine_to_dict,
-    microarchitecture,
     parse_cpu_list,
     parse_size_bytes,
 )
@@ -153,10 +153,20 @@ def test_machine_dict_round_trip(sapphire_rapids: Path) -> None:
     m = dataclasses.replace(detected, gpus=(gpu,), energy_counters=("rapl", "nvml"))
     assert m.fingerprint != detected.fingerprint
     doc = machine_to_dict(m)
-    assert doc["fingerprint"] == m.fingerprint and doc["schema_version"] == 1
+    assert doc["fingerprint"] == m.fingerprint and doc["schema_version"] == 2
     assert machine_from_dict(doc) == m
     with pytest.raises(ValueError):
-        machine_from_dict(doc | {"schema_version": 2})
+        machine_from_dict(doc | {"schema_version": 3})
+
+
+def test_version_1_machine_document_loads_and_is_identified_again(sapphire_rapids: Path) -> None:
+    m = detect_machine(sapphire_rapids, probe_gpus=False)
+    new_fields = ("microarchitecture_basis", "virtual_machine", "system_vendor", "system_product")
+    old = {k: v for k, v in machine_to_dict(m).items() if k not in new_fields}
+    old |= {"schema_version": 1, "microarchitecture": "Skylake-SP / Cascade Lake"}  # a version 1 name
+    loaded = machine_from_dict(old)
+    assert loaded.microarchitecture == "Sapphire Rapids" and "CPUID" in loaded.microarchitecture_basis
+    assert loaded.virtual_machine is False and loaded.fingerprint == m.fingerprint
 
 
 def test_microarchitecture_table() -> None:
@@ -165,6 +175,11 @@ def test_microarchitecture_table() -> None:
     assert microarchitecture("AuthenticAMD", 26, 0x02) == "Zen 5 (Turin)"
     assert microarchitecture("GenuineIntel", 6, 0xCF) == "Emerald Rapids"
     assert microarchitecture("GenuineIntel", 6, 0x01) == "unknown"
+    assert microarchitecture("GenuineIntel", 6, 0x55, 4) == "Skylake-SP"
+    assert microarchitecture("GenuineIntel", 6, 0x55, 7) == "Cascade Lake"
+    assert microarchitecture("GenuineIntel", 6, 0x55, 11) == "Cooper Lake"
+    assert microarchitecture("GenuineIntel", 6, 0x55) == "Skylake-SP"  # no stepping: the first row
+    assert microarchitecture("Apple", 8, 0x035) == "Apple M2 Pro"
 
 
 @pytest.mark.parametrize(

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from accelbench.hardware.chips import bundled_chips
 from accelbench.hardware.detect import Machine
 from accelbench.meters import amd_gpu, nvml, rapl
 from accelbench.meters.energy import (
-    CPU_TDP,
     CpuEstimateMeter,
     CpuTdp,
     EnergyReading,
@@ -26,6 +26,7 @@ from accelbench.meters.energy import (
     energy_record,
 )
 from accelbench.meters.gpu_power import GpuMeter, PowerSampler, integrate_w
+from accelbench.meters.memory import DeviceMemoryMeter
 
 
 class Clock:
@@ -38,14 +39,16 @@ class Clock:
         return self.now_s
 
 
-def _machine(microarchitecture: str = "Zen 5 (Turin)", cores: int = 2, sockets: int = 1) -> Machine:
+def _machine(
+    name: str = "Zen 5 (Turin)", cores: int = 2, sockets: int = 1, vm: bool = False, model: int = 2
+) -> Machine:
     return Machine(
         cpu_model="AMD EPYC",
         cpu_vendor="AuthenticAMD",
         cpu_family=0x1A,
-        cpu_model_number=2,
+        cpu_model_number=model,
         cpu_stepping=1,
-        microarchitecture=microarchitecture,
+        microarchitecture=name,
         model_hidden=True,
         logical_cores=cores,
         physical_cores=cores,
@@ -56,6 +59,7 @@ def _machine(microarchitecture: str = "Zen 5 (Turin)", cores: int = 2, sockets: 
         os_name="Linux",
         kernel="6.1",
         python_version="3.11.7",
+        virtual_machine=vm,
     )
 
 
@@ -158,8 +162,16 @@ def test_choose_meter_prefers_rapl_on_cpu(tmp_path: Path, powercap: dict[str, Pa
     meter.close()
 
 
-def test_windows_must_be_begun_once_and_ended_once() -> None:
-    meter = CpuEstimateMeter(CpuTdp(100, 10, "test"), cores=1, cpu_s=lambda: 0.0, clock=Clock())
+@pytest.mark.parametrize(
+    "make_meter",
+    [
+        lambda: CpuEstimateMeter(CpuTdp(100, 10, "test"), cores=1, cpu_s=lambda: 0.0, clock=Clock()),
+        lambda: DeviceMemoryMeter("cpu"),
+    ],
+    ids=["energy", "memory"],
+)
+def test_windows_must_be_begun_once_and_ended_once(make_meter: Callable[[], Any]) -> None:
+    meter = make_meter()
     meter.begin_window("a")
     with pytest.raises(ValueError, match="already open"):
         meter.begin_window("a")
@@ -180,7 +192,7 @@ def _estimate(meter: CpuEstimateMeter, clock: Clock, cpu: list[float], wall_s: f
 
 def test_estimate_from_known_utilisation() -> None:
     clock, cpu = Clock(100.0), [5.0]
-    meter = CpuEstimateMeter(CPU_TDP["Zen 5 (Turin)"], cores=2, cpu_s=lambda: cpu[0], clock=clock)
+    meter = CpuEstimateMeter(cpu_tdp(_machine()), cores=2, cpu_s=lambda: cpu[0], clock=clock)
     reading = _estimate(meter, clock, cpu, wall_s=20.0, cpu_s=38.0)  # u = 38 / (20 x 2) = 0.95
     share_w = 500 * 2 / 128
     assert meter.share_w == share_w
@@ -204,14 +216,37 @@ def test_choose_meter_estimates_without_counters(tmp_path: Path) -> None:
     assert isinstance(meter, CpuEstimateMeter) and meter.share_w == pytest.approx(7.8125)
     given = choose_meter(_machine(), "cpu", tdp_w=96.0, socket_cores=96, powercap_root=tmp_path)
     assert isinstance(given, CpuEstimateMeter) and given.share_w == pytest.approx(2.0)
+    assert given.tdp.source == "given" and given.tdp.threads_per_core == 1.0
+    tdp_only = choose_meter(_machine(vm=True), "cpu", tdp_w=256.0, powercap_root=tmp_path)
+    assert isinstance(tdp_only, CpuEstimateMeter) and tdp_only.tdp.socket_cores == 128  # cores of the row
+    assert tdp_only.share_w == pytest.approx(256.0 * 2 / (128 * 2))
+
+
+def test_tdp_comes_from_the_chip_table_row_the_report_matches() -> None:
+    tdp = cpu_tdp(_machine())  # "AMD EPYC", family 0x1A model 2: Zen 5, represented by the EPYC 9755 row
+    turin = bundled_chips().require("CPU: AMD EPYC 9755")
+    assert turin.tdp_w is not None and turin.cores is not None
+    assert (tdp.chip_key, tdp.tdp_w, tdp.socket_cores) == (turin.key, 500.0, 128)
+    assert "microarchitecture guess" in tdp.source and turin.tdp_w.source in tdp.source
+
+
+def test_vm_share_divides_vcpus_by_the_rows_threads_per_core() -> None:
+    vm = cpu_tdp(_machine(vm=True))  # 2 vCPUs of a 128-core, 256-thread socket
+    assert vm.threads_per_core == 2.0
+    meter = CpuEstimateMeter(vm, cores=2)
+    assert meter.share_w == pytest.approx(500 * 2 / 2 / 128)
+    bare = cpu_tdp(_machine(vm=False))  # bare metal: 2 physical cores of 128, whatever the SMT ways
+    assert CpuEstimateMeter(bare, cores=2).share_w == pytest.approx(500 * 2 / 128)
 
 
 def test_tdp_share_is_capped_at_whole_sockets_and_unknown_chips_fall_back() -> None:
-    bare_metal = CpuEstimateMeter(CPU_TDP["Zen 3 (Milan)"], cores=256, sockets=2)
+    milan = cpu_tdp(_machine("Zen 3 (Milan)", model=1))
+    assert milan.chip_key == "CPU: AMD EPYC 7763"
+    bare_metal = CpuEstimateMeter(milan, cores=256, sockets=2)
     assert bare_metal.share_w == 2 * 280
-    fallback = cpu_tdp(_machine("unknown", cores=8))
+    fallback = cpu_tdp(_machine("unknown", cores=8, model=0x7F))
     assert CpuEstimateMeter(fallback, cores=8).share_w == pytest.approx(4.0 * 8)
-    assert "fallback" in fallback.source
+    assert "fallback" in fallback.source and "unknown" in fallback.source and fallback.chip_key == ""
 
 
 def test_energy_record_divides_by_samples() -> None:

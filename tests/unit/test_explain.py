@@ -160,7 +160,7 @@ def test_incomparable_subjects_are_refused() -> None:
 
 def test_result_figures_for_show_json() -> None:
     from accelbench.hardware.detect import Machine, machine_to_dict
-    from accelbench.lookup import result_figures
+    from accelbench.normalize.lookup import result_figures
     from accelbench.report.normalized import figures_document
 
     machine = Machine(

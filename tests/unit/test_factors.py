@@ -17,8 +17,8 @@ from accelbench.normalize.factors import (
     per_cloud_dollar,
     per_measured_watt,
 )
-from accelbench.normalize.ranges import Range
 from accelbench.normalize.subjects import Subject, from_history
+from accelbench.ranges import Range
 
 V100_ID = "v0.5/nvidia/dgx1_multi_ngc18.11_mxnet"
 TPU_ID = "v1.0/google/tpu-v4-6912-TF"

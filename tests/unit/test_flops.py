@@ -11,8 +11,9 @@ from torch import nn
 
 from accelbench import registry
 from accelbench.errors import UserError
-from accelbench.hardware import flops
-from accelbench.hardware.flops import WorkloadCost, model_cost, workload_cost
+from accelbench.variants.cost import workload_cost
+from accelbench.workloads import flops
+from accelbench.workloads.flops import WorkloadCost, model_cost
 
 
 def test_linear_counts_two_flops_per_multiply_add_and_its_bytes() -> None:

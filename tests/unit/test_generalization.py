@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from accelbench.generalization import generalization_document, has_variants
+from accelbench.normalize.generalization import generalization_document, has_variants
 from accelbench.results import Cell, LoadgenVerdict, Result
 
 CANONICAL_FLOPS = 1_000_000
@@ -81,6 +81,19 @@ def test_failed_variants_lower_the_success_rate_and_never_count_as_speed() -> No
     assert heat["canonical"]["relative"] == 1.0
     assert heat["s7-v1"]["relative"] == pytest.approx(1.0)
     assert heat["s7-v2"] == {**heat["s7-v2"], "relative": None, "status": "quality_failed"}
+
+
+def test_an_unstable_variant_answered_right_but_gives_no_speed() -> None:
+    results = [result("canonical", 10.0), result("s7-v1", 10.0), result("s7-v2", 1000.0, status="unstable")]
+    row = group(generalization_document(results))
+    assert row["success_rate"] == 1.0 and row["variants_ok"] == 2
+    assert row["goodhart_gap"] == pytest.approx(1.0) and row["spread"] is None
+
+
+def test_an_unstable_canonical_gives_no_gap() -> None:
+    results = [result("canonical", 10.0, status="unstable"), result("s7-v1", 10.0), result("s7-v2", 10.0)]
+    row = group(generalization_document(results))
+    assert row["goodhart_gap"] is None and row["gap_ci"] is None and row["spread"] == pytest.approx(0.0)
 
 
 def test_document_shape_variants_rows_and_json() -> None:

@@ -8,15 +8,17 @@ import pytest
 from rich.table import Table
 
 from accelbench.normalize.explain import explain
-from accelbench.normalize.ranges import Range
 from accelbench.normalize.subjects import Subject
-from accelbench.report import html_charts
+from accelbench.ranges import Range
+from accelbench.report import html_charts, html_leaderboard, html_sections
+from accelbench.report.headline import QUICK_NOTE
 from accelbench.report.html import render_page
 from accelbench.report.html_explain import MLPERF_PAIR, default_pair
 from accelbench.report.html_sections import RunData, Section
 from accelbench.report.html_tables import markup_html, table_html
 from accelbench.results import Cell, LoadgenVerdict, Result
 from accelbench.store import RunRecord
+from tests.unit import report_cases as cases
 
 
 def test_markup_becomes_escaped_spans() -> None:
@@ -74,11 +76,71 @@ def test_waterfall_bars_multiply_to_the_ratio() -> None:
 
 
 def test_leaderboard_offers_only_views_with_data() -> None:
-    entry = html_charts.Entry("a", _result("a", 10), {"roofline": {"share_of_peak": 0.25}})
-    figure = html_charts.leaderboard_figure("t", [entry])
+    entry = html_leaderboard.Entry("a", _result("a", 10), {"roofline": {"share_of_peak": 0.25}})
+    figure = html_leaderboard.leaderboard_figure("t", [entry])
     labels = [b.label for b in figure.layout.updatemenus[0].buttons]
-    assert labels == ["raw throughput", "share of peak"]
+    assert labels == ["raw throughput", "share of peak"]  # no latency: no single-stream headline
     assert figure.data[1].y == (25.0,)
+    scales = [b.label for b in figure.layout.updatemenus[1].buttons]
+    assert scales == [html_leaderboard.LINEAR_LABEL, html_leaderboard.LOG_LABEL]
+    assert figure.layout.yaxis.type == "linear" and figure.layout.yaxis.rangemode == "tozero"
+
+
+def test_the_headline_view_follows_the_scenario_with_its_interval() -> None:
+    latency = html_leaderboard.Entry("a", cases.result("a", value=0.0125), {})
+    figure = html_leaderboard.leaderboard_figure("t", [latency])
+    assert figure.data[0].y == (12.5,) and figure.layout.yaxis.title.text.startswith("p90 latency, ms")
+    assert figure.data[0].error_y.array[0] == pytest.approx(0.625)
+    offline = html_leaderboard.Entry("b", cases.result("b", "offline", qps=80.0), {})
+    views = [v.name for v in html_leaderboard.views([offline])]
+    assert views[0] == "headline: samples/s" and "raw throughput" not in views  # no duplicate, no latency
+    assert all("latency" not in v for v in views)
+
+
+def test_a_suspect_share_is_marked_on_its_bar() -> None:
+    suspect = {"roofline": {"share_of_peak": 1.08, "suspect": True}}
+    entries = [html_leaderboard.Entry("a", _result("a", 10), suspect)]
+    figure = html_leaderboard.leaderboard_figure("t", entries)
+    share = next(trace for trace in figure.data if trace.name == "share of peak")
+    assert share.y == (108.0,) and "SUSPECT" in share.customdata[0]
+
+
+def test_every_linear_bar_axis_in_the_report_starts_at_zero() -> None:
+    """The chart JSON of a rendered report: bars on a linear axis include 0; a log axis says so."""
+    results = [cases.result(s, scenario, qps=q) for scenario in ("single-stream", "offline", "server")
+               for s, q in (("a", 40.0), ("b", 48.0))]  # fmt: skip
+    runs = [cases.run(*results)]
+    sections = [html_sections.leaderboard_section(runs)]
+    explanation = explain(_subject("a", 1.0, 1), _subject("b", 0.1, 4))
+    waterfall = html_charts.waterfall_figure("t", explanation.ratio, explanation.main)
+    sections.append(Section("explain", "Explain", (waterfall,)))
+    page, charts = render_page("t", sections, "rules quick: " + QUICK_NOTE)
+    documents = cases.chart_documents(page)
+    assert len(documents) == charts == 5  # three leaderboards, the server curve, the waterfall
+    bars = [d for d in documents.values() if any(t.get("type") == "bar" for t in d["data"])]
+    assert len(bars) == 4
+    assert [p for d in bars for p in cases.bar_axes_not_from_zero(d)] == []
+    assert page.count(QUICK_NOTE) >= 1 and '<p class="rules">rules quick' in page
+
+
+def test_the_server_curve_draws_p99_against_target_qps_and_the_bound() -> None:
+    entry = html_leaderboard.Entry("a", cases.result("a", "server"), {})
+    figure = html_leaderboard.server_search_figure("server", [entry])
+    assert figure is not None
+    trace = figure.data[0]
+    assert trace.x == (20.0, 40.0, 60.0) and trace.y == pytest.approx((12.0, 30.0, 90.0))
+    assert trace.marker.symbol == ("circle", "circle", "x")
+    assert figure.layout.shapes[0].y0 == pytest.approx(50.0)
+    assert (
+        html_leaderboard.server_search_figure("s", [html_leaderboard.Entry("b", _result("b", 1), {})]) is None
+    )
+
+
+def test_html_tables_name_the_rule_set_and_keep_the_caption() -> None:
+    section = html_sections.leaderboard_section([cases.run(cases.result("a", with_figures=False))])
+    html = "".join(p for p in section.parts if isinstance(p, str))
+    assert "single-stream: leaderboard (verified cells only); rules quick: " + QUICK_NOTE in html
+    assert '<p class="note">† SUT timer' in html
 
 
 def test_page_declares_its_charts_and_embeds_plotly() -> None:

@@ -117,7 +117,8 @@ def test_sut_latencies_cover_every_sample(
     assert len(measurement.sut_latencies_s) == samples
     assert min(measurement.sut_latencies_s) >= SLEEP_S
     assert (log_dir / SUMMARY_FILE).exists() and (log_dir / DETAIL_FILE).exists()
-    assert measurement.detail_messages == ()
+    # LoadGen notes when its per-thread log buffer grew, once earlier runs in this process filled it
+    assert [m for m in measurement.detail_messages if "Logging allocation detected" not in m] == []
 
 
 def test_verdict(runs: dict[str, tuple[Measurement, Path, float]]) -> None:

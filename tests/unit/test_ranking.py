@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from accelbench import ranking
 from accelbench.audits.status import cell_status
 from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS, Verdict
+from accelbench.normalize import ranking
+from accelbench.report.export import export_results
 from accelbench.results import Cell, LoadgenVerdict, Result, from_dict
-from accelbench.store.export import export_results
 
-GOLDEN = Path(__file__).parent.parent / "golden" / "result_v4.json"
+GOLDEN = Path(__file__).parent.parent / "golden" / "result_v5.json"
 
 
 def verdict(audit: str, outcome: str) -> Verdict:

@@ -1,4 +1,4 @@
-"""Golden-file tests of the stored result document (schema_version 4; versions 1 to 3 upgrade)."""
+"""Golden-file tests of the stored result document (schema_version 6; versions 1 to 5 upgrade)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import pytest
 
 from accelbench.results import SCHEMA_VERSION, DeviceMemory, Energy, Result, from_dict, to_dict
 
-GOLDEN = Path(__file__).parent.parent / "golden" / "result_v4.json"
+GOLDEN = Path(__file__).parent.parent / "golden" / "result_v6.json"
+GOLDEN_V5 = Path(__file__).parent.parent / "golden" / "result_v5.json"
+GOLDEN_V4 = Path(__file__).parent.parent / "golden" / "result_v4.json"
 GOLDEN_V3 = Path(__file__).parent.parent / "golden" / "result_v3.json"
 GOLDEN_V2 = Path(__file__).parent.parent / "golden" / "result_v2.json"
 GOLDEN_V1 = Path(__file__).parent.parent / "golden" / "result_v1.json"
@@ -24,10 +26,13 @@ def _golden() -> dict[str, Any]:
 def test_golden_loads_into_a_fully_populated_result() -> None:
     result = from_dict(_golden())
     assert isinstance(result, Result)
-    assert result.schema_version == SCHEMA_VERSION == 4
+    assert result.schema_version == SCHEMA_VERSION == 6
     assert result.cell.key == "resnet18/standard/v3-width97/onnxruntime/cpu/single-stream"
     assert result.latency is not None and result.latency.median_ci_s == (0.01712, 0.01731)
     assert result.loadgen is not None and result.loadgen.valid and result.qps == 57.8
+    figures = result.figures
+    assert figures is not None and figures.trials == 3 and figures.lower_is_better
+    assert result.headline == ("latency_p90_s", 0.01785) and figures.ci == (0.01741, 0.01829)
     assert result.quality is not None and result.quality.passed
     assert result.sanity is not None and result.noise is not None
     assert result.trial_p50_s == (0.0171, 0.0172, 0.0174)
@@ -42,6 +47,9 @@ def test_golden_loads_into_a_fully_populated_result() -> None:
     assert {result.audit[name]["verdict"] for name in ("output", "repeat", "caching", "precision")} == {
         "pass"
     }
+    generation = result.generation
+    assert generation is not None and generation["agreement"]["identical_share"] == 1.0
+    assert generation["ttft_percentiles_s"]["p90"] < generation["latency_mean_s"]
     assert json.loads(json.dumps(to_dict(result))) == _golden()
 
 
@@ -52,7 +60,9 @@ def test_v1_document_is_upgraded_with_energy_null() -> None:
     assert result.energy is None and result.device_memory is None
     upgraded = json.loads(json.dumps(to_dict(result)))
     assert list(upgraded) == list(Result.__dataclass_fields__)
-    new = ("energy", "device_memory", "variant_info", "audit", "training", "schema_version")
+    new = ("energy", "device_memory", "variant_info", "audit", "training", "figures", "server_search")
+    new = (*new, "generation")
+    new = (*new, "schema_version")
     assert {k: v for k, v in upgraded.items() if k not in new} == {
         k: v for k, v in v1.items() if k != "schema_version"
     }
@@ -64,8 +74,33 @@ def test_golden_v2_is_the_v1_golden_plus_the_new_fields() -> None:
     assert all(v2[k] == v1[k] for k in v1 if k != "schema_version")
 
 
+def test_golden_v6_is_the_v5_golden_plus_the_generation_section() -> None:
+    v5, v6 = json.loads(GOLDEN_V5.read_text()), _golden()
+    assert set(v6) - set(v5) == {"generation"}
+    assert all(v6[k] == v5[k] for k in v5 if k != "schema_version")
+
+
+def test_a_v5_document_is_upgraded_with_generation_null() -> None:
+    result = from_dict(json.loads(GOLDEN_V5.read_text()))
+    assert result.generation is None and result.status == "ok" and result.schema_version == SCHEMA_VERSION
+
+
+def test_golden_v5_is_the_v4_golden_plus_the_figures() -> None:
+    v4, v5 = json.loads(GOLDEN_V4.read_text()), json.loads(GOLDEN_V5.read_text())
+    assert set(v5) - set(v4) == {"figures", "server_search"}
+    assert all(v5[k] == v4[k] for k in v4 if k != "schema_version")
+
+
+def test_a_v4_document_keeps_its_status_and_falls_back_to_loadgen_qps() -> None:
+    v4 = json.loads(GOLDEN_V4.read_text()) | {"status": "ok", "reason": ""}
+    v4["loadgen"] = v4["loadgen"] | {"valid": False}  # a v4 status already followed the audits
+    result = from_dict(v4)
+    assert result.status == "ok" and result.figures is None and result.server_search is None
+    assert result.headline == ("qps", 57.8) and result.schema_version == SCHEMA_VERSION
+
+
 def test_golden_v4_is_the_v3_golden_with_verdicts_in_the_audit_section() -> None:
-    v3, v4 = json.loads(GOLDEN_V3.read_text()), _golden()
+    v3, v4 = json.loads(GOLDEN_V3.read_text()), json.loads(GOLDEN_V4.read_text())
     assert set(v4) == set(v3) and v4["schema_version"] == 4
     assert all(v4[k] == v3[k] for k in v3 if k not in ("schema_version", "audit"))
     assert all(

@@ -10,13 +10,13 @@ import time
 import pytest
 from rich.console import Console
 
-from accelbench.hardware import probe_methods
 from accelbench.hardware.detect import Cache, detect_machine
-from accelbench.hardware.flops import WorkloadCost
-from accelbench.hardware.probe_methods import TimedMethod, array_elements, bf16_support, race
-from accelbench.hardware.roofline import MeasuredPeaks, Measurement, Peak, measure_peaks, phase_budgets
 from accelbench.normalize import roofline as rf
+from accelbench.probe import methods as probe_methods
+from accelbench.probe.methods import TimedMethod, array_elements, bf16_support, race
+from accelbench.probe.roofline import MeasuredPeaks, Measurement, Peak, measure_peaks, phase_budgets
 from accelbench.report.roofline import measurements_table, peaks_table
+from accelbench.workloads.flops import WorkloadCost
 
 GFLOP, GB = 1e9, 1e9
 

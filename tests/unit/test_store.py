@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from accelbench.errors import UserError
+from accelbench.report.export import export_results
 from accelbench.results import Cell, Result, from_dict
-from accelbench.store import Store, export_results, open_store
+from accelbench.store import Store, open_store
 from accelbench.store.sqlite import DB_NAME, STORE_SCHEMA_VERSION
 
-GOLDEN = Path(__file__).parent.parent / "golden" / "result_v4.json"
+GOLDEN = Path(__file__).parent.parent / "golden" / "result_v6.json"
 MACHINE = {"cpu_model": "AMD EPYC", "logical_cores": 2, "schema_version": 1}
 CONFIG = {"rules": "quick", "stacks": ["onnxruntime", "torch-eager"]}
 

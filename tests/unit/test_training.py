@@ -1,4 +1,5 @@
-"""accelbench.training: planning filter, olympic mean, data, a run to quality with its MLPerf log checked."""
+"""accelbench.training: planning filter, olympic mean, data, a run to quality with its MLPerf log checked,
+the declared precision (TF32 off unless declared) and the rule set named for what it is (``short``)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,15 @@ from pathlib import Path
 import pytest
 
 from accelbench import runner, training
+from accelbench.cellspec import CellSpec
 from accelbench.config import suite, with_overrides
-from accelbench.errors import Unsupported
+from accelbench.errors import Unsupported, UserError
+from accelbench.registry import WORKLOADS
+from accelbench.report.export import export_results
 from accelbench.results import Cell, Result
-from accelbench.store.export import export_results
-from accelbench.training import data, mllog, summary
-from accelbench.training.loop import Group, RunRecord, Trainer
+from accelbench.training import data, mllog, precision, rules, summary
+from accelbench.training.loop import STACKS, Group, RunRecord, Trainer
+from accelbench.training.measure import measure
 from accelbench.training.workloads import DigitsResNet, Recipe, TopicsMiniLM
 
 
@@ -27,6 +31,21 @@ def _one_thread() -> object:
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture
+def tf32_switches() -> object:
+    """Torch's TF32 switches put back as they were after the test."""
+    import torch
+
+    before = (
+        torch.backends.cuda.matmul.allow_tf32,
+        torch.backends.cudnn.allow_tf32,
+        torch.get_float32_matmul_precision(),
+    )
+    yield
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before[:2]
+    torch.set_float32_matmul_precision(before[2])
 
 
 def _run(seed: int, time_s: float, converged: bool = True) -> RunRecord:
@@ -131,3 +150,68 @@ def test_training_results_render_and_export(tmp_path: Path) -> None:
     for fmt in ("csv", "json"):
         export_results([result], fmt, tmp_path / f"out.{fmt}")
         assert (tmp_path / f"out.{fmt}").stat().st_size > 0
+
+
+def test_training_precision_is_what_the_stack_declares_and_tf32_is_off(tf32_switches: object) -> None:
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True  # an earlier cell's
+    torch.set_float32_matmul_precision("high")
+    trainer = Trainer(DigitsResNet(), "tiny", data.digits(), "torch-eager", "cpu", Group())
+    assert trainer.precision == precision.TrainingPrecision("fp32", "torch-eager", False, False, "highest")
+    assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
+    assert torch.get_float32_matmul_precision() == "highest"
+    assert set(precision.DECLARED) == set(STACKS) == {"torch-eager", "torch-inductor"}
+
+
+def test_tf32_is_its_own_class_only_when_declared(
+    tf32_switches: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(precision.DECLARED, "torch-tf32", precision.TF32)
+    record = precision.apply("torch-tf32")
+    assert (record.name, record.matmul_allow_tf32, record.cudnn_allow_tf32) == ("tf32", True, True)
+    assert record.float32_matmul_precision == "high"
+    facts = mllog.header_facts("b", "p", 0, 32, 0.1, (10, 2), record.name)
+    assert facts["lowest_numerical_precision_in_linear"] == "tf32"
+    with pytest.raises(Unsupported, match=r"^openvino has no training path"):
+        precision.apply("openvino")
+
+
+def test_the_training_rule_set_is_short_and_mlperf_names_are_refused() -> None:
+    assert rules.for_run("quick") is rules.for_run("standard") is rules.SHORT
+    assert set(rules.RULES) == {"short"} and not rules.SHORT.follows_mlperf
+    for name in ("official", "mlperf"):
+        with pytest.raises(Unsupported, match=f"--rules {name} claims MLPerf's rules.*'short'"):
+            rules.for_run(name)
+    assert rules.stored({}) is rules.stored({"rules": "official"}) is rules.stored({"rules": "short"})
+    with pytest.raises(UserError, match="unknown training rules 'mlperf'"):
+        rules.stored({"rules": "mlperf"})
+
+
+def _spec(tmp_path: Path, run_rules: str) -> CellSpec:
+    cell = Cell("digits-resnet", "torch-eager", "train-to-quality", size="tiny")
+    folders = {"cell_dir": tmp_path / "cell", "run_dir": tmp_path, "cache_dir": tmp_path / "cache"}
+    return CellSpec(
+        run_id="r1",
+        cell=cell,
+        workload_ref=WORKLOADS["digits-resnet"],
+        stack_ref="",
+        rules=run_rules,
+        threads=1,
+        seed=0,
+        samples=16,
+        result_path=str(tmp_path / "cell" / "outcome.json"),
+        runs=1,
+        **{name: str(path) for name, path in folders.items()},
+    )
+
+
+def test_a_cell_stores_its_rules_and_precision(tmp_path: Path, tf32_switches: object) -> None:
+    outcome = measure(_spec(tmp_path, "quick"))
+    section = outcome["training"]
+    assert outcome["status"] == "ok", outcome["reason"]
+    assert section["rules"] == "short" and "not MLPerf Training's rules" in section["rules_summary"]
+    assert outcome["effective_precision"] == section["precision"]["name"] == "fp32"
+    assert section["precision"]["matmul_allow_tf32"] is section["precision"]["cudnn_allow_tf32"] is False
+    with pytest.raises(Unsupported, match="--rules official claims MLPerf's rules"):
+        measure(_spec(tmp_path, "official"))

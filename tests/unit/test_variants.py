@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from accelbench import runner, variants
-from accelbench.config import RunConfig
+from accelbench.config import RunConfig, with_variant_seed
 from accelbench.errors import Unsupported, UserError
 from accelbench.workloads.base import Variant, Workload
 from accelbench.workloads.bert import BertBase
@@ -47,7 +47,7 @@ def test_variant_flops_stay_in_the_band_and_are_recorded(workload: Workload) -> 
 
 
 def test_canonical_flops_match_the_cost_model() -> None:
-    from accelbench.hardware.flops import count_flops, model_cost
+    from accelbench.workloads.flops import count_flops, model_cost
 
     workload = BertBase()
     model = workload.build_model("tiny", 0)
@@ -134,11 +134,11 @@ def test_plan_adds_variant_cells_except_for_the_null_stack() -> None:
 
 
 def test_a_fresh_variant_seed_is_drawn_and_kept_in_the_config() -> None:
-    config = variants.with_variant_seed(_config(variants=1))
+    config = with_variant_seed(_config(variants=1))
     assert config.variant_seed is not None and 0 <= config.variant_seed < variants.names.SEED_LIMIT
     assert RunConfig.from_dict(config.to_dict()) == config
-    assert variants.with_variant_seed(_config(variants=1, variant_seed=5)).variant_seed == 5
-    assert variants.with_variant_seed(_config()).variant_seed is None
+    assert with_variant_seed(_config(variants=1, variant_seed=5)).variant_seed == 5
+    assert with_variant_seed(_config()).variant_seed is None
     with pytest.raises(UserError):
         runner.plan(_config(variants=1))
     with pytest.raises(UserError):

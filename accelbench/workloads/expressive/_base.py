@@ -1,29 +1,64 @@
-"""What the expressiveness workloads share: the cosine gate, size lookup and seeded generators."""
+"""What the expressiveness workloads share: the cosine gate, size lookup and seeded generators.
+
+A workload says what its network and its samples are (``network``, ``draw``); ``build_model`` and
+``make_sample`` look the shape up, seed, and hand it over.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+from abc import abstractmethod
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
 import numpy as np
 
 from accelbench.errors import UserError
-from accelbench.workloads.base import SIZES, Variant, Workload
+from accelbench.workloads.base import SIZES, Inputs, Variant, Workload
 
 if TYPE_CHECKING:
     import torch
 
 ShapeT = TypeVar("ShapeT")
+NetworkT = TypeVar("NetworkT", bound="torch.nn.Module")
 
 
-class ExpressiveWorkload(Workload, Generic[ShapeT]):
+class ExpressiveWorkload(Workload, Generic[ShapeT, NetworkT]):
     """A workload of the expressiveness suite: per-size shapes, cosine quality, seeded streams."""
 
     quality_metric = "cosine"
     shapes: ClassVar[Mapping[str, object]]
     sample_stream: ClassVar[int]
     """First word of the numpy seed sequence of this workload's samples (distinct per workload)."""
+    weight_scale: ClassVar[float] = 1.0
+    """The ``scale`` of ``seeded`` for this workload's parameters."""
+
+    @abstractmethod
+    def network(self, shape: ShapeT) -> NetworkT:
+        """The network of ``shape``, as constructed (``build_model`` seeds its weights)."""
+
+    def set_weights(self, model: NetworkT, seed: int) -> None:
+        """Set, under ``torch.no_grad()``, the weights that ``seeded``'s draw is not right for (none here)."""
+
+    @abstractmethod
+    def draw(self, shape: ShapeT, rng: np.random.Generator) -> Inputs:
+        """The inputs of one sample of ``shape``, drawn from ``rng``."""
+
+    def build_model(self, size: str, seed: int, variant: Variant | None = None) -> torch.nn.Module:
+        """The ``network`` at ``size`` (the global torch RNG untouched), every parameter drawn by
+        ``seeded`` with ``weight_scale``, then ``set_weights``; in eval mode."""
+        import torch
+
+        with torch.random.fork_rng(devices=[]):
+            model = self.network(self.shape(size, variant))
+        seeded(model, seed, scale=self.weight_scale)
+        with torch.no_grad():
+            self.set_weights(model, seed)
+        return model.eval()
+
+    def make_sample(self, size: str, seed: int, index: int, variant: Variant | None = None) -> Inputs:
+        """Sample ``index``: ``draw`` at the shape of ``size``, from the sample's own ``sample_rng``."""
+        return self.draw(self.shape(size, variant), self.sample_rng(size, seed, index))
 
     def shape(self, size: str, variant: Variant | None = None) -> ShapeT:
         """The dimensions at ``size`` with the variant's changes applied; an unknown size is a UserError."""

@@ -22,8 +22,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from accelbench.workloads.base import Inputs, Variant
-from accelbench.workloads.expressive._base import ExpressiveWorkload, seeded
+from accelbench.workloads.base import Inputs
+from accelbench.workloads.expressive._base import ExpressiveWorkload
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,35 +94,41 @@ def random_bags(rng: np.random.Generator, shape: DlrmShape) -> tuple[np.ndarray,
     return (table * shape.rows + local).astype(np.int64), offsets
 
 
-class DlrmBags(ExpressiveWorkload[DlrmShape]):
+class DlrmBags(ExpressiveWorkload[DlrmShape, Dlrm]):
     """DLRM-style recommender: embedding bags with offsets, MLPs and dot interaction."""
 
     name = "dlrm-bags"
     task = "recommendation"
     shapes = SHAPES
     sample_stream = 0x6A02
+    weight_scale = 1.5
 
     def input_names(self) -> tuple[str, ...]:
         """Dense features, flat sparse ids and bag offsets."""
         return ("dense", "indices", "offsets")
 
-    def build_model(self, size: str, seed: int, variant: Variant | None = None) -> torch.nn.Module:
-        """The seeded recommender; embeddings N(0, 1) so bags of different ids differ clearly."""
-        with torch.random.fork_rng(devices=[]):
-            model = Dlrm(self.shape(size, variant))
-        seeded(model, seed, scale=1.5)
-        generator = torch.Generator().manual_seed(seed + 1)
-        with torch.no_grad():
-            model.bags.weight.copy_(torch.randn(model.bags.weight.shape, generator=generator))
-        return model.eval()
+    def network(self, shape: DlrmShape) -> Dlrm:
+        """The recommender."""
+        return Dlrm(shape)
 
-    def make_sample(self, size: str, seed: int, index: int, variant: Variant | None = None) -> Inputs:
+    def set_weights(self, model: Dlrm, seed: int) -> None:
+        """Embeddings N(0, 1), so bags of different ids differ clearly."""
+        generator = torch.Generator().manual_seed(seed + 1)
+        model.bags.weight.copy_(torch.randn(model.bags.weight.shape, generator=generator))
+
+    def draw(self, shape: DlrmShape, rng: np.random.Generator) -> Inputs:
         """N(0, 1) dense features and Zipf ids in bags of random sizes."""
-        shape = self.shape(size, variant)
-        rng = self.sample_rng(size, seed, index)
         dense = rng.standard_normal((1, shape.dense)).astype(np.float32)
         indices, offsets = random_bags(rng, shape)
         return (dense, indices, offsets)
+
+    def batch_reason(self, size: str) -> str | None:
+        """Always a reason: indices and offsets are flat per sample, and the model interacts rows."""
+        return (
+            "indices and offsets are flat per sample (offsets index that sample's ids) and the "
+            "interaction multiplies all embeddings of the sample together; concatenating on axis 0 "
+            "would mix samples"
+        )
 
     def describe(self, size: str) -> dict[str, str]:
         """Shape facts at ``size``."""

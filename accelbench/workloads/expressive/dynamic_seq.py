@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from accelbench.workloads.base import Inputs, Variant
-from accelbench.workloads.expressive._base import ExpressiveWorkload, seeded
+from accelbench.workloads.base import Inputs
+from accelbench.workloads.expressive._base import ExpressiveWorkload
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +84,7 @@ class Encoder(nn.Module):
         return self.norm(x).mean(dim=1)
 
 
-class DynamicSeq(ExpressiveWorkload[SeqShape]):
+class DynamicSeq(ExpressiveWorkload[SeqShape, Encoder]):
     """Attention encoder with a different sequence length per sample."""
 
     name = "dynamic-seq"
@@ -96,26 +96,31 @@ class DynamicSeq(ExpressiveWorkload[SeqShape]):
         """Token ids."""
         return ("input_ids",)
 
-    def build_model(self, size: str, seed: int, variant: Variant | None = None) -> torch.nn.Module:
-        """The seeded encoder; embeddings N(0, 1), LayerNorms identity."""
-        with torch.random.fork_rng(devices=[]):
-            model = Encoder(self.shape(size, variant))
-        seeded(model, seed)
-        generator = torch.Generator().manual_seed(seed + 1)
-        with torch.no_grad():
-            model.embed.weight.copy_(torch.randn(model.embed.weight.shape, generator=generator))
-            for module in model.modules():
-                if isinstance(module, nn.LayerNorm):
-                    module.weight.fill_(1.0)
-                    module.bias.zero_()
-        return model.eval()
+    def network(self, shape: SeqShape) -> Encoder:
+        """The encoder."""
+        return Encoder(shape)
 
-    def make_sample(self, size: str, seed: int, index: int, variant: Variant | None = None) -> Inputs:
+    def set_weights(self, model: Encoder, seed: int) -> None:
+        """Embeddings N(0, 1), LayerNorms identity."""
+        generator = torch.Generator().manual_seed(seed + 1)
+        model.embed.weight.copy_(torch.randn(model.embed.weight.shape, generator=generator))
+        for module in model.modules():
+            if isinstance(module, nn.LayerNorm):
+                module.weight.fill_(1.0)
+                module.bias.zero_()
+
+    def draw(self, shape: SeqShape, rng: np.random.Generator) -> Inputs:
         """Uniform random ids; the length is drawn per sample (sample 0 included)."""
-        shape = self.shape(size, variant)
-        rng = self.sample_rng(size, seed, index)
         length = int(rng.integers(shape.min_length, shape.max_length + 1))
         return (rng.integers(0, shape.vocab, size=(1, length)).astype(np.int64),)
+
+    def batch_reason(self, size: str) -> str | None:
+        """Always a reason: sequence lengths differ between samples, which is the point of the workload."""
+        shape = self.shape(size)
+        return (
+            f"sequence length differs per sample ({shape.min_length}..{shape.max_length} tokens, no "
+            "padding by design), so samples cannot be concatenated on axis 0"
+        )
 
     def describe(self, size: str) -> dict[str, str]:
         """Shape facts at ``size``."""

@@ -20,8 +20,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from accelbench.workloads.base import Inputs, Variant
-from accelbench.workloads.expressive._base import ExpressiveWorkload, seeded
+from accelbench.workloads.base import Inputs
+from accelbench.workloads.expressive._base import ExpressiveWorkload
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,30 +88,34 @@ def random_graph(rng: np.random.Generator, nodes: int, edges: int) -> np.ndarray
     return np.stack([source, target]).astype(np.int64)
 
 
-class GnnSage(ExpressiveWorkload[GraphShape]):
+class GnnSage(ExpressiveWorkload[GraphShape, GraphSage]):
     """GraphSAGE (mean aggregation) on a seeded power-law graph per sample."""
 
     name = "gnn-sage"
     task = "graph-node-classification"
     shapes = SHAPES
     sample_stream = 0x6A01
+    weight_scale = 1.5
 
     def input_names(self) -> tuple[str, ...]:
         """Node features and the edge list."""
         return ("features", "edge_index")
 
-    def build_model(self, size: str, seed: int, variant: Variant | None = None) -> torch.nn.Module:
-        """The seeded GraphSAGE network at ``size``."""
-        with torch.random.fork_rng(devices=[]):
-            model = GraphSage(self.shape(size, variant))
-        return seeded(model, seed, scale=1.5)
+    def network(self, shape: GraphShape) -> GraphSage:
+        """The GraphSAGE network."""
+        return GraphSage(shape)
 
-    def make_sample(self, size: str, seed: int, index: int, variant: Variant | None = None) -> Inputs:
+    def draw(self, shape: GraphShape, rng: np.random.Generator) -> Inputs:
         """A random graph and N(0, 1) node features."""
-        shape = self.shape(size, variant)
-        rng = self.sample_rng(size, seed, index)
         features = rng.standard_normal((shape.nodes, shape.features)).astype(np.float32)
         return (features, random_graph(rng, shape.nodes, shape.edges))
+
+    def batch_reason(self, size: str) -> str | None:
+        """Always a reason: a sample is a whole graph, so its axis 0 holds nodes, not a batch row."""
+        return (
+            "a sample is a whole graph (axis 0 of features holds its nodes, edge_index is [2, edges]); "
+            "batching graphs needs a disjoint union with shifted node ids, not a concatenation"
+        )
 
     def describe(self, size: str) -> dict[str, str]:
         """Shape facts at ``size``."""

@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from accelbench.workloads.base import Inputs, Variant
-from accelbench.workloads.expressive._base import ExpressiveWorkload, seeded
+from accelbench.workloads.base import Inputs
+from accelbench.workloads.expressive._base import ExpressiveWorkload
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +74,7 @@ class MixtureOfExperts(nn.Module):
         return out.reshape(tokens.shape)
 
 
-class MoeTopk(ExpressiveWorkload[MoeShape]):
+class MoeTopk(ExpressiveWorkload[MoeShape, MixtureOfExperts]):
     """Mixture of experts, top-k routing with data-dependent dispatch."""
 
     name = "moe-topk"
@@ -86,19 +86,16 @@ class MoeTopk(ExpressiveWorkload[MoeShape]):
         """One token batch."""
         return ("tokens",)
 
-    def build_model(self, size: str, seed: int, variant: Variant | None = None) -> torch.nn.Module:
-        """The seeded layer; the router is scaled up so routing decisions have clear margins."""
-        with torch.random.fork_rng(devices=[]):
-            model = MixtureOfExperts(self.shape(size, variant))
-        seeded(model, seed)
-        with torch.no_grad():
-            model.router.weight.mul_(4.0)
-        return model.eval()
+    def network(self, shape: MoeShape) -> MixtureOfExperts:
+        """The mixture-of-experts layer."""
+        return MixtureOfExperts(shape)
 
-    def make_sample(self, size: str, seed: int, index: int, variant: Variant | None = None) -> Inputs:
+    def set_weights(self, model: MixtureOfExperts, seed: int) -> None:
+        """The router scaled up, so routing decisions have clear margins."""
+        model.router.weight.mul_(4.0)
+
+    def draw(self, shape: MoeShape, rng: np.random.Generator) -> Inputs:
         """N(0, 1) tokens."""
-        shape = self.shape(size, variant)
-        rng = self.sample_rng(size, seed, index)
         return (rng.standard_normal((1, shape.tokens, shape.dim)).astype(np.float32),)
 
     def describe(self, size: str) -> dict[str, str]:

@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from accelbench.workloads.base import Inputs, Variant
-from accelbench.workloads.expressive._base import ExpressiveWorkload, seeded
+from accelbench.workloads.base import Inputs
+from accelbench.workloads.expressive._base import ExpressiveWorkload
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +45,17 @@ class SelectiveScan(nn.Module):
         self.delta = nn.Linear(shape.channels, shape.channels)
         self.b = nn.Linear(shape.channels, shape.state, bias=False)
         self.c = nn.Linear(shape.channels, shape.state, bias=False)
-        decay = torch.arange(1, shape.state + 1, dtype=torch.float32).repeat(shape.channels, 1)
-        self.log_a = nn.Parameter(torch.log(decay))
-        self.skip = nn.Parameter(torch.ones(shape.channels))
+        self.log_a = nn.Parameter(torch.empty(shape.channels, shape.state))
+        self.skip = nn.Parameter(torch.empty(shape.channels))
+        self.reset_dynamics()
+
+    def reset_dynamics(self) -> None:
+        """``log_a`` to the log of decay rates 1..state for every channel (S4D-real), ``skip`` to ones."""
+        channels, state = self.log_a.shape
+        decay = torch.arange(1, state + 1, dtype=torch.float32).repeat(channels, 1)
+        with torch.no_grad():
+            self.log_a.copy_(torch.log(decay))
+            self.skip.fill_(1.0)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``y [1, length, channels]`` from the sequential scan of ``x``."""
@@ -64,7 +72,7 @@ class SelectiveScan(nn.Module):
         return torch.stack(outputs, dim=1) + self.skip * x
 
 
-class SsmScan(ExpressiveWorkload[ScanShape]):
+class SsmScan(ExpressiveWorkload[ScanShape, SelectiveScan]):
     """Selective scan: h_t = a_t * h_{t-1} + b_t * x_t over time, per channel and state."""
 
     name = "ssm-scan"
@@ -76,21 +84,16 @@ class SsmScan(ExpressiveWorkload[ScanShape]):
         """One sequence."""
         return ("sequence",)
 
-    def build_model(self, size: str, seed: int, variant: Variant | None = None) -> torch.nn.Module:
-        """The seeded scan (projections random, decay rates 1..state as in S4D-real)."""
-        with torch.random.fork_rng(devices=[]):
-            model = SelectiveScan(self.shape(size, variant))
-        log_a, skip = model.log_a.detach().clone(), model.skip.detach().clone()
-        seeded(model, seed)
-        with torch.no_grad():
-            model.log_a.copy_(log_a)
-            model.skip.copy_(skip)
-        return model.eval()
+    def network(self, shape: ScanShape) -> SelectiveScan:
+        """The scan."""
+        return SelectiveScan(shape)
 
-    def make_sample(self, size: str, seed: int, index: int, variant: Variant | None = None) -> Inputs:
+    def set_weights(self, model: SelectiveScan, seed: int) -> None:
+        """Projections stay random; decay rates 1..state (as in S4D-real) and the skip as constructed."""
+        model.reset_dynamics()
+
+    def draw(self, shape: ScanShape, rng: np.random.Generator) -> Inputs:
         """A random-walk sequence (smooth in time, as signals are)."""
-        shape = self.shape(size, variant)
-        rng = self.sample_rng(size, seed, index)
         steps = rng.standard_normal((1, shape.length, shape.channels)) * 0.3
         return (np.cumsum(steps, axis=1).astype(np.float32),)
 

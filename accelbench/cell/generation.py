@@ -1,0 +1,323 @@
+"""The LLM decode driver: measure one generative cell (single-stream, offline, server) in the cell process.
+
+1. The reference: torch-eager fp32's greedy replies to the workload's seeded prompts, with their
+   teacher-forced logit margins, made once per run and model and kept in the run's cache folder.
+   Prompts whose reference reply has fewer than 2 tokens are left out of the timed set (no TPOT).
+2. The stack prepares its generator (conversion and compilation timed apart: ``compile_s`` and the
+   section's ``conversion_s``), then a warm-up reply to every timed prompt (new prompt lengths build
+   kernels) and ``CALIBRATION_REPLIES`` timed ones, whose median latency sizes LoadGen's runs.
+3. Between two noise probes, in one meter window: LoadGen in token mode
+   (``accelbench.generation.loadgen_tokens``). Single-stream runs at least ``MIN_TOKEN_QUERIES``
+   queries; offline one query of every timed prompt (at least ``MIN_TOKEN_QUERIES`` samples); server
+   first searches the highest target QPS that LoadGen reports VALID under the workload's p99 TTFT and
+   TPOT bounds (``accelbench.scenarios.server_search``, each probe a LoadGen run of at least the rule
+   set's server query count); the scored figures are the VALID probe's at that QPS (no VALID probe: the
+   last one's, and the cell is ``invalid``). A drifted noise probe measures once more.
+4. The replies LoadGen's queries got are judged: token agreement with the reference (threshold per
+   precision class), TEST06 (EOS at most once and last, or the cap; the first token reported is the first
+   returned) and TEST09 (mean length within 10% of the reference's) make the quality gate; the
+   cache audit (``quality.prefix_cache_audit``: a repeated never-seen prompt must not answer its first
+   token from a cache) is an audit like the trust issue's, and its failure disqualifies. The status
+   follows ``audits.cell_status``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from accelbench import audits
+from accelbench.audits.verdict import FAIL, PASS, Verdict
+from accelbench.cellspec import CellSpec, write_json_atomic
+from accelbench.errors import Unavailable, Unsupported
+from accelbench.generation import figures as token_figures
+from accelbench.generation.base import GenerationContext, GenerationStack, Generator, Reply
+from accelbench.generation.loadgen_tokens import (
+    MIN_TOKEN_QUERIES,
+    ServerBounds,
+    TokenFigures,
+    TokenRun,
+    measure_tokens,
+    scaled_bounds,
+    timed_prompts,
+)
+from accelbench.generation.models import LlmModel, load_model
+from accelbench.generation.prompts import PromptSet, make_prompts
+from accelbench.generation.quality import (
+    ReplyCheck,
+    agreement,
+    check_test06,
+    check_test09,
+    prefix_cache_audit,
+    reference_margins,
+)
+from accelbench.generation.workload import SCENARIOS, GenerativeWorkload
+from accelbench.meters import noise
+from accelbench.meters.window import CellMeters, Metered
+from accelbench.registry import GENERATING_STACKS, instantiate
+from accelbench.results import LoadgenVerdict, NoiseProbe, Quality
+from accelbench.scenarios import server_search
+from accelbench.scenarios.rules import Rules, get_rules
+from accelbench.versions import with_python
+
+ATTEMPTS = 2
+REFERENCE = "torch-eager"
+CALIBRATION_REPLIES = 3
+SERVER_START_FRACTION = 0.5
+"""The search starts at this fraction of the single-reply capacity ``1 / latency``."""
+
+
+def measure(spec: CellSpec) -> dict[str, Any]:
+    """The outcome document of a generative cell (see the module text)."""
+    scenario = spec.cell.scenario
+    if scenario not in SCENARIOS:
+        raise Unsupported(f"LLM decode runs {', '.join(SCENARIOS)}, not {scenario}")
+    stack: GenerationStack = instantiate(spec.stack_ref)
+    reason = stack.unavailable_reason(spec.cell.device)
+    if reason:
+        raise Unavailable(reason)
+    workload: GenerativeWorkload = instantiate(spec.workload_ref)
+    cache = Path(spec.store_cache_dir or spec.cache_dir)  # models and conversions outlive the run
+    model = load_model(workload.model, cache)
+    prompts = make_prompts(model, workload.prompts, seed=spec.seed)
+    reference = _reference(model, prompts, cache, spec)
+    keep = timed_prompts(reference.replies)
+    timed = [prompts.prompts[i] for i in keep]
+    start = time.perf_counter()
+    generator = stack.prepare(model, GenerationContext(cache / "llm-stacks", threads=spec.threads))
+    prepare_s = time.perf_counter() - start
+    latency_s = _calibrated_latency_s(generator, timed, prompts.max_new_tokens)
+    rules = get_rules(spec.rules)
+    bounds = _bounds(workload, model)
+    log_dir = Path(spec.cell_dir) / "loadgen"
+    meters = CellMeters(spec.cell.device)
+    for attempt in range(ATTEMPTS):
+        probe_start = noise.begin()
+        meters.begin("scored")
+        search, run = _measure(
+            generator, timed, prompts.max_new_tokens, scenario, rules, latency_s, bounds, log_dir
+        )
+        metered = meters.end("scored", max(run.queries, 1))
+        probe = noise.end(probe_start)
+        if not probe.unstable:
+            break
+        log_dir = Path(spec.cell_dir) / f"loadgen-attempt{attempt + 2}"
+    meters.close()
+    measured = _Measured(run, search, probe, metered, prepare_s, log_dir)
+    return _outcome(spec, stack, generator, model, prompts, reference, keep, measured)
+
+
+@dataclass(frozen=True, slots=True)
+class _Measured:
+    """What the timed part of the cell produced."""
+
+    run: TokenFigures
+    """The scored LoadGen run (server: the search's VALID probe at its max QPS, else its last)."""
+    search: dict[str, Any] | None
+    """The stored server search (``_search_document``)."""
+    probe: NoiseProbe
+    metered: Metered
+    prepare_s: float
+    log_dir: Path
+
+
+class _Reference:
+    """torch-eager fp32's replies to every prompt and their logit margins."""
+
+    def __init__(self, replies: Sequence[Reply], margins: Sequence[Sequence[float]]) -> None:
+        self.replies = tuple(replies)
+        self.margins = [list(m) for m in margins]
+
+
+def _reference(model: LlmModel, prompts: PromptSet, cache: Path, spec: CellSpec) -> _Reference:
+    """The reference replies, read from the run's cache or made now by torch-eager (and kept there:
+    each run makes its own, so a stored reference never outlives the code that made it)."""
+    path = (
+        Path(spec.cache_dir)
+        / "llm-reference"
+        / f"{model.name}-seed{prompts.seed}-{len(prompts.prompts)}.json"
+    )
+    if not path.exists():
+        torch_eager: GenerationStack = instantiate(GENERATING_STACKS[REFERENCE])
+        generator = torch_eager.prepare(model, GenerationContext(cache / "llm-stacks", threads=spec.threads))
+        replies = [generator.generate(p, prompts.max_new_tokens) for p in prompts.prompts]
+        margins = reference_margins(generator.model, prompts.prompts, replies)  # type: ignore[attr-defined]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, {"replies": [list(r.tokens) for r in replies], "margins": margins})
+    stored = json.loads(path.read_text())
+    replies = [Reply(tuple(tokens), 0.0, 0.0, tokens[0] if tokens else -1) for tokens in stored["replies"]]
+    return _Reference(replies, stored["margins"])
+
+
+def _calibrated_latency_s(generator: Generator, timed: Sequence[Sequence[int]], cap: int) -> float:
+    """Median latency of ``CALIBRATION_REPLIES`` replies after a warm-up reply to every timed prompt
+    (a stack's first call at a new prompt length can be 10x slower: kernels built per shape)."""
+    import statistics
+
+    for prompt in timed:
+        generator.generate(prompt, cap)
+    replies = [generator.generate(timed[i % len(timed)], cap) for i in range(CALIBRATION_REPLIES)]
+    return statistics.median(r.latency_s for r in replies)
+
+
+def _bounds(workload: GenerativeWorkload, model: LlmModel) -> ServerBounds:
+    return scaled_bounds(model.params, workload.server_floor_ttft_s, workload.server_floor_tpot_s)
+
+
+def _measure(
+    generator: Generator,
+    timed: Sequence[Sequence[int]],
+    cap: int,
+    scenario: str,
+    rules: Rules,
+    latency_s: float,
+    bounds: ServerBounds,
+    log_dir: Path,
+) -> tuple[dict[str, Any] | None, TokenFigures]:
+    """The scenario's LoadGen run (server: the search, then the scored run at its max QPS)."""
+    minimum = max(rules.min_queries_for("single-stream"), MIN_TOKEN_QUERIES)
+    if scenario != "server":
+        run = TokenRun(scenario, rules.min_duration_s, minimum, expected_latency_s=latency_s)
+        return None, measure_tokens(generator, timed, cap, run, log_dir)
+    probes: list[TokenFigures] = []
+
+    def probe(target_qps: float) -> server_search.Probe:
+        queries = max(rules.min_queries_for("server"), MIN_TOKEN_QUERIES)  # early stopping of the p99s
+        run = TokenRun("server", rules.server_min_duration_s, queries, latency_s, target_qps, bounds)
+        figures = measure_tokens(generator, timed, cap, run, log_dir / f"probe-{len(probes)}")
+        probes.append(figures)
+        p99 = figures.ttft_percentiles_s.get(99.0, 0.0)
+        completed = figures.summary.completed_samples_per_s if figures.summary else None
+        return server_search.Probe(target_qps, figures.valid, p99, completed or 0.0, figures.invalid_reasons)
+
+    start = SERVER_START_FRACTION / max(latency_s, 1e-6)
+    search = server_search.search(probe, start, rules.server_search_probes, bounds.ttft_s)
+    best = [
+        f for f, p in zip(probes, search.probes, strict=True) if p.valid and p.target_qps == search.max_qps
+    ]
+    return _search_document(search, probes), best[0] if best else probes[-1]
+
+
+def _search_document(search: server_search.Search, runs: Sequence[TokenFigures]) -> dict[str, Any]:
+    """The stored search, each probe with LoadGen's p99 TTFT and TPOT too (the report's curves)."""
+    document = search.to_dict()
+    for probe, run in zip(document["probes"], runs, strict=True):
+        probe["ttft_p99_s"] = run.ttft_percentiles_s.get(99.0)
+        probe["tpot_p99_s"] = run.tpot_percentiles_s.get(99.0)
+    return document
+
+
+def _outcome(
+    spec: CellSpec,
+    stack: GenerationStack,
+    generator: Generator,
+    model: LlmModel,
+    prompts: PromptSet,
+    reference: _Reference,
+    keep: Sequence[int],
+    measured: _Measured,
+) -> dict[str, Any]:
+    """Judge the scored run's replies and assemble the outcome document."""
+    run = measured.run
+    by_prompt = {keep[i]: reply for i, reply in zip(run.prompt_indices, run.replies, strict=True)}
+    keys = sorted(by_prompt)
+    references = [reference.replies[i] for i in keys]
+    replies = [by_prompt[i] for i in keys]
+    margins = [reference.margins[i] for i in keys]
+    quality = agreement(references, replies, generator.precision, margins)
+    checks = (
+        check_test06(run.replies, prompts.max_new_tokens, model.eos_token_id),
+        check_test09(references, replies),
+    )
+    ordered = sorted(prompts.prompts, key=len)
+    cache_check = prefix_cache_audit(generator, ordered[-1], ordered[-2], max_new_tokens=1)
+    cache_verdict = Verdict("prefix_cache", PASS if cache_check.passed else FAIL, cache_check.detail)
+    failures = [name for name, passed in _gate(quality.passed, checks) if not passed]
+    invalid = [] if run.valid else [f"{spec.cell.scenario}: {'; '.join(run.invalid_reasons) or 'no reason'}"]
+    max_qps = float(measured.search["max_qps"]) if measured.search else None
+    if max_qps is not None and max_qps <= 0:
+        invalid.append(f"no target QPS met p99 TTFT {_ms(run)} and TPOT bounds")
+    status, why = audits.cell_status(
+        [cache_verdict], failures, invalid, noise.unstable_reason(measured.probe)
+    )
+    found = token_figures.figures_of([run], max_qps)
+    log_rel = str(measured.log_dir.relative_to(spec.run_dir))
+    rules = get_rules(spec.rules)
+    facts = {
+        "model": model.name,
+        "model_description": model.description,
+        "params": model.params,
+        "precision": generator.precision,
+        "weight_format": generator.weight_format,
+        "conversion_s": generator.conversion_s,
+        "prepare_s": measured.prepare_s,
+        "timed_prompts": len(keep),
+        "prompts": len(prompts.prompts),
+        "max_new_tokens": prompts.max_new_tokens,
+        "length_distribution": prompts.length_distribution,
+        "kv_cache_bytes_per_token_fp32": token_figures.kv_cache_bytes_per_token(model.folder),
+    }
+    prompt_tokens = [len(prompts.prompts[keep[i]]) for i in run.prompt_indices]
+    generation = token_figures.section(run, prompt_tokens, quality, checks, facts)
+    energy = measured.metered.energy
+    if energy is not None and generation["output_tokens"]:
+        generation["energy_per_output_token_j"] = energy.energy_j / generation["output_tokens"]
+    return {
+        "status": status,
+        "reason": why,
+        "loadgen": dataclasses.asdict(
+            LoadgenVerdict(
+                spec.cell.scenario,
+                run.valid,
+                run.invalid_reasons,
+                found.qps,
+                run.queries,
+                spec.rules,
+                rules.official,
+                log_rel,
+            )
+        ),
+        "figures": dataclasses.asdict(found),
+        "server_search": measured.search,
+        "quality": dataclasses.asdict(
+            Quality(
+                "identical_token_share",
+                quality.identical_share,
+                quality.threshold,
+                quality.passed,
+                len(keys),
+                quality.detail,
+            )
+        ),
+        "effective_precision": generator.precision,
+        "compile_s": measured.prepare_s,
+        "noise": dataclasses.asdict(measured.probe),
+        "warnings": [w for w in measured.metered.warnings if w],
+        "versions": {
+            **with_python(("accelbench", "numpy", "torch", "mlcommons-loadgen")),
+            **stack.versions(),
+        },
+        "settings": {
+            "threads": spec.threads,
+            "rules": spec.rules,
+            "seed": spec.seed,
+            "stack": dict(generator.details),
+        },
+        "energy": dataclasses.asdict(energy) if energy is not None else None,
+        "audit": audits.section([cache_verdict]),
+        "generation": generation,
+    }
+
+
+def _gate(agreed: bool, checks: Sequence[ReplyCheck]) -> list[tuple[str, bool]]:
+    return [("token agreement", agreed), *((c.name, c.passed) for c in checks)]
+
+
+def _ms(run: TokenFigures) -> str:
+    bounds = run.bounds
+    return f"{bounds.ttft_s * 1e3:g} ms" if bounds else "?"

@@ -1,0 +1,216 @@
+"""The LoadGen scenarios' driver: measure one inference cell in the cell process.
+
+The rule set's trials run one after the other between two noise probes, each in a fresh process
+(``accelbench.cell.trial``: build the model and the disjoint sample sets, prepare the stack's session,
+calibrate, run the LoadGen scenario with the audit feed slipping its probes in); a drifted probe
+measures them once more. Then the cell judges the evidence of every trial together: the output check
+and the quality gate on the outputs captured across all trials, the repeat audit on their
+seen/never-seen pairs, the post-run audits of the last trial, the precision audit, and LoadGen's figures
+(``accelbench.scenarios.figures``) with the SUT timer's agreement. The status follows the audits
+(``accelbench.audits.status``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from accelbench import audits, variants
+from accelbench.audits import output as output_audit
+from accelbench.audits import precision, repeat
+from accelbench.cell import trial
+from accelbench.cellspec import CellSpec
+from accelbench.errors import Unavailable
+from accelbench.meters import noise
+from accelbench.meters.window import combined_energy, max_memory
+from accelbench.registry import instantiate
+from accelbench.results import Figures, NoiseProbe, Quality
+from accelbench.scenarios import figures
+from accelbench.scenarios.loadgen import Measurement
+from accelbench.scenarios.rules import Rules, get_rules
+from accelbench.stacks.base import Stack
+from accelbench.versions import with_python
+from accelbench.workloads.base import Workload
+
+log = logging.getLogger(__name__)
+
+
+ATTEMPTS = 2
+"""An attempt whose noise probe drifted is measured once more."""
+
+
+def measure(spec: CellSpec) -> dict[str, Any]:
+    """The outcome document of a LoadGen cell: trials, figures, audits, status."""
+    stack: Stack = instantiate(spec.stack_ref)
+    reason = stack.unavailable_reason(spec.cell.device)
+    if reason:
+        raise Unavailable(reason)
+    workload: Workload = instantiate(spec.workload_ref)
+    rules = get_rules(spec.rules)
+    for attempt in range(ATTEMPTS):
+        start = noise.begin()
+        evidence: list[trial.Evidence] = []
+        plan = trial.Plan(0, attempt, last=rules.trials == 1)
+        for number in range(rules.trials):
+            evidence.append(trial.evidence_of(spec, plan, rules.trials))
+            first = evidence[0]
+            target = first.timed.search.max_qps if first.timed.search else None
+            last = number + 1 == rules.trials - 1
+            plan = trial.Plan(number + 1, attempt, last, first.batch, target or None)
+        probe = noise.end(start)
+        if not probe.unstable:
+            break
+    measurements = [e.timed.measurement for e in evidence]
+    found = _figures(evidence)
+    outcome = _outcome(spec, stack, rules, evidence, probe, found)
+    judged = _judge(stack, workload, evidence, rules)
+    sanity = evidence[-1].sanity
+    failures = [q.metric for q in (judged.quality, sanity) if q is not None and not q.passed]
+    drift = noise.unstable_reason(probe)
+    disagreement = figures.timer_disagreement(found) if stack.computes else None
+    status, why = audits.cell_status(
+        judged.verdicts, failures, _invalid_reasons(stack, measurements), drift or disagreement or ""
+    )
+    outcome.update(status=status, reason=why, quality=_asdict(judged.quality), sanity=_asdict(sanity))
+    outcome["audit"] = judged.section
+    outcome["warnings"] = sorted({*outcome["warnings"], *audits.audit_warnings(judged.section)})
+    drawn = variants.resolve(workload, spec.cell.size, spec.cell.variant)
+    outcome["variant_info"] = variants.variant_info(drawn) if drawn else None
+    outcome["peak_rss_bytes"] = max(e.peak_rss_bytes for e in evidence)
+    return outcome
+
+
+def _figures(evidence: Sequence[trial.Evidence]) -> Figures:
+    measurements = [e.timed.measurement for e in evidence]
+    search = evidence[0].timed.search
+    if search is None:
+        return figures.figures_of(measurements)
+    return figures.figures_of(measurements, search.max_qps, search.bracket)
+
+
+@dataclass(frozen=True, slots=True)
+class _Judged:
+    """The verdicts of every audit, the quality gate over the run's checks, and the stored section."""
+
+    verdicts: tuple[audits.Verdict, ...]
+    quality: Quality | None
+    section: dict[str, Any] | None
+
+
+def _judge(stack: Stack, workload: Workload, evidence: Sequence[trial.Evidence], rules: Rules) -> _Judged:
+    """Output check and quality gate over every trial, repeat audit, post-run audits, precision."""
+    from accelbench.meters.quality import compare
+
+    after, precision_name = evidence[-1].post, evidence[-1].effective_precision
+    if not stack.computes or after is None:
+        why = "outputs are not the model's (the stack declares computes = False): nothing vouches for them"
+        return _Judged((audits.Verdict("output", audits.INCONCLUSIVE, why),), None, None)
+    refs = {origin: ref for e in evidence for origin, ref in e.references.items()}
+    checks = output_audit.chosen_checks([c for e in evidence for c in e.checks], rules.output_checks)
+    checked_refs, checked_outs = [refs[c.origin] for c in checks], [c.output for c in checks]
+    quality = compare(workload.quality_metric, checked_refs, checked_outs, precision_name)
+    error = precision.max_normalised_error(
+        [*checked_refs, *after.references], [*checked_outs, *after.outputs]
+    )
+    seeds = [e.feed_seed for e in evidence]
+    verdicts = (
+        output_audit.output_verdict(checks, {c.origin: refs[c.origin] for c in checks}),
+        repeat.repeat_verdict([p for e in evidence for p in e.pairs], seed=seeds[0]),
+        after.caching,
+        after.alternate_seed,
+        precision.precision_verdict(precision_name, error, len(checked_outs) + len(after.outputs)),
+    )
+    extra = {"feed_seed": seeds, "timed_pool": evidence[0].pool_size, "post_run_s": after.elapsed_s}
+    return _Judged(verdicts, quality, audits.section(verdicts, **extra))
+
+
+def _outcome(
+    spec: CellSpec,
+    stack: Stack,
+    rules: Rules,
+    evidence: Sequence[trial.Evidence],
+    probe: NoiseProbe,
+    found: Figures,
+) -> dict[str, Any]:
+    """The measured part of the outcome; status, quality and audits are added once judged."""
+    from accelbench import stats
+
+    trials = [e.timed.measurement for e in evidence]
+    median_trial = sorted(trials, key=_trial_p50_s)[len(trials) // 2]
+    log_rel = str(Path(spec.cell_dir).relative_to(spec.run_dir) / "loadgen")
+    first, search = evidence[0], evidence[0].timed.search
+    metered = [e.timed.metered for e in evidence]
+    return {
+        "latency": _asdict(stats.summarize_latencies([s for t in trials for s in t.sut_latencies_s])),
+        "loadgen": _asdict(median_trial.to_verdict(rules, log_rel)),
+        "figures": _asdict(found),
+        "server_search": search.to_dict() if search else None,
+        "trial_p50_s": [_trial_p50_s(t) for t in trials],
+        "effective_precision": first.effective_precision,
+        "compile_s": first.compile_s,
+        "noise": _asdict(probe),
+        "warnings": sorted({*_warnings(trials, probe, stack), *(w for m in metered for w in m.warnings)}),
+        "versions": {**_base_versions(), **first.versions},
+        "settings": _settings(spec, first, median_trial),
+        "energy": _asdict(combined_energy([m.energy for m in metered])),
+        "device_memory": _asdict(max_memory([m.device_memory for m in metered])),
+    }
+
+
+def _trial_p50_s(trial: Measurement) -> float:
+    return float(np.median(trial.sut_latencies_s))
+
+
+def _invalid_reasons(stack: Stack, trials: Sequence[Measurement]) -> list[str]:
+    """LoadGen's reasons for every INVALID trial (a trial without reasons still counts)."""
+    expected = " (expected for the null stack)" if not stack.computes else ""
+    return [
+        f"trial {number}{expected}: {'; '.join(t.summary.invalid_reasons) or 'no reason given'}"
+        for number, t in enumerate(trials)
+        if not t.summary.valid
+    ]
+
+
+def _warnings(trials: Sequence[Measurement], probe: NoiseProbe, stack: Stack) -> list[str]:
+    # a no-op outruns the queries LoadGen pre-generates, so the null stack is INVALID by design
+    expected = " (expected for the null stack)" if not stack.computes else ""
+    notes = [
+        f"LoadGen INVALID{expected}: {'; '.join(t.summary.invalid_reasons)}"
+        for t in trials
+        if not t.summary.valid
+    ]
+    if probe.other_load_cores > noise.OTHER_LOAD_WARNING_CORES:
+        notes.append(f"machine busy: other processes used {probe.other_load_cores:.2f} cores meanwhile")
+    if not stack.computes:
+        notes.append("null stack: measures harness overhead only; outputs are not checked")
+    return sorted(set(notes))
+
+
+def _settings(spec: CellSpec, first: trial.Evidence, measured: Measurement) -> dict[str, Any]:
+    return {
+        "threads": spec.threads,
+        "rules": spec.rules,
+        "seed": spec.seed,
+        "samples": spec.samples,
+        "batch_size": measured.batch,
+        "batch_sweep": first.swept,
+        "trials_in_fresh_processes": get_rules(spec.rules).trials > 1,
+        "calibrated_latency_s": measured.calibrated_latency_s,
+        "loadgen": dict(measured.settings),
+        "stack": dict(first.details),
+    }
+
+
+def _base_versions() -> dict[str, str]:
+    return with_python(("accelbench", "numpy", "torch", "mlcommons-loadgen"))
+
+
+def _asdict(record: Any) -> Any:
+    import dataclasses
+
+    return dataclasses.asdict(record) if record is not None else None

@@ -1,0 +1,195 @@
+"""Run one cell in a fresh process with a wall-clock timeout and a memory limit.
+
+Cell processes are forked from a template process (a multiprocessing forkserver) that has already
+imported the heavy libraries (torch, transformers, ONNX Runtime, LoadGen) but executed nothing: each
+cell still gets a process of its own, with no state from any other cell, without paying 3-5 s of
+imports. The cell makes itself a process-group leader, so a hang (or a compiler's worker pool) is killed
+whole; it kills its own group when the runner dies (even by SIGKILL), so no orphan measures on. The
+parent samples the resident memory of the cell's process tree a few times a second; past the limit the
+group is killed and the cell is ``oom``. HOME-like variables point into the run folder, so
+framework caches and telemetry never land in the user's home.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from multiprocessing.context import ForkServerContext
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from accelbench.cellspec import CellSpec, write_json_atomic
+
+POLL_S = 0.25
+STDERR_TAIL_CHARS = 2000
+PRELOAD = (
+    "accelbench.cell.process",
+    "accelbench.cell.inference",
+    "accelbench.stats",
+    "accelbench.meters.quality",
+    "torch",
+    "transformers.models.bert.modeling_bert",
+    "onnxruntime",
+    "mlperf_loadgen",
+)
+"""Imported once by the template process; a module that is not installed is skipped."""
+
+_context: ForkServerContext | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChildOutcome:
+    """What the parent observed: the child's outcome document (or a status it imposed) and stderr."""
+
+    outcome: dict[str, Any]
+    wall_s: float
+    stderr_tail: str
+
+
+def cell_environment(spec: CellSpec) -> dict[str, str]:
+    """Variables set in the cell: private HOME, caches and TMPDIR in the run folder, threads, offline hubs."""
+    home = Path(spec.run_dir) / "home"
+    return {
+        "HOME": str(home),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "TMPDIR": str(Path(spec.run_dir) / "tmp"),
+        "TORCHINDUCTOR_CACHE_DIR": str(Path(spec.cache_dir) / "inductor"),
+        "POCL_CACHE_DIR": str(Path(spec.cache_dir) / "pocl"),
+        "OMP_NUM_THREADS": str(spec.threads),
+        "MKL_NUM_THREADS": str(spec.threads),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+
+
+def run_in_process(spec: CellSpec, timeout_s: float, mem_limit_bytes: int) -> ChildOutcome:
+    """Start the cell process, watch it, and return what it produced or why it was stopped."""
+    cell_dir = Path(spec.cell_dir)
+    cell_dir.mkdir(parents=True, exist_ok=True)
+    for private in ("home", "tmp"):
+        (Path(spec.run_dir) / private).mkdir(exist_ok=True)
+    spec_path = cell_dir / "spec.json"
+    write_json_atomic(spec_path, spec.to_dict())
+    Path(spec.result_path).unlink(missing_ok=True)
+    stderr_path = cell_dir / "stderr.txt"
+    start = time.perf_counter()
+    proc = _fork_context().Process(
+        target=_cell_main,
+        args=(str(spec_path), str(stderr_path), cell_environment(spec), os.getpid()),
+        daemon=False,
+    )
+    proc.start()
+    imposed = _watch(proc, timeout_s, mem_limit_bytes)
+    wall_s = time.perf_counter() - start
+    tail = stderr_path.read_text(errors="replace")[-STDERR_TAIL_CHARS:] if stderr_path.exists() else ""
+    return ChildOutcome(_outcome(spec, proc.exitcode or 0, imposed, timeout_s), wall_s, tail)
+
+
+def _fork_context() -> ForkServerContext:
+    global _context
+    if _context is None:
+        _context = multiprocessing.get_context("forkserver")
+        _context.set_forkserver_preload(list(PRELOAD))
+    return _context
+
+
+def _cell_main(spec_path: str, stderr_path: str, env: dict[str, str], runner_pid: int) -> None:
+    """In the cell process: own process group, stdout/stderr to the cell's file, private env, measure."""
+    os.setsid()
+    _die_with_runner(runner_pid)
+    fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.environ.update(env)
+    os.chdir(Path(spec_path).parent)  # LoadGen reads an audit.config from the working directory
+    from accelbench.cell import process
+
+    sys.exit(process.main([spec_path]))
+
+
+def _die_with_runner(runner_pid: int) -> None:
+    """Kill the cell's whole group once the runner is gone, so a runner killed with SIGKILL leaves no
+    cell (nor its trial processes) measuring on. (The template process cannot tell: every cell holds
+    its liveness pipe open.)"""
+    try:
+        runner = psutil.Process(runner_pid)
+    except psutil.Error:
+        os.killpg(0, signal.SIGKILL)
+        return
+
+    def guard() -> None:
+        while _alive(runner):
+            time.sleep(POLL_S)
+        os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=guard, name="accelbench-orphan-guard", daemon=True).start()
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _watch(proc: Any, timeout_s: float, mem_limit_bytes: int) -> str | None:
+    """Wait for the child; kill its group and return ``timeout``/``oom`` when a limit is crossed."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        proc.join(timeout=POLL_S)
+        if proc.exitcode is not None:
+            _kill_group(proc.pid)  # leftovers of the cell (e.g. compiler workers) go with it
+            return None
+        if time.monotonic() > deadline:
+            _kill_group(proc.pid)
+            proc.join()
+            return "timeout"
+        if _tree_rss_bytes(proc.pid) > mem_limit_bytes:
+            _kill_group(proc.pid)
+            proc.join()
+            return "oom"
+
+
+def _tree_rss_bytes(pid: int) -> int:
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    total = 0
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            total += proc.memory_info().rss
+    return total
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _outcome(spec: CellSpec, exitcode: int, imposed: str | None, timeout_s: float) -> dict[str, Any]:
+    if imposed == "timeout":
+        return {"status": "timeout", "reason": f"no result after {timeout_s:g} s; process group killed"}
+    if imposed == "oom":
+        return {"status": "oom", "reason": "memory limit exceeded; process group killed"}
+    result_path = Path(spec.result_path)
+    if exitcode == 0 and result_path.exists():
+        outcome: dict[str, Any] = json.loads(result_path.read_text())
+        return outcome
+    if exitcode == -signal.SIGKILL:
+        return {"status": "oom", "reason": "killed by SIGKILL (likely the kernel's OOM killer)"}
+    if exitcode < 0:
+        return {"status": "crashed", "reason": f"killed by signal {signal.Signals(-exitcode).name}"}
+    return {"status": "crashed", "reason": f"cell process exited with code {exitcode} and no result"}

@@ -1,0 +1,121 @@
+"""Run one cell: a planned cell in, its ``Result`` out. The only definition of "run one cell".
+
+The local runner, the fleet node and ``tune`` all call ``run_cell``. The steps:
+    1. a stack that cannot run on the cell's device is recorded ``unavailable`` (no process started);
+    2. the cell's ``CellSpec`` is written for a process of its own (``accelbench.cell.isolation``: timeout,
+       memory limit, private HOME); there the scenario's driver measures it (``accelbench.cell.process``);
+    3. the outcome document and what the parent observed (wall time, stderr tail) become the
+       immutable ``Result``, stamped with the fingerprint of the machine that measured it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from accelbench import registry
+from accelbench.cell.isolation import run_in_process
+from accelbench.cellspec import CellSpec, PlannedCell
+from accelbench.config import RunConfig, effective_mem_limit_bytes, effective_threads
+from accelbench.results import SCHEMA_VERSION, Cell, Result, from_dict
+
+log = logging.getLogger(__name__)
+
+
+def run_cell(planned: PlannedCell, run_id: str, config: RunConfig, run_dir: Path, fingerprint: str) -> Result:
+    """Measure ``planned`` on this machine in its own process working in ``run_dir`` (an absolute,
+    local folder), or record it unavailable; ``fingerprint`` is this machine's."""
+    started_at = now()
+    reason = unavailable_reason(planned)
+    if reason:
+        outcome: dict[str, Any] = {"status": "unavailable", "reason": reason}
+        wall_s, tail = 0.0, ""
+    else:
+        spec = cell_spec(run_id, config, planned, run_dir)
+        start = time.perf_counter()
+        child = run_in_process(spec, config.timeout_s, effective_mem_limit_bytes(config))
+        outcome, wall_s, tail = child.outcome, time.perf_counter() - start, child.stderr_tail
+    log.info("%s: %s %s", planned.cell.key, outcome.get("status"), outcome.get("reason", ""))
+    return result_of(run_id, planned, outcome, fingerprint, started_at, wall_s, tail)
+
+
+def now() -> str:
+    """The current UTC time as stored in ``Result.started_at``."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def unavailable_reason(planned: PlannedCell) -> str | None:
+    """Why the cell's stack cannot run on this machine's device, or None; never starts a process."""
+    try:
+        stack = registry.instantiate(planned.stack_ref)
+    except Exception as err:  # a plugin that does not even import is unavailable, not fatal
+        return f"stack does not load: {type(err).__name__}: {err}"
+    reason: str | None = stack.unavailable_reason(planned.cell.device)
+    return reason
+
+
+def cell_spec(run_id: str, config: RunConfig, planned: PlannedCell, run_dir: Path) -> CellSpec:
+    """The spec of a cell whose process works in ``run_dir`` (an absolute, local folder)."""
+    cell_dir = run_dir / "cells" / _safe_name(planned.cell.key)
+    return CellSpec(
+        run_id=run_id,
+        cell=planned.cell,
+        workload_ref=planned.workload_ref,
+        stack_ref=planned.stack_ref,
+        rules=config.rules,
+        threads=effective_threads(config),
+        seed=config.seed,
+        samples=config.samples,
+        cell_dir=str(cell_dir),
+        run_dir=str(run_dir),
+        cache_dir=str(run_dir / "cache"),
+        result_path=str(cell_dir / "outcome.json"),
+        runs=config.runs,
+        nproc=config.nproc,
+        batch=config.batch,
+        batch_sweep=config.batch_sweep,
+        store_cache_dir=str(run_dir.parent.parent / "cache"),  # run_dir is <store>/runs/<run id>
+    )
+
+
+def result_of(
+    run_id: str,
+    planned: PlannedCell,
+    outcome: Mapping[str, Any],
+    machine_fingerprint: str,
+    started_at: str,
+    wall_s: float,
+    stderr_tail: str,
+) -> Result:
+    """The result record of a cell from its outcome document and what its parent observed."""
+    document = {
+        **outcome,
+        "run_id": run_id,
+        "cell": _cell_dict(planned.cell),
+        "machine_fingerprint": machine_fingerprint,
+        "started_at": started_at,
+        "wall_s": wall_s,
+        "stderr_tail": stderr_tail if outcome.get("status") != "ok" else "",
+        "schema_version": SCHEMA_VERSION,
+    }
+    return from_dict(document)
+
+
+def _cell_dict(cell: Cell) -> dict[str, str]:
+    return {
+        "workload": cell.workload,
+        "stack": cell.stack,
+        "scenario": cell.scenario,
+        "device": cell.device,
+        "size": cell.size,
+        "variant": cell.variant,
+    }
+
+
+def _safe_name(key: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", key)

@@ -1,0 +1,384 @@
+"""The ``accelbench`` command line (typer + rich): run, list, show, export, hw, probe.
+
+Bad input raises ``UserError`` anywhere below; ``main`` turns it into one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from accelbench import registry, runner
+from accelbench.cli import listing as cli_list
+from accelbench.cli import normalize as cli_normalize
+from accelbench.cli import report as cli_report
+from accelbench.cli import serving as cli_serving
+from accelbench.cli import store as cli_store
+from accelbench.cli import tune as cli_tune
+from accelbench.cli.options import JsonOption, StoreOption, UnverifiedOption, chosen_store
+from accelbench.config import RunConfig, load_toml, suite, with_overrides, with_variant_seed
+from accelbench.errors import UserError
+from accelbench.hardware.detect import Machine, detect_machine, machine_to_dict
+from accelbench.normalize import ranking
+from accelbench.normalize.expressiveness import expressiveness_section
+from accelbench.report import generation as generation_report
+from accelbench.report import terminal
+from accelbench.report import training as training_report
+from accelbench.report.export import export_results
+from accelbench.results import Result, to_dict
+from accelbench.store import Store
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="accelbench: a fair, open, hard-to-game benchmark for AI acceleration.",
+)
+console = Console(width=None if sys.stdout.isatty() else 180)  # pipes get full tables
+err_console = Console(stderr=True)
+
+
+def _names(text: str | None) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not names:
+        raise UserError("an empty list was given")
+    return names
+
+
+@app.command()
+def run(
+    suite_name: Annotated[str, typer.Option("--suite", help="default | quick | tiny")] = "default",
+    workloads: Annotated[str | None, typer.Option(help="Comma-separated workload names.")] = None,
+    stacks: Annotated[str | None, typer.Option(help="Comma-separated stack names, or all.")] = None,
+    scenarios: Annotated[str | None, typer.Option(help="single-stream,offline,multi-stream,server")] = None,
+    rules: Annotated[str | None, typer.Option(help="quick | standard | official")] = None,
+    size: Annotated[str | None, typer.Option(help="tiny | standard")] = None,
+    devices: Annotated[str | None, typer.Option(help="Comma-separated devices: cpu, cuda:0, ...")] = None,
+    threads: Annotated[int | None, typer.Option(help="Threads per stack (default: usable CPUs).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed of weights and inputs.")] = None,
+    timeout_s: Annotated[float | None, typer.Option("--timeout-s", help="Wall-clock limit per cell.")] = None,
+    runs: Annotated[int | None, typer.Option(help="train-to-quality: timed runs per cell (5).")] = None,
+    nproc: Annotated[int | None, typer.Option(help="train-to-quality: data-parallel processes.")] = None,
+    batch: Annotated[int | None, typer.Option(help="Samples per call, offline/multi-stream.")] = None,
+    batch_sweep: Annotated[
+        str | None, typer.Option("--batch-sweep", help="Batches to sweep, e.g. 1,2,4,8 (best verified).")
+    ] = None,
+    config_file: Annotated[
+        Path | None, typer.Option("--config", help="TOML file with a [run] table.")
+    ] = None,
+    resume: Annotated[str | None, typer.Option(help="Finish an interrupted run.")] = None,
+    variants: Annotated[
+        int | None, typer.Option(help="Seeded unseen variants per workload (generalization).")
+    ] = None,
+    variant_seed: Annotated[
+        int | None, typer.Option("--variant-seed", help="Seed of the variants (default: fresh, recorded).")
+    ] = None,
+    no_probe: Annotated[bool, typer.Option("--no-probe", help="Skip the roofline probes.")] = False,
+    fleet: Annotated[
+        str | None, typer.Option(help="Run the cells on a Ray cluster: ray://HOST:PORT, HOST:PORT or auto.")
+    ] = None,
+    serve: Annotated[
+        str | None, typer.Option(help="Also serve each stack: ray-serve,triton (-nobatch: batching off).")
+    ] = None,
+    store_path: StoreOption = None,
+    as_json: JsonOption = False,
+    include_unverified: UnverifiedOption = False,
+) -> None:
+    """Benchmark the suite on every available stack and print the results."""
+    listed = {"workloads": workloads, "stacks": stacks, "scenarios": scenarios, "devices": devices}
+    scalars = {"rules": rules, "size": size, "threads": threads, "seed": seed, "timeout_s": timeout_s}
+    per_run = {"variants": variants, "variant_seed": variant_seed, "runs": runs, "nproc": nproc}
+    batching = {"batch": batch, "batch_sweep": _batches(batch_sweep)}
+    overrides = _overrides(
+        {**{k: _names(v) for k, v in listed.items()}, **scalars, **per_run, **batching}, config_file
+    )
+    if serve:  # docs/serving.md
+        chosen = overrides.get("stacks") or suite(suite_name).stacks
+        overrides["stacks"] = cli_serving.with_served(chosen, _names(serve) or ())
+    machine = detect_machine()
+    with _fleet_executor(fleet) as executor, chosen_store(store_path) as store:
+        if resume:
+            config = runner.resume_config(store, resume, machine)
+            run_id = resume
+        else:
+            config = with_variant_seed(with_overrides(suite(suite_name), overrides))
+            runner.plan(config)  # validate names before anything is stored
+            run_id = runner.start_run(store, config, machine)
+            if not no_probe and executor is None:  # the peaks of this machine, not of the fleet's nodes
+                _probe(store.run_dir(run_id), config, machine, quiet=as_json)
+        results = _execute_with_progress(store, run_id, config, machine, as_json, executor)
+        _print_results(store, run_id, as_json, include_unverified)
+    if not results and not resume:
+        raise UserError("the run planned no cells")
+
+
+def _batches(text: str | None) -> tuple[int, ...] | None:
+    try:
+        return tuple(int(name) for name in _names(text) or ()) or None
+    except ValueError:
+        raise UserError(f"--batch-sweep takes comma-separated whole numbers, got {text!r}") from None
+
+
+def _overrides(given: dict[str, Any], config_file: Path | None) -> dict[str, Any]:
+    """The options given on the command line over the TOML file's; ``--stacks all`` expanded."""
+    overrides = given
+    if config_file:
+        overrides = {**load_toml(config_file), **{k: v for k, v in given.items() if v is not None}}
+    if overrides.get("stacks") in (("all",), ["all"]):
+        overrides["stacks"] = registry.all_stack_names()
+    return overrides
+
+
+@contextlib.contextmanager
+def _fleet_executor(address: str | None) -> Iterator[runner.Executor | None]:
+    """The fleet's executor while the run lasts (None: run here); joining fails before anything is stored."""
+    if address is None:
+        yield None
+        return
+    from accelbench import fleet
+
+    cluster = fleet.connect(address)
+    try:
+        yield fleet.FleetExecutor(cluster)
+    finally:
+        cluster.disconnect()
+
+
+def _execute_with_progress(
+    store: Store,
+    run_id: str,
+    config: RunConfig,
+    machine: Machine,
+    quiet: bool,
+    executor: runner.Executor | None = None,
+) -> list[Result]:
+    total = runner.pending_count(store, run_id, config)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, disable=quiet, transient=False) as progress:
+        task = progress.add_task(f"run {run_id}", total=total)
+
+        def advance(result: Result) -> None:
+            node = result.settings.get("fleet_node", {}).get("node_id", "")
+            where = f"node {node[:8]} " if node else ""
+            progress.update(task, advance=1, description=f"{where}{result.cell.key}: {result.status}")
+
+        try:
+            return runner.execute(store, run_id, config, machine, on_result=advance, executor=executor)
+        except KeyboardInterrupt:
+            store.set_run_status(run_id, "interrupted")
+            err_console.print(f"interrupted; finish with: accelbench run --resume {run_id}")
+            raise typer.Exit(130) from None
+
+
+def _probe(run_dir: Path, config: RunConfig, machine: Machine, quiet: bool) -> None:
+    """Measure this machine's peaks (GEMM, bandwidth) once per run; kept in the run folder."""
+    from accelbench.config import effective_threads
+    from accelbench.probe.roofline import measure_peaks
+    from accelbench.report.documents import save_peaks
+
+    if not quiet:
+        err_console.print("measuring this machine's peaks (roofline probes; skip with --no-probe) ...")
+    budget_s = 4.0 if config.size == "tiny" else 10.0  # the tiny suite is for quick checks
+    save_peaks(run_dir, measure_peaks(effective_threads(config), budget_s=budget_s, machine=machine))
+
+
+def _print_results(store: Store, run_id: str, as_json: bool, include_unverified: bool = False) -> None:
+    from accelbench.report.documents import load_peaks, normalized_documents
+
+    results, run_dir = store.results(run_id), store.run_dir(run_id)
+    peaks = load_peaks(run_dir)
+    normalized = normalized_documents(results, store.run(run_id).machine, peaks, store.path / "cache")
+    if as_json:
+        documents = [{**to_dict(r), "normalized": normalized.get(r.cell.key)} for r in results]
+        peaks_doc = peaks.to_dict() if peaks else None
+        expressive = expressiveness_section(results)
+        document = {"run_id": run_id, "peaks": peaks_doc, "results": documents, **expressive}
+        document.update(ranking.leaderboard_document(results, include_unverified))
+        document.update(_generalization_section(results))
+        terminal.print_json(document)
+        return
+    console.print(terminal.results_table(results, f"accelbench run {run_id}", include_unverified))
+    for probes in terminal.server_search_tables(results):
+        console.print(probes)
+    unverified = terminal.unverified_table(results)
+    if unverified is not None:
+        console.print(unverified)
+    console.print(terminal.checks_table(results, normalized))
+    failures = terminal.failures_table(results)
+    if failures is not None:
+        console.print(failures)
+    for line in terminal.warnings_lines(results):
+        console.print(f"[yellow]warning[/] {line}")
+    _print_expressiveness(results)
+    _print_generalization(results)
+    for table in (training_report.training_table(results), generation_report.generation_table(results)):
+        if table is not None:
+            console.print(table)
+    console.print(terminal.status_line(results))
+    console.print(f"run folder (LoadGen logs, caches): {run_dir}")
+
+
+def _generalization_section(results: list[Result]) -> dict[str, Any]:
+    """``{"generalization": ...}`` when the run has variants, else empty."""
+    from accelbench.normalize.generalization import generalization_document, has_variants
+
+    return {"generalization": generalization_document(results)} if has_variants(results) else {}
+
+
+def _print_generalization(results: list[Result]) -> None:
+    """Generalization figures when the run has variants; flagged audits and the audit summary."""
+    from accelbench.report import generalization as report
+
+    section = _generalization_section(results)
+    if section:
+        console.print(report.stacks_table(section["generalization"]))
+        console.print(report.variants_table(section["generalization"]))
+    flagged = report.audits_table(results)
+    if flagged is not None:
+        console.print(flagged)
+    summary = report.audits_line(results)
+    if summary:
+        console.print(summary)
+
+
+def _print_expressiveness(results: list[Result]) -> None:
+    """The workload x stack matrix when the run has expressiveness workloads."""
+    from accelbench.report import expressiveness as matrix
+
+    section = expressiveness_section(results)
+    if section:
+        console.print(matrix.matrix_table(section["expressiveness"]))
+        for line in matrix.reason_lines(section["expressiveness"]):
+            console.print(f"  {line}")
+
+
+@app.command("list")
+def list_entries(
+    kind: Annotated[str, typer.Argument(help="workloads | stacks | scenarios")],
+    as_json: JsonOption = False,
+) -> None:
+    """List workloads, stacks or scenarios, with availability and the reason when unavailable."""
+    builders = {
+        "workloads": cli_list.workload_rows,
+        "stacks": cli_list.stack_rows,
+        "scenarios": cli_list.scenario_rows,
+    }
+    if kind not in builders:
+        raise UserError(f"unknown list {kind}; use one of: {', '.join(builders)}")
+    rows = builders[kind]()
+    if as_json:
+        terminal.print_json(rows)
+    else:
+        console.print(terminal.availability_table(kind, rows))
+
+
+@app.command()
+def show(
+    run_id: Annotated[str | None, typer.Argument(help="Run id (default: the latest run).")] = None,
+    store_path: StoreOption = None,
+    as_json: JsonOption = False,
+    include_unverified: UnverifiedOption = False,
+) -> None:
+    """Show the results of a run: the leaderboard of verified cells, then the unverified ones apart."""
+    with chosen_store(store_path) as store:
+        chosen = _chosen_run(store, run_id)
+        _print_results(store, chosen, as_json, include_unverified)
+
+
+@app.command()
+def export(
+    run_id: Annotated[str | None, typer.Argument(help="Run id (default: the latest run).")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="csv | json")] = "csv",
+    output: Annotated[Path, typer.Option("-o", "--output", help="File to write.")] = Path("results.csv"),
+    store_path: StoreOption = None,
+) -> None:
+    """Export the results of a run to CSV or JSON."""
+    with chosen_store(store_path) as store:
+        chosen = _chosen_run(store, run_id)
+        export_results(store.results(chosen), fmt, output)
+    err_console.print(f"wrote {output}")
+
+
+def _chosen_run(store: Store, run_id: str | None) -> str:
+    if run_id:
+        store.run(run_id)  # raises UserError for an unknown id
+        return run_id
+    latest = store.latest_run_id()
+    if latest is None:
+        raise UserError("the store holds no runs yet; start one with: accelbench run")
+    return latest
+
+
+@app.command()
+def hw(as_json: JsonOption = False) -> None:
+    """Show what was detected about this machine."""
+    from accelbench.hardware.match import match_machine
+
+    machine = detect_machine()
+    match = match_machine(machine)
+    chip = {
+        "key": match.chip.key if match.chip else None,
+        "basis": match.basis,
+        "count": match.count,
+        "count_basis": match.count_basis,
+        "notes": list(match.notes),
+    }
+    document = {**machine_to_dict(machine), "fingerprint": machine.fingerprint, "chip": chip}
+    if as_json:
+        terminal.print_json(document)
+    else:
+        console.print(terminal.machine_table(document))
+
+
+@app.command()
+def probe(
+    threads: Annotated[int | None, typer.Option(help="Threads (default: usable CPUs).")] = None,
+    budget_s: Annotated[
+        float | None, typer.Option("--budget-s", help="Seconds of measurement (default 10).")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Measure this machine's peak GEMM FLOP/s and memory bandwidth, each next to the best library's."""
+    from accelbench.probe.roofline import DEFAULT_BUDGET_S, measure_peaks  # imports torch
+    from accelbench.report import roofline as roofline_report
+
+    chosen = threads if threads is not None else len(os.sched_getaffinity(0))
+    budget = DEFAULT_BUDGET_S if budget_s is None else budget_s
+    if chosen < 1 or budget <= 0:
+        raise UserError("--threads must be at least 1 and --budget-s positive")
+    peaks = measure_peaks(chosen, budget)
+    if as_json:
+        terminal.print_json(peaks.to_dict())
+        return
+    console.print(roofline_report.peaks_table(peaks))
+    console.print(roofline_report.measurements_table(peaks))
+    console.print(roofline_report.libraries_table(peaks))
+    for line in peaks.warnings:
+        console.print(f"[yellow]warning[/] {line}")
+
+
+cli_normalize.register(app)  # explain, history, import-mlperf
+cli_tune.register(app)  # tune
+cli_report.register(app)  # report
+cli_store.register(app)  # store check
+
+
+def main() -> None:
+    """Console entry point: one-line errors with exit code 2 for bad input."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        app()
+    except UserError as err:
+        sys.stderr.write(f"accelbench: error: {' '.join(str(err).split())}\n")
+        sys.exit(2)

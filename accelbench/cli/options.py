@@ -1,0 +1,40 @@
+"""The options shared by the commands, declared once, and the one place the store folder is chosen."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from accelbench.store import DEFAULT_STORE_DIR, Store, open_store
+
+STORE_ENV = "ACCELBENCH_STORE"
+"""The environment variable that names the results folder when ``--store`` is not given."""
+
+StoreOption = Annotated[
+    Path | None,
+    typer.Option("--store", help=f"Results folder (env {STORE_ENV}; default ./{DEFAULT_STORE_DIR})"),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+ChipsOption = Annotated[
+    Path | None, typer.Option("--chips", help="TOML file adding chips (see docs/adding-a-chip.md).")
+]
+UnverifiedOption = Annotated[
+    bool,
+    typer.Option(
+        "--include-unverified",
+        help="Rank disqualified, unverified, invalid and unstable cells too, marked UNVERIFIED.",
+    ),
+]
+
+
+def store_dir(path: Path | None) -> Path:
+    """The results folder: ``--store``, else $ACCELBENCH_STORE, else ./accelbench-results."""
+    return path or Path(os.environ.get(STORE_ENV) or DEFAULT_STORE_DIR)
+
+
+def chosen_store(path: Path | None) -> Store:
+    """The store in the folder ``store_dir`` chooses, opened (created when new)."""
+    return open_store(store_dir(path))

@@ -1,0 +1,27 @@
+"""``accelbench run --serve SERVERS``: each chosen stack with its served variants (docs/serving.md).
+
+A served deployment is the stack ``<stack>@<server>`` (``onnxruntime@ray-serve``). ``--serve`` keeps
+the in-process stacks and adds, for each, every ``<stack>@<server>`` that is registered, so the
+serving overhead (served over in-process) is measured in one run. Stacks with no served variant stay
+in-process only; a server no chosen stack has is a UserError naming the served stacks there are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from accelbench import registry
+from accelbench.errors import UserError
+
+
+def with_served(stacks: Sequence[str], servers: Sequence[str]) -> tuple[str, ...]:
+    """``stacks`` followed by the registered ``<stack>@<server>`` of every one of ``servers``."""
+    known = registry.table("stack")
+    served = [f"{stack}@{server}" for server in servers for stack in stacks if "@" not in stack]
+    found = [name for name in served if name in known]
+    missing = [s for s in servers if not any(name.endswith(f"@{s}") for name in found)]
+    if missing:
+        there = ", ".join(sorted(name for name in known if "@" in name)) or "none"
+        chosen = ", ".join(stacks)
+        raise UserError(f"no served variant of {chosen} on {', '.join(missing)}; served stacks: {there}")
+    return tuple(dict.fromkeys([*stacks, *found]))

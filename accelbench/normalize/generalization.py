@@ -1,0 +1,198 @@
+"""Per-stack generalization figures of a run with variants: Goodhart gap, spread, success rate.
+
+Performance is FLOP-normalised, so a variant that is simply bigger or smaller does not count as better or
+worse: achieved FLOP/s = FLOPs per sample x samples per second (LoadGen's scenario throughput). FLOPs
+come from each variant's ``variant_info`` (its ``flops`` and the ``canonical_flops`` it was drawn
+against). For each (workload, stack, device, scenario):
+
+* ``goodhart_gap`` = canonical FLOP/s / median variant FLOP/s; above 1 the stack is tuned to the canonical
+  model. Its CI resamples the variants (``stats.ratio_ci``; the canonical figure is one measurement).
+* ``spread`` = interquartile range / median of the variants' FLOP/s, with a bootstrap CI.
+* ``success_rate`` = variants that ran and passed the quality gate / variants planned (an ``unstable``,
+  ``invalid`` or ``unverified`` variant counts: it ran and answered right, though it gives no speed).
+* ``compile_growth`` = median variant ``compile_s`` / canonical ``compile_s`` (None when the stack does not
+  compile: a canonical compile time of 0).
+
+Only ``ok`` results contribute performance (a result that failed the quality gate is never a speed).
+A (workload, stack, device, scenario) with a ``disqualified`` cell, or without any verified one, has no
+row in the table or the heatmap: it is listed under ``excluded`` with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from accelbench import stats
+from accelbench.results import Result
+
+CANONICAL = "canonical"
+ANSWERED_RIGHT = ("ok", "unverified", "invalid", "unstable")
+"""Statuses of a cell that ran and passed the quality gate (only ``ok`` gives performance)."""
+Group = tuple[str, str, str, str]
+"""(workload, stack, device, scenario)."""
+
+
+def generalization_document(results: Sequence[Result]) -> dict[str, Any]:
+    """The run's generalization figures (see the module docstring); empty lists without variants."""
+    groups = _groups(results)
+    admitted = {key: members for key, members in groups.items() if not _exclusion(members)}
+    stacks = [_stack_figures(key, members) for key, members in admitted.items()]
+    return {
+        "variant_seed": _variant_seed(results),
+        "stacks": [figures for figures in stacks if figures is not None],
+        "variants": _variant_rows(results),
+        "heatmap": [row for key, members in admitted.items() for row in _heatmap_rows(key, members)],
+        "excluded": [
+            {"workload": key[0], "stack": key[1], "device": key[2], "scenario": key[3], "reason": why}
+            for key, members in groups.items()
+            if (why := _exclusion(members))
+        ],
+    }
+
+
+def _exclusion(members: Sequence[Result]) -> str:
+    """Why a group has no generalization figures ("" when it has): a disqualified or no verified cell."""
+    disqualified = next((r for r in members if r.status == "disqualified"), None)
+    if disqualified is not None:
+        return f"{disqualified.cell.variant} disqualified: {disqualified.reason}"
+    if not any(r.status == "ok" for r in members):
+        return "no verified cell"
+    return ""
+
+
+def has_variants(results: Sequence[Result]) -> bool:
+    """Whether any result is a variant cell."""
+    return any(r.cell.variant != CANONICAL for r in results)
+
+
+def flop_rate(result: Result, flops: int | None) -> float | None:
+    """Achieved FLOP/s of an ``ok`` result: ``flops`` per sample x LoadGen's samples per second."""
+    if result.status != "ok" or not flops or not result.qps:
+        return None
+    return float(flops) * result.qps
+
+
+def _groups(results: Sequence[Result]) -> dict[Group, list[Result]]:
+    """Results by (workload, stack, device, scenario), only groups holding at least one variant."""
+    groups: dict[Group, list[Result]] = {}
+    for result in results:
+        cell = result.cell
+        groups.setdefault((cell.workload, cell.stack, cell.device, cell.scenario), []).append(result)
+    return {
+        key: members
+        for key, members in groups.items()
+        if any(r.cell.variant != CANONICAL for r in members)
+        and not all(r.status == "unavailable" for r in members)
+    }
+
+
+def _canonical_flops(members: Sequence[Result]) -> int | None:
+    infos = [r.variant_info for r in members if r.variant_info]
+    return int(infos[0]["canonical_flops"]) if infos else None
+
+
+def _flops(result: Result, canonical_flops: int | None) -> int | None:
+    if result.cell.variant == CANONICAL:
+        return canonical_flops
+    return int(result.variant_info["flops"]) if result.variant_info else None
+
+
+def _stack_figures(key: Group, members: Sequence[Result]) -> dict[str, Any] | None:
+    canonical = next((r for r in members if r.cell.variant == CANONICAL), None)
+    variants = [r for r in members if r.cell.variant != CANONICAL]
+    canonical_flops = _canonical_flops(members)
+    rates = [rate for r in variants if (rate := flop_rate(r, _flops(r, canonical_flops))) is not None]
+    canonical_rate = flop_rate(canonical, canonical_flops) if canonical else None
+    gap, gap_ci = _gap(canonical_rate, rates)
+    spread, spread_ci = _spread(rates)
+    passed = sum(1 for r in variants if r.status in ANSWERED_RIGHT)
+    return {
+        "workload": key[0],
+        "stack": key[1],
+        "device": key[2],
+        "scenario": key[3],
+        "goodhart_gap": gap,
+        "gap_ci": gap_ci,
+        "spread": spread,
+        "spread_ci": spread_ci,
+        "success_rate": passed / len(variants),
+        "variants_ok": passed,
+        "variants_total": len(variants),
+        "compile_growth": _compile_growth(canonical, variants),
+    }
+
+
+def _gap(canonical_rate: float | None, rates: list[float]) -> tuple[float | None, list[float] | None]:
+    if canonical_rate is None or not rates:
+        return None, None
+    gap, (low, high) = stats.ratio_ci([canonical_rate], rates)
+    return gap, [low, high]
+
+
+def relative_spread(values: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Interquartile range / median along ``axis`` (vectorised, for the bootstrap)."""
+    q25, median, q75 = np.percentile(values, [25, 50, 75], axis=axis)
+    return np.asarray((q75 - q25) / median)
+
+
+def _spread(rates: list[float]) -> tuple[float | None, list[float] | None]:
+    if len(rates) < 2:
+        return None, None
+    value = float(relative_spread(np.asarray(rates)))
+    low, high = stats.bootstrap_ci(rates, relative_spread)
+    return value, [low, high]
+
+
+def _compile_growth(canonical: Result | None, variants: Sequence[Result]) -> float | None:
+    times = [r.compile_s for r in variants if r.status == "ok" and r.compile_s is not None]
+    if canonical is None or not canonical.compile_s or not times:
+        return None
+    return float(np.median(times)) / canonical.compile_s
+
+
+def _variant_seed(results: Sequence[Result]) -> int | None:
+    seeds = {int(r.variant_info["variant_seed"]) for r in results if r.variant_info}
+    return min(seeds) if seeds else None
+
+
+def _variant_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
+    """One row per (workload, variant) seen, the canonical model first (mutations [], ratio 1)."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for result in results:
+        info = result.variant_info
+        if not info:
+            continue
+        workload = result.cell.workload
+        rows.setdefault((workload, CANONICAL), _row(workload, CANONICAL, [], info["canonical_flops"], 1.0))
+        rows.setdefault(
+            (workload, result.cell.variant),
+            _row(workload, result.cell.variant, info["mutations"], info["flops"], info["flops_ratio"]),
+        )
+    return [rows[key] for key in sorted(rows, key=lambda k: (k[0], k[1] != CANONICAL, k[1]))]
+
+
+def _row(workload: str, variant: str, mutations: Any, flops: Any, ratio: Any) -> dict[str, Any]:
+    return {
+        "workload": workload,
+        "variant": variant,
+        "mutations": [{"kind": m["kind"], "detail": m["detail"]} for m in mutations],
+        "flops": int(flops),
+        "flops_ratio": float(ratio),
+    }
+
+
+def _heatmap_rows(key: Group, members: Sequence[Result]) -> list[dict[str, Any]]:
+    """Each cell's FLOP/s relative to the canonical cell's (None when either was not measured)."""
+    canonical_flops = _canonical_flops(members)
+    canonical = next((r for r in members if r.cell.variant == CANONICAL), None)
+    base = flop_rate(canonical, canonical_flops) if canonical else None
+    rows = []
+    for result in sorted(members, key=lambda r: (r.cell.variant != CANONICAL, r.cell.variant)):
+        rate = flop_rate(result, _flops(result, canonical_flops))
+        relative = rate / base if rate is not None and base else None
+        cell = dict(zip(("workload", "stack", "device", "scenario"), key, strict=True))
+        rows.append({**cell, "variant": result.cell.variant, "relative": relative, "status": result.status})
+    return rows

@@ -1,0 +1,155 @@
+"""The denominator of "% of peak": this machine's best measured rate, the datasheet's, and a suspect check.
+
+A share of peak is only worth reading if nothing measured on the machine beats its denominator. The
+measured peak of a kind and dtype is therefore the best of *every* measurement of that kind and dtype the
+run's roofline probe made (``accelbench.probe.roofline``): its probes and the libraries it raced them
+against, each already the best of its repeated calls. GEMM peaks are ``gemm`` measurements; the memory
+roof is the best ``copy`` or ``triad`` measurement (STREAM byte counting). Where the device was matched to
+a chip with a datasheet FLOP/s, the datasheet peak of the part used (chip peak x chips counted: a share of
+a socket on CPUs) is a second denominator, a range when the chip fact is uncertain.
+
+A result whose achieved rate exceeds the measured peak (share above ``SUSPECT_SHARE``) is not shown
+silently: its ``PeakShare`` is ``suspect`` with a reason, and ``suspect_reasons`` gathers those reasons
+per measured peak so the probe's row can say that a result beat it. Pure functions; no formatting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from accelbench.hardware.chips import Chip
+from accelbench.probe.roofline import MeasuredPeaks, Measurement
+from accelbench.ranges import Range
+
+SUSPECT_SHARE = 1.0
+"""Above this share of the measured peak a figure is suspect: nothing may beat the machine's best."""
+_KINDS = {"gemm": ("gemm",), "bandwidth": ("copy", "triad")}
+_UNITS = {"gemm": "flop/s", "bandwidth": "byte/s"}
+_DATASHEET = {"fp32": "peak_fp32_flop_per_s", "bf16": "peak_fp16_flop_per_s"}
+
+
+@dataclass(frozen=True, slots=True)
+class MachinePeak:
+    """The best measured rate of one kind and dtype on this machine, and which measurement gave it."""
+
+    kind: str
+    """``gemm`` (FLOP/s) or ``bandwidth`` (byte/s, the best of copy and triad)."""
+    dtype: str
+    value_per_s: float
+    unit: str
+    method: str
+    """What gave the best rate: method, size, role (probe or library) and repeats."""
+    role: str
+    """``probe`` or ``library``."""
+    probe_per_s: float | None
+    """The probe's own best (what older reports divided by); None when only libraries were timed."""
+
+
+@dataclass(frozen=True, slots=True)
+class PeakShare:
+    """An achieved rate as a share of the measured peak and, when the chip is known, of the datasheet's."""
+
+    achieved_per_s: float
+    measured: MachinePeak
+    share_of_measured: float
+    datasheet_per_s: Range | None = None
+    datasheet_source: str = ""
+    share_of_datasheet: Range | None = None
+    suspect: bool = False
+    reason: str = ""
+
+
+def machine_peak(peaks: MeasuredPeaks, kind: str, dtype: str = "fp32") -> MachinePeak | None:
+    """The best measurement of ``kind`` (``gemm`` or ``bandwidth``) in ``dtype``; None when none was made.
+
+    Every probe and library measurement counts (each is the best of its repeats); a peak stored without
+    its measurements counts by its own value, as a probe.
+    """
+    chosen = [p for p in peaks.peaks if p.kind in _KINDS[kind] and p.dtype == dtype]
+    candidates = [
+        (m.value_per_s, _method(m), m.role)
+        for m in dict.fromkeys(m for p in chosen for m in p.measurements if m.dtype == dtype)
+    ]
+    candidates += [
+        (p.value_per_s, f"{p.kind} {p.method} (probe)", "probe") for p in chosen if not p.measurements
+    ]
+    if not candidates:
+        return None
+    value, method, role = max(candidates)
+    probe = max((c[0] for c in candidates if c[2] == "probe"), default=None)
+    return MachinePeak(kind, dtype, value, _UNITS[kind], method, role, probe)
+
+
+def _method(measurement: Measurement) -> str:
+    size = str(measurement.size) if measurement.kind == "gemm" else f"{measurement.size} elements"
+    return (
+        f"{measurement.kind} {measurement.method} size {size} ({measurement.role}, "
+        f"best of {measurement.repeats} calls, {measurement.threads} threads)"
+    )
+
+
+def datasheet_peak(chip: Chip | None, count: float, dtype: str = "fp32") -> tuple[Range, str] | None:
+    """The datasheet FLOP/s of the part used (chip peak x ``count``) and its source; None when unknown.
+
+    ``bf16`` reads the chip's dense fp16/bf16 figure.
+    """
+    if chip is None or count <= 0 or dtype not in _DATASHEET:
+        return None
+    fact = getattr(chip, _DATASHEET[dtype])
+    if fact is None:
+        return None
+    source = f"{chip.key} {fact.provenance} ({fact.source}) x {count:.4g} chips counted"
+    return fact.value * count, source
+
+
+def peak_share(
+    achieved_per_s: float, measured: MachinePeak, datasheet: tuple[Range, str] | None = None
+) -> PeakShare:
+    """The shares of ``achieved_per_s``; suspect when it beats the machine's best measurement."""
+    if not achieved_per_s > 0 or not measured.value_per_s > 0:
+        raise ValueError("an achieved rate and a peak must be positive")
+    share = achieved_per_s / measured.value_per_s
+    sheet, source = datasheet if datasheet is not None else (None, "")
+    suspect = share > SUSPECT_SHARE
+    return PeakShare(
+        achieved_per_s=achieved_per_s,
+        measured=measured,
+        share_of_measured=share,
+        datasheet_per_s=sheet,
+        datasheet_source=source,
+        share_of_datasheet=None if sheet is None else Range.point(achieved_per_s) / sheet,
+        suspect=suspect,
+        reason=_suspect_reason(share, measured) if suspect else "",
+    )
+
+
+def _suspect_reason(share: float, measured: MachinePeak) -> str:
+    return (
+        f"achieved {share:.0%} of the measured {measured.kind} {measured.dtype} peak "
+        f"({measured.method}): either the probe missed this machine's ceiling or the FLOP count "
+        "overstates the work (a stack skipping work, or a cheaper kernel the count does not know)"
+    )
+
+
+def suspect_reasons(documents: Mapping[str, Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Per measured peak (``"gemm fp32"``): ``cell key: reason`` of every suspect roofline document."""
+    found: dict[str, list[str]] = {}
+    for key, document in sorted(documents.items()):
+        roofline = document.get("roofline") or {}
+        if roofline.get("suspect"):
+            name = f"gemm {roofline.get('peak_dtype', 'fp32')}"
+            found.setdefault(name, []).append(f"{key}: {roofline.get('suspect_reason', '')}")
+    return found
+
+
+def shares_above(documents: Iterable[Mapping[str, Any]], limit: float = SUSPECT_SHARE) -> list[float]:
+    """Shares of the measured peak above ``limit`` that are not marked suspect (should be empty)."""
+    unmarked = []
+    for document in documents:
+        roofline = document.get("roofline") or {}
+        share = roofline.get("share_of_peak")
+        if share is not None and share > limit and not roofline.get("suspect"):
+            unmarked.append(share)
+    return unmarked

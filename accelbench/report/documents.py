@@ -1,0 +1,134 @@
+"""Normalized figures of stored results, as documents: roofline position and per-chip denominators.
+
+Everything here is derived at read time from what the store keeps (results, the run's machine, the peaks
+the run measured in ``runs/<run_id>/peaks.json``) plus chip facts, so a better chip table or FLOP count
+improves old results without re-running them. ``accelbench show`` and the report use these documents.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from accelbench.cellspec import write_json_atomic
+from accelbench.hardware.chips import ChipTable, load_chips
+from accelbench.normalize.peak_share import datasheet_peak, machine_peak, peak_share
+from accelbench.probe.roofline import MeasuredPeaks
+from accelbench.ranges import Range
+from accelbench.report.normalized import figures_document, range_document
+from accelbench.results import Result
+
+log = logging.getLogger(__name__)
+
+PEAKS_FILE = "peaks.json"
+DatasheetPeaks = dict[str, tuple[Range, str]]
+"""Per dtype: the datasheet FLOP/s of the part used and its source (``normalize.peak_share``)."""
+
+
+def save_peaks(run_dir: Path, peaks: MeasuredPeaks) -> None:
+    """Keep the peaks a run measured in its folder."""
+    write_json_atomic(run_dir / PEAKS_FILE, peaks.to_dict())
+
+
+def load_peaks(run_dir: Path) -> MeasuredPeaks | None:
+    """The peaks a run measured, or None when it ran with ``--no-probe`` (or the file is unreadable)."""
+    path = run_dir / PEAKS_FILE
+    if not path.exists():
+        return None
+    try:
+        return MeasuredPeaks.from_dict(json.loads(path.read_text()))
+    except (ValueError, KeyError, TypeError) as err:
+        log.warning("ignoring unreadable %s: %s", path, err)
+        return None
+
+
+def normalized_documents(
+    results: Sequence[Result],
+    machine: Mapping[str, Any],
+    peaks: MeasuredPeaks | None,
+    cache_dir: Path,
+    chips: ChipTable | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Per cell key: ``roofline`` (achieved FLOP/s, shares of the measured and datasheet peaks, bound,
+    suspect flag) and ``figures``."""
+    from accelbench.normalize.lookup import result_figures
+
+    table = chips if chips is not None else load_chips()
+    documents = {}
+    for result in results:
+        if result.status != "ok" or result.effective_precision == "none":
+            continue
+        documents[result.cell.key] = {
+            "roofline": _roofline(result, peaks, cache_dir, _datasheet(result, machine, table)),
+            "figures": figures_document(result_figures(result, machine, table)),
+        }
+    return documents
+
+
+def _datasheet(result: Result, machine: Mapping[str, Any], chips: ChipTable) -> DatasheetPeaks:
+    """The datasheet FLOP/s per dtype of the part the result ran on (empty when the chip is unknown)."""
+    from accelbench.hardware.detect import machine_from_dict
+    from accelbench.hardware.match import match_device
+    from accelbench.normalize.lookup import machine_of
+
+    try:
+        match = match_device(machine_from_dict(machine_of(result, machine)), result.cell.device, chips)
+    except (ValueError, TypeError, KeyError):
+        return {}
+    found = {dtype: datasheet_peak(match.chip, match.count, dtype) for dtype in ("fp32", "bf16")}
+    return {dtype: value for dtype, value in found.items() if value is not None}
+
+
+def _roofline(
+    result: Result, peaks: MeasuredPeaks | None, cache_dir: Path, datasheet: DatasheetPeaks
+) -> dict[str, Any] | None:
+    from accelbench.generation.figures import query_cost
+    from accelbench.normalize.roofline import roofline_figures
+    from accelbench.variants.cost import workload_cost
+
+    seconds = _seconds_per_sample(result)
+    if peaks is None or seconds is None:
+        return None
+    bf16 = result.effective_precision == "bf16" and machine_peak(peaks, "gemm", "bf16")
+    dtype = "bf16" if bf16 else "fp32"
+    flops_peak, bytes_peak = machine_peak(peaks, "gemm", dtype), machine_peak(peaks, "bandwidth")
+    if flops_peak is None or bytes_peak is None:
+        return None
+    if result.generation is not None:
+        cost = query_cost(result.cell.workload, result.cell.size, result.generation)
+    else:
+        cost = workload_cost(
+            result.cell.workload, result.cell.size, cache_dir=cache_dir, variant=result.cell.variant
+        )
+    figures = roofline_figures(cost, seconds, flops_peak.value_per_s, bytes_peak.value_per_s)
+    share = peak_share(figures.achieved_flops_per_s, flops_peak, datasheet.get(dtype))
+    return {
+        **dataclasses.asdict(figures),
+        "peak_dtype": dtype,
+        "peak_method": flops_peak.method,
+        "peak_role": flops_peak.role,
+        "probe_peak_flops_per_s": flops_peak.probe_per_s,
+        "bandwidth_method": bytes_peak.method,
+        "datasheet_peak_flops_per_s": range_document(share.datasheet_per_s),
+        "datasheet_source": share.datasheet_source,
+        "share_of_datasheet_peak": range_document(share.share_of_datasheet),
+        "suspect": share.suspect,
+        "suspect_reason": share.reason,
+        "flops_per_sample": cost.flops,
+        "bytes_per_sample": cost.bytes_moved,
+        "cost_method": cost.method,
+        "provenance": "measured peaks of this run's machine (best of every probe and library "
+        "measurement); FLOPs counted by torch's FlopCounterMode",
+        "time_basis": "p50 latency" if result.cell.scenario == "single-stream" else "1 / LoadGen throughput",
+    }
+
+
+def _seconds_per_sample(result: Result) -> float | None:
+    if result.cell.scenario == "single-stream" and result.latency is not None:
+        return result.latency.p50_s
+    qps = result.qps
+    return 1.0 / qps if qps else None

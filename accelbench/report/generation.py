@@ -1,0 +1,85 @@
+"""Terminal table of LLM decode results: TTFT / TPOT percentiles, tokens/s, agreement, conversion.
+
+Reads the ``generation`` section of results (``accelbench.generation.figures``); the only place its
+seconds and token rates are formatted. TTFT and TPOT are LoadGen's (token mode); prefill tokens/s is the
+generator's own clock (marked ``sut``). A row of a result that did not pass every audit says so in its
+status: the figures are shown, never ranked (the ranking tables hold only verified results).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich.table import Table
+
+from accelbench.results import Result
+
+COLUMNS = (
+    "workload",
+    "stack",
+    "scenario",
+    "status",
+    "precision / weights",
+    "TTFT p90 ms",
+    "TPOT p90 ms",
+    "tokens/s",
+    "decode tok/s",
+    "prefill tok/s (sut)",
+    "goodput q/s (sut)",
+    "agreement",
+    "conversion s",
+)
+_LEFT = ("workload", "stack", "scenario", "status", "precision / weights", "agreement")
+
+
+def generation_results(results: Sequence[Result]) -> list[Result]:
+    """The results that carry a generation section."""
+    return [r for r in results if r.generation is not None]
+
+
+def generation_table(results: Sequence[Result]) -> Table | None:
+    """One row per generative result; None when there is none."""
+    rows = generation_results(results)
+    if not rows:
+        return None
+    table = Table(title="LLM decode (LoadGen token latencies)", title_justify="left")
+    for column in COLUMNS:
+        table.add_column(column, justify="left" if column in _LEFT else "right")
+    for result in sorted(rows, key=lambda r: r.cell.key):
+        table.add_row(*_row(result, result.generation or {}))
+    return table
+
+
+def _row(result: Result, section: Mapping[str, Any]) -> list[str]:
+    cell = result.cell
+    agreement = section.get("agreement") or {}
+    share = agreement.get("identical_share")
+    agreed = (
+        "-"
+        if share is None
+        else f"{share:.2f} ({agreement.get('identical_replies')}/{agreement.get('replies')})"
+    )
+    return [
+        cell.workload,
+        cell.stack if cell.device == "cpu" else f"{cell.stack} @ {cell.device}",
+        cell.scenario,
+        result.status,
+        f"{section.get('precision', '?')} / {section.get('weight_format', '?')}",
+        _ms((section.get("ttft_percentiles_s") or {}).get("p90")),
+        _ms((section.get("tpot_percentiles_s") or {}).get("p90")),
+        _number(section.get("tokens_per_s"), "{:.1f}"),
+        _number(section.get("decode_tokens_per_s"), "{:.1f}"),
+        _number(section.get("prefill_tokens_per_s_sut"), "{:.0f}"),
+        _number(section.get("goodput_qps_sut"), "{:.2f}"),
+        agreed,
+        _number(section.get("conversion_s"), "{:.1f}"),
+    ]
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value * 1e3:.1f}"
+
+
+def _number(value: Any, pattern: str) -> str:
+    return "-" if value is None else pattern.format(value)

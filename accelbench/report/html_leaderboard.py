@@ -1,0 +1,255 @@
+"""Plotly figures of the leaderboard: bars per result with switchable normalizations, and the server curve.
+
+Bars start at zero: the value axis is linear with ``rangemode="tozero"``, so a stack 20% slower looks 20%
+slower; a second button group switches to a log scale, labelled as such, and back. Error bars are the
+95% interval across trials (LoadGen headline) or the ranges of uncertain chip facts. The first view is
+the scenario's MLPerf figure (``report.headline``): single-stream p90, multi-stream p99 per query, server
+max QPS, offline samples/s. Every title names the rule set. SI values become display units here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import plotly.graph_objects as go
+
+from accelbench.report.headline import Headline, headline
+from accelbench.results import Result
+
+Value = tuple[float, float, float]
+"""(central, low, high) of one bar."""
+LINEAR_LABEL = "linear axis from 0"
+LOG_LABEL = "log scale"
+_LAYOUT = {"template": "plotly_white", "height": 440, "margin": {"l": 70, "r": 20, "t": 130, "b": 80}}
+_AXES = {
+    "latency_p90_s": "p90 latency, ms, lower is better (95% CI across trials)",
+    "latency_p99_per_query_s": "p99 latency per query, ms, lower is better (95% CI across trials)",
+    "samples_per_s": "samples per second, LoadGen (95% CI across trials)",
+    "max_qps": "max QPS with p99 under the bound (95% CI across trials)",
+    "qps": "queries (samples) per second, LoadGen",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One stored result on a chart: its label and its normalized document (``normalized_documents``)."""
+
+    label: str
+    result: Result
+    normalized: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """One switchable normalization of the leaderboard: axis title and how to read the value."""
+
+    name: str
+    axis: str
+    value: Callable[[Entry], Value | None]
+
+
+def _performance(per: str, scale: float = 1.0) -> Callable[[Entry], Value | None]:
+    """Work per (denominator x second) from a cost figure: 1 / cost, its range inverted, times ``scale``."""
+
+    def read(entry: Entry) -> Value | None:
+        figure = entry.normalized.get("figures", {}).get(per)
+        if not figure:
+            return None
+        value = figure["value"]
+        return scale / value["central"], scale / value["high"], scale / value["low"]
+
+    return read
+
+
+def _headline(entry: Entry) -> Value | None:
+    shown = headline(entry.result)
+    if shown is None:
+        return None
+    scale = 1e3 if shown.lower_is_better else 1.0
+    low, high = shown.ci if shown.ci is not None else (shown.value, shown.value)
+    return shown.value * scale, min(low, shown.value) * scale, max(high, shown.value) * scale
+
+
+def _throughput(entry: Entry) -> Value | None:
+    shown = headline(entry.result)
+    if shown is not None and not shown.lower_is_better:
+        return None  # the headline view already shows it
+    qps = entry.result.qps
+    return (qps, qps, qps) if qps else None
+
+
+def _share_of_peak(entry: Entry) -> Value | None:
+    share = (entry.normalized.get("roofline") or {}).get("share_of_peak")
+    return None if share is None else (share * 100, share * 100, share * 100)
+
+
+VIEWS = (
+    View("raw throughput", "queries (samples) per second, LoadGen", _throughput),
+    View("per chip", "per second per chip (share of a socket on CPUs)", _performance("chip")),
+    View("per transistor", "per second per billion transistors", _performance("transistor", 1e9)),
+    View("per TDP W", "per joule at TDP (per second per TDP watt)", _performance("tdp_w")),
+    View("per measured W", "per measured joule", _performance("measured_w")),
+    View("per $ (purchase)", "per second per USD of purchase price", _performance("usd")),
+    View("per $ (cloud)", "per USD at on-demand cloud prices", _performance("usd_cloud")),
+    View(
+        "share of peak",
+        "% of the machine's best measured GEMM FLOP/s (probes and libraries); >100% is SUSPECT",
+        _share_of_peak,
+    ),
+)
+"""The normalizations after the scenario's headline view (``views``)."""
+
+
+def views(entries: Sequence[Entry]) -> list[View]:
+    """The views with data for ``entries``: the scenario's headline first, then ``VIEWS``."""
+    shown = next((h for e in entries if (h := headline(e.result)) is not None), None)
+    first = [View(_headline_name(shown), _AXES.get(shown.metric, shown.metric), _headline)] if shown else []
+    return [v for v in (*first, *VIEWS) if any(v.value(e) for e in entries)]
+
+
+def _headline_name(shown: Headline) -> str:
+    return "headline: " + {
+        "latency_p90_s": "p90 latency",
+        "latency_p99_per_query_s": "p99 per query",
+        "samples_per_s": "samples/s",
+        "max_qps": "max QPS",
+    }.get(shown.metric, "QPS")
+
+
+def leaderboard_figure(title: str, entries: Sequence[Entry]) -> go.Figure:
+    """Bars per result, one trace per view with error bars, switched by buttons; a linear axis from zero
+    with a log-scale toggle."""
+    figure = go.Figure()
+    chosen = views(entries)
+    for index, view in enumerate(chosen):
+        shown = [(e, value) for e in entries if (value := view.value(e)) is not None]
+        figure.add_trace(_bar(view.name, shown, visible=index == 0))
+    buttons = [
+        {
+            "label": view.name,
+            "method": "update",
+            "args": [{"visible": [i == k for i in range(len(chosen))]}, {"yaxis.title.text": view.axis}],
+        }
+        for k, view in enumerate(chosen)
+    ]
+    figure.update_layout(
+        title=title,
+        yaxis={"title": chosen[0].axis if chosen else "", "type": "linear", "rangemode": "tozero"},
+        updatemenus=[_menu(buttons, 1.28), _menu(_scale_buttons(), 1.16)],
+        **_LAYOUT,
+    )
+    return figure
+
+
+def _menu(buttons: list[dict[str, Any]], y: float) -> dict[str, Any]:
+    return {
+        "type": "buttons",
+        "direction": "right",
+        "x": 0,
+        "y": y,
+        "xanchor": "left",
+        "buttons": buttons,
+        "showactive": True,
+    }
+
+
+def _scale_buttons() -> list[dict[str, Any]]:
+    linear = {"yaxis.type": "linear", "yaxis.rangemode": "tozero", "yaxis.autorange": True}
+    log = {"yaxis.type": "log", "yaxis.autorange": True}
+    return [
+        {"label": LINEAR_LABEL, "method": "relayout", "args": [linear]},
+        {"label": LOG_LABEL, "method": "relayout", "args": [log]},
+    ]
+
+
+def _bar(name: str, shown: Sequence[tuple[Entry, Value]], visible: bool) -> go.Bar:
+    central = [v[0] for _, v in shown]
+    suspect = [bool((e.normalized.get("roofline") or {}).get("suspect")) for e, _ in shown]
+    marks = ["SUSPECT: above the measured peak" if s and name == "share of peak" else "" for s in suspect]
+    return go.Bar(
+        name=name,
+        x=[e.label for e, _ in shown],
+        y=central,
+        visible=visible,
+        customdata=marks,
+        marker={"color": ["#c62828" if m else "#1f77b4" for m in marks]},
+        error_y={
+            "type": "data",
+            "array": [v[2] - v[0] for _, v in shown],
+            "arrayminus": [v[0] - v[1] for _, v in shown],
+            "visible": any(v[1] != v[2] for _, v in shown),
+        },
+        hovertemplate="%{x}: %{y:.4g} %{customdata}<extra>" + name + "</extra>",
+    )
+
+
+TOKEN_CURVES = (
+    ("ttft_p99_s", "ttft_s", "p99 time to first token, ms (LoadGen token mode)"),
+    ("tpot_p99_s", "tpot_s", "p99 time per output token, ms (LoadGen token mode)"),
+)
+"""The curves of an LLM server search: (probe key, bound key in the generation section, axis title)."""
+
+
+def server_search_figure(title: str, entries: Sequence[Entry]) -> go.Figure | None:
+    """p99 latency (ms) against target QPS of every server search, the latency bound drawn as a line;
+    invalid probes are crosses. None when no entry has a search. LLM searches: ``token_search_figures``."""
+    searched = [
+        (e.label, s)
+        for e in entries
+        if (s := e.result.server_search) and s.get("probes") and e.result.generation is None
+    ]
+    if not searched:
+        return None
+    bounds = {float(s["bound_s"]) for _, s in searched if s.get("bound_s")}
+    return _search_figure(title, searched, "p99_s", bounds, "p99 latency, ms (LoadGen, queueing included)")
+
+
+def token_search_figures(title: str, entries: Sequence[Entry]) -> list[go.Figure]:
+    """TTFT-vs-QPS and TPOT-vs-QPS curves (p99) of every LLM server search, each bound drawn."""
+    searched = [
+        (e.label, s, e.result.generation or {})
+        for e in entries
+        if (s := e.result.server_search) and s.get("probes") and e.result.generation is not None
+    ]
+    if not searched:
+        return []
+    figures = []
+    for key, bound_key, axis in TOKEN_CURVES:
+        bounds = {float(g["bounds"][bound_key]) for _, _, g in searched if g.get("bounds")}
+        pairs = [(label, search) for label, search, _ in searched]
+        figures.append(_search_figure(f"{title}: {axis.split(',')[0]}", pairs, key, bounds, axis))
+    return figures
+
+
+def _search_figure(
+    title: str, searched: Sequence[tuple[str, Mapping[str, Any]]], key: str, bounds: set[float], axis: str
+) -> go.Figure:
+    figure = go.Figure()
+    for label, search in searched:
+        figure.add_trace(_probe_trace(label, search["probes"], key))
+    for bound_s in sorted(bounds):
+        figure.add_hline(y=bound_s * 1e3, line_dash="dash", line_color="#c62828")
+        figure.add_annotation(
+            x=1, xref="paper", xanchor="right", y=bound_s * 1e3, text=f"p99 bound {bound_s * 1e3:.3g} ms"
+        )
+    figure.update_layout(title=title, **{**_LAYOUT, "margin": {"l": 70, "r": 20, "t": 70, "b": 60}})
+    figure.update_xaxes(title="target QPS (LoadGen server, Poisson arrivals)", rangemode="tozero")
+    figure.update_yaxes(title=axis, rangemode="tozero")
+    return figure
+
+
+def _probe_trace(label: str, probes: Sequence[Mapping[str, Any]], key: str = "p99_s") -> go.Scatter:
+    ordered = sorted(probes, key=lambda p: float(p.get("target_qps") or 0.0))
+    return go.Scatter(
+        x=[p.get("target_qps") for p in ordered],
+        y=[(p.get(key) or 0.0) * 1e3 for p in ordered],
+        mode="lines+markers",
+        name=label,
+        marker={"symbol": ["circle" if p.get("valid") else "x" for p in ordered], "size": 9},
+        text=[
+            "VALID" if p.get("valid") else "INVALID: " + "; ".join(p.get("reasons") or ()) for p in ordered
+        ],
+        hovertemplate="%{x:.4g} QPS: p99 %{y:.4g} ms, %{text}<extra>" + label + "</extra>",
+    )

@@ -1,0 +1,129 @@
+"""Reliability of the harness itself: fuzzed inputs, injected faults, kill -9 and resume.
+
+Three parts, each as a user meets it:
+- the fuzz tests (``tests/fuzz``, hypothesis) with every judged input logged: how many inputs, how many
+  ended in a traceback instead of a one-line error;
+- one run of the faulty and planted stacks (``tests/e2e/faulty.py``) beside the null stack: every fault
+  must be stored with its own status, none lost, no traceback on the terminal;
+- ``--kills`` SIGKILLs of ``accelbench run`` at seeded random points, each followed by ``--resume``
+  (``tests/e2e/kill_resume.py``): the final run must hold the planned cells once each, nothing lost.
+
+Usage: ``python benchmarks/reliability.py [--kills 4] [--seed 2026]`` (a few minutes on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from accelbench.store.check import check_store  # noqa: E402
+from tests.e2e import kill_resume  # noqa: E402
+
+FAULTS = {
+    "planted-crash": "crashed",
+    "planted-hang": "timeout",
+    "planted-raise": "crashed",
+    "faulty-infer-raise": "crashed",
+    "faulty-memory": "oom",
+    "faulty-shape": "disqualified",
+    "faulty-dtype": "refused",
+    "faulty-chatty": "measured",
+    "faulty-teardown": "measured",
+}
+"""Each injected fault and the status it must end in (``measured``: any measured status; ``refused``:
+``quality_failed`` or ``disqualified``, whichever check catches it first)."""
+MEASURED = ("ok", "unverified", "unstable", "disqualified", "invalid")
+
+
+def fuzz(log: Path) -> tuple[int, int, int]:
+    """(inputs judged, tracebacks, pytest exit code) of the fuzz tests."""
+    env = {**os.environ, "ACCELBENCH_RELIABILITY_LOG": str(log)}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/fuzz"],
+        cwd=ROOT, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    entries = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return len(entries), sum(1 for e in entries if e["traceback"]), done.returncode
+
+
+def faults(store: Path) -> tuple[int, int, int, list[str]]:
+    """(faults injected, records lost, tracebacks on the terminal, wrong statuses) of one faulty run."""
+    store.parent.mkdir(parents=True, exist_ok=True)
+    config = store.parent / "limits.toml"
+    config.write_text("[run]\nmem_limit_bytes = 2147483648\n")
+    stacks = ",".join([*FAULTS, "null"])
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.e2e.faulty", "run", "--suite", "tiny", "--workloads", "bert-base",
+         "--scenarios", "single-stream", "--stacks", stacks, "--no-probe", "--timeout-s", "45",
+         "--config", str(config), "--store", str(store), "--json"],
+        cwd=ROOT, capture_output=True, text=True, timeout=1800,
+    )  # fmt: skip
+    results = json.loads(done.stdout)["results"] if done.returncode == 0 else []
+    shown = json.dumps([{k: v for k, v in r.items() if k != "stderr_tail"} for r in results])
+    tracebacks = done.stderr.count("Traceback") + shown.count("Traceback")  # a cell's own log tail is data
+    by_stack = {r["cell"]["stack"]: r for r in results}
+    wrong = [
+        f"{stack}: {by_stack[stack]['status'] if stack in by_stack else 'missing'} (want {want})"
+        for stack, want in FAULTS.items()
+        if stack not in by_stack or not _status_fits(by_stack[stack]["status"], want)
+    ]
+    lost = len(FAULTS) + 1 - len(results)
+    return len(FAULTS), lost, tracebacks, wrong
+
+
+def _status_fits(status: str, want: str) -> bool:
+    groups = {"measured": MEASURED, "refused": ("quality_failed", "disqualified")}
+    return status in groups.get(want, (want,))
+
+
+def kills(store: Path, count: int, seed: int) -> tuple[int, int, int, bool]:
+    """(kills survived, records lost, duplicates, store check clean) of kill -9 and resume."""
+    report = kill_resume.kill_and_resume(store, kills=count, seed=seed)
+    keys = Counter(report.final_keys)
+    duplicates = sum(n - 1 for n in keys.values())
+    missing = len(kill_resume.planned_keys() - set(keys))
+    checked = check_store(store)
+    duplicates += sum(1 for p in checked.problems if p.kind == "duplicate")
+    ok = report.final_exit_code == 0 and not missing and report.survivors == 0
+    return (report.kills if ok else 0), report.records_lost + missing, duplicates, checked.clean
+
+
+def _clean(clean: bool) -> str:
+    return "clean" if clean else "NOT clean"
+
+
+def main() -> None:
+    """Print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kills", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=2026)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        inputs, fuzz_tracebacks, fuzz_code = fuzz(folder / "fuzz.jsonl")
+        injected, fault_lost, fault_tracebacks, wrong = faults(folder / "faults" / "store")
+        survived, kill_lost, duplicates, clean = kills(folder / "kills", args.kills, args.seed)
+    rows = [
+        ("inputs fuzzed", inputs, f"tests/fuzz exit code {fuzz_code}"),
+        ("faults injected", injected, "statuses as expected" if not wrong else "; ".join(wrong)),
+        ("kills survived", survived, f"of {args.kills} (seed {args.seed}); store check {_clean(clean)}"),
+        ("records lost", fault_lost + kill_lost, "goal 0"),
+        ("duplicates", duplicates, "goal 0"),
+        ("tracebacks shown to the user", fuzz_tracebacks + fault_tracebacks, "goal 0"),
+    ]  # fmt: skip
+    print(f"{'reliability':<30} {'count':>6}  note")
+    for name, value, note in rows:
+        print(f"{name:<30} {value:>6}  {note}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""A store writer process for the concurrency tests: ``python -m tests.e2e.store_writer STORE RUN_ID N``.
+
+Opens (or creates) the store at the same moment as its siblings, registers its run and stores N results
+one transaction each, re-reading its own results after every write, and printing the count after each
+commit (so a test that kills it knows what was committed).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from accelbench.results import Cell, Result
+from accelbench.store import open_store
+
+FINGERPRINT = "feedfacefeedface"
+
+
+def write(store_path: str, run_id: str, count: int) -> int:
+    """Store ``count`` results in a new run (created unless it exists); return how many it holds."""
+    with open_store(store_path) as store:
+        if run_id not in store.run_ids():
+            store.create_run(run_id, {"writer": run_id}, {}, FINGERPRINT)
+        for index in range(len(store.results(run_id)), count):
+            cell = Cell(workload=f"w{index}", stack="null", scenario="offline", size="tiny")
+            store.add_result(Result(run_id=run_id, cell=cell, status="crashed", reason=f"planted {index}",
+                                    machine_fingerprint=FINGERPRINT))  # fmt: skip
+            assert len(store.results(run_id)) == index + 1
+            print(index + 1, flush=True)
+        store.set_run_status(run_id, "complete")
+        return len(store.results(run_id))
+
+
+if __name__ == "__main__":
+    write(sys.argv[1], sys.argv[2], int(sys.argv[3]))

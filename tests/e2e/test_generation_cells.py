@@ -1,0 +1,105 @@
+"""The LLM decode driver on tiny-llama with planted stacks: a reply cache is disqualified, a false first
+token fails the quality gate, and the honest reference passes. Runs ``accelbench.cell.generation`` in this
+process (the runner would give each cell a process of its own; the verdicts are the same)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from accelbench.cell.generation import measure
+from accelbench.cellspec import CellSpec
+from accelbench.generation.base import GenerationContext, Generator
+from accelbench.generation.models import LlmModel, missing_packages
+from accelbench.generation.torch_stacks import TorchEager
+from accelbench.registry import GENERATING_STACKS, WORKLOADS
+from accelbench.results import Cell
+
+pytestmark = pytest.mark.skipif(bool(missing_packages()), reason=f"llm extra missing: {missing_packages()}")
+
+
+class _Wrapped(Generator):
+    """torch-eager's generator, with a planted behaviour in ``_run``."""
+
+    def __init__(self, inner: Generator) -> None:
+        self.inner = inner
+        self.model = getattr(inner, "model", None)
+        self.precision, self.weight_format = inner.precision, inner.weight_format
+        self.conversion_s, self.details = inner.conversion_s, inner.details
+
+    def _run(self, prompt: Sequence[int], max_new_tokens: int, first: Callable[[int], None]) -> list[int]:
+        return self.inner._run(prompt, max_new_tokens, first)
+
+
+class ReplyCache(_Wrapped):
+    """Answers a prompt it has seen from a cache: first token and reply at once."""
+
+    def __init__(self, inner: Generator) -> None:
+        super().__init__(inner)
+        self.seen: dict[tuple[int, ...], list[int]] = {}
+
+    def _run(self, prompt: Sequence[int], max_new_tokens: int, first: Callable[[int], None]) -> list[int]:
+        key = (*prompt, max_new_tokens)
+        if key in self.seen:
+            first(self.seen[key][0])
+            return list(self.seen[key])
+        self.seen[key] = super()._run(prompt, max_new_tokens, first)
+        return list(self.seen[key])
+
+
+class FalseFirstToken(_Wrapped):
+    """Reports a first token that is not the reply's first (to look fast, say)."""
+
+    def _run(self, prompt: Sequence[int], max_new_tokens: int, first: Callable[[int], None]) -> list[int]:
+        first(7)
+        return self.inner._run(prompt, max_new_tokens, lambda token: None)
+
+
+class Planted(TorchEager):
+    wrapper: type[_Wrapped]
+
+    def prepare(self, model: LlmModel, ctx: GenerationContext) -> Generator:
+        return self.wrapper(super().prepare(model, ctx))
+
+
+class CachingStack(Planted):
+    wrapper = ReplyCache
+
+
+class LyingStack(Planted):
+    wrapper = FalseFirstToken
+
+
+def _measure(tmp_path: Path, stack_ref: str, name: str) -> dict[str, Any]:
+    cell_dir = tmp_path / "cells" / name
+    cell_dir.mkdir(parents=True)
+    spec = CellSpec(
+        run_id="test",
+        cell=Cell("tiny-llama", name, "single-stream", "cpu", "tiny"),
+        workload_ref=WORKLOADS["tiny-llama"],
+        stack_ref=stack_ref,
+        rules="quick",
+        threads=1,
+        seed=0,
+        samples=16,
+        cell_dir=str(cell_dir),
+        run_dir=str(tmp_path),
+        cache_dir=str(tmp_path / "cache"),
+        result_path=str(cell_dir / "outcome.json"),
+    )
+    return measure(spec)
+
+
+@pytest.mark.slow
+def test_honest_reference_passes_and_planted_stacks_never_rank(tmp_path: Path) -> None:
+    honest = _measure(tmp_path, GENERATING_STACKS["torch-eager"], "torch-eager")
+    assert honest["status"] in ("ok", "unstable"), honest["reason"]
+    assert honest["audit"]["prefix_cache"]["verdict"] == "pass"
+    cached = _measure(tmp_path, f"{__name__}:CachingStack", "caching")
+    assert cached["status"] == "disqualified" and "prefix_cache" in cached["reason"], cached["reason"]
+    lying = _measure(tmp_path, f"{__name__}:LyingStack", "lying")
+    assert lying["status"] == "quality_failed" and "test06" in lying["reason"], lying["reason"]
+    assert not lying["generation"]["checks"]["test06"]["passed"]

@@ -1,0 +1,153 @@
+"""LoadGen's figures, the server QPS search and batched LoadGen runs (real LoadGen, a numpy 'model')."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from accelbench.audits.feed import AuditFeed
+from accelbench.audits.repeat import repeat_verdict
+from accelbench.scenarios import batching, server_search
+from accelbench.scenarios.figures import TIMER_SLACK_S, figures_of, timer_disagreement
+from accelbench.scenarios.loadgen import batch_for, measure
+from accelbench.scenarios.rules import get_rules
+from accelbench.workloads.base import Inputs
+
+RNG = np.random.default_rng(3)
+WEIGHTS = RNG.standard_normal((16, 4)).astype(np.float32)
+SAMPLES: list[Inputs] = [(RNG.standard_normal((1, 16)).astype(np.float32),) for _ in range(32)]
+QUICK = get_rules("quick")
+
+
+def _model(inputs: Inputs) -> np.ndarray:
+    """0.5 ms per call plus 0.1 ms per row: batching pays."""
+    time.sleep(5e-4 + 1e-4 * inputs[0].shape[0])
+    return inputs[0] @ WEIGHTS
+
+
+def _audit_sample(k: int) -> Inputs:
+    return (np.random.default_rng(500 + k).standard_normal((1, 16)).astype(np.float32),)
+
+
+def test_join_pads_a_short_batch_and_split_drops_the_padding() -> None:
+    joined = batching.join(SAMPLES[:3], 4)
+    assert joined[0].shape == (4, 16) and np.array_equal(joined[0][3], SAMPLES[2][0][0])
+    rows = batching.split(_model(joined), 3, 4)
+    assert len(rows) == 3 and all(r.shape == (1, 4) for r in rows)
+    assert np.allclose(rows[1], SAMPLES[1][0] @ WEIGHTS)
+    with pytest.raises(ValueError, match="shape"):
+        batching.split(np.zeros((2, 4)), 3, 4)
+    one = batching.one_at_a_time(_model, 4)
+    assert np.allclose(one(SAMPLES[5]), SAMPLES[5][0] @ WEIGHTS)
+
+
+def test_a_batch_is_one_sample_per_call_in_single_stream_and_server_and_divides_multi_stream() -> None:
+    assert batch_for("single-stream", 8) == batch_for("server", 8) == 1
+    assert batch_for("offline", 6) == 6 and batch_for("multi-stream", 4) == 4
+    with pytest.raises(ValueError, match="divide"):
+        batch_for("multi-stream", 3)
+
+
+@pytest.mark.parametrize(("scenario", "batch"), [("offline", 4), ("multi-stream", 2)])
+def test_a_batched_run_checks_every_sample_and_pairs_whole_batches(
+    tmp_path: Path, scenario: str, batch: int
+) -> None:
+    feed = AuditFeed(SAMPLES, _audit_sample, 32, seed=11, batch=batch)
+    run = measure(scenario, _model, SAMPLES, QUICK, tmp_path, feed=feed, batch=batch)
+    assert run.summary.valid or scenario == "multi-stream"  # quick multi-stream is short by design
+    samples = run.summary.samples_per_query if scenario == "offline" else run.query_count * 8
+    assert len(run.sut_latencies_s) == math.ceil(samples / batch) if scenario == "offline" else True
+    assert len(feed.checks) >= 30
+    for check in feed.checks:
+        expected = feed.audit_input(check.origin)[0] @ WEIGHTS
+        assert check.output.shape == (1, 4) and np.allclose(check.output, expected)
+    assert len(feed.pairs) >= 8 and all(p.hot_sightings >= 8 for p in feed.pairs)
+    assert all(p.position % batch == 0 for p in feed.pairs)
+    assert repeat_verdict(feed.pairs).outcome != "fail"
+    figures = figures_of([run])
+    assert figures.batch == batch and figures.trials == 1 and figures.ci == (figures.value, figures.value)
+    assert timer_disagreement(figures) is None, figures
+
+
+def test_a_cache_of_whole_batches_fails_the_repeat_audit(tmp_path: Path) -> None:
+    seen: dict[bytes, int] = {}
+    cache: dict[bytes, np.ndarray] = {}
+
+    def memoizing(inputs: Inputs) -> np.ndarray:
+        key = inputs[0].tobytes()
+        seen[key] = seen.get(key, 0) + 1
+        if key in cache:
+            return cache[key]
+        cache[key] = _model(inputs)
+        return cache[key]
+
+    feed = AuditFeed(SAMPLES, _audit_sample, 32, seed=5, batch=4)
+    measure("offline", memoizing, SAMPLES, QUICK, tmp_path, feed=feed, batch=4)
+    assert repeat_verdict(feed.pairs).outcome == "fail"
+
+
+def test_offline_batching_raises_throughput_over_batch_one(tmp_path: Path) -> None:
+    one = measure("offline", _model, SAMPLES, QUICK, tmp_path / "b1")
+    eight = measure("offline", _model, SAMPLES, QUICK, tmp_path / "b8", batch=8)
+    assert figures_of([eight]).value > 1.5 * figures_of([one]).value
+
+
+def test_single_stream_headline_is_loadgen_early_stopping_p90(tmp_path: Path) -> None:
+    runs = [measure("single-stream", _model, SAMPLES, QUICK, tmp_path / str(k)) for k in range(2)]
+    figures = figures_of(runs)
+    assert figures.metric == "latency_p90_s" and figures.trials == 2
+    assert figures.early_stopping_s is not None and figures.value == pytest.approx(figures.early_stopping_s)
+    assert figures.value >= figures.p90_s * 0.999 and figures.p50_s <= figures.p90_s <= figures.p99_s
+    assert figures.ci[0] <= figures.value <= figures.ci[1]
+    assert abs(figures.loadgen_s - figures.sut_s) < 0.1 * figures.loadgen_s + TIMER_SLACK_S
+    assert 0.5 < figures.timer_ratio <= 1.01
+
+
+def test_timer_disagreement_names_both_timers() -> None:
+    from dataclasses import replace
+
+    from accelbench.results import Figures
+
+    base = Figures("single-stream", "latency_p90_s", 0.01, (0.01, 0.01), (0.01,), 100.0, 0.008, 0.01, 0.012,
+                   0.011, True, 1, 0.008, 0.0081, 0.008 / 0.0081)  # fmt: skip
+    assert timer_disagreement(base) is None
+    slow = replace(base, sut_s=0.004, timer_ratio=0.5)
+    assert "SUT timer says 4.000 ms" in (timer_disagreement(slow) or "")
+    assert timer_disagreement(replace(slow, scenario="server")) is None  # queueing is LoadGen's
+
+
+def _capacity_probe(capacity: float) -> server_search.Probe:
+    return server_search.Probe(
+        capacity, capacity <= 137.0, 0.05 if capacity <= 137 else 0.5, min(capacity, 140)
+    )
+
+
+def test_the_server_search_brackets_then_bisects_to_the_resolution() -> None:
+    found = server_search.search(_capacity_probe, 40.0, 12, 0.1)
+    low, high = found.bracket
+    assert low <= 137.0 < high and high / low <= 1 + server_search.RESOLUTION
+    assert found.max_qps == low and len(found.probes) < 12
+    assert [p.target_qps for p in found.probes[:3]] == [40.0, 80.0, 160.0]
+    document = found.to_dict()
+    assert document["max_qps"] == low and len(document["probes"]) == len(found.probes)
+
+
+def test_the_server_search_halves_when_the_start_is_too_high_and_keeps_to_its_budget() -> None:
+    found = server_search.search(_capacity_probe, 1000.0, 3, 0.1)
+    assert [p.target_qps for p in found.probes] == [1000.0, 500.0, 250.0]
+    assert found.max_qps == 0.0 and found.bracket == (0.0, 250.0)
+
+
+def test_a_real_server_search_finds_a_valid_qps_below_capacity(tmp_path: Path) -> None:
+    def probe(target: float) -> server_search.Probe:
+        run = measure("server", _model, SAMPLES, QUICK, tmp_path / f"{target:.0f}", 6e-4, target_qps=target)
+        return server_search.Probe(
+            target, run.summary.valid, run.summary.latency_percentiles_s[99.0], run.summary.qps
+        )
+
+    found = server_search.search(probe, 400.0, 4, QUICK.server_latency_bound_s)
+    assert 0 < found.max_qps < 1 / 6e-4 and all(p.p99_s < 0.1 for p in found.probes if p.valid)

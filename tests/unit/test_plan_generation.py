@@ -1,0 +1,71 @@
+"""The runner's plan for the generative workloads: generating stacks only, their scenarios, canonical."""
+
+from __future__ import annotations
+
+import pytest
+
+from accelbench import registry
+from accelbench.config import suite, with_overrides
+from accelbench.errors import UserError
+from accelbench.runner import plan
+
+
+def test_tiny_llama_runs_on_every_generating_stack_and_resnet_on_the_inference_ones() -> None:
+    config = with_overrides(suite("tiny"), {"workloads": ("tiny-llama", "resnet50")})
+    config = with_overrides(config, {"generation_stacks": tuple(registry.GENERATING_STACKS)})
+    cells = plan(config)
+    llm = [c for c in cells if c.cell.workload == "tiny-llama"]
+    assert {c.cell.stack for c in llm} == set(registry.GENERATING_STACKS)
+    assert {c.cell.scenario for c in llm} == {"single-stream", "offline"}
+    assert all(c.stack_ref == registry.GENERATING_STACKS[c.cell.stack] for c in llm)
+    assert all(c.cell.variant == "canonical" for c in llm)
+    resnet = {c.cell.stack for c in cells if c.cell.workload == "resnet50"}
+    assert resnet == {"null", "torch-eager", "torch-inductor", "onnxruntime"}
+
+
+def test_default_suite_runs_smollm2_single_stream_on_its_stacks() -> None:
+    llm = [c.cell for c in plan(suite("default")) if c.cell.workload == "smollm2-135m"]
+    assert [(c.stack, c.scenario) for c in llm] == [("torch-eager", "single-stream")]
+
+
+def test_chosen_stacks_split_by_task_and_multi_stream_is_not_an_llm_scenario() -> None:
+    config = with_overrides(
+        suite("tiny"),
+        {"workloads": ("tiny-llama", "minilm-l6"), "stacks": ("torch-eager", "ort-genai", "onnxruntime")},
+    )
+    config = with_overrides(config, {"scenarios": ("single-stream", "multi-stream")})
+    cells = {(c.cell.workload, c.cell.stack, c.cell.scenario) for c in plan(config)}
+    assert cells == {
+        ("tiny-llama", "torch-eager", "single-stream"),
+        ("tiny-llama", "ort-genai", "single-stream"),
+        *(
+            ("minilm-l6", s, c)
+            for s in ("torch-eager", "onnxruntime")
+            for c in ("single-stream", "multi-stream")
+        ),
+    }
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            {"workloads": ("tiny-llama",), "stacks": ("onnxruntime",)},
+            "no cell to run .tiny-llama: it runs on generating stacks",
+        ),
+        (
+            {"workloads": ("resnet50",), "stacks": ("ort-genai",)},
+            "no cell to run .resnet50: none of the stacks ort-genai",
+        ),
+        ({"workloads": ("tiny-llama",), "stacks": ("vllm",)}, "unknown stack vllm"),
+    ],
+)
+def test_a_plan_without_a_cell_or_an_unknown_stack_is_a_user_error(overrides: dict, message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        plan(with_overrides(suite("tiny"), overrides))
+
+
+def test_a_workload_without_a_cell_is_left_out_when_others_have_cells() -> None:
+    config = with_overrides(suite("default"), {"stacks": ("onnxruntime",)})
+    cells = plan(config)
+    assert {c.cell.workload for c in cells} == {"resnet50", "bert-base", "minilm-l6"}  # no generating stack
