@@ -30,7 +30,9 @@ from accelbench.errors import UserError
 from accelbench.hardware.detect import Machine, detect_machine, machine_to_dict
 from accelbench.normalize import ranking
 from accelbench.normalize.expressiveness import expressiveness_section
+from accelbench.normalize.serving import serving_comparisons, serving_document
 from accelbench.report import generation as generation_report
+from accelbench.report import serving as serving_report
 from accelbench.report import terminal
 from accelbench.report import training as training_report
 from accelbench.report.export import export_results
@@ -206,6 +208,7 @@ def _print_results(store: Store, run_id: str, as_json: bool, include_unverified:
         document = {"run_id": run_id, "peaks": peaks_doc, "results": documents, **expressive}
         document.update(ranking.leaderboard_document(results, include_unverified))
         document.update(_generalization_section(results))
+        document.update(serving_document(results))
         terminal.print_json(document)
         return
     console.print(terminal.results_table(results, f"accelbench run {run_id}", include_unverified))
@@ -222,7 +225,12 @@ def _print_results(store: Store, run_id: str, as_json: bool, include_unverified:
         console.print(f"[yellow]warning[/] {line}")
     _print_expressiveness(results)
     _print_generalization(results)
-    for table in (training_report.training_table(results), generation_report.generation_table(results)):
+    served = serving_report.serving_table(serving_comparisons(results))
+    for table in (
+        training_report.training_table(results),
+        generation_report.generation_table(results),
+        served,
+    ):
         if table is not None:
             console.print(table)
     console.print(terminal.status_line(results))

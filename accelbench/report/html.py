@@ -118,6 +118,7 @@ def build_sections(
         html_generalization.generalization_section(runs),
         html_generalization.expressiveness_section(runs),
         html_generalization.training_section(runs),
+        html_sections.serving_section(runs),
         html_sections.failures_section(runs),
     ]
     return [s for s in sections if s is not None]

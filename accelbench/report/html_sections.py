@@ -17,9 +17,11 @@ from accelbench.hardware.detect import machine_from_dict
 from accelbench.hardware.match import match_device
 from accelbench.normalize import ranking
 from accelbench.normalize.peak_share import machine_peak, suspect_reasons
+from accelbench.normalize.serving import serving_comparisons
 from accelbench.probe.roofline import MeasuredPeaks
 from accelbench.report import html_charts, html_leaderboard, terminal
 from accelbench.report import roofline as roofline_report
+from accelbench.report import serving as serving_report
 from accelbench.report.columns import leaderboard_tables
 from accelbench.report.headline import results_rules_note, sort_key
 from accelbench.report.html_tables import markup_html, rows_html, table_html
@@ -253,3 +255,14 @@ def failures_section(runs: Sequence[RunData]) -> Section:
                 f"<details><summary>{len(warnings)} kinds of warnings</summary><ul>{items}</ul></details>"
             )
     return Section("failures", "Failures and warnings", tuple(parts))
+
+
+def serving_section(runs: Sequence[RunData]) -> Section | None:
+    """Served deployments beside the same stack in process, and batching on beside off; None when the runs
+    hold no served stack with something to compare it with."""
+    comparisons = [c for run in runs for c in serving_comparisons(run.results)]
+    table = serving_report.serving_table(comparisons)
+    if table is None:
+        return None
+    note = text("Ratios within one run only; a side that did not pass every audit gives its reason instead.")
+    return Section("serving", "Serving overhead", (note, table_html(table)))
