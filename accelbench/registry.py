@@ -55,6 +55,8 @@ STACKS: Mapping[str, str] = {
     "onnxruntime@ray-serve-nobatch": "accelbench.serving.ray_serve:RayServeNoBatch",
     "onnxruntime@triton": "accelbench.serving.triton:Triton",
     "onnxruntime@triton-nobatch": "accelbench.serving.triton:TritonNoBatch",
+    "onnxruntime@torchserve": "accelbench.serving.torchserve:TorchServe",
+    "onnxruntime@torchserve-nobatch": "accelbench.serving.torchserve:TorchServeNoBatch",
 }
 
 GENERATING_STACKS: Mapping[str, str] = {

@@ -32,7 +32,8 @@ REQUEST_TIMEOUT_S = 30.0
 
 
 class ServedInfer:
-    """``infer`` over the v2 protocol at ``url`` (``http://host:port``) for model ``model``."""
+    """``infer`` over the v2 protocol at ``url`` (``http://host:port``) for model ``model``; ``endpoint``
+    replaces the v2 route for a server that takes v2 messages elsewhere (TorchServe's predictions)."""
 
     def __init__(
         self,
@@ -43,8 +44,9 @@ class ServedInfer:
         timeout_s: float = REQUEST_TIMEOUT_S,
         output: str = "output",
         on_close: Callable[[], object] | None = None,
+        endpoint: str | None = None,
     ) -> None:
-        self.endpoint = f"{url.rstrip('/')}/v2/models/{model}/infer"
+        self.endpoint = endpoint or f"{url.rstrip('/')}/v2/models/{model}/infer"
         self.input_names = tuple(input_names)
         self.output = output
         self.timeout_s = timeout_s

@@ -52,6 +52,8 @@ class Served:
     url: str
     process: ServerProcess | None
     stats: Callable[[], Mapping[str, str]]
+    endpoint: str | None = None
+    """Where requests are posted, when not the v2 route ``<url>/v2/models/<model>/infer``."""
 
 
 class ServedStack(OnnxFileStack):
@@ -68,7 +70,9 @@ class ServedStack(OnnxFileStack):
         start_s = time.perf_counter()
         served = self.start_server(files, spec, ctx)
         stop = functools.partial(process.stop, served.process) if served.process is not None else None
-        client = ServedInfer(served.url, MODEL_NAME, spec.input_names, on_close=stop)
+        client = ServedInfer(
+            served.url, MODEL_NAME, spec.input_names, on_close=stop, endpoint=served.endpoint
+        )
         startup_s = time.perf_counter() - start_s
         fixed = {
             "server": self.server,

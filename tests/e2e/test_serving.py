@@ -20,6 +20,7 @@ import torch
 from accelbench.serving import process
 from accelbench.serving.ray_serve import RayServe
 from accelbench.serving.stack import ServedStack
+from accelbench.serving.torchserve import TorchServe
 from accelbench.serving.triton import Triton
 from accelbench.stacks.base import CellContext, ModelSpec
 from tests.e2e.cli import accelbench, measured_ok
@@ -30,6 +31,7 @@ pytestmark = pytest.mark.slow
 
 RAY_REASON = RayServe().unavailable_reason("cpu")
 TRITON_REASON = Triton().unavailable_reason("cpu")
+TORCHSERVE_REASON = TorchServe().unavailable_reason("cpu")
 needs_ray = pytest.mark.skipif(RAY_REASON is not None, reason=str(RAY_REASON))
 needs_both = pytest.mark.skipif(
     RAY_REASON is not None or TRITON_REASON is not None, reason=f"{RAY_REASON or TRITON_REASON}"
@@ -37,7 +39,9 @@ needs_both = pytest.mark.skipif(
 SERVERS = {  # stack: (log file, what it prints once ready)
     "onnxruntime@ray-serve-nobatch": ("ray", b"ray serve ready"),
     "onnxruntime@triton-nobatch": ("triton", b"triton ready"),
+    "onnxruntime@torchserve-nobatch": ("torchserve", b"Model server started."),
 }
+SKIPS = {"triton": TRITON_REASON, "torchserve": TORCHSERVE_REASON}
 
 
 def _results(store: Path) -> dict[str, dict]:
@@ -94,13 +98,50 @@ def test_tiny_suite_served_beside_in_process(tmp_path: Path) -> None:
     _assert_nothing_left(store)
 
 
+@pytest.mark.skipif(TORCHSERVE_REASON is not None, reason=str(TORCHSERVE_REASON))
+def test_torchserve_cells_are_verified_and_show_their_overhead(tmp_path: Path) -> None:
+    """TorchServe with batching on and off beside the in-process stack: every cell measured and audited,
+    TorchServe's own timings stored, and ``show --json`` gives the overhead and batching ratios."""
+    store = tmp_path / "store"
+    done = accelbench(
+        "run", "--suite", "tiny", "--workloads", "resnet50", "--stacks", "onnxruntime",
+        "--serve", "torchserve,torchserve-nobatch", "--scenarios", "single-stream", "--no-probe",
+        "--store", str(store), timeout_s=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = _results(store)
+    stacks = ("onnxruntime", "onnxruntime@torchserve", "onnxruntime@torchserve-nobatch")
+    assert sorted(results) == sorted(f"{s}/single-stream" for s in stacks)
+    for name, result in results.items():
+        assert measured_ok(result), (name, result["status"], result["reason"])
+    for served in stacks[1:]:
+        stack = results[f"{served}/single-stream"]["settings"]["stack"]
+        assert float(stack["server_inference_ms_mean"]) > 0 and int(stack["server_requests"]) > 0, stack
+        assert results[f"{served}/single-stream"]["quality"]["passed"] is True
+    shown = accelbench("show", "--json", "--store", str(store))
+    comparisons = {(c["kind"], c["served"]): c for c in json.loads(shown.stdout)["serving"]}
+    assert set(comparisons) == {
+        ("overhead", "onnxruntime@torchserve"),
+        ("overhead", "onnxruntime@torchserve-nobatch"),
+        ("batching", "onnxruntime@torchserve"),
+    }
+    ok = [c for c in comparisons.values() if c["ratio"] is not None]
+    for comparison in ok:  # p90 over p90, both LoadGen's
+        expected = comparison["served_value"] / comparison["reference_value"]
+        assert comparison["ratio"] == pytest.approx(expected)
+    overhead = comparisons["overhead", "onnxruntime@torchserve-nobatch"]
+    assert overhead["ratio"] is None or overhead["ratio"] > 1, overhead
+    _assert_nothing_left(store)
+
+
 @needs_ray
 @pytest.mark.parametrize("served", sorted(SERVERS))
 def test_a_server_killed_mid_run_crashes_its_cell_and_leaves_nothing(served: str, tmp_path: Path) -> None:
     """The acceptance test: SIGKILL to every process of the server while LoadGen drives it; the other
     cell of the run is measured."""
-    if "triton" in served and TRITON_REASON:
-        pytest.skip(TRITON_REASON)
+    for server, reason in SKIPS.items():
+        if server in served and reason:
+            pytest.skip(reason)
     store = tmp_path / "store"
     run = subprocess.Popen(
         [sys.executable, "-m", "accelbench", "run", "--suite", "tiny", "--workloads", "resnet50",
@@ -144,7 +185,7 @@ def _launcher_of(config_path: Path) -> int:
 
 
 @needs_ray
-@pytest.mark.parametrize("stack", [RayServe(), Triton()], ids=lambda stack: stack.name)
+@pytest.mark.parametrize("stack", [RayServe(), Triton(), TorchServe()], ids=lambda stack: stack.name)
 def test_batched_rows_come_back_to_their_requests(stack: ServedStack, tmp_path: Path) -> None:
     """A batch-3 session (each request 3 rows; the server joins 2 requests into the 6-row file)."""
     if stack.unavailable_reason("cpu"):
