@@ -53,6 +53,8 @@ class CellSpec:
     """Samples per call of offline and multi-stream cells; None: the stack's default."""
     batch_sweep: tuple[int, ...] = ()
     """Batch sizes to sweep before the scored trials (offline, multi-stream); the best verified runs."""
+    serve_url: str | None = None
+    """The remote v2 server of the ``<stack>@url`` stacks (``--serve-url``), else None."""
     store_cache_dir: str = ""
     """The results store's cache folder, kept across runs (the LLM models and their conversions); empty:
     ``cache_dir``."""

@@ -73,6 +73,9 @@ class RunConfig:
     ``stacks`` that generate. Setting ``stacks`` (CLI, TOML) empties it, so the user's choice wins."""
     generation_scenarios: tuple[str, ...] = ()
     """The scenarios of the generative workloads; empty: ``scenarios``. Setting ``scenarios`` empties it."""
+    serve_url: str | None = None
+    """``--serve-url``: the v2 server (``http://host:port``) that the ``<stack>@url`` stacks send their
+    requests to; accelbench neither starts nor stops it (docs/serving.md)."""
 
     def __post_init__(self) -> None:
         _check_choice("scenario", self.scenarios + self.generation_scenarios, SCENARIOS)
@@ -86,6 +89,8 @@ class RunConfig:
             raise UserError("variants and variant_seed must be >= 0")
         if (self.batch is not None and self.batch < 1) or any(b < 1 for b in self.batch_sweep):
             raise UserError("batch sizes must be at least 1")
+        if self.serve_url is not None and not self.serve_url.startswith(("http://", "https://")):
+            raise UserError(f"serve_url must be an http:// or https:// address, got {self.serve_url[:80]!r}")
         if not (self.workloads and self.stacks and self.scenarios and self.devices):
             raise UserError("a run needs at least one workload, stack, scenario and device")
 

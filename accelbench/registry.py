@@ -57,6 +57,7 @@ STACKS: Mapping[str, str] = {
     "onnxruntime@triton-nobatch": "accelbench.serving.triton:TritonNoBatch",
     "onnxruntime@torchserve": "accelbench.serving.torchserve:TorchServe",
     "onnxruntime@torchserve-nobatch": "accelbench.serving.torchserve:TorchServeNoBatch",
+    "onnxruntime@url": "accelbench.serving.remote:RemoteServed",
 }
 
 GENERATING_STACKS: Mapping[str, str] = {

@@ -79,6 +79,7 @@ def cell_spec(run_id: str, config: RunConfig, planned: PlannedCell, run_dir: Pat
         nproc=config.nproc,
         batch=config.batch,
         batch_sweep=config.batch_sweep,
+        serve_url=config.serve_url,
         store_cache_dir=str(run_dir.parent.parent / "cache"),  # run_dir is <store>/runs/<run id>
     )
 

@@ -280,6 +280,7 @@ def _context(spec: CellSpec) -> CellContext:
         threads=spec.threads,
         work_dir=Path(spec.cell_dir),
         cache_dir=Path(spec.cache_dir),
+        serve_url=spec.serve_url,
     )
 
 

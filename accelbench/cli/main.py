@@ -91,7 +91,12 @@ def run(
         str | None, typer.Option(help="Run the cells on a Ray cluster: ray://HOST:PORT, HOST:PORT or auto.")
     ] = None,
     serve: Annotated[
-        str | None, typer.Option(help="Also serve each stack: ray-serve,triton (-nobatch: batching off).")
+        str | None,
+        typer.Option(help="Also serve each stack: ray-serve,triton,torchserve (-nobatch: batching off)."),
+    ] = None,
+    serve_url: Annotated[
+        str | None,
+        typer.Option("--serve-url", help="Also send each stack's requests to this running v2 server."),
     ] = None,
     store_path: StoreOption = None,
     as_json: JsonOption = False,
@@ -101,13 +106,14 @@ def run(
     listed = {"workloads": workloads, "stacks": stacks, "scenarios": scenarios, "devices": devices}
     scalars = {"rules": rules, "size": size, "threads": threads, "seed": seed, "timeout_s": timeout_s}
     per_run = {"variants": variants, "variant_seed": variant_seed, "runs": runs, "nproc": nproc}
-    batching = {"batch": batch, "batch_sweep": _batches(batch_sweep)}
+    batching = {"batch": batch, "batch_sweep": _batches(batch_sweep), "serve_url": serve_url}
     overrides = _overrides(
         {**{k: _names(v) for k, v in listed.items()}, **scalars, **per_run, **batching}, config_file
     )
-    if serve:  # docs/serving.md
+    servers = [*(_names(serve) or ()), *(["url"] if overrides.get("serve_url") else [])]
+    if servers:  # docs/serving.md
         chosen = overrides.get("stacks") or suite(suite_name).stacks
-        overrides["stacks"] = cli_serving.with_served(chosen, _names(serve) or ())
+        overrides["stacks"] = cli_serving.with_served(chosen, servers)
     machine = detect_machine()
     with _fleet_executor(fleet) as executor, chosen_store(store_path) as store:
         if resume:

@@ -19,7 +19,8 @@ def with_served(stacks: Sequence[str], servers: Sequence[str]) -> tuple[str, ...
     known = registry.table("stack")
     served = [f"{stack}@{server}" for server in servers for stack in stacks if "@" not in stack]
     found = [name for name in served if name in known]
-    missing = [s for s in servers if not any(name.endswith(f"@{s}") for name in found)]
+    given = [*found, *(name for name in stacks if "@" in name)]
+    missing = [s for s in servers if not any(name.endswith(f"@{s}") for name in given)]
     if missing:
         there = ", ".join(sorted(name for name in known if "@" in name)) or "none"
         chosen = ", ".join(stacks)

@@ -50,6 +50,8 @@ class CellContext:
     """Private scratch folder of this cell."""
     cache_dir: Path
     """Folder shared by the cells of one run (ONNX files, compiler caches)."""
+    serve_url: str | None = None
+    """A server someone else runs (``--serve-url``), for the ``<stack>@url`` stacks; else None."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -17,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 
-from accelbench.serving import process
+from accelbench.serving import metrics, process
 from accelbench.serving.ray_serve import RayServe
 from accelbench.serving.stack import ServedStack
 from accelbench.serving.torchserve import TorchServe
@@ -132,6 +134,83 @@ def test_torchserve_cells_are_verified_and_show_their_overhead(tmp_path: Path) -
     overhead = comparisons["overhead", "onnxruntime@torchserve-nobatch"]
     assert overhead["ratio"] is None or overhead["ratio"] > 1, overhead
     _assert_nothing_left(store)
+
+
+@needs_ray
+def test_serve_url_sends_the_requests_to_a_server_someone_else_runs(tmp_path: Path) -> None:
+    """``--serve-url``: a Ray Serve started here by hand (not by accelbench) serving seed 1's ONNX file.
+    A run with seed 1 is verified through it; a run with seed 0 gets another model's replies from it and
+    fails the quality gate. accelbench leaves the server running; the test stops it."""
+    store = tmp_path / "store"
+    base = ["--suite", "tiny", "--workloads", "resnet50", "--scenarios", "single-stream", "--no-probe"]
+    done = accelbench("run", *base, "--stacks", "onnxruntime", "--seed", "1", "--store", str(store))
+    assert done.returncode == 0, done.stderr[-3000:]
+    (onnx,) = store.glob("runs/*/cache/onnx/resnet50-tiny-canonical-1-b1.onnx")
+    server, url = _ray_server(onnx, tmp_path)
+    try:
+        for seed, expected in (("1", "ok"), ("0", "quality_failed")):
+            remote = tmp_path / f"remote-{seed}"
+            done = accelbench(
+                "run", *base, "--stacks", "onnxruntime", "--serve-url", url, "--seed", seed,
+                "--store", str(remote), timeout_s=900,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr[-3000:]
+            results = _results(remote)
+            assert sorted(results) == ["onnxruntime/single-stream", "onnxruntime@url/single-stream"]
+            cell = results["onnxruntime@url/single-stream"]
+            stack = cell["settings"]["stack"]
+            assert stack["url"] == url and stack["onnx_files"] == f"resnet50-tiny-canonical-{seed}-b1.onnx"
+            if expected == "ok":
+                assert measured_ok(cell), (cell["status"], cell["reason"])
+                assert cell["quality"]["passed"] is True
+            else:
+                assert cell["status"] == "quality_failed", (cell["status"], cell["reason"])
+        assert server.popen.poll() is None  # accelbench did not stop a server it did not start
+    finally:
+        assert process.stop(server) == []
+
+
+def _ray_server(onnx: Path, tmp_path: Path) -> tuple[process.ServerProcess, str]:
+    """A Ray Serve of ``onnx`` (batch 1) started as a user would, with accelbench's server script."""
+    http_port, metrics_port = process.free_port(), process.free_port()
+    temp_dir = tempfile.mkdtemp(prefix="abray-", dir="/tmp")
+    config = {
+        "models": {"1": str(onnx)}, "model": "model", "threads": 1, "max_batch": 1, "batch_wait_s": 0.002,
+        "http_port": http_port, "metrics_port": metrics_port, "temp_dir": temp_dir, "owner_pid": os.getpid(),
+    }  # fmt: skip
+    config_path = tmp_path / "ray-by-hand.json"
+    config_path.write_text(json.dumps(config))
+    url = f"http://{process.HOST}:{http_port}"
+    server = process.start(
+        "ray-by-hand", [sys.executable, "-m", "accelbench.serving.ray_app", str(config_path)],
+        (http_port, metrics_port), config_path.with_suffix(".log"),
+        lambda: metrics.http_ok(f"{url}/v2/models/model/ready"), 180.0,
+        env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
+        after_stop=lambda: shutil.rmtree(temp_dir, ignore_errors=True),
+    )  # fmt: skip
+    return server, url
+
+
+def test_serve_url_with_nothing_there_is_unavailable_and_the_run_goes_on(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    url = f"http://{process.HOST}:{process.free_port()}"
+    done = accelbench(
+        "run", "--suite", "tiny", "--workloads", "resnet50", "--stacks", "null", "--serve-url", url,
+        "--scenarios", "single-stream", "--no-probe", "--store", str(store),
+    )  # fmt: skip
+    assert done.returncode == 2 and "no served variant of null on url" in done.stderr, done.stderr[-2000:]
+    done = accelbench(
+        "run", "--suite", "tiny", "--workloads", "resnet50", "--stacks", "onnxruntime@url,null",
+        "--serve-url", url, "--scenarios", "single-stream", "--no-probe", "--store", str(store),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = _results(store)
+    remote = results["onnxruntime@url/single-stream"]
+    assert remote["status"] == "unavailable", remote
+    assert (
+        remote["reason"].startswith(f"no v2 model 'model' ready at {url}: ") and "\n" not in remote["reason"]
+    )
+    assert _null_measured(results["null/single-stream"])
 
 
 @needs_ray
