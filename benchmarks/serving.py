@@ -1,13 +1,14 @@
 """The serving overhead: each served deployment against the same stack in process, in one run.
 
-Runs ``accelbench run --stacks onnxruntime --serve ray-serve,ray-serve-nobatch,triton,triton-nobatch
---scenarios single-stream,server`` on the tiny resnet50 and bert-base (quick rules) and prints, per
-workload and stack, the single-stream p90 and the server scenario's searched max QPS, each with its
-ratio to the in-process stack (p90: served / in-process; QPS: in-process / served, so both read "times
-worse"), the server's own mean time per request where it reports one, and the statuses. Batching on/off
-is the ``-nobatch`` row against the one above it. ``--show STORE`` prints the table of a finished run
-instead of running one. Usage: ``python benchmarks/serving.py [--workloads resnet50,bert-base]
-[--serve ray-serve,ray-serve-nobatch,triton,triton-nobatch] [--store DIR | --show DIR]``.
+Runs ``accelbench run --stacks onnxruntime --serve ray-serve,ray-serve-nobatch,triton,triton-nobatch,
+torchserve,torchserve-nobatch --scenarios single-stream,server`` on the tiny resnet50 and bert-base
+(quick rules) and prints the run's serving comparisons (``accelbench.normalize.serving``, the
+``serving`` section of ``show --json``): each served cell against the same stack in process, and
+batching on against off, by LoadGen's headline (single-stream p90, server searched max QPS), with the
+cost ratio (served / reference, "times worse") and the server's own mean time per request where it
+reports one. A side that did not pass every audit gives its reason instead of a ratio. ``--show STORE``
+prints the table of a finished run instead of running one. Usage: ``python benchmarks/serving.py [--workloads resnet50,bert-base]
+[--serve ray-serve,...,torchserve-nobatch] [--store DIR | --show DIR]``.
 """
 
 from __future__ import annotations
@@ -22,37 +23,39 @@ from typing import Any
 
 from _cli import run_json
 
-SERVER_TIME = ("server_processing_ms_mean", "server_success_ms_mean")
-"""The server's own mean time per request: Ray Serve's replica processing, Triton's whole request."""
+SERVER_TIME = ("server_processing_ms_mean", "server_success_ms_mean", "server_inference_ms_mean")
+"""The server's own mean time per request: Ray Serve's replica processing, Triton's whole request,
+TorchServe's handler (inference) time."""
 
 
-def figures(document: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
-    """(workload, stack) -> p90_s, max_qps, server_ms, statuses."""
-    table: dict[tuple[str, str], dict[str, Any]] = {}
+def server_ms(document: dict[str, Any]) -> dict[str, str]:
+    """Served cell key -> the server's own mean ms per request, where it reports one."""
+    found = {}
     for result in document["results"]:
-        cell = result["cell"]
-        row = table.setdefault((cell["workload"], cell["stack"]), {"statuses": []})
-        row["statuses"].append(result["status"])
-        if cell["scenario"] == "single-stream" and result.get("latency"):
-            row["p90_s"] = result["latency"]["p90_s"]
-        if cell["scenario"] == "server" and result.get("server_search"):
-            row["max_qps"] = result["server_search"].get("max_qps")
-            details = (result.get("settings") or {}).get("stack") or {}
-            row["server_ms"] = next((details[k] for k in SERVER_TIME if k in details), None)
-    return table
+        details = (result.get("settings") or {}).get("stack") or {}
+        mean = next((details[k] for k in SERVER_TIME if k in details), None)
+        if mean is not None:
+            found["/".join(result["cell"][k] for k in CELL_KEY)] = mean
+    return found
 
 
-def rows(table: dict[tuple[str, str], dict[str, Any]]) -> list[list[str]]:
-    """One printed row per (workload, stack), the in-process stack first."""
+CELL_KEY = ("workload", "size", "variant", "stack", "device", "scenario")
+
+
+def rows(document: dict[str, Any]) -> list[list[str]]:
+    """One printed row per comparison of ``show --json``'s ``serving`` section (``normalize.serving``:
+    LoadGen's headline figures, verified cells only; a side that is not verified gives its reason)."""
+    own = server_ms(document)
     printed = []
-    for (workload, stack), row in sorted(table.items(), key=lambda item: (item[0][0], "@" in item[0][1])):
-        base = table.get((workload, stack.split("@")[0]), {})
-        p90, qps = row.get("p90_s"), row.get("max_qps")
-        p90_ratio = f"{p90 / base['p90_s']:.1f}" if p90 and base.get("p90_s") else "-"
-        qps_ratio = f"{base['max_qps'] / qps:.1f}" if qps and base.get("max_qps") else "-"
+    for c in document.get("serving", []):
+        latency = c["metric"].startswith("latency_")
+        scale, unit = (1e3, "ms") if latency else (1.0, "/s")
+        ref, served = c["reference_value"], c["served_value"]
+        cell = c["cell"].split("/")
         printed.append([
-            workload, stack, f"{p90 * 1e3:.2f}" if p90 else "-", p90_ratio, f"{qps:.0f}" if qps else "-",
-            qps_ratio, row.get("server_ms") or "-", ",".join(row["statuses"]),
+            cell[0], cell[-1], c["kind"], c["reference"], c["served"],
+            f"{ref * scale:.3g} {unit}" if ref else "-", f"{served * scale:.3g} {unit}" if served else "-",
+            f"{c['ratio']:.2f}x" if c["ratio"] is not None else c["reason"], own.get(c["cell"], "-"),
         ])  # fmt: skip
     return printed
 
@@ -80,7 +83,9 @@ def main() -> None:
     """Parse the options, run (or show) the cells, print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", default="resnet50,bert-base")
-    parser.add_argument("--serve", default="ray-serve,ray-serve-nobatch,triton,triton-nobatch")
+    parser.add_argument(
+        "--serve", default="ray-serve,ray-serve-nobatch,triton,triton-nobatch,torchserve,torchserve-nobatch"
+    )
     parser.add_argument("--store", type=Path, default=None)
     parser.add_argument("--show", type=Path, default=None)
     args = parser.parse_args()
@@ -92,10 +97,10 @@ def main() -> None:
             store, "--suite", "tiny", "--workloads", args.workloads, "--stacks", "onnxruntime",
             "--serve", args.serve, "--scenarios", "single-stream,server", "--no-probe",
         )  # fmt: skip
-    header = ["workload", "stack", "ss p90 ms", "x", "max QPS", "x", "server ms", "statuses"]
-    table = [header, *rows(figures(document))]
+    header = ["workload", "scenario", "compared", "reference", "served", "ref", "served", "cost", "server ms"]
+    table = [header, *rows(document)]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    print("serving overhead (tiny size, quick rules): x = times worse than the same stack in process")
+    print("serving overhead (tiny size, quick rules): cost = served figure / reference's, above 1x worse")
     for row in table:
         print("  ".join(value.rjust(width) for value, width in zip(row, widths, strict=True)))
 
