@@ -7,8 +7,8 @@ torchserve,torchserve-nobatch --scenarios single-stream,server`` on the tiny res
 batching on against off, by LoadGen's headline (single-stream p90, server searched max QPS), with the
 cost ratio (served / reference, "times worse") and the server's own mean time per request where it
 reports one. A side that did not pass every audit gives its reason instead of a ratio. ``--show STORE``
-prints the table of a finished run instead of running one. Usage: ``python benchmarks/serving.py [--workloads resnet50,bert-base]
-[--serve ray-serve,...,torchserve-nobatch] [--store DIR | --show DIR]``.
+prints the table of a finished run instead of running one. Usage: ``python benchmarks/serving.py
+[--workloads resnet50,bert-base] [--serve ray-serve,...,torchserve-nobatch] [--store DIR | --show DIR]``.
 """
 
 from __future__ import annotations
