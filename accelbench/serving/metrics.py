@@ -19,21 +19,27 @@ log = logging.getLogger(__name__)
 SCRAPE_TIMEOUT_S = 5.0
 
 
-def histogram_means(text: str, names: Sequence[str]) -> dict[str, tuple[float, float]]:
-    """``name -> (mean, count)`` of each histogram in ``names`` found in the Prometheus ``text``."""
-    sums: dict[str, float] = {}
-    counts: dict[str, float] = {}
+def totals(text: str, names: Sequence[str]) -> dict[str, float]:
+    """``name -> value`` of each metric in ``names`` found in the Prometheus ``text``, summed over its
+    label sets."""
+    found: dict[str, float] = {}
     for line in text.splitlines():
         if line.startswith("#") or not line.strip():
             continue
         metric, _, value = line.rpartition(" ")
         base = metric.partition("{")[0]
-        for name in names:
-            if base in (f"{name}_sum", f"{name}_count"):
-                table = sums if base.endswith("_sum") else counts
-                table[name] = table.get(name, 0.0) + float(value)
-    found = [name for name in counts if counts[name] and name in sums]
-    return {name: (sums[name] / counts[name], counts[name]) for name in found}
+        if base in names:
+            found[base] = found.get(base, 0.0) + float(value)
+    return found
+
+
+def histogram_means(text: str, names: Sequence[str]) -> dict[str, tuple[float, float]]:
+    """``name -> (mean, count)`` of each histogram in ``names`` found in the Prometheus ``text``."""
+    found = totals(text, [f"{name}{part}" for name in names for part in ("_sum", "_count")])
+    pairs = {name: (found.get(f"{name}_sum"), found.get(f"{name}_count")) for name in names}
+    return {
+        name: (total / count, count) for name, (total, count) in pairs.items() if count and total is not None
+    }
 
 
 def http_text(url: str, headers: Mapping[str, str] | None = None, settle_s: float = 0.0) -> str:

@@ -21,15 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
-from accelbench.serving import metrics, process
-from accelbench.serving.stack import (
-    MODEL_NAME,
-    START_TIMEOUT_S,
-    Served,
-    ServedStack,
-    server_config,
-    write_config,
-)
+from accelbench.serving import metrics, process, stack
 from accelbench.stacks.base import CellContext, ModelSpec
 
 JAVA_HINT = "no Java runtime (java) on PATH; TorchServe needs one: apt-get install openjdk-17-jre-headless"
@@ -41,7 +33,7 @@ STATS = {
 REQUESTS = "ts_inference_requests_total"
 
 
-class TorchServe(ServedStack):
+class TorchServe(stack.ServedStack):
     """ONNX Runtime in a TorchServe model archive, waiting requests joined by TorchServe's batcher."""
 
     name: ClassVar[str] = "onnxruntime@torchserve"
@@ -64,30 +56,30 @@ class TorchServe(ServedStack):
         """The ONNX stack's reasons and the packages', then Java's."""
         return super().unavailable_reason(device) or (None if shutil.which("java") else JAVA_HINT)
 
-    def start_server(self, files: Mapping[int, Path], spec: ModelSpec, ctx: CellContext) -> Served:
+    def start_server(self, files: Mapping[int, Path], spec: ModelSpec, ctx: CellContext) -> stack.Served:
         """Write the script's config and start it; ready when the model's worker is READY."""
         ports = [process.free_port() for _ in range(3)]
         temp_dir = tempfile.mkdtemp(prefix="abts-", dir="/tmp")
-        config = server_config(
+        config = stack.server_config(
             files, ctx, max_batch=max(files) // min(files), http_port=ports[0], management_port=ports[1],
             metrics_port=ports[2], temp_dir=temp_dir,
         )  # fmt: skip
-        config_path = write_config(ctx, "torchserve", config)
+        config_path = stack.write_config(ctx, "torchserve", config)
         url = f"http://{process.HOST}:{ports[0]}"
-        model_url = f"http://{process.HOST}:{ports[1]}/models/{MODEL_NAME}"
+        model_url = f"http://{process.HOST}:{ports[1]}/models/{stack.MODEL_NAME}"
         server = process.start(
             self.server,
             [sys.executable, "-m", "accelbench.serving.torchserve_app", str(config_path)],
             ports,
             config_path.with_suffix(".log"),
             lambda: worker_ready(metrics.http_text(model_url)),
-            START_TIMEOUT_S,
+            stack.START_TIMEOUT_S,
             env={**os.environ},
             after_stop=lambda: shutil.rmtree(temp_dir, ignore_errors=True),
         )  # fmt: skip
         metrics_url = f"http://{process.HOST}:{ports[2]}/metrics"
-        endpoint = f"{url}/predictions/{MODEL_NAME}"
-        return Served(url, server, lambda: torchserve_stats(metrics.http_text(metrics_url)), endpoint)
+        endpoint = f"{url}/predictions/{stack.MODEL_NAME}"
+        return stack.Served(url, server, lambda: torchserve_stats(metrics.http_text(metrics_url)), endpoint)
 
 
 class TorchServeNoBatch(TorchServe):
@@ -108,14 +100,7 @@ def worker_ready(text: str) -> bool:
 def torchserve_stats(text: str) -> dict[str, str]:
     """Mean queue and inference milliseconds per request, and the request count, from TorchServe's
     Prometheus ``text`` (cumulative counters since the server started)."""
-    totals: dict[str, float] = {}
-    for line in text.splitlines():
-        if line.startswith("#") or not line.strip():
-            continue
-        metric, _, value = line.rpartition(" ")
-        base = metric.partition("{")[0]
-        if base in STATS or base == REQUESTS:
-            totals[base] = totals.get(base, 0.0) + float(value)
+    totals = metrics.totals(text, [*STATS, REQUESTS])
     requests = totals.get(REQUESTS, 0.0)
     found = {"server_requests": f"{requests:.0f}"}
     for metric, name in STATS.items():
