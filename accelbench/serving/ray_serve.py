@@ -17,15 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
-from accelbench.serving import metrics, process
-from accelbench.serving.stack import (
-    MODEL_NAME,
-    START_TIMEOUT_S,
-    Served,
-    ServedStack,
-    server_config,
-    write_config,
-)
+from accelbench.serving import metrics, process, stack
 from accelbench.stacks.base import CellContext, ModelSpec
 
 STATS = {
@@ -41,7 +33,7 @@ STATS_SETTLE_S = 2.5
 """Wait before reading the metrics: Ray exports them every second (``ray_app.METRICS_INTERVAL_MS``)."""
 
 
-class RayServe(ServedStack):
+class RayServe(stack.ServedStack):
     """ONNX Runtime in a Ray Serve deployment, requests batched by ``@serve.batch``."""
 
     name: ClassVar[str] = "onnxruntime@ray-serve"
@@ -55,28 +47,30 @@ class RayServe(ServedStack):
         "platform": "CPU EP (MLAS)",
     }
 
-    def start_server(self, files: Mapping[int, Path], spec: ModelSpec, ctx: CellContext) -> Served:
+    def start_server(self, files: Mapping[int, Path], spec: ModelSpec, ctx: CellContext) -> stack.Served:
         """Write the app's config and start it; ready when the model's ``/ready`` route answers."""
         http_port, metrics_port = process.free_port(), process.free_port()
         temp_dir = tempfile.mkdtemp(prefix="abray-", dir="/tmp")
-        config = server_config(
+        config = stack.server_config(
             files, ctx, max_batch=max(files) // min(files), http_port=http_port, metrics_port=metrics_port,
             temp_dir=temp_dir,
         )  # fmt: skip
-        config_path = write_config(ctx, "ray", config)
+        config_path = stack.write_config(ctx, "ray", config)
         url = f"http://{process.HOST}:{http_port}"
         server = process.start(
             self.server,
             [sys.executable, "-m", "accelbench.serving.ray_app", str(config_path)],
             (http_port, metrics_port),
             config_path.with_suffix(".log"),
-            lambda: metrics.http_ok(f"{url}/v2/models/{MODEL_NAME}/ready"),
-            START_TIMEOUT_S,
+            lambda: metrics.http_ok(f"{url}/v2/models/{stack.MODEL_NAME}/ready"),
+            stack.START_TIMEOUT_S,
             env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
             after_stop=lambda: shutil.rmtree(temp_dir, ignore_errors=True),
         )  # fmt: skip
         metrics_url = f"http://{process.HOST}:{metrics_port}/metrics"
-        return Served(url, server, lambda: ray_stats(metrics.http_text(metrics_url, settle_s=STATS_SETTLE_S)))
+        return stack.Served(
+            url, server, lambda: ray_stats(metrics.http_text(metrics_url, settle_s=STATS_SETTLE_S))
+        )
 
 
 class RayServeNoBatch(RayServe):
