@@ -145,7 +145,7 @@ def test_serve_url_sends_the_requests_to_a_server_someone_else_runs(tmp_path: Pa
     base = ["--suite", "tiny", "--workloads", "resnet50", "--scenarios", "single-stream", "--no-probe"]
     done = accelbench("run", *base, "--stacks", "onnxruntime", "--seed", "1", "--store", str(store))
     assert done.returncode == 0, done.stderr[-3000:]
-    (onnx,) = store.glob("runs/*/cache/onnx/resnet50-tiny-canonical-1-b1.onnx")
+    (onnx,) = store.glob("runs/*/cache/onnx/resnet50-tiny-canonical-1.onnx")
     server, url = _ray_server(onnx, tmp_path)
     try:
         for seed, expected in (("1", "ok"), ("0", "quality_failed")):
@@ -159,7 +159,7 @@ def test_serve_url_sends_the_requests_to_a_server_someone_else_runs(tmp_path: Pa
             assert sorted(results) == ["onnxruntime/single-stream", "onnxruntime@url/single-stream"]
             cell = results["onnxruntime@url/single-stream"]
             stack = cell["settings"]["stack"]
-            assert stack["url"] == url and stack["onnx_files"] == f"resnet50-tiny-canonical-{seed}-b1.onnx"
+            assert stack["url"] == url and stack["onnx_files"] == f"resnet50-tiny-canonical-{seed}.onnx"
             if expected == "ok":
                 assert measured_ok(cell), (cell["status"], cell["reason"])
                 assert cell["quality"]["passed"] is True
