@@ -80,6 +80,7 @@ def properties(config: dict[str, Any]) -> str:
         f"metrics_address=http://{HOST}:{config['metrics_port']}",
         "disable_token_authorization=true",
         "metrics_mode=prometheus",
+        "disable_system_metrics=true",  # else a Python collector starts every minute beside the cell
         "install_py_dep_per_model=false",
         "job_queue_size=1000",
         "default_workers_per_model=1",

@@ -42,7 +42,7 @@ def test_properties_bind_loopback_batch_and_turn_token_auth_off() -> None:
               "metrics_port": 3}  # fmt: skip
     text = properties(config)
     assert "inference_address=http://127.0.0.1:1\n" in text and "metrics_address=http://127.0.0.1:3\n" in text
-    assert "disable_token_authorization=true" in text
+    assert "disable_token_authorization=true" in text and "disable_system_metrics=true" in text
     models = json.loads(text.split("models=", 1)[1])
     assert models["model"]["1.0"]["batchSize"] == 2 and models["model"]["1.0"]["maxBatchDelay"] == 2
 
