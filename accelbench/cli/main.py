@@ -106,14 +106,18 @@ def run(
     listed = {"workloads": workloads, "stacks": stacks, "scenarios": scenarios, "devices": devices}
     scalars = {"rules": rules, "size": size, "threads": threads, "seed": seed, "timeout_s": timeout_s}
     per_run = {"variants": variants, "variant_seed": variant_seed, "runs": runs, "nproc": nproc}
-    batching = {"batch": batch, "batch_sweep": _batches(batch_sweep), "serve_url": serve_url}
+    batching = {"batch": batch, "batch_sweep": _batches(batch_sweep)}
     overrides = _overrides(
-        {**{k: _names(v) for k, v in listed.items()}, **scalars, **per_run, **batching}, config_file
+        {
+            **{k: _names(v) for k, v in listed.items()},
+            **scalars,
+            **per_run,
+            **batching,
+            "serve_url": serve_url,
+        },
+        config_file,
     )
-    servers = [*(_names(serve) or ()), *(["url"] if overrides.get("serve_url") else [])]
-    if servers:  # docs/serving.md
-        chosen = overrides.get("stacks") or suite(suite_name).stacks
-        overrides["stacks"] = cli_serving.with_served(chosen, servers)
+    overrides = cli_serving.served_overrides(overrides, suite(suite_name).stacks, _names(serve) or ())
     machine = detect_machine()
     with _fleet_executor(fleet) as executor, chosen_store(store_path) as store:
         if resume:

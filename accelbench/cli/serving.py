@@ -8,7 +8,8 @@ in-process only; a server no chosen stack has is a UserError naming the served s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from accelbench import registry
 from accelbench.errors import UserError
@@ -26,3 +27,15 @@ def with_served(stacks: Sequence[str], servers: Sequence[str]) -> tuple[str, ...
         chosen = ", ".join(stacks)
         raise UserError(f"no served variant of {chosen} on {', '.join(missing)}; served stacks: {there}")
     return tuple(dict.fromkeys([*stacks, *found]))
+
+
+def served_overrides(
+    overrides: Mapping[str, Any], suite_stacks: Sequence[str], servers: Sequence[str]
+) -> dict[str, Any]:
+    """``overrides`` with ``stacks`` (the given ones, else the suite's) extended by their served variants
+    on ``servers``, plus ``<stack>@url`` when ``serve_url`` is set; unchanged when neither is asked."""
+    wanted = [*servers, *(["url"] if overrides.get("serve_url") else [])]
+    if not wanted:
+        return dict(overrides)
+    chosen = overrides.get("stacks") or suite_stacks
+    return {**overrides, "stacks": with_served(chosen, wanted)}

@@ -39,3 +39,18 @@ def test_the_serve_url_is_kept_with_the_run() -> None:
     config = with_overrides(suite("tiny"), {"serve_url": "http://10.0.0.2:8000"})
     assert config.serve_url == "http://10.0.0.2:8000"
     assert config.to_dict()["serve_url"] == "http://10.0.0.2:8000"
+
+
+def test_served_overrides_extend_the_given_or_the_suite_stacks() -> None:
+    from accelbench.cli.serving import served_overrides
+
+    assert served_overrides({"stacks": None}, ("onnxruntime",), ()) == {"stacks": None}
+    given = served_overrides(
+        {"stacks": ("onnxruntime",), "serve_url": "http://h:1"}, ("null",), ["torchserve"]
+    )
+    assert given["stacks"] == ("onnxruntime", "onnxruntime@torchserve", "onnxruntime@url")
+    assert served_overrides({}, ("onnxruntime", "null"), ["triton"])["stacks"] == (
+        "onnxruntime",
+        "null",
+        "onnxruntime@triton",
+    )
