@@ -90,12 +90,13 @@ def check_store(path: Path | str, repair: bool = False) -> CheckReport:
     db_path = folder / store_db.DB_NAME
     if not folder.is_dir() or not db_path.is_file():
         raise UserError(f"no result store at {folder} (no {store_db.DB_NAME})")
-    store_db._inspect_existing(db_path)  # UserError for a file that is not a usable store
-    with store_db.read_only(db_path) as db:
-        try:
-            report = _check(folder, db)
-        except (sqlite3.Error, ValueError) as exc:  # ValueError: stored text that is not UTF-8
-            raise UserError(f"cannot read result store {db_path}: {exc}") from None
+    with store_db.folder_lock(folder):  # no other process opens the store while its sidecars are judged
+        store_db._inspect_existing(db_path)  # UserError for a file that is not a usable store
+        with store_db.read_only(db_path) as db:
+            try:
+                report = _check(folder, db)
+            except (sqlite3.Error, ValueError) as exc:  # ValueError: stored text that is not UTF-8
+                raise UserError(f"cannot read result store {db_path}: {exc}") from None
     if not repair:
         return report
     with store_db.open_store(folder) as store:  # migrates an old store first (adds the checksums)

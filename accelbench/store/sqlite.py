@@ -10,6 +10,12 @@ An existing ``results.sqlite`` is first inspected through a read-only connection
 SQLite database, fails ``PRAGMA quick_check``, holds a foreign schema or a newer store version is
 reported as a one-line ``UserError`` and never modified.
 
+Opening is serialised between processes by an exclusive ``flock`` on the store folder itself (no lock
+file): the inspection's read-only connection removes the ``-wal``/``-shm`` files it made, and without the
+lock it could remove the ones a process creating the store had just made, which then wrote into a deleted
+WAL file while the others opened a new one (seen: runs and records lost, "disk I/O error", when four
+processes opened one new store at once).
+
 Store schema history (``meta.schema_version``; ``MIGRATIONS[i]`` upgrades version i to i + 1 inside one
 transaction; append a step, never edit a released one):
     1  tables ``meta``, ``runs``, ``results`` and the indexes on results (run_id),
@@ -20,6 +26,7 @@ transaction; append a step, never edit a released one):
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import logging
@@ -96,9 +103,29 @@ def open_store(path: Path | str = DEFAULT_STORE_DIR) -> Store:
     folder = Path(path)
     _ensure_writable_dir(folder)
     db_path = folder / DB_NAME
-    if db_path.exists():
-        _inspect_existing(db_path)
-    return Store(folder, _connect(db_path))
+    with folder_lock(folder):
+        if db_path.exists():
+            _inspect_existing(db_path)
+        return Store(folder, _connect(db_path))
+
+
+@contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on the store folder while a database connection is opened or
+    inspected (released when the folder's descriptor is closed, also by a killed process)."""
+    try:
+        handle = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        raise UserError(f"cannot open result store directory {folder}: {exc.strerror or exc}") from None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+    except OSError as exc:
+        os.close(handle)
+        raise UserError(f"cannot lock result store directory {folder}: {exc.strerror or exc}") from None
+    try:
+        yield
+    finally:
+        os.close(handle)
 
 
 class Store:
@@ -272,7 +299,7 @@ def _inspect_existing(db_path: Path) -> None:
 def read_only(db_path: Path) -> Iterator[sqlite3.Connection]:
     """A read-only connection that leaves the folder as it found it: the ``-wal``/``-shm`` files SQLite
     creates beside a WAL database for a reader are removed again when they did not exist and hold no
-    data."""
+    data. Hold ``folder_lock`` around it, so that no other process opens the store meanwhile."""
     sidecars = [db_path.with_name(db_path.name + suffix) for suffix in ("-wal", "-shm")]
     existed = [path.exists() for path in sidecars]
     try:

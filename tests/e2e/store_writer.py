@@ -1,6 +1,8 @@
-"""A store writer process for the concurrency tests: ``python -m tests.e2e.store_writer STORE RUN_ID N``.
+"""A store writer process for the concurrency tests:
+``python -m tests.e2e.store_writer STORE RUN_ID N [START_AT]``.
 
-Opens (or creates) the store at the same moment as its siblings, registers its run and stores N results
+Opens (or creates) the store at the same moment as its siblings (at the wall-clock time ``START_AT``
+when given, so that interpreter start-up does not spread them out), registers its run and stores N results
 one transaction each, re-reading its own results after every write, and printing the count after each
 commit (so a test that kills it knows what was committed).
 """
@@ -8,6 +10,7 @@ commit (so a test that kills it knows what was committed).
 from __future__ import annotations
 
 import sys
+import time
 
 from accelbench.results import Cell, Result
 from accelbench.store import open_store
@@ -31,4 +34,6 @@ def write(store_path: str, run_id: str, count: int) -> int:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 4:
+        time.sleep(max(0.0, float(sys.argv[4]) - time.time()))
     write(sys.argv[1], sys.argv[2], int(sys.argv[3]))
