@@ -36,10 +36,31 @@ def chromium_path() -> str:
     return found
 
 
+VERIFY_ATTEMPTS = 3
+"""Fresh runs the report fixture may take to get one verified (``ok``) cell: on a busy machine the noise
+guard or the timer check can mark a single-stream cell unstable, and an unstable cell has no roofline or
+normalized figures to draw."""
+
+
 @pytest.fixture(scope="module")
 def report_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
-    """A tiny run with one unavailable stack, rendered by ``accelbench report``: (store, html, run id)."""
-    store = tmp_path_factory.mktemp("report") / "store"
+    """A tiny run with one unavailable stack and at least one verified cell, rendered by ``accelbench
+    report``: (store, html, run id)."""
+    statuses: list[list[str]] = []
+    for _ in range(VERIFY_ATTEMPTS):
+        store, run_id, shown = _tiny_run(tmp_path_factory.mktemp("report") / "store")
+        statuses.append([r["status"] for r in shown["results"]])
+        if "ok" in statuses[-1]:
+            break
+    assert "ok" in statuses[-1], f"no verified cell in {VERIFY_ATTEMPTS} runs: {statuses}"
+    output = store / "report.html"
+    done = accelbench("report", run_id, "--store", str(store), "-o", str(output), timeout_s=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == str(output)
+    return store, output, run_id
+
+
+def _tiny_run(store: Path) -> tuple[Path, str, dict[str, Any]]:
     run = accelbench(
         "run",
         "--suite",
@@ -47,7 +68,7 @@ def report_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, s
         "--workloads",
         "resnet50",
         "--stacks",
-        "null,torch-eager,glow",
+        "null,torch-eager,onnxruntime,glow",
         "--scenarios",
         "single-stream",
         "--rules",
@@ -57,12 +78,8 @@ def report_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, s
         "--json",
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    run_id = json.loads(run.stdout)["run_id"]
-    output = store / "report.html"
-    done = accelbench("report", run_id, "--store", str(store), "-o", str(output), timeout_s=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip() == str(output)
-    return store, output, run_id
+    shown = json.loads(run.stdout)
+    return store, shown["run_id"], shown
 
 
 class _Attributes(HTMLParser):
