@@ -98,6 +98,20 @@ class Generator(ABC):
         return Reply(tuple(int(t) for t in tokens), seen[0][1], latency_s, seen[0][0])
 
 
+class FileGenerator(Generator):
+    """A generator that runs the model file ``path`` of ``model`` with ``threads`` threads; nothing to convert
+    (``conversion_s`` is 0 until the stack sets the time it spent making the file)."""
+
+    def __init__(
+        self, path: Path, model: LlmModel, threads: int, precision: str, weight_format: str, **details: str
+    ) -> None:
+        self.eos = model.eos_token_id
+        self.precision = precision
+        self.weight_format = weight_format
+        self.conversion_s = 0.0
+        self.details = {"path": path.name, "threads": str(threads), **details}
+
+
 @dataclass(frozen=True, slots=True)
 class StackFacts:
     """What a generating stack says about itself before it is prepared."""
@@ -132,6 +146,11 @@ class GenerationStack(ABC):
     def facts(self) -> StackFacts:
         """Name, precision and weight format."""
         return StackFacts(self.name, self.precision, self.weight_format, self.layers)
+
+
+def cpu_only_reason(what: str, device: str) -> str | None:
+    """The reason a generating stack (named by ``what``) gives on ``device``: they are wired for cpu only."""
+    return None if device == "cpu" else f"{what} is wired for cpu only, not {device}"
 
 
 def stop_index(tokens: Sequence[int], eos_token_id: int) -> int:

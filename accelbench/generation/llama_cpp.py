@@ -22,7 +22,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from accelbench.generation.base import GenerationContext, GenerationStack, Generator
+from accelbench.generation.base import (
+    FileGenerator,
+    GenerationContext,
+    GenerationStack,
+    Generator,
+    cpu_only_reason,
+)
 from accelbench.generation.gguf_writer import f32_gguf, q4_1_gguf
 from accelbench.generation.models import LlmModel
 
@@ -52,7 +58,7 @@ def _without_weight_repacking() -> Iterator[None]:
         low_level.llama_model_default_params = original
 
 
-class LlamaCppGenerator(Generator):
+class LlamaCppGenerator(FileGenerator):
     """Greedy ``Llama.generate`` after ``reset()``, one token at a time."""
 
     def __init__(self, path: Path, model: LlmModel, threads: int, precision: str, weight_format: str) -> None:
@@ -66,11 +72,7 @@ class LlamaCppGenerator(Generator):
                 n_ctx=_CONTEXT_TOKENS,
                 verbose=False,
             )
-        self.eos = model.eos_token_id
-        self.precision = precision
-        self.weight_format = weight_format
-        self.conversion_s = 0.0
-        self.details = {"path": path.name, "threads": str(threads), "extra_bufts": "off"}
+        super().__init__(path, model, threads, precision, weight_format, extra_bufts="off")
 
     def _run(self, prompt: Sequence[int], max_new_tokens: int, first: Callable[[int], None]) -> list[int]:
         self.llm.reset()
@@ -95,8 +97,8 @@ class LlamaCpp(GenerationStack):
 
     def unavailable_reason(self, device: str) -> str | None:
         """Needs llama-cpp-python (a source build, not in the llm extra)."""
-        if device != "cpu":
-            return f"{self.name} is wired for cpu only, not {device}"
+        if reason := cpu_only_reason(self.name, device):
+            return reason
         if importlib.util.find_spec("llama_cpp") is None:
             return "llama-cpp-python is not installed (source build only, ~12 min on 2 cores: docs/llm.md)"
         return None

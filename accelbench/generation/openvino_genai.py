@@ -23,7 +23,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from accelbench.generation import exporter
-from accelbench.generation.base import GenerationContext, GenerationStack, Generator
+from accelbench.generation.base import (
+    FileGenerator,
+    GenerationContext,
+    GenerationStack,
+    Generator,
+    cpu_only_reason,
+)
 from accelbench.generation.gguf_writer import q4_1_gguf
 from accelbench.generation.models import LlmModel
 
@@ -46,7 +52,7 @@ def _streamer(ovg: Any, tokens: list[int], first: Callable[[int], None]) -> Any:
     return _Collect()
 
 
-class OpenvinoGenaiGenerator(Generator):
+class OpenvinoGenaiGenerator(FileGenerator):
     """Greedy ``LLMPipeline.generate`` on token ids, one call per reply."""
 
     def __init__(self, path: Path, model: LlmModel, threads: int, precision: str, weight_format: str) -> None:
@@ -55,11 +61,7 @@ class OpenvinoGenaiGenerator(Generator):
         properties = {"INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": "f32"}
         self.ovg = ovg
         self.pipe = ovg.LLMPipeline(str(path), "CPU", ATTENTION_BACKEND="SDPA", **properties)
-        self.eos = model.eos_token_id
-        self.precision = precision
-        self.weight_format = weight_format
-        self.conversion_s = 0.0
-        self.details = {"path": path.name, "threads": str(threads), "attention_backend": "SDPA"}
+        super().__init__(path, model, threads, precision, weight_format, attention_backend="SDPA")
 
     def _run(self, prompt: Sequence[int], max_new_tokens: int, first: Callable[[int], None]) -> list[int]:
         import numpy as np
@@ -96,9 +98,7 @@ class OpenvinoGenai(GenerationStack):
 
     def unavailable_reason(self, device: str) -> str | None:
         """Needs the openvino trio here and an optimum-intel exporter venv."""
-        if device != "cpu":
-            return f"{self.name} is wired for cpu only, not {device}"
-        return _missing() or exporter.missing_reason()
+        return cpu_only_reason(self.name, device) or _missing() or exporter.missing_reason()
 
     def versions(self) -> dict[str, str]:
         """openvino and openvino-genai versions."""
@@ -124,9 +124,7 @@ class OpenvinoGenaiGguf(OpenvinoGenai):
 
     def unavailable_reason(self, device: str) -> str | None:
         """Needs the openvino trio only."""
-        if device != "cpu":
-            return f"{self.name} is wired for cpu only, not {device}"
-        return _missing()
+        return cpu_only_reason(self.name, device) or _missing()
 
     def prepare(self, model: LlmModel, ctx: GenerationContext) -> Generator:
         """Open the GGUF file directly (for a model that ships none, one quantized by gguf-py: OpenVINO

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from accelbench.errors import Unsupported
-from accelbench.generation.base import GenerationContext, GenerationStack, Generator
+from accelbench.generation.base import GenerationContext, GenerationStack, Generator, cpu_only_reason
 from accelbench.generation.models import LlmModel
 
 _BUILD_TIMEOUT_S = 1800
@@ -91,8 +91,8 @@ class OrtGenai(GenerationStack):
 
     def unavailable_reason(self, device: str) -> str | None:
         """Needs onnxruntime-genai, and onnx + onnx_ir for its builder."""
-        if device != "cpu":
-            return f"{self.name} is wired for cpu only, not {device}"
+        if reason := cpu_only_reason(self.name, device):
+            return reason
         for module in ("onnxruntime_genai", "onnx", "onnx_ir", "transformers"):
             if importlib.util.find_spec(module) is None:
                 return f"{module} is not installed (the llm extra has it)"

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from accelbench.generation.base import GenerationContext, GenerationStack, Generator
+from accelbench.generation.base import GenerationContext, GenerationStack, Generator, cpu_only_reason
 from accelbench.generation.models import LlmModel
 
 _WARMUP_PROMPT = (1, 1814, 314, 260, 3575, 30)
@@ -39,8 +39,8 @@ def _load(model: LlmModel, threads: int) -> Any:
     return AutoModelForCausalLM.from_pretrained(model.folder, dtype=torch.float32).eval()
 
 
-class TorchEagerGenerator(Generator):
-    """Greedy generation with a fresh ``DynamicCache`` per reply."""
+class _TorchGenerator(Generator):
+    """Greedy generation by a transformers model in fp32, stopping at ``eos_token_id``."""
 
     precision = "fp32"
     weight_format = "fp32 safetensors"
@@ -48,6 +48,13 @@ class TorchEagerGenerator(Generator):
     def __init__(self, hf_model: Any, eos_token_id: int) -> None:
         self.model = hf_model
         self.eos = eos_token_id
+
+
+class TorchEagerGenerator(_TorchGenerator):
+    """Greedy generation with a fresh ``DynamicCache`` per reply."""
+
+    def __init__(self, hf_model: Any, eos_token_id: int) -> None:
+        super().__init__(hf_model, eos_token_id)
         self.conversion_s = 0.0
         self.details = {"cache": "DynamicCache", "mode": "eager"}
 
@@ -68,19 +75,15 @@ class TorchEagerGenerator(Generator):
         return tokens
 
 
-class TorchEager(GenerationStack):
-    """transformers + PyTorch eager on CPU, fp32, KV cache: the reference."""
+class _TorchGenerationStack(GenerationStack):
+    """transformers + PyTorch on CPU over the fp32 safetensors folder."""
 
-    name = "torch-eager"
     precision = "fp32"
     weight_format = "fp32 safetensors"
-    layers: ClassVar[Mapping[str, str]] = {"framework": "pytorch", "compiler": "none", "platform": "cpu"}
 
     def unavailable_reason(self, device: str) -> str | None:
         """Needs torch and transformers; CPU only here."""
-        if device != "cpu":
-            return f"{self.name} generation is wired for cpu only, not {device}"
-        return _torch_missing()
+        return cpu_only_reason(f"{self.name} generation", device) or _torch_missing()
 
     def versions(self) -> dict[str, str]:
         """torch and transformers versions."""
@@ -89,23 +92,26 @@ class TorchEager(GenerationStack):
 
         return {"torch": torch.__version__, "transformers": transformers.__version__}
 
+
+class TorchEager(_TorchGenerationStack):
+    """transformers + PyTorch eager on CPU, fp32, KV cache: the reference."""
+
+    name = "torch-eager"
+    layers: ClassVar[Mapping[str, str]] = {"framework": "pytorch", "compiler": "none", "platform": "cpu"}
+
     def prepare(self, model: LlmModel, ctx: GenerationContext) -> Generator:
         """Load the fp32 folder."""
         return TorchEagerGenerator(_load(model, ctx.threads), model.eos_token_id)
 
 
-class TorchCompiledGenerator(Generator):
+class TorchCompiledGenerator(_TorchGenerator):
     """Greedy generation with a ``StaticCache`` and a compiled one-token decode step."""
-
-    precision = "fp32"
-    weight_format = "fp32 safetensors"
 
     def __init__(self, hf_model: Any, eos_token_id: int) -> None:
         import torch
         from transformers import StaticCache
 
-        self.model = hf_model
-        self.eos = eos_token_id
+        super().__init__(hf_model, eos_token_id)
         self.cache = StaticCache(config=hf_model.config, max_cache_len=_STATIC_CACHE_LEN)
         self.step = torch.compile(self._decode, dynamic=False, fullgraph=False)
         self.details = {"cache": f"StaticCache({_STATIC_CACHE_LEN})", "mode": "torch.compile decode"}
@@ -138,23 +144,12 @@ class TorchCompiledGenerator(Generator):
         return tokens
 
 
-class TorchCompiled(GenerationStack):
-    """transformers + ``torch.compile`` (inductor) decode step with a static KV cache, fp32."""
+class TorchCompiled(_TorchGenerationStack):
+    """transformers + ``torch.compile`` (inductor, which needs a C++ compiler) decode step with a static KV
+    cache, fp32."""
 
     name = "torch-compiled"
-    precision = "fp32"
-    weight_format = "fp32 safetensors"
     layers: ClassVar[Mapping[str, str]] = {"framework": "pytorch", "compiler": "inductor", "platform": "cpu"}
-
-    def unavailable_reason(self, device: str) -> str | None:
-        """Needs torch and transformers (inductor needs a C++ compiler, present here)."""
-        if device != "cpu":
-            return f"{self.name} generation is wired for cpu only, not {device}"
-        return _torch_missing()
-
-    def versions(self) -> dict[str, str]:
-        """torch and transformers versions."""
-        return TorchEager().versions()
 
     def prepare(self, model: LlmModel, ctx: GenerationContext) -> Generator:
         """Load the fp32 folder and compile the decode step (timed as conversion)."""

@@ -65,16 +65,7 @@ class NodeCredit:
 
 def accelerator_time(subject: Subject) -> Figure:
     """Chips x seconds per unit of work: the per-chip cost."""
-    count = _count(subject)
-    return Figure(
-        per="chip",
-        value=count * subject.seconds_per_work,
-        unit="chip*s",
-        denominator=count,
-        denominator_unit="chips",
-        provenance="measured",
-        source=subject.count_basis,
-    )
+    return _cost(subject, "chip", _count(subject), "chip*s", "chips", "measured", subject.count_basis)
 
 
 def per_chip_quantity(subject: Subject, per: str) -> Figure | None:
@@ -84,14 +75,8 @@ def per_chip_quantity(subject: Subject, per: str) -> Figure | None:
     if fact is None or subject.count <= 0:
         return None
     total = _count(subject) * fact.value
-    return Figure(
-        per=per,
-        value=total * subject.seconds_per_work,
-        unit=unit,
-        denominator=total,
-        denominator_unit=denominator_unit,
-        provenance=weakest("measured", fact.provenance),
-        source=fact.source,
+    return _cost(
+        subject, per, total, unit, denominator_unit, weakest("measured", fact.provenance), fact.source
     )
 
 
@@ -117,14 +102,22 @@ def per_cloud_dollar(subject: Subject, price: ChipPrice | None = None) -> Figure
         return None
     rate = _count(subject) * chosen.usd_per_accelerator_s
     dates = "; ".join(f"{p.instance_type} {p.pricing_model}, {p.price_date}" for p in chosen.rows)
+    provenance = "estimate" if any(p.confidence.startswith("low") for p in chosen.rows) else "datasheet"
+    return _cost(subject, "usd_cloud", rate, "USD", "USD/s", provenance, f"cloud_prices.csv: {dates}")
+
+
+def _cost(
+    subject: Subject,
+    per: str,
+    denominator: Range,
+    unit: str,
+    denominator_unit: str,
+    provenance: str,
+    source: str,
+) -> Figure:
+    """The ``Figure`` of ``denominator`` (chips x a per-chip quantity) x seconds per unit of work."""
     return Figure(
-        per="usd_cloud",
-        value=rate * subject.seconds_per_work,
-        unit="USD",
-        denominator=rate,
-        denominator_unit="USD/s",
-        provenance="estimate" if any(p.confidence.startswith("low") for p in chosen.rows) else "datasheet",
-        source=f"cloud_prices.csv: {dates}",
+        per, denominator * subject.seconds_per_work, unit, denominator, denominator_unit, provenance, source
     )
 
 

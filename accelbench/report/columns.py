@@ -77,25 +77,31 @@ _DIAGNOSTICS: tuple[tuple[str, Getter], ...] = (
     ("trials", lambda h: "-" if h.trials is None else str(h.trials)),
     ("LoadGen", lambda h: "-" if h.valid is None else ("VALID" if h.valid else "[yellow]INVALID[/]")),
 )
+_P90: tuple[str, Getter] = ("p90 ms", lambda h: ms_text(h.p90_s))
+_P99: tuple[str, Getter] = ("p99 ms", lambda h: ms_text(h.p99_s))
+
+
+def _stream_columns(
+    headline: str, percentile: tuple[str, Getter], rate: str
+) -> tuple[tuple[str, Getter], ...]:
+    """The columns of a stream scenario: its headline latency and the 95% CI, p50 and one more
+    ``percentile``, and the rate headed ``rate``."""
+    return (
+        (headline, value_text),
+        ("95% CI ms", _ci),
+        ("p50 ms", lambda h: ms_text(h.p50_s)),
+        percentile,
+        (rate, lambda h: rate_text(h.qps)),
+    )
+
+
 SCENARIO_COLUMNS: Mapping[str, tuple[tuple[str, Getter], ...]] = {
-    "single-stream": (
-        ("p90 ms", value_text),
-        ("95% CI ms", _ci),
-        ("p50 ms", lambda h: ms_text(h.p50_s)),
-        ("p99 ms", lambda h: ms_text(h.p99_s)),
-        ("QPS", lambda h: rate_text(h.qps)),
-    ),
-    "multi-stream": (
-        ("p99/query ms", value_text),
-        ("95% CI ms", _ci),
-        ("p50 ms", lambda h: ms_text(h.p50_s)),
-        ("p90 ms", lambda h: ms_text(h.p90_s)),
-        ("samples/s", lambda h: rate_text(h.qps)),
-    ),
+    "single-stream": _stream_columns("p90 ms", _P99, "QPS"),
+    "multi-stream": _stream_columns("p99/query ms", _P90, "samples/s"),
     "server": (
         ("max QPS", value_text),
         *_HEADLINE,
-        ("p99 ms", lambda h: ms_text(h.p99_s)),
+        _P99,
         ("bound ms", lambda h: ms_text(h.bound_s)),
     ),
     "offline": (("samples/s", value_text), *_HEADLINE),

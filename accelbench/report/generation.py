@@ -13,8 +13,10 @@ from typing import Any
 
 from rich.table import Table
 
+from accelbench.report.section_table import section_table
 from accelbench.results import Result
 
+TITLE = "LLM decode (LoadGen token latencies)"
 COLUMNS = (
     "workload",
     "stack",
@@ -33,22 +35,9 @@ COLUMNS = (
 _LEFT = ("workload", "stack", "scenario", "status", "precision / weights", "agreement")
 
 
-def generation_results(results: Sequence[Result]) -> list[Result]:
-    """The results that carry a generation section."""
-    return [r for r in results if r.generation is not None]
-
-
 def generation_table(results: Sequence[Result]) -> Table | None:
     """One row per generative result; None when there is none."""
-    rows = generation_results(results)
-    if not rows:
-        return None
-    table = Table(title="LLM decode (LoadGen token latencies)", title_justify="left")
-    for column in COLUMNS:
-        table.add_column(column, justify="left" if column in _LEFT else "right")
-    for result in sorted(rows, key=lambda r: r.cell.key):
-        table.add_row(*_row(result, result.generation or {}))
-    return table
+    return section_table(results, lambda r: r.generation, TITLE, COLUMNS, _LEFT, _row)
 
 
 def _row(result: Result, section: Mapping[str, Any]) -> list[str]:

@@ -11,8 +11,10 @@ from typing import Any
 
 from rich.table import Table
 
+from accelbench.report.section_table import section_table
 from accelbench.results import Result
 
+TITLE = "Training to quality (MLPerf run_start to run_stop)"
 COLUMNS = (
     "workload",
     "stack",
@@ -26,24 +28,12 @@ COLUMNS = (
     "scaling eff.",
     "J to train",
 )
-
-
-def training_results(results: Sequence[Result]) -> list[Result]:
-    """The results that carry a training section."""
-    return [r for r in results if r.training is not None]
+_LEFT = ("workload", "stack", "status")
 
 
 def training_table(results: Sequence[Result]) -> Table | None:
     """One row per training result; None when there is none."""
-    rows = training_results(results)
-    if not rows:
-        return None
-    table = Table(title="Training to quality (MLPerf run_start to run_stop)", title_justify="left")
-    for column in COLUMNS:
-        table.add_column(column, justify="left" if column in ("workload", "stack", "status") else "right")
-    for result in sorted(rows, key=lambda r: r.cell.key):
-        table.add_row(*_row(result, result.training or {}))
-    return table
+    return section_table(results, lambda r: r.training, TITLE, COLUMNS, _LEFT, _row)
 
 
 def _row(result: Result, training: Mapping[str, Any]) -> list[str]:

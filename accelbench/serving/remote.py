@@ -29,9 +29,6 @@ class RemoteServed(ServedStack):
     server: ClassVar[str] = "url"
     batching: ClassVar[bool] = False
     """The remote server batches as it is configured; accelbench exports one request's file only."""
-    install: ClassVar[str] = "accelbench[onnxruntime,serve]"
-    modules: ClassVar[tuple[str, ...]] = ("onnxruntime", "aiohttp")
-    distributions: ClassVar[tuple[str, ...]] = ("onnxruntime", "aiohttp")
     layers: ClassVar[Mapping[str, str]] = {
         "framework": "ONNX (from PyTorch), served by a remote v2 server (--serve-url)",
         "compiler": "whatever the remote server runs",

@@ -62,7 +62,10 @@ class ServedStack(OnnxFileStack):
     server: ClassVar[str]
     """The server's name, the part after ``@`` (``ray-serve``, ``ray-serve-nobatch``)."""
     batching: ClassVar[bool] = True
-    devices: ClassVar[tuple[str, ...]] = ("cpu",)
+    install: ClassVar[str] = "accelbench[onnxruntime,serve]"
+    modules: ClassVar[tuple[str, ...]] = ("onnxruntime", "aiohttp")
+    """ONNX Runtime in the server and the HTTP client here; a server that needs more adds its own."""
+    distributions: ClassVar[tuple[str, ...]] = ("onnxruntime", "aiohttp")
 
     def prepare(self, model: torch.nn.Module, spec: ModelSpec, ctx: CellContext) -> Session:
         """Export the ONNX file(s), start the server on them and connect the client."""

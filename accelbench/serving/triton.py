@@ -70,9 +70,6 @@ class Triton(ServedStack):
 
     name: ClassVar[str] = "onnxruntime@triton"
     server: ClassVar[str] = "triton"
-    install: ClassVar[str] = "accelbench[onnxruntime,serve]"
-    modules: ClassVar[tuple[str, ...]] = ("onnxruntime", "aiohttp")
-    distributions: ClassVar[tuple[str, ...]] = ("onnxruntime", "aiohttp")
     layers: ClassVar[Mapping[str, str]] = {
         "framework": "ONNX (from PyTorch), served by Triton via PyTriton (HTTP, v2 protocol)",
         "compiler": "ONNX Runtime graph optimizer",

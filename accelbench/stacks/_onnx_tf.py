@@ -37,7 +37,6 @@ import logging
 import os
 import re
 import shutil
-import time
 from abc import abstractmethod
 from collections.abc import Callable, Iterator
 from importlib.util import find_spec
@@ -50,7 +49,7 @@ from accelbench.errors import Unsupported
 from accelbench.stacks._onnx_fold import FOLDED_OPS, fold_constant_expands
 from accelbench.stacks._torch_device import device_kind_reason, first_line
 from accelbench.stacks.base import CellContext, ModelSpec, Session, Stack
-from accelbench.stacks.onnx_export import exclusive_lock
+from accelbench.stacks.onnx_export import build_once
 from accelbench.versions import installed_versions
 from accelbench.workloads.base import Inputs
 
@@ -175,16 +174,11 @@ def convert(
     cannot convert the graph.
     """
     folder = converted_folder(onnx_file, cache_dir, pseudo_ops)
-    if folder.is_dir():
-        return folder, 0.0
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with exclusive_lock(folder.with_name(folder.name + ".lock")):
-        if folder.is_dir():
-            return folder, 0.0
-        start_s = time.perf_counter()
-        _convert_atomically(onnx_file, spec, folder, pseudo_ops)
-        convert_s = time.perf_counter() - start_s
-    logger.info("converted %s with onnx2tf in %.2f s", onnx_file.name, convert_s)
+    convert_s = build_once(
+        folder, lambda: _convert_atomically(onnx_file, spec, folder, pseudo_ops), Path.is_dir
+    )
+    if convert_s:
+        logger.info("converted %s with onnx2tf in %.2f s", onnx_file.name, convert_s)
     return folder, convert_s
 
 

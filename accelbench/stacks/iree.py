@@ -69,7 +69,6 @@ class Iree(OnnxFileStack):
         "compiler": "IREE (MLIR, torch-mlir ONNX import, LLVM codegen)",
         "platform": "CPU (local-task HAL driver)",
     }
-    devices: ClassVar[tuple[str, ...]] = ("cpu",)
 
     def prepare(self, model: torch.nn.Module, spec: ModelSpec, ctx: CellContext) -> Session:
         """Export, import and compile (or reuse the cached vmfb), then load it on ``local-task``."""

@@ -47,7 +47,6 @@ class LiteRt(_onnx_tf.OnnxTfStack):
         "compiler": "TFLite converter (MLIR), XNNPACK delegate",
         "platform": "CPU (XNNPACK kernels)",
     }
-    devices: ClassVar[tuple[str, ...]] = ("cpu",)
     modules: ClassVar[tuple[str, ...]] = _MODULES
     distributions: ClassVar[tuple[str, ...]] = _DISTRIBUTIONS
 

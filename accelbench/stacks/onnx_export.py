@@ -17,7 +17,7 @@ import logging
 import os
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -87,17 +87,24 @@ def export_onnx(model: torch.nn.Module, spec: ModelSpec, cache_dir: Path) -> tup
     Raises Unsupported("onnx export failed: ...") when the exporter cannot convert the model.
     """
     path = onnx_path(spec, cache_dir)
-    if path.exists():
-        return path, 0.0
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with exclusive_lock(path.with_name(path.name + ".lock")):
-        if path.exists():
-            return path, 0.0
-        start_s = time.perf_counter()
-        _export_atomically(model, spec, path)
-        export_s = time.perf_counter() - start_s
-    logger.info("exported %s in %.2f s", path.name, export_s)
+    export_s = build_once(path, lambda: _export_atomically(model, spec, path))
+    if export_s:
+        logger.info("exported %s in %.2f s", path.name, export_s)
     return path, export_s
+
+
+def build_once(target: Path, build: Callable[[], None], built: Callable[[Path], bool] = Path.exists) -> float:
+    """Run ``build`` (which makes ``target``) unless ``target`` is ``built`` already, holding a lock beside it
+    so that concurrent cells build it once: the seconds ``build`` took, 0.0 when it did not run."""
+    if built(target):
+        return 0.0
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with exclusive_lock(target.with_name(target.name + ".lock")):
+        if built(target):
+            return 0.0
+        start_s = time.perf_counter()
+        build()
+        return time.perf_counter() - start_s
 
 
 @contextlib.contextmanager

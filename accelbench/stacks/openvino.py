@@ -56,7 +56,6 @@ class _OpenVinoStack(OnnxFileStack):
         "compiler": "OpenVINO (graph transformations, oneDNN JIT kernels)",
         "platform": "CPU plugin",
     }
-    devices: ClassVar[tuple[str, ...]] = ("cpu",)
 
     def unavailable_reason(self, device: str) -> str | None:
         """None when the libraries import (and, for bf16, the CPU plugin lists BF16), else why not."""

@@ -44,7 +44,6 @@ class TensorFlow(_onnx_tf.OnnxTfStack):
         "compiler": "XLA (tf.function jit_compile=True)",
         "platform": "CPU (XLA:CPU, LLVM codegen)",
     }
-    devices: ClassVar[tuple[str, ...]] = ("cpu",)
     modules: ClassVar[tuple[str, ...]] = _MODULES
     distributions: ClassVar[tuple[str, ...]] = _DISTRIBUTIONS
 

@@ -69,7 +69,6 @@ class _TvmStack(OnnxFileStack):
     install: ClassVar[str] = _INSTALL
     modules: ClassVar[tuple[str, ...]] = ("tvm",)
     distributions: ClassVar[tuple[str, ...]] = ("apache-tvm", "apache-tvm-ffi")
-    devices: ClassVar[tuple[str, ...]] = ("cpu",)
 
     def prepare(self, model: torch.nn.Module, spec: ModelSpec, ctx: CellContext) -> Session:
         """Export (or reuse) the ONNX file, import it into Relax, (tune,) compile, open a VM."""

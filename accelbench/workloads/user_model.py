@@ -148,15 +148,20 @@ def _import_function(source: ModelSource) -> Callable[[], Any]:
     return function
 
 
-class TorchFunctionModel(Workload):
-    """A user's ``module:function`` as a workload; outputs compared by cosine."""
+class _UserWorkload(Workload):
+    """A workload made of the user's model ``source``; outputs compared by cosine."""
 
-    name = "tune-torch"
     task = "user-model"
     quality_metric = "cosine"
 
     def __init__(self, source: ModelSource) -> None:
         self.source = source
+
+
+class TorchFunctionModel(_UserWorkload):
+    """A user's ``module:function`` as a workload; outputs compared by cosine."""
+
+    name = "tune-torch"
 
     @functools.cache  # noqa: B019 -- one instance per cell process
     def _loaded(self, seed: int) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
@@ -215,15 +220,10 @@ class OnnxReference:
         return _Reference().eval()
 
 
-class OnnxFileModel(Workload):
+class OnnxFileModel(_UserWorkload):
     """A user's ONNX file as a workload; the quality reference is ``onnx.reference.ReferenceEvaluator``."""
 
     name = "tune-onnx"
-    task = "user-model"
-    quality_metric = "cosine"
-
-    def __init__(self, source: ModelSource) -> None:
-        self.source = source
 
     @functools.cached_property
     def _proto(self) -> Any:

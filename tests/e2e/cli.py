@@ -1,12 +1,21 @@
-"""The accelbench CLI run as a user runs it: a fresh interpreter, output captured."""
+"""The accelbench CLI run as a user runs it: a fresh interpreter, output captured; and the checks and
+the interrupted run that the end-to-end tests share."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
+
+from accelbench import runner
+from accelbench.config import RunConfig
+from accelbench.hardware.detect import Machine
+from accelbench.results import Result
+from accelbench.store import Store
 
 
 def accelbench(
@@ -23,6 +32,31 @@ def accelbench(
     )
 
 
+def run_document(store: Path, *args: str) -> dict[str, Any]:
+    """``accelbench run ARGS --json --store STORE``, which must exit 0: the run's JSON document."""
+    done = accelbench("run", *args, "--json", "--store", str(store))
+    assert done.returncode == 0, done.stderr[-3000:]
+    document: dict[str, Any] = json.loads(done.stdout)
+    return document
+
+
+def runs_at_once(commands: Sequence[Sequence[str]], store: Path, timeout_s: float) -> dict[str, list[Result]]:
+    """Start ``commands`` (runs on one ``store``) at once; each must exit 0, ``store check`` must be clean
+    and hold one run per command: their results by run id."""
+    from accelbench.store import open_store
+    from accelbench.store.check import check_store
+
+    runs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in commands]
+    outputs = [run.communicate(timeout=timeout_s) for run in runs]
+    assert [run.returncode for run in runs] == [0] * len(runs), [err[-2000:] for _, err in outputs]
+    report = check_store(store)
+    assert report.clean, [p.line() for p in report.problems]
+    with open_store(store) as opened:
+        results = {run_id: opened.results(run_id) for run_id in opened.run_ids()}
+    assert len(results) == len(commands) and report.records == sum(len(rs) for rs in results.values())
+    return results
+
+
 def measured_ok(result: Mapping[str, object]) -> bool:
     """An honest real stack's cell: ``ok``, or ``unstable`` because the machine itself drifted."""
     if result["status"] == "ok":
@@ -36,3 +70,18 @@ def result_ok(result: Any) -> bool:
     return result.status == "ok" or (
         result.status == "unstable" and result.noise is not None and result.noise.unstable
     )
+
+
+def interrupted_run(store: Store, config: RunConfig, machine: Machine) -> tuple[str, list[Result]]:
+    """Start a run of ``config`` in ``store`` and stop it as Ctrl-C would (``KeyboardInterrupt``) once its
+    first result is stored: the run id and the results stored by then."""
+
+    def interrupt(result: object) -> None:
+        raise KeyboardInterrupt
+
+    run_id = runner.start_run(store, config, machine)
+    try:
+        runner.execute(store, run_id, config, machine, on_result=interrupt)
+    except KeyboardInterrupt:
+        return run_id, store.results(run_id)
+    raise AssertionError("the run finished without being interrupted")

@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from accelbench.stacks.base import CellContext, ModelSpec, Session
-from tests.e2e.planted import _eager, _Planted
+from tests.e2e.planted import Infer, _eager, _Planted, _Wrapped
 
 
 class InferRaiseStack(_Planted):
@@ -30,35 +30,28 @@ class InferRaiseStack(_Planted):
         return Session(infer=infer, effective_precision="fp32", compile_s=0.0)
 
 
-class WrongShapeStack(_Planted):
+class WrongShapeStack(_Wrapped):
     """Returns the model's output with one extra column."""
 
     name = "faulty-shape"
 
-    def prepare(self, model: Any, spec: ModelSpec, ctx: CellContext) -> Session:
+    def wrap(self, run: Infer) -> Infer:
         import numpy as np
-
-        run = _eager(model)
 
         def infer(inputs: tuple[Any, ...]) -> Any:
             out = run(inputs)
             return np.concatenate([out, out[..., :1]], axis=-1)
 
-        return Session(infer=infer, effective_precision="fp32", compile_s=0.0)
+        return infer
 
 
-class WrongDtypeStack(_Planted):
+class WrongDtypeStack(_Wrapped):
     """Returns the model's output as int64 (truncated), claiming fp32."""
 
     name = "faulty-dtype"
 
-    def prepare(self, model: Any, spec: ModelSpec, ctx: CellContext) -> Session:
-        run = _eager(model)
-
-        def infer(inputs: tuple[Any, ...]) -> Any:
-            return run(inputs).astype("int64")
-
-        return Session(infer=infer, effective_precision="fp32", compile_s=0.0)
+    def wrap(self, run: Infer) -> Infer:
+        return lambda inputs: run(inputs).astype("int64")
 
 
 class MemoryStack(_Planted):
@@ -88,17 +81,17 @@ class ChattyStack(_Planted):
         return Session(infer=_eager(model), effective_precision="fp32", compile_s=0.0)
 
 
-class TeardownStack(_Planted):
+class TeardownStack(_Wrapped):
     """Runs the real model; its session raises when torn down (garbage-collected at the cell's end)."""
 
     name = "faulty-teardown"
 
-    def prepare(self, model: Any, spec: ModelSpec, ctx: CellContext) -> Session:
-        return Session(infer=_Teardown(_eager(model)), effective_precision="fp32", compile_s=0.0)
+    def wrap(self, run: Infer) -> Infer:
+        return _Teardown(run)
 
 
 class _Teardown:
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: Infer) -> None:
         self.run = run
 
     def __call__(self, inputs: tuple[Any, ...]) -> Any:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import time
+from abc import abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from accelbench.stacks.base import CellContext, ModelSpec, Session, Stack
@@ -74,7 +76,10 @@ class NoisyStack(_Planted):
         return Session(infer=infer, effective_precision="fp32", compile_s=0.0)
 
 
-def _eager(model: Any) -> Any:
+Infer = Callable[[tuple[Any, ...]], Any]
+
+
+def _eager(model: Any) -> Infer:
     """The real model as a numpy -> numpy function (fp32, eager)."""
     import torch
 
@@ -85,13 +90,24 @@ def _eager(model: Any) -> Any:
     return run
 
 
-class CachingStack(_Planted):
+class _Wrapped(_Planted):
+    """The real model, eager, behind the ``infer`` that ``wrap`` makes of it (labelled fp32)."""
+
+    def prepare(self, model: Any, spec: ModelSpec, ctx: CellContext) -> Session:
+        return Session(infer=self.wrap(_eager(model)), effective_precision="fp32", compile_s=0.0)
+
+    @abstractmethod
+    def wrap(self, run: Infer) -> Infer:
+        """The session's ``infer``, calling the real model ``run`` (or not)."""
+
+
+class CachingStack(_Wrapped):
     """Computes the real model but caches outputs by input bytes: the caching audit must flag it."""
 
     name = "planted-cache"
 
-    def prepare(self, model: Any, spec: ModelSpec, ctx: CellContext) -> Session:
-        run, cache = _eager(model), {}
+    def wrap(self, run: Infer) -> Infer:
+        cache: dict[bytes, Any] = {}
 
         def infer(inputs: tuple[Any, ...]) -> Any:
             key = b"".join(a.tobytes() for a in inputs)
@@ -99,18 +115,17 @@ class CachingStack(_Planted):
                 cache[key] = run(inputs)
             return cache[key]
 
-        return Session(infer=infer, effective_precision="fp32", compile_s=0.0)
+        return infer
 
 
-class SkipRepeatStack(_Planted):
+class SkipRepeatStack(_Wrapped):
     """Returns the previous output when the input equals the previous input: the caching audit flags it."""
 
     name = "planted-skip-repeat"
 
-    def prepare(self, model: Any, spec: ModelSpec, ctx: CellContext) -> Session:
+    def wrap(self, run: Infer) -> Infer:
         import numpy as np
 
-        run = _eager(model)
         last: dict[str, Any] = {}
 
         def infer(inputs: tuple[Any, ...]) -> Any:
@@ -121,7 +136,7 @@ class SkipRepeatStack(_Planted):
                 last["inputs"], last["output"] = tuple(a.copy() for a in inputs), run(inputs)
             return last["output"]
 
-        return Session(infer=infer, effective_precision="fp32", compile_s=0.0)
+        return infer
 
 
 class SilentBf16Stack(_Planted):
@@ -168,16 +183,15 @@ class _Memo:
         return output
 
 
-class _MemoStack(_Planted):
+class _MemoStack(_Wrapped):
     """The real model behind a ``_Memo`` cache configured by the class attributes."""
 
     after: ClassVar[int] = 0
     warmup: ClassVar[int] = 0
     warmup_s: ClassVar[float] = 0.0
 
-    def prepare(self, model: Any, spec: ModelSpec, ctx: CellContext) -> Session:
-        memo = _Memo(_eager(model), after=self.after, warmup=self.warmup, warmup_s=self.warmup_s)
-        return Session(infer=memo, effective_precision="fp32", compile_s=0.0)
+    def wrap(self, run: Infer) -> Infer:
+        return _Memo(run, after=self.after, warmup=self.warmup, warmup_s=self.warmup_s)
 
 
 class CacheAfter3Stack(_MemoStack):
@@ -209,13 +223,12 @@ class CacheAfterQueriesStack(_MemoStack):
     warmup = 250
 
 
-class StaleStack(_Planted):
+class StaleStack(_Wrapped):
     """Computes every input but returns the output of the previous query (a reused output buffer)."""
 
     name = "planted-stale"
 
-    def prepare(self, model: Any, spec: ModelSpec, ctx: CellContext) -> Session:
-        run = _eager(model)
+    def wrap(self, run: Infer) -> Infer:
         previous: dict[str, Any] = {}
 
         def infer(inputs: tuple[Any, ...]) -> Any:
@@ -224,18 +237,17 @@ class StaleStack(_Planted):
             previous["output"] = output
             return stale
 
-        return Session(infer=infer, effective_precision="fp32", compile_s=0.0)
+        return infer
 
 
-class ZerosStack(_Planted):
+class ZerosStack(_Wrapped):
     """Skips the work on every other query and returns zeros of the right shape."""
 
     name = "planted-zeros"
 
-    def prepare(self, model: Any, spec: ModelSpec, ctx: CellContext) -> Session:
+    def wrap(self, run: Infer) -> Infer:
         import numpy as np
 
-        run = _eager(model)
         state = {"calls": 0, "shape": None}
 
         def infer(inputs: tuple[Any, ...]) -> Any:
@@ -246,7 +258,7 @@ class ZerosStack(_Planted):
             state["shape"] = output.shape
             return output
 
-        return Session(infer=infer, effective_precision="fp32", compile_s=0.0)
+        return infer
 
 
 CHEATS = {

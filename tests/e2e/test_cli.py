@@ -11,7 +11,7 @@ import pytest
 
 from accelbench.audits import failed_audits
 from accelbench.results import SCHEMA_VERSION
-from tests.e2e.cli import accelbench, measured_ok
+from tests.e2e.cli import accelbench, measured_ok, run_document
 from tests.e2e.test_stacks_batch import KNOWN_UNSUPPORTED
 
 STACKS = ("null", "torch-eager", "torch-inductor", "onnxruntime")
@@ -23,9 +23,7 @@ SCENARIOS = ("single-stream", "offline")
 def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     """One tiny-suite run shared by the tests of this module."""
     store = tmp_path_factory.mktemp("cli") / "store"
-    done = accelbench("run", "--suite", "tiny", "--json", "--store", str(store))
-    assert done.returncode == 0, done.stderr[-3000:]
-    return store, json.loads(done.stdout)
+    return store, run_document(store, "--suite", "tiny")
 
 
 @pytest.mark.slow

@@ -22,7 +22,7 @@ from accelbench import runner
 from accelbench.config import RunConfig
 from accelbench.hardware.detect import detect_machine
 from accelbench.store import open_store
-from tests.e2e.cli import accelbench, measured_ok, result_ok
+from tests.e2e.cli import accelbench, interrupted_run, measured_ok, result_ok, runs_at_once
 
 ray = pytest.importorskip("ray", reason="the fleet extra (ray) is not installed")
 
@@ -139,16 +139,8 @@ def _wait_for_cell(fleet_dir: Path, timeout_s: float) -> str:
 @pytest.mark.slow
 def test_resume_finishes_a_run_on_the_fleet(cluster: LocalCluster, tmp_path: Path) -> None:
     config = RunConfig("tiny", ("resnet50",), ("null",), ("single-stream", "offline"), "tiny", "quick")
-    machine = detect_machine()
-
-    def interrupt(result: object) -> None:
-        raise KeyboardInterrupt
-
     with open_store(tmp_path / "store") as store:
-        run_id = runner.start_run(store, config, machine)
-        with pytest.raises(KeyboardInterrupt):
-            runner.execute(store, run_id, config, machine, on_result=interrupt)
-        first = store.results(run_id)
+        run_id, first = interrupted_run(store, config, detect_machine())
     assert len(first) == 1 and "fleet_node" not in first[0].settings
     done = accelbench(
         "run", "--resume", run_id, "--fleet", cluster.client_address, "--store", str(tmp_path / "store")
@@ -165,8 +157,6 @@ def test_resume_finishes_a_run_on_the_fleet(cluster: LocalCluster, tmp_path: Pat
 def test_a_fleet_run_and_a_local_run_write_one_store_at_once(cluster: LocalCluster, tmp_path: Path) -> None:
     """Two runs interleave their writes in one store (one on the fleet, one here): every record of both is
     there once, and ``store check`` finds nothing wrong."""
-    from accelbench.store.check import check_store
-
     store = tmp_path / "store"
     args = (
         "--workloads",
@@ -185,23 +175,13 @@ def test_a_fleet_run_and_a_local_run_write_one_store_at_once(cluster: LocalClust
     )
     here = [sys.executable, "-m", "accelbench", "run", *args]
     fleet = [*here[:4], "--fleet", cluster.client_address, *args]
-    runs = [
-        subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in (fleet, here)
-    ]
-    outputs = [run.communicate(timeout=600) for run in runs]
-    assert [run.returncode for run in runs] == [0, 0], [err[-2000:] for _, err in outputs]
-    report = check_store(store)
-    assert report.clean, [p.line() for p in report.problems]
-    with open_store(store) as opened:
-        run_ids = opened.run_ids()
-        assert len(run_ids) == 2
-        results = {run_id: opened.results(run_id) for run_id in run_ids}
+    results = runs_at_once((fleet, here), store, timeout_s=600)
     on_fleet = [rs for rs in results.values() if all("fleet_node" in r.settings for r in rs)]
     assert len(on_fleet) == 1  # the other run's cells ran here
     for run_results in results.values():
         assert sorted(r.cell.scenario for r in run_results) == ["offline", "single-stream"]
         assert all(r.status == "unverified" for r in run_results)  # the null stack, measured to the end
-    assert report.records == 4
+    assert sum(len(rs) for rs in results.values()) == 4
 
 
 def test_an_unreachable_fleet_is_one_line_exit_2_and_stores_nothing(tmp_path: Path) -> None:

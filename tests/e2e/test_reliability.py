@@ -19,7 +19,7 @@ import pytest
 from accelbench.store import open_store
 from accelbench.store.check import check_store
 from tests.e2e import kill_resume
-from tests.e2e.cli import accelbench
+from tests.e2e.cli import accelbench, runs_at_once
 
 
 def _writer(store: Path, run_id: str, count: int, start_at: float | None = None) -> subprocess.Popen[str]:
@@ -73,21 +73,11 @@ def test_two_runs_at_once_on_one_store(tmp_path: Path) -> None:
     store = tmp_path / "store"
     args = (*kill_resume.RUN_ARGS, "--store", str(store), "--json")
     command = [sys.executable, "-m", "accelbench", *args]
-    runs = [
-        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in "ab"
-    ]
-    outputs = [run.communicate(timeout=900) for run in runs]
-    assert [run.returncode for run in runs] == [0, 0], [err[-1000:] for _, err in outputs]
-    report = check_store(store)
-    assert report.clean, [p.line() for p in report.problems]
+    results = runs_at_once((command, command), store, timeout_s=900)
     with open_store(store) as opened:
-        run_ids = opened.run_ids()
-        assert len(run_ids) == 2
-        for run_id in run_ids:
-            keys = [r.cell.key for r in opened.results(run_id)]
-            assert sorted(keys) == sorted(kill_resume.planned_keys())
+        for run_id, run_results in results.items():
+            assert sorted(r.cell.key for r in run_results) == sorted(kill_resume.planned_keys())
             assert opened.run(run_id).status == "complete"
-    assert report.records == 2 * len(kill_resume.planned_keys())
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@ from accelbench import runner
 from accelbench.config import RunConfig
 from accelbench.hardware.detect import detect_machine
 from accelbench.store import open_store
-from tests.e2e.cli import result_ok
+from tests.e2e.cli import interrupted_run, result_ok
 
 pytestmark = pytest.mark.usefixtures("planted_stacks")
 
@@ -51,15 +51,8 @@ def test_failing_cells_get_their_status_and_the_others_complete(tmp_path: Path) 
 def test_resume_finishes_an_interrupted_run_without_repeating_cells(tmp_path: Path) -> None:
     config = _config(("null", "planted-raise", "torch-eager"))
     machine = detect_machine()
-
-    def interrupt(result: object) -> None:
-        raise KeyboardInterrupt
-
     with open_store(tmp_path / "store") as store:
-        run_id = runner.start_run(store, config, machine)
-        with pytest.raises(KeyboardInterrupt):
-            runner.execute(store, run_id, config, machine, on_result=interrupt)
-        first = store.results(run_id)
+        run_id, first = interrupted_run(store, config, machine)
         assert len(first) == 1
         resumed = runner.execute(store, run_id, runner.resume_config(store, run_id, machine), machine)
         final = store.results(run_id)

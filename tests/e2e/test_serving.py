@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +53,31 @@ def _results(store: Path) -> dict[str, dict]:
     return {f"{r['cell']['stack']}/{r['cell']['scenario']}": r for r in json.loads(done.stdout)["results"]}
 
 
+def _resnet50_run(
+    store: Path, *args: str, timeout_s: float = 600, env: Mapping[str, str] | None = None
+) -> dict[str, dict]:
+    """``accelbench run`` of the tiny resnet50 cells with ``args`` into ``store`` (it must exit 0): the
+    stored results by ``stack/scenario``."""
+    done = accelbench(
+        "run", "--suite", "tiny", "--workloads", "resnet50", *args, "--no-probe", "--store", str(store),
+        timeout_s=timeout_s, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return _results(store)
+
+
+def _served_beside_in_process(
+    store: Path, servers: tuple[str, ...], scenarios: str, timeout_s: float
+) -> tuple[dict[str, dict], tuple[str, ...]]:
+    """onnxruntime's cells of ``scenarios`` in process and behind each of ``servers``: the results by
+    ``stack/scenario``, and the stacks (in-process first)."""
+    results = _resnet50_run(
+        store, "--stacks", "onnxruntime", "--serve", ",".join(servers), "--scenarios", scenarios,
+        timeout_s=timeout_s,
+    )  # fmt: skip
+    return results, ("onnxruntime", *(f"onnxruntime@{server}" for server in servers))
+
+
 def _null_measured(result: dict) -> bool:
     """The null stack's cell was measured (it is ``unverified``: its outputs are not the model's)."""
     return result["status"] in ("ok", "unstable", "unverified") and result["latency"] is not None
@@ -75,14 +101,7 @@ def _assert_nothing_left(store: Path) -> None:
 def test_tiny_suite_served_beside_in_process(tmp_path: Path) -> None:
     """The issue's acceptance command on one workload: in-process, Ray Serve and Triton in one run."""
     store = tmp_path / "store"
-    done = accelbench(
-        "run", "--suite", "tiny", "--workloads", "resnet50", "--stacks", "onnxruntime",
-        "--serve", "ray-serve,triton", "--scenarios", "single-stream,server", "--no-probe",
-        "--store", str(store), timeout_s=1500,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = _results(store)
-    stacks = ("onnxruntime", "onnxruntime@ray-serve", "onnxruntime@triton")
+    results, stacks = _served_beside_in_process(store, ("ray-serve", "triton"), "single-stream,server", 1500)
     assert sorted(results) == sorted(f"{s}/{c}" for s in stacks for c in ("single-stream", "server"))
     for name, result in results.items():
         # a server cell may be INVALID (early stopping) when other jobs share the 2 cores
@@ -105,14 +124,9 @@ def test_torchserve_cells_are_verified_and_show_their_overhead(tmp_path: Path) -
     """TorchServe with batching on and off beside the in-process stack: every cell measured and audited,
     TorchServe's own timings stored, and ``show --json`` gives the overhead and batching ratios."""
     store = tmp_path / "store"
-    done = accelbench(
-        "run", "--suite", "tiny", "--workloads", "resnet50", "--stacks", "onnxruntime",
-        "--serve", "torchserve,torchserve-nobatch", "--scenarios", "single-stream", "--no-probe",
-        "--store", str(store), timeout_s=900,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = _results(store)
-    stacks = ("onnxruntime", "onnxruntime@torchserve", "onnxruntime@torchserve-nobatch")
+    results, stacks = _served_beside_in_process(
+        store, ("torchserve", "torchserve-nobatch"), "single-stream", 900
+    )
     assert sorted(results) == sorted(f"{s}/single-stream" for s in stacks)
     for name, result in results.items():
         assert measured_ok(result), (name, result["status"], result["reason"])
@@ -199,12 +213,9 @@ def test_serve_url_with_nothing_there_is_unavailable_and_the_run_goes_on(tmp_pat
         "--scenarios", "single-stream", "--no-probe", "--store", str(store),
     )  # fmt: skip
     assert done.returncode == 2 and "no served variant of null on url" in done.stderr, done.stderr[-2000:]
-    done = accelbench(
-        "run", "--suite", "tiny", "--workloads", "resnet50", "--stacks", "onnxruntime@url,null",
-        "--serve-url", url, "--scenarios", "single-stream", "--no-probe", "--store", str(store),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = _results(store)
+    results = _resnet50_run(
+        store, "--stacks", "onnxruntime@url,null", "--serve-url", url, "--scenarios", "single-stream"
+    )
     remote = results["onnxruntime@url/single-stream"]
     assert remote["status"] == "unavailable", remote
     assert (
@@ -291,13 +302,10 @@ def test_batched_rows_come_back_to_their_requests(stack: ServedStack, tmp_path: 
 
 def test_a_missing_server_venv_is_unavailable_and_the_run_goes_on(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    done = accelbench(
-        "run", "--suite", "tiny", "--workloads", "resnet50", "--stacks", "onnxruntime@triton,null",
-        "--scenarios", "single-stream", "--no-probe", "--store", str(store),
+    results = _resnet50_run(
+        store, "--stacks", "onnxruntime@triton,null", "--scenarios", "single-stream",
         env={"ACCELBENCH_PYTRITON_PYTHON": str(tmp_path / "none" / "bin" / "python")},
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = _results(store)
     triton = results["onnxruntime@triton/single-stream"]
     assert triton["status"] == "unavailable"
     assert triton["reason"].startswith("no PyTriton venv at ") and "\n" not in triton["reason"]

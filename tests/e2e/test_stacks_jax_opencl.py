@@ -34,6 +34,7 @@ from accelbench.stacks.seeds import Glow, NvFuser, OneFlow, PlaidMl
 from accelbench.store import open_store
 from tests.e2e.cli import result_ok
 from tests.e2e.tiny_models import (
+    CASES,
     MAX_NORMALISED_ERROR,
     bert_case,
     conv_case,
@@ -97,8 +98,8 @@ def _normalised_case() -> tuple[torch.nn.Module, ModelSpec]:
 
 @pytest.mark.parametrize(
     "make_case",
-    [conv_case, bert_case, mlp_case, _normalised_case],
-    ids=["conv", "bert", "mlp", "normalised"],
+    [*CASES.values(), _normalised_case],
+    ids=[*CASES, "normalised"],
 )
 def test_jax_xla_matches_eager_fp32(make_case: Any, ctx: CellContext) -> None:
     model, spec = make_case()

@@ -23,21 +23,12 @@ from accelbench.stacks.tensorflow import TensorFlow
 from tests.e2e.cli import result_ok
 from tests.e2e.test_stacks_compilers import _plant_custom_op_onnx, _run_cells
 from tests.e2e.test_stacks_direct import THREADS
-from tests.e2e.tiny_models import (
-    MAX_NORMALISED_ERROR,
-    bert_case,
-    conv_case,
-    mlp_case,
-    normalised_error,
-    other_sample,
-    reference,
-)
+from tests.e2e.tiny_models import CASES, MAX_NORMALISED_ERROR, normalised_error, other_sample, reference
 
 pytestmark = pytest.mark.skipif(
     TensorFlow().unavailable_reason("cpu") is not None or LiteRt().unavailable_reason("cpu") is not None,
     reason="tensorflow / litert not installed (pip install accelbench[tensorflow])",
 )
-CASES = {"conv": conv_case, "bert": bert_case, "mlp": mlp_case}
 STACKS: dict[str, Stack] = {"tensorflow": TensorFlow(), "litert": LiteRt()}
 Prepared = dict[tuple[str, str], tuple[torch.nn.Module, ModelSpec, Session]]
 

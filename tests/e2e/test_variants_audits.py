@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from accelbench.audits import failed_audits
-from tests.e2e.cli import measured_ok
-from tests.e2e.test_cli import accelbench
+from tests.e2e.cli import accelbench, measured_ok, run_document
 
 HONEST = ("torch-eager", "onnxruntime")
 
@@ -23,11 +22,9 @@ def flagged(result: Any) -> list[str]:
 @pytest.fixture(scope="module")
 def variant_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     store = tmp_path_factory.mktemp("variants") / "store"
-    args = ["run", "--suite", "tiny", "--workloads", "resnet50", "--stacks", ",".join(HONEST)]
+    args = ["--suite", "tiny", "--workloads", "resnet50", "--stacks", ",".join(HONEST)]
     args += ["--scenarios", "single-stream", "--variants", "2", "--variant-seed", "7", "--no-probe"]
-    done = accelbench(*args, "--json", "--store", str(store))
-    assert done.returncode == 0, done.stderr[-3000:]
-    return store, json.loads(done.stdout)
+    return store, run_document(store, *args)
 
 
 @pytest.mark.slow

@@ -118,3 +118,7 @@ def normalised_error(output: np.ndarray, expected: np.ndarray) -> float:
     """``max|output - expected| / max|expected|``; shapes must match."""
     assert output.shape == expected.shape, (output.shape, expected.shape)
     return float(np.max(np.abs(output - expected)) / np.max(np.abs(expected)))
+
+
+CASES = {"conv": conv_case, "bert": bert_case, "mlp": mlp_case}
+"""The three tiny models by name."""

@@ -1,0 +1,33 @@
+"""The terminal table of the results that carry one section (``training``, ``generation``): a row each."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
+
+from rich.table import Table
+
+from accelbench.results import Result
+
+Section = Mapping[str, Any]
+
+
+def section_table(
+    results: Sequence[Result],
+    section: Callable[[Result], Section | None],
+    title: str,
+    columns: Sequence[str],
+    left: Collection[str],
+    row: Callable[[Result, Section], list[str]],
+) -> Table | None:
+    """``columns`` (those in ``left`` left-aligned, the others right) and ``row(result, section)`` for each
+    result whose ``section`` is set, in cell-key order; None when there is none."""
+    rows = [r for r in results if section(r) is not None]
+    if not rows:
+        return None
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column, justify="left" if column in left else "right")
+    for result in sorted(rows, key=lambda r: r.cell.key):
+        table.add_row(*row(result, section(result) or {}))
+    return table
