@@ -6,9 +6,12 @@ Three parts, each as a user meets it:
 - one run of the faulty and planted stacks (``tests/e2e/faulty.py``) beside the null stack: every fault
   must be stored with its own status, none lost, no traceback on the terminal;
 - ``--kills`` SIGKILLs of ``accelbench run`` at seeded random points, each followed by ``--resume``
-  (``tests/e2e/kill_resume.py``): the final run must hold the planned cells once each, nothing lost.
+  (``tests/e2e/kill_resume.py``): the final run must hold the planned cells once each, nothing lost;
+- ``--rounds`` of four writer processes (``tests/e2e/store_writer.py``) released at one instant on a new
+  store, each registering its run and storing its records: every record of every writer must be there.
 
-Usage: ``python benchmarks/reliability.py [--kills 4] [--seed 2026]`` (a few minutes on 2 cores).
+Usage: ``python benchmarks/reliability.py [--kills 4] [--rounds 5] [--seed 2026]`` (a few minutes on 2
+cores).
 """
 
 from __future__ import annotations
@@ -19,15 +22,19 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from accelbench.errors import UserError  # noqa: E402
 from accelbench.store.check import check_store  # noqa: E402
 from tests.e2e import kill_resume  # noqa: E402
 
+WRITERS, RECORDS_PER_WRITER = 4, 20
+"""Writer processes per concurrency round, and the records each stores."""
 FAULTS = {
     "planted-crash": "crashed",
     "planted-hang": "timeout",
@@ -97,6 +104,29 @@ def kills(store: Path, count: int, seed: int) -> tuple[int, int, int, bool]:
     return (report.kills if ok else 0), report.records_lost + missing, duplicates, checked.clean
 
 
+def concurrent(folder: Path, rounds: int) -> tuple[int, int, bool]:
+    """(rounds survived, records lost, every store check clean) of writers racing on a new store."""
+    survived, lost, clean = 0, 0, True
+    for number in range(rounds):
+        store, start_at = folder / f"store-{number}", time.time() + 3.0  # after every interpreter started
+        command = [sys.executable, "-m", "tests.e2e.store_writer", str(store)]
+        writers = [
+            subprocess.Popen([*command, f"writer-{n}", str(RECORDS_PER_WRITER), str(start_at)], cwd=ROOT,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for n in range(WRITERS)
+        ]  # fmt: skip
+        codes = [writer.wait(timeout=300) for writer in writers]
+        try:
+            checked = check_store(store)
+            records, round_clean = checked.records, checked.clean
+        except UserError:  # a store the writers broke
+            records, round_clean = 0, False
+        lost += WRITERS * RECORDS_PER_WRITER - records
+        clean = clean and round_clean
+        survived += codes == [0] * WRITERS and round_clean and records == WRITERS * RECORDS_PER_WRITER
+    return survived, lost, clean
+
+
 def _clean(clean: bool) -> str:
     return "clean" if clean else "NOT clean"
 
@@ -105,6 +135,7 @@ def main() -> None:
     """Print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kills", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -112,11 +143,14 @@ def main() -> None:
         inputs, fuzz_tracebacks, fuzz_code = fuzz(folder / "fuzz.jsonl")
         injected, fault_lost, fault_tracebacks, wrong = faults(folder / "faults" / "store")
         survived, kill_lost, duplicates, clean = kills(folder / "kills", args.kills, args.seed)
+        raced, race_lost, race_clean = concurrent(folder / "concurrent", args.rounds)
     rows = [
         ("inputs fuzzed", inputs, f"tests/fuzz exit code {fuzz_code}"),
         ("faults injected", injected, "statuses as expected" if not wrong else "; ".join(wrong)),
         ("kills survived", survived, f"of {args.kills} (seed {args.seed}); store check {_clean(clean)}"),
-        ("records lost", fault_lost + kill_lost, "goal 0"),
+        ("concurrent rounds survived", raced,
+         f"of {args.rounds}, {WRITERS} writers each on a new store; store checks {_clean(race_clean)}"),
+        ("records lost", fault_lost + kill_lost + race_lost, "goal 0"),
         ("duplicates", duplicates, "goal 0"),
         ("tracebacks shown to the user", fuzz_tracebacks + fault_tracebacks, "goal 0"),
     ]  # fmt: skip
