@@ -64,8 +64,11 @@ def value_text(shown: Headline) -> str:
 
 
 def _ci(shown: Headline) -> str:
+    """The 95% interval across trials (server: the search's bracket); none from a single trial."""
     if shown.ci is None:
         return "-"
+    if shown.scenario != "server" and shown.trials == 1:
+        return "- (1 trial)"
     show = ms_text if shown.lower_is_better else rate_text
     return f"{show(shown.ci[0])}-{show(shown.ci[1])}"
 

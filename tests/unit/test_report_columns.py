@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,13 @@ def test_loadgen_figures_fill_the_columns_and_the_diagnostics() -> None:
     assert table.caption is None
     offline = leaderboard_tables([result("a", "offline", qps=321.5)], "run r1")[0]
     assert _column(offline, "samples/s") == ["321.5"]
+
+
+def test_one_trial_shows_no_interval_across_trials() -> None:
+    one = result("a", "single-stream", value=0.0125)
+    one = replace(one, figures=replace(one.figures, trial_values=(0.0125,), ci=(0.0125, 0.0125)))
+    table = leaderboard_tables([one], "run r1")[0]
+    assert _column(table, "95% CI ms") == ["- (1 trial)"] and _column(table, "trials") == ["1"]
 
 
 def test_a_result_without_figures_falls_back_to_the_sut_timer_and_says_so() -> None:
