@@ -235,7 +235,7 @@ def _outcome(
         check_test09(references, replies),
     )
     ordered = sorted(prompts.prompts, key=len)
-    cache_check = prefix_cache_audit(generator, ordered[-1], ordered[-2], max_new_tokens=1)
+    cache_check = prefix_cache_audit(generator, ordered[-1], max_new_tokens=1)
     cache_verdict = Verdict("prefix_cache", PASS if cache_check.passed else FAIL, cache_check.detail)
     failures = [name for name, passed in _gate(quality.passed, checks) if not passed]
     invalid = [] if run.valid else [f"{spec.cell.scenario}: {'; '.join(run.invalid_reasons) or 'no reason'}"]
