@@ -193,6 +193,27 @@ def test_prefix_cache_audit_spares_an_honest_stack_slow_after_a_new_prompt_lengt
     assert check.passed and check.value > 0.7, check.detail
 
 
+class PlantedSlowEveryThird(PlantedPrefill):
+    """Honest, but every third call from the second on costs 4x (a periodic stall beside it)."""
+
+    def __init__(self) -> None:
+        super().__init__(reuse=False)
+        self.calls = 0
+
+    def _run(self, prompt: Sequence[int], max_new_tokens: int, first: Callable[[int], None]) -> list[int]:
+        time.sleep(0.0002 * len(prompt) * (4.0 if self.calls % 3 == 1 else 1.0))
+        self.calls += 1
+        first(prompt[0])
+        return [prompt[0], EOS]
+
+
+def test_prefix_cache_audit_compares_calls_in_the_same_place() -> None:
+    """The fresh prompt's first call is the slow one of every triple: the repeat is still compared with a
+    never-seen prompt in its own place, so the honest stack passes."""
+    check = prefix_cache_audit(PlantedSlowEveryThird(), list(range(10, 210)), 4)
+    assert check.passed and 0.7 < check.value < 1.4, check.detail
+
+
 def test_fresh_prompts_differ_from_the_prompt_and_from_each_other() -> None:
     prompt = [1, 5, 9, 9, 12]
     fresh = [fresh_prompt(prompt, n) for n in range(3)]
