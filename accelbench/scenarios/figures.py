@@ -112,12 +112,14 @@ def _mean_percentile(trials: Sequence[Measurement], percent: float) -> float:
 
 
 def _interval(values: Sequence[float]) -> tuple[float, float]:
+    """The 95% Student-t interval of the mean, its lower end held at 0: every headline (a latency, samples
+    or queries per second) is positive, and 3 spread trials would otherwise give a negative latency."""
     if len(values) < 2:
         return values[0], values[0]
     mean = statistics.fmean(values)
     quantile = _T_95[len(values) - 2] if len(values) - 1 <= len(_T_95) else 1.96
     half = quantile * statistics.stdev(values) / math.sqrt(len(values))
-    return mean - half, mean + half
+    return max(0.0, mean - half), mean + half
 
 
 def _timers(trials: Sequence[Measurement]) -> tuple[float, float]:

@@ -151,3 +151,13 @@ def test_a_real_server_search_finds_a_valid_qps_below_capacity(tmp_path: Path) -
 
     found = server_search.search(probe, 400.0, 4, QUICK.server_latency_bound_s)
     assert 0 < found.max_qps < 1 / 6e-4 and all(p.p99_s < 0.1 for p in found.probes if p.valid)
+
+
+def test_the_interval_across_trials_never_goes_below_zero() -> None:
+    from accelbench.scenarios.figures import _interval
+
+    low, high = _interval([0.0006, 0.0007, 0.0029])  # multi-stream p99s of a noisy standard run
+    assert low == 0.0 and high > 0.0029
+    assert _interval([10.0, 11.0, 12.0]) == pytest.approx(
+        (11.0 - 4.303 / math.sqrt(3), 11.0 + 4.303 / math.sqrt(3))
+    )
