@@ -114,10 +114,12 @@ def test_submit_overlaps_requests(client: ServedInfer) -> None:
 
 
 def test_loadgen_server_is_not_held_back_by_slow_replies(client: ServedInfer, tmp_path: Path) -> None:
-    """100 QPS against 50 ms replies: a synchronous SUT would complete at most 20 QPS."""
+    """100 QPS against 50 ms replies: a synchronous SUT would complete at most 20 QPS, and its queue would
+    grow by 80 queries (4 s of replies) a second. The p99 bound leaves room for one stall of the shared
+    machine (0.39 s seen once in a unit run beside nothing else), far below that backlog."""
     run = measure("server", client, SAMPLES, QUICK, tmp_path, latency_s=0.01, target_qps=100.0)
     assert 60 < run.summary.qps < 140
-    assert DELAY_S <= run.summary.latency_percentiles_s[99.0] < 4 * DELAY_S
+    assert DELAY_S <= run.summary.latency_percentiles_s[99.0] < 10 * DELAY_S
     assert len(run.sut_latencies_s) >= 250
 
 
