@@ -55,6 +55,8 @@ class CellSpec:
     """Batch sizes to sweep before the scored trials (offline, multi-stream); the best verified runs."""
     serve_url: str | None = None
     """The remote v2 server of the ``<stack>@url`` stacks (``--serve-url``), else None."""
+    serve_cluster: str | None = None
+    """The Ray cluster of the Ray Serve stacks (``--serve-cluster``), else None (a local Ray)."""
     store_cache_dir: str = ""
     """The results store's cache folder, kept across runs (the LLM models and their conversions); empty:
     ``cache_dir``."""

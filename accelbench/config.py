@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,6 +20,9 @@ from accelbench.errors import UserError
 from accelbench.registry import GENERATING_STACKS, STACKS, is_served
 from accelbench.scenarios.rules import SCENARIOS, get_rules
 from accelbench.training import WORKLOADS as TRAINING_WORKLOADS
+
+_RAY_ADDRESS = re.compile(r"^(auto|[A-Za-z0-9.\-]+:\d{1,5})$")
+"""A Ray cluster as a driver joins it: its head's GCS ``HOST:PORT``, or ``auto``."""
 
 SIZES = ("tiny", "standard")
 ALL_WORKLOADS = ("resnet50", "bert-base", "minilm-l6")
@@ -76,6 +80,9 @@ class RunConfig:
     serve_url: str | None = None
     """``--serve-url``: the v2 server (``http://host:port``) that the ``<stack>@url`` stacks send their
     requests to; accelbench neither starts nor stops it (docs/serving.md)."""
+    serve_cluster: str | None = None
+    """``--serve-cluster``: the Ray cluster (``HOST:PORT`` of its head, or ``auto``) where the Ray Serve
+    stacks deploy their model instead of a Ray of their own (docs/serving.md)."""
 
     def __post_init__(self) -> None:
         _check_choice("scenario", self.scenarios + self.generation_scenarios, SCENARIOS)
@@ -91,6 +98,8 @@ class RunConfig:
             raise UserError("batch sizes must be at least 1")
         if self.serve_url is not None and not self.serve_url.startswith(("http://", "https://")):
             raise UserError(f"serve_url must be an http:// or https:// address, got {self.serve_url[:80]!r}")
+        if self.serve_cluster is not None and not _RAY_ADDRESS.match(self.serve_cluster):
+            raise UserError(f"serve_cluster must be HOST:PORT or auto, got {self.serve_cluster[:80]!r}")
         if not (self.workloads and self.stacks and self.scenarios and self.devices):
             raise UserError("a run needs at least one workload, stack, scenario and device")
 

@@ -80,6 +80,7 @@ def cell_spec(run_id: str, config: RunConfig, planned: PlannedCell, run_dir: Pat
         batch=config.batch,
         batch_sweep=config.batch_sweep,
         serve_url=config.serve_url,
+        serve_cluster=config.serve_cluster,
         store_cache_dir=str(run_dir.parent.parent / "cache"),  # run_dir is <store>/runs/<run id>
     )
 

@@ -98,6 +98,12 @@ def run(
         str | None,
         typer.Option("--serve-url", help="Also send each stack's requests to this running v2 server."),
     ] = None,
+    serve_cluster: Annotated[
+        str | None,
+        typer.Option(
+            "--serve-cluster", help="Deploy the Ray Serve stacks on this Ray cluster: HOST:PORT or auto."
+        ),
+    ] = None,
     store_path: StoreOption = None,
     as_json: JsonOption = False,
     include_unverified: UnverifiedOption = False,
@@ -114,6 +120,7 @@ def run(
             **per_run,
             **batching,
             "serve_url": serve_url,
+            "serve_cluster": serve_cluster,
         },
         config_file,
     )

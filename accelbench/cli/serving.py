@@ -4,6 +4,7 @@ A served deployment is the stack ``<stack>@<server>`` (``onnxruntime@ray-serve``
 the in-process stacks and adds, for each, every ``<stack>@<server>`` that is registered, so the
 serving overhead (served over in-process) is measured in one run. Stacks with no served variant stay
 in-process only; a server no chosen stack has is a UserError naming the served stacks there are.
+``--serve-cluster`` without a Ray Serve stack among them is a UserError too.
 """
 
 from __future__ import annotations
@@ -35,7 +36,10 @@ def served_overrides(
     """``overrides`` with ``stacks`` (the given ones, else the suite's) extended by their served variants
     on ``servers``, plus ``<stack>@url`` when ``serve_url`` is set; unchanged when neither is asked."""
     wanted = [*servers, *(["url"] if overrides.get("serve_url") else [])]
-    if not wanted:
-        return dict(overrides)
     chosen = overrides.get("stacks") or suite_stacks
-    return {**overrides, "stacks": with_served(chosen, wanted)}
+    stacks = with_served(chosen, wanted) if wanted else tuple(chosen)
+    if overrides.get("serve_cluster") and not any("@ray-serve" in name for name in stacks):
+        raise UserError(
+            "--serve-cluster deploys the Ray Serve stacks: add --serve ray-serve (or ray-serve-nobatch)"
+        )
+    return {**overrides, "stacks": stacks} if wanted else dict(overrides)

@@ -27,9 +27,10 @@ def pad_run(run: Any, batches: list[int], rows: list[dict[str, np.ndarray]]) -> 
 
 
 class OrtModels:
-    """ONNX Runtime sessions of one model, one per exported batch size; feeds the inputs the graph has."""
+    """ONNX Runtime sessions of one model, one per exported batch size (``models``: rows -> the file's
+    path or its bytes); feeds the inputs the graph has."""
 
-    def __init__(self, models: dict[str, str], threads: int) -> None:
+    def __init__(self, models: dict[str, str] | dict[str, str | bytes], threads: int) -> None:
         import onnxruntime as ort
 
         options = ort.SessionOptions()

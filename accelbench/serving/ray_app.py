@@ -8,7 +8,13 @@ have static shapes: one per size, ``models`` maps rows -> path). SIGTERM, or the
 going away, runs ``serve.shutdown()`` and ``ray.shutdown()`` and exits.
 
 CONFIG keys: ``models``, ``model``, ``threads``, ``max_batch``, ``batch_wait_s``, ``http_port``,
-``metrics_port``, ``temp_dir``, ``owner_pid``, ``address`` (``local``, or a Ray cluster's address).
+``metrics_port``, ``temp_dir``, ``owner_pid``, ``address`` (``local``, or a Ray cluster's address),
+``http_host`` (where Serve's proxy listens; 127.0.0.1 by default).
+
+On a cluster (``address`` not ``local``) the script joins it as a driver, refuses to start when Serve
+already runs there (that Serve's HTTP port is not this server's), sends the ONNX files' bytes with the
+deployment (the replicas may run on nodes without this disk), and at the stop shuts down the Serve it
+started and leaves the cluster, which lives on.
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ def deployment(config: dict[str, Any]) -> Any:
 
     @serve.deployment(ray_actor_options={"num_cpus": 0}, max_ongoing_requests=256)
     class OnnxModel:
-        def __init__(self, models: dict[str, str], threads: int) -> None:
+        def __init__(self, models: dict[str, str | bytes], threads: int) -> None:
             self.models = OrtModels(models, threads)
 
         @serve.batch(max_batch_size=max_batch, batch_wait_timeout_s=float(config["batch_wait_s"]))
@@ -65,7 +71,40 @@ def deployment(config: dict[str, Any]) -> Any:
             headers = {protocol.HEADER_LENGTH: str(header)}
             return Response(reply, headers=headers, media_type=protocol.CONTENT_TYPE)
 
-    return OnnxModel.bind(config["models"], int(config["threads"]))  # type: ignore[attr-defined]
+    models: dict[str, str | bytes] = dict(config["models"])
+    if _on_cluster(config):
+        models = {rows: Path(path).read_bytes() for rows, path in config["models"].items()}
+    return OnnxModel.bind(models, int(config["threads"]))  # type: ignore[attr-defined]
+
+
+def _on_cluster(config: dict[str, Any]) -> bool:
+    return config.get("address", "local") != "local"
+
+
+def _init_ray(ray: Any, config: dict[str, Any]) -> None:
+    """A local Ray of this server's own, or the cluster at ``address`` joined as a driver."""
+    if _on_cluster(config):
+        ray.init(address=config["address"], log_to_driver=False)
+        if _serve_running(ray):
+            ray.shutdown()
+            raise SystemExit(f"Ray Serve already runs on the cluster {config['address']}: stop it first")
+        return
+    ray.init(
+        address="local", num_cpus=os.cpu_count(), include_dashboard=False,
+        log_to_driver=False, _node_ip_address=HOST, _temp_dir=config["temp_dir"],
+        _metrics_export_port=int(config["metrics_port"]),
+        _system_config={"metrics_report_interval_ms": METRICS_INTERVAL_MS},
+    )  # fmt: skip
+
+
+def _serve_running(ray: Any) -> bool:
+    from ray.serve._private.constants import SERVE_CONTROLLER_NAME, SERVE_NAMESPACE
+
+    try:
+        ray.get_actor(SERVE_CONTROLLER_NAME, namespace=SERVE_NAMESPACE)
+    except ValueError:
+        return False
+    return True
 
 
 def serve_forever(config: dict[str, Any]) -> None:
@@ -83,14 +122,9 @@ def serve_forever(config: dict[str, Any]) -> None:
 
     watch_owner(int(config["owner_pid"]), shutdown, remove=[config["temp_dir"]])
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
-    ray.init(
-        address=config.get("address", "local"), num_cpus=os.cpu_count(), include_dashboard=False,
-        log_to_driver=False, _node_ip_address=HOST, _temp_dir=config["temp_dir"],
-        _metrics_export_port=int(config["metrics_port"]),
-        _system_config={"metrics_report_interval_ms": METRICS_INTERVAL_MS},
-    )  # fmt: skip
+    _init_ray(ray, config)
     try:
-        serve.start(http_options={"host": HOST, "port": int(config["http_port"])})
+        serve.start(http_options={"host": config.get("http_host", HOST), "port": int(config["http_port"])})
         route = f"/v2/models/{config['model']}"
         serve.run(deployment(config), name=config["model"], route_prefix=route)
         print("accelbench: ray serve ready", flush=True)

@@ -5,6 +5,12 @@ process, no dashboard, every listener on 127.0.0.1 where Ray allows it), Serve's
 port and Ray's metrics on another. Ray's session folder goes to a short ``/tmp/abray-*`` folder (Ray's
 socket paths must fit in 107 bytes; the cell's run folder is too deep), removed after the stop. The
 server's own timings are Serve's Prometheus histograms (``STATS``), read after the run.
+
+With ``--serve-cluster HOST:PORT`` (``CellContext.serve_cluster``) the script joins that Ray cluster
+instead, starts Serve there (refused when Serve already runs on it: its HTTP port would not be this
+cell's), deploys the model on the cluster's nodes and shuts its Serve down at the stop; the cluster
+lives on. Serve's proxy then listens on the head, at the host of the address (all interfaces unless
+it is a loopback one), and the cluster's metrics are not this cell's to read.
 """
 
 from __future__ import annotations
@@ -51,12 +57,13 @@ class RayServe(stack.ServedStack):
         """Write the app's config and start it; ready when the model's ``/ready`` route answers."""
         http_port, metrics_port = process.free_port(), process.free_port()
         temp_dir = tempfile.mkdtemp(prefix="abray-", dir="/tmp")
+        bind_host, host = proxy_hosts(ctx.serve_cluster)
         config = stack.server_config(
             files, ctx, max_batch=max(files) // min(files), http_port=http_port, metrics_port=metrics_port,
-            temp_dir=temp_dir,
+            temp_dir=temp_dir, address=ctx.serve_cluster or "local", http_host=bind_host,
         )  # fmt: skip
         config_path = stack.write_config(ctx, "ray", config)
-        url = f"http://{process.HOST}:{http_port}"
+        url = f"http://{host}:{http_port}"
         server = process.start(
             self.server,
             [sys.executable, "-m", "accelbench.serving.ray_app", str(config_path)],
@@ -67,6 +74,8 @@ class RayServe(stack.ServedStack):
             env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
             after_stop=lambda: shutil.rmtree(temp_dir, ignore_errors=True),
         )  # fmt: skip
+        if ctx.serve_cluster:  # the cluster's metrics cover every job on it
+            return stack.Served(url, server, lambda: {"ray_cluster": str(ctx.serve_cluster)})
         metrics_url = f"http://{process.HOST}:{metrics_port}/metrics"
         return stack.Served(
             url, server, lambda: ray_stats(metrics.http_text(metrics_url, settle_s=STATS_SETTLE_S))
@@ -79,6 +88,16 @@ class RayServeNoBatch(RayServe):
     name: ClassVar[str] = "onnxruntime@ray-serve-nobatch"
     server: ClassVar[str] = "ray-serve-nobatch"
     batching: ClassVar[bool] = False
+
+
+def proxy_hosts(address: str | None) -> tuple[str, str]:
+    """(where Serve's proxy listens, where the client reaches it): 127.0.0.1 for a Ray of the cell's
+    own or a cluster on this machine (``auto`` or a loopback head); else every interface of the head,
+    reached at the address's host."""
+    host = (address or "").rpartition(":")[0]
+    if address in (None, "auto") or host in ("127.0.0.1", "localhost"):
+        return process.HOST, process.HOST
+    return "0.0.0.0", host
 
 
 def ray_stats(text: str) -> dict[str, str]:

@@ -52,6 +52,9 @@ class CellContext:
     """Folder shared by the cells of one run (ONNX files, compiler caches)."""
     serve_url: str | None = None
     """A server someone else runs (``--serve-url``), for the ``<stack>@url`` stacks; else None."""
+    serve_cluster: str | None = None
+    """The Ray cluster the Ray Serve stacks deploy to (``--serve-cluster HOST:PORT|auto``); None: a
+    Ray of the cell's own, started on this machine."""
 
 
 @dataclass(frozen=True, slots=True)

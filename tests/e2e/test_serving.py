@@ -205,6 +205,61 @@ def _ray_server(onnx: Path, tmp_path: Path) -> tuple[process.ServerProcess, str]
     return server, url
 
 
+@needs_ray
+def test_serve_cluster_deploys_on_a_second_ray_and_refuses_a_serve_already_there(tmp_path: Path) -> None:
+    """``--serve-cluster``: a second Ray (a loopback cluster, as ``ray start`` makes one on another
+    machine) gets the deployment; its replica runs there, the cell is verified, and the Serve it started
+    is shut down with the cell while the cluster lives on. A Serve someone else left on it makes the cell
+    ``unavailable`` with the reason, and the run goes on."""
+    from accelbench.fleet.local import LocalCluster, temporary_root
+
+    root = temporary_root()
+    store = tmp_path / "store"
+    try:
+        with LocalCluster(root, workers=0) as cluster:
+            args = ("--stacks", "onnxruntime", "--serve", "triton", "--scenarios", "single-stream")
+            done = accelbench(
+                "run", "--suite", "tiny", *args, "--serve-cluster", cluster.address, "--store", str(store)
+            )
+            assert done.returncode == 2 and "--serve-cluster deploys the Ray Serve stacks" in done.stderr
+            results = _resnet50_run(
+                store, "--stacks", "onnxruntime@ray-serve", "--serve-cluster", cluster.address,
+                "--scenarios", "single-stream", timeout_s=900,
+            )  # fmt: skip
+            cell = results["onnxruntime@ray-serve/single-stream"]
+            assert measured_ok(cell) and cell["quality"]["passed"] is True, (cell["status"], cell["reason"])
+            assert cell["settings"]["stack"]["ray_cluster"] == cluster.address
+            assert list(root.glob("ray/session_*/logs/serve/replica_model_OnnxModel_*.log"))  # ran there
+            env = {**os.environ, "HOME": str(root / "home"), "RAY_USAGE_STATS_ENABLED": "0"}
+            probe = subprocess.run(
+                [sys.executable, "-c", _SERVE_ON_CLUSTER, cluster.address, str(process.free_port())],
+                capture_output=True, text=True, env=env, timeout=300,
+            )  # fmt: skip
+            assert probe.stdout.split() == ["before:", "False", "started"], probe.stderr[-2000:]
+            again = _resnet50_run(
+                tmp_path / "again", "--stacks", "onnxruntime@ray-serve,null", "--serve-cluster",
+                cluster.address, "--scenarios", "single-stream", timeout_s=900,
+            )  # fmt: skip
+            refused = again["onnxruntime@ray-serve/single-stream"]
+            assert refused["status"] == "unavailable", refused
+            assert f"Ray Serve already runs on the cluster {cluster.address}" in refused["reason"]
+            assert _null_measured(again["null/single-stream"])
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+_SERVE_ON_CLUSTER = """
+import sys, ray
+from ray import serve
+from accelbench.serving.ray_app import _serve_running
+ray.init(address=sys.argv[1], log_to_driver=False)
+print("before:", _serve_running(ray))
+serve.start(http_options={"host": "127.0.0.1", "port": int(sys.argv[2])})
+print("started")
+"""
+"""Whether Serve still runs on the cluster (the cell's was shut down), then a Serve left running there."""
+
+
 def test_serve_url_with_nothing_there_is_unavailable_and_the_run_goes_on(tmp_path: Path) -> None:
     store = tmp_path / "store"
     url = f"http://{process.HOST}:{process.free_port()}"

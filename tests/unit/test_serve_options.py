@@ -54,3 +54,35 @@ def test_served_overrides_extend_the_given_or_the_suite_stacks() -> None:
         "null",
         "onnxruntime@triton",
     )
+
+
+@pytest.mark.parametrize("address", ["ray://10.0.0.2:10001", "10.0.0.2", "http://h:1", "h:port", ""])
+def test_a_serve_cluster_must_be_a_ray_head_address(address: str) -> None:
+    with pytest.raises(UserError, match="serve_cluster must be HOST:PORT or auto"):
+        with_overrides(suite("tiny"), {"serve_cluster": address})
+
+
+def test_the_serve_cluster_is_kept_and_needs_a_ray_serve_stack() -> None:
+    from accelbench.cli.serving import served_overrides
+
+    for address in ("10.0.0.2:6379", "auto", "head-node.local:6379"):
+        assert with_overrides(suite("tiny"), {"serve_cluster": address}).to_dict()["serve_cluster"] == address
+    given = served_overrides({"serve_cluster": "h:6379"}, ("onnxruntime",), ["ray-serve-nobatch"])
+    assert given["stacks"] == ("onnxruntime", "onnxruntime@ray-serve-nobatch")
+    named = served_overrides({"serve_cluster": "h:6379", "stacks": ("onnxruntime@ray-serve",)}, ("null",), ())
+    assert named["stacks"] == ("onnxruntime@ray-serve",)
+    for servers in ((), ("triton",)):
+        with pytest.raises(UserError, match="--serve-cluster deploys the Ray Serve stacks"):
+            served_overrides({"serve_cluster": "h:6379"}, ("onnxruntime",), servers)
+
+
+def test_the_serve_proxy_listens_on_loopback_unless_the_cluster_is_elsewhere() -> None:
+    from accelbench.serving.ray_serve import proxy_hosts
+
+    assert (
+        proxy_hosts(None)
+        == proxy_hosts("auto")
+        == proxy_hosts("127.0.0.1:6379")
+        == ("127.0.0.1", "127.0.0.1")
+    )
+    assert proxy_hosts("10.0.0.2:6379") == ("0.0.0.0", "10.0.0.2")
