@@ -30,7 +30,7 @@ from accelbench.meters import noise
 from accelbench.meters.window import combined_energy, max_memory
 from accelbench.registry import instantiate
 from accelbench.results import Figures, NoiseProbe, Quality
-from accelbench.scenarios import figures
+from accelbench.scenarios import figures, server_search
 from accelbench.scenarios.loadgen import Measurement
 from accelbench.scenarios.rules import Rules, get_rules
 from accelbench.stacks.base import Stack
@@ -54,20 +54,13 @@ def measure(spec: CellSpec) -> dict[str, Any]:
     rules = get_rules(spec.rules)
     for attempt in range(ATTEMPTS):
         start = noise.begin()
-        evidence: list[trial.Evidence] = []
-        plan = trial.Plan(0, attempt, last=rules.trials == 1)
-        for number in range(rules.trials):
-            evidence.append(trial.evidence_of(spec, plan, rules.trials))
-            first = evidence[0]
-            target = first.timed.search.max_qps if first.timed.search else None
-            last = number + 1 == rules.trials - 1
-            plan = trial.Plan(number + 1, attempt, last, first.batch, target or None)
+        evidence, search = _trials(spec, rules, attempt, stack.computes)
         probe = noise.end(start)
         if not probe.unstable:
             break
     measurements = [e.timed.measurement for e in evidence]
-    found = _figures(evidence)
-    outcome = _outcome(spec, stack, rules, evidence, probe, found)
+    found = _figures(evidence, search)
+    outcome = _outcome(spec, stack, rules, evidence, probe, found, search)
     judged = _judge(stack, workload, evidence, rules)
     sanity = evidence[-1].sanity
     failures = [q.metric for q in (judged.quality, sanity) if q is not None and not q.passed]
@@ -85,9 +78,37 @@ def measure(spec: CellSpec) -> dict[str, Any]:
     return outcome
 
 
-def _figures(evidence: Sequence[trial.Evidence]) -> Figures:
+def _trials(
+    spec: CellSpec, rules: Rules, attempt: int, computes: bool
+) -> tuple[list[trial.Evidence], server_search.Search | None]:
+    """The rule set's trials of one attempt, each in a fresh process. Trial 0 decides the batch and,
+    for server, searches the max QPS; when a scored server trial comes out INVALID at that target,
+    every trial runs again one back-off step lower (``server_search.Search.backed_off``)."""
+    first = trial.evidence_of(spec, trial.Plan(0, attempt, last=rules.trials == 1), rules.trials)
+    search, evidence, backoff = first.timed.search, [first], 0
+    while True:
+        target = search.max_qps if search else None
+        for number in range(len(evidence), rules.trials):
+            last = number == rules.trials - 1
+            plan = trial.Plan(number, attempt, last, first.batch, target or None, backoff)
+            evidence.append(trial.evidence_of(spec, plan, rules.trials))
+        failed = [e.timed.measurement.summary for e in evidence if not e.timed.measurement.summary.valid]
+        if search is None or not failed or not computes or not search.can_back_off:
+            return evidence, search
+        summary = failed[0]
+        search = search.backed_off(
+            server_search.Probe(
+                search.max_qps, False, summary.latency_percentiles_s.get(99.0, 0.0), summary.qps,
+                summary.invalid_reasons,
+            )
+        )  # fmt: skip
+        backoff += 1
+        log.info("server: a scored trial was INVALID; every trial again at %.1f QPS", search.max_qps)
+        evidence = []
+
+
+def _figures(evidence: Sequence[trial.Evidence], search: server_search.Search | None) -> Figures:
     measurements = [e.timed.measurement for e in evidence]
-    search = evidence[0].timed.search
     if search is None:
         return figures.figures_of(measurements)
     return figures.figures_of(measurements, search.max_qps, search.bracket)
@@ -136,6 +157,7 @@ def _outcome(
     evidence: Sequence[trial.Evidence],
     probe: NoiseProbe,
     found: Figures,
+    search: server_search.Search | None,
 ) -> dict[str, Any]:
     """The measured part of the outcome; status, quality and audits are added once judged."""
     from accelbench import stats
@@ -143,7 +165,7 @@ def _outcome(
     trials = [e.timed.measurement for e in evidence]
     median_trial = sorted(trials, key=_trial_p50_s)[len(trials) // 2]
     log_rel = str(Path(spec.cell_dir).relative_to(spec.run_dir) / "loadgen")
-    first, search = evidence[0], evidence[0].timed.search
+    first = evidence[0]
     metered = [e.timed.metered for e in evidence]
     return {
         "latency": _asdict(stats.summarize_latencies([s for t in trials for s in t.sut_latencies_s])),

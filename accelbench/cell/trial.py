@@ -4,7 +4,8 @@ MLPerf's trials are separate runs, so accelbench runs each trial of a cell in a 
 (``multiprocessing`` spawn): no state of one trial (a warmed cache, a compiled graph, allocator
 state) carries into the next. A cell with one trial runs it in the cell's own process, which is fresh
 already. Trial 0 decides the batch (``--batch``, the sweep, or the stack's default) and, for server,
-searches the max QPS; the later trials run at what it found. The last trial also runs the sanity check
+searches the max QPS; the later trials run at what it found (every trial again, one step lower, after an
+INVALID scored server trial: ``accelbench.cell.inference``). The last trial also runs the sanity check
 and the post-run audits. Every trial keeps the outputs it checked with their fp32 references and its
 seen/never-seen pairs; the cell judges them together (``accelbench.cell.inference``). Each trial draws
 its audit samples from its own range of indices, so no trial's audit samples were seen by another.
@@ -53,6 +54,8 @@ class Plan:
     last: bool
     batch: int | None = None
     target_qps: float | None = None
+    backoff: int = 0
+    """Server: how many times the scored trials ran lower after an INVALID one (0 at first)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +84,8 @@ class Evidence:
 def evidence_of(spec: CellSpec, plan: Plan, trials: int) -> Evidence:
     """The trial's evidence: run here when the cell has one trial (its first attempt: this process is
     fresh), else in a fresh process."""
-    return run(spec, plan) if trials == 1 and plan.attempt == 0 else spawned(spec, plan)
+    fresh = trials == 1 and plan.attempt == 0 and plan.backoff == 0
+    return run(spec, plan) if fresh else spawned(spec, plan)
 
 
 def spawned(spec: CellSpec, plan: Plan) -> Evidence:
@@ -144,7 +148,8 @@ def run(spec: CellSpec, plan: Plan) -> Evidence:
     feed = sets.feed(rules, batch, first=plan.number * AUDIT_STRIDE) if stack.computes else None
     meters = CellMeters(spec.cell.device)
     try:
-        log_dir = Path(spec.cell_dir) / "loadgen" / f"a{plan.attempt}-t{plan.number}"
+        lower = f"-b{plan.backoff}" if plan.backoff else ""
+        log_dir = Path(spec.cell_dir) / "loadgen" / f"a{plan.attempt}-t{plan.number}{lower}"
         timed = run_trial(
             spec.cell.scenario, session.infer, sets.timed, sets.calibration, rules, log_dir, meters,
             feed, batch, plan.target_qps,
@@ -281,6 +286,7 @@ def _context(spec: CellSpec) -> CellContext:
         work_dir=Path(spec.cell_dir),
         cache_dir=Path(spec.cache_dir),
         serve_url=spec.serve_url,
+        serve_cluster=spec.serve_cluster,
     )
 
 

@@ -221,6 +221,9 @@ def server_search_table(result: Result) -> Table | None:
         table.add_column(header, justify="left" if header == "reasons" else "right")
     for index, probe in enumerate(search["probes"], start=1):
         table.add_row(str(index), *_probe_row(probe, bound))
+    for index, failure in enumerate(search.get("scored_failures") or (), start=1):
+        # a scored trial INVALID at the found target: every trial ran again one back-off step lower
+        table.add_row(f"scored {index}", *_probe_row(failure, bound))
     return table
 
 

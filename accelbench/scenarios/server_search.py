@@ -9,10 +9,17 @@ VALID and an INVALID target bracket the answer, then bisect geometrically until 
 probes are kept with the result (target, VALID, p99, completed QPS, LoadGen's reasons). The budget is
 ``Rules.server_search_probes`` probes of ``Rules.server_min_duration_s`` each (standard rules: 8 x 10 s
 at the most, before the scored trials).
+
+A probe is one LoadGen run, so the scored trials at the target it found can still come out INVALID (a
+probe VALID by a hair, a noisier minute). A submitter then lowers the target and runs again; so does
+accelbench: ``backed_off`` records the failed scored run and takes the target down by ``BACKOFF`` (one
+resolution step), at most ``MAX_BACKOFFS`` times, after which the cell stays INVALID. The reported max
+QPS is the target of the scored trials, never a probe's alone.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +28,10 @@ from typing import Any
 RESOLUTION = 0.10
 """Stop bisecting once the lowest INVALID target is within 10% of the highest VALID one."""
 GROWTH = 2.0
+BACKOFF = 1 / (1 + RESOLUTION)
+"""A failed scored run's target times this is the next target (one resolution step down)."""
+MAX_BACKOFFS = 3
+"""At most three steps down (0.75x the search's target), each a whole set of scored trials."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,20 +51,39 @@ class Search:
 
     bound_s: float
     probes: tuple[Probe, ...]
+    scored_failures: tuple[Probe, ...] = ()
+    """Scored runs that were INVALID at the target the search gave them, in order (see ``backed_off``)."""
 
     @property
     def max_qps(self) -> float:
-        """The highest VALID target (0 when none was)."""
-        return max((p.target_qps for p in self.probes if p.valid), default=0.0)
+        """The target of the scored trials: the highest VALID probe's (0 when none was), taken down by
+        ``BACKOFF`` below each failed scored run."""
+        found = max((p.target_qps for p in self.probes if p.valid), default=0.0)
+        for failure in self.scored_failures:
+            found = min(found, failure.target_qps * BACKOFF)
+        return found
 
     @property
     def bracket(self) -> tuple[float, float]:
-        """(highest VALID target, lowest INVALID target above it; inf when every probe was VALID)."""
+        """(the scored target, the lowest INVALID target above it among the probes and the failed
+        scored runs; inf when there is none)."""
         low = self.max_qps
-        high = min(
-            (p.target_qps for p in self.probes if not p.valid and p.target_qps > low), default=math.inf
-        )
+        failed = [p for p in (*self.probes, *self.scored_failures) if not p.valid]
+        high = min((p.target_qps for p in failed if p.target_qps > low), default=math.inf)
         return low, high
+
+    @property
+    def can_back_off(self) -> bool:
+        """Whether a failed scored run may be retried lower: a VALID target was found and the back-off
+        budget is not spent."""
+        return self.max_qps > 0 and len(self.scored_failures) < MAX_BACKOFFS
+
+    def backed_off(self, failure: Probe) -> Search:
+        """This search with ``failure`` (a scored run at ``max_qps`` that LoadGen reported INVALID)
+        recorded, so ``max_qps`` is one ``BACKOFF`` step lower."""
+        if failure.valid:
+            raise ValueError("only an INVALID scored run backs the search off")
+        return dataclasses.replace(self, scored_failures=(*self.scored_failures, failure))
 
     def to_dict(self) -> dict[str, Any]:
         """The stored ``server_search`` section."""
@@ -63,17 +93,20 @@ class Search:
             "max_qps": self.max_qps,
             "bracket": [low, high if math.isfinite(high) else None],
             "resolution": RESOLUTION,
-            "probes": [
-                {
-                    "target_qps": p.target_qps,
-                    "valid": p.valid,
-                    "p99_s": p.p99_s,
-                    "completed_qps": p.completed_qps,
-                    "reasons": list(p.reasons),
-                }
-                for p in self.probes
-            ],
+            "probes": [_probe_dict(p) for p in self.probes],
+            "backoff": BACKOFF,
+            "scored_failures": [_probe_dict(p) for p in self.scored_failures],
         }
+
+
+def _probe_dict(probe: Probe) -> dict[str, Any]:
+    return {
+        "target_qps": probe.target_qps,
+        "valid": probe.valid,
+        "p99_s": probe.p99_s,
+        "completed_qps": probe.completed_qps,
+        "reasons": list(probe.reasons),
+    }
 
 
 def search(run: Callable[[float], Probe], start_qps: float, max_probes: int, bound_s: float) -> Search:

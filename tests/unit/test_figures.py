@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -151,6 +154,75 @@ def test_a_real_server_search_finds_a_valid_qps_below_capacity(tmp_path: Path) -
 
     found = server_search.search(probe, 400.0, 4, QUICK.server_latency_bound_s)
     assert 0 < found.max_qps < 1 / 6e-4 and all(p.p99_s < 0.1 for p in found.probes if p.valid)
+
+
+def test_a_failed_scored_run_backs_the_search_off_one_step_at_most_twice() -> None:
+    found = server_search.search(_capacity_probe, 40.0, 12, 0.1)
+    probe_best = found.max_qps
+    failure = server_search.Probe(probe_best, False, 0.3, probe_best * 0.9, ("99th percentile too high",))
+    once = found.backed_off(failure)
+    assert once.max_qps == pytest.approx(probe_best * server_search.BACKOFF)
+    assert once.bracket == (once.max_qps, probe_best) and once.can_back_off
+    last, targets = once, [probe_best]
+    while last.can_back_off:
+        targets.append(last.max_qps)
+        last = last.backed_off(dataclasses.replace(failure, target_qps=last.max_qps))
+    steps = server_search.MAX_BACKOFFS
+    assert len(targets) == steps and last.max_qps == pytest.approx(probe_best * server_search.BACKOFF**steps)
+    document = last.to_dict()
+    assert [f["target_qps"] for f in document["scored_failures"]] == targets
+    assert document["max_qps"] == last.max_qps and document["bracket"][1] == targets[-1]
+    with pytest.raises(ValueError, match="INVALID"):
+        found.backed_off(dataclasses.replace(failure, valid=True))
+    nothing_valid = server_search.search(_capacity_probe, 1000.0, 3, 0.1)
+    assert not nothing_valid.can_back_off  # no VALID target to step down from
+
+
+def _fake_evidence(capacity: float, calls: list[tuple[int, float | None, int]]) -> Any:
+    """``trial.evidence_of`` of a server whose scored trials are VALID up to ``capacity`` QPS, the
+    search (trial 0 without a target) having found 137 QPS; ``calls`` records (trial, target, back-off)."""
+    from accelbench.cell.trial import Plan
+
+    def evidence_of(spec: Any, plan: Plan, trials: int) -> Any:
+        calls.append((plan.number, plan.target_qps, plan.backoff))
+        search = server_search.search(_capacity_probe, 40.0, 12, 0.1) if plan.target_qps is None else None
+        target = plan.target_qps if plan.target_qps is not None else search.max_qps  # type: ignore[union-attr]
+        valid = target <= capacity
+        summary = SimpleNamespace(
+            valid=valid, latency_percentiles_s={99.0: 0.05 if valid else 0.4}, qps=min(target, capacity),
+            invalid_reasons=() if valid else ("99th percentile latency above the bound",),
+        )  # fmt: skip
+        timed = SimpleNamespace(search=search, measurement=SimpleNamespace(summary=summary))
+        return SimpleNamespace(timed=timed, batch=1)
+
+    return evidence_of
+
+
+@pytest.mark.parametrize(
+    ("capacity", "backoffs", "valid"),
+    [(200.0, 0, True), (125.0, 1, True), (90.0, server_search.MAX_BACKOFFS, False)],
+)
+def test_the_cell_reruns_every_trial_lower_after_an_invalid_scored_server_trial(
+    monkeypatch: pytest.MonkeyPatch, capacity: float, backoffs: int, valid: bool
+) -> None:
+    from accelbench.cell import inference, trial
+
+    calls: list[tuple[int, float | None, int]] = []
+    monkeypatch.setattr(trial, "evidence_of", _fake_evidence(capacity, calls))
+    evidence, search = inference._trials(None, get_rules("standard"), 0, computes=True)  # type: ignore[arg-type]
+    assert search is not None and len(search.scored_failures) == backoffs and len(evidence) == 3
+    assert all(e.timed.measurement.summary.valid for e in evidence) is valid
+    found = server_search.search(_capacity_probe, 40.0, 12, 0.1).max_qps
+    assert search.max_qps == pytest.approx(found * server_search.BACKOFF**backoffs)
+    rounds = [[c for c in calls if c[2] == k] for k in range(backoffs + 1)]
+    assert [len(r) for r in rounds] == [3] * (backoffs + 1)  # every trial again in each round
+    assert all(
+        t == pytest.approx(found * server_search.BACKOFF**k)
+        for k, r in enumerate(rounds[1:], 1)
+        for _, t, _ in r
+    )
+    evidence, search = inference._trials(None, get_rules("standard"), 0, computes=False)  # type: ignore[arg-type]
+    assert search is not None and not search.scored_failures  # the null stack is INVALID by design
 
 
 def test_the_interval_across_trials_never_goes_below_zero() -> None:
