@@ -229,6 +229,8 @@ def _search_figure(
     figure = go.Figure()
     for label, search in searched:
         figure.add_trace(_probe_trace(label, search["probes"], key))
+        if failures := search.get("scored_failures"):  # scored trials INVALID at the target: backed off
+            figure.add_trace(_failure_trace(f"{label}: scored trials INVALID", failures, key))
     for bound_s in sorted(bounds):
         figure.add_hline(y=bound_s * 1e3, line_dash="dash", line_color="#c62828")
         figure.add_annotation(
@@ -238,6 +240,19 @@ def _search_figure(
     figure.update_xaxes(title="target QPS (LoadGen server, Poisson arrivals)", rangemode="tozero")
     figure.update_yaxes(title=axis, rangemode="tozero")
     return figure
+
+
+def _failure_trace(label: str, failures: Sequence[Mapping[str, Any]], key: str) -> go.Scatter:
+    """The scored runs that came out INVALID at the target they were given, as open diamonds."""
+    return go.Scatter(
+        x=[f.get("target_qps") for f in failures],
+        y=[(f.get(key) or 0.0) * 1e3 for f in failures],
+        mode="markers",
+        name=label,
+        marker={"symbol": "diamond-open", "size": 11},
+        text=["; ".join(f.get("reasons") or ()) for f in failures],
+        hovertemplate="%{x:.4g} QPS (scored): p99 %{y:.4g} ms, INVALID: %{text}<extra>" + label + "</extra>",
+    )
 
 
 def _probe_trace(label: str, probes: Sequence[Mapping[str, Any]], key: str = "p99_s") -> go.Scatter:

@@ -17,7 +17,7 @@ from accelbench.report.columns import (
 )
 from accelbench.report.export import export_results
 from accelbench.report.headline import LOADGEN, QUICK_NOTE, SUT_TIMER, headline, rules_note, sort_key
-from tests.unit.report_cases import result
+from tests.unit.report_cases import SEARCH, result
 
 SCENARIOS = ("single-stream", "multi-stream", "server", "offline")
 
@@ -99,6 +99,23 @@ def test_the_server_search_table_lists_the_probes_in_run_order() -> None:
     assert _column(table, "under bound") == ["yes", "[yellow]no[/]", "yes"]
     assert "p99 > bound" in _column(table, "reasons")[1]
     assert server_search_table(result("a", "single-stream")) is None
+
+
+def test_the_server_search_table_and_curve_show_the_scored_runs_that_backed_off() -> None:
+    from accelbench.report import html_leaderboard
+
+    failure = {"target_qps": 40.0, "valid": False, "p99_s": 0.07, "completed_qps": 38.0, "reasons": ["slow"]}
+    backed = replace(
+        result("a", "server"), server_search={**SEARCH, "max_qps": 36.4, "scored_failures": [failure]}
+    )
+    table = server_search_table(backed)
+    assert table is not None and "max QPS 36.4" in str(table.title)
+    assert _column(table, "#") == ["1", "2", "3", "scored 1"]
+    assert _column(table, "LoadGen")[3] == "[yellow]INVALID[/]" and _column(table, "reasons")[3] == "slow"
+    figure = html_leaderboard.server_search_figure("s", [html_leaderboard.Entry("a", backed, {})])
+    assert figure is not None and len(figure.data) == 2
+    assert figure.data[1].x == (40.0,) and figure.data[1].y == pytest.approx((70.0,))
+    assert figure.data[1].marker.symbol == "diamond-open"
 
 
 def test_csv_export_follows_the_scenario(tmp_path: Path) -> None:
