@@ -100,13 +100,7 @@ class Search:
 
 
 def _probe_dict(probe: Probe) -> dict[str, Any]:
-    return {
-        "target_qps": probe.target_qps,
-        "valid": probe.valid,
-        "p99_s": probe.p99_s,
-        "completed_qps": probe.completed_qps,
-        "reasons": list(probe.reasons),
-    }
+    return {**dataclasses.asdict(probe), "reasons": list(probe.reasons)}
 
 
 def search(run: Callable[[float], Probe], start_qps: float, max_probes: int, bound_s: float) -> Search:
