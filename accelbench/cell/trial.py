@@ -145,36 +145,41 @@ def run(spec: CellSpec, plan: Plan) -> Evidence:
             batch, swept = _sweep(spec, stack, workload, model, sets, rules, reference)
     example = batching.join(sets.calibration[:batch], batch)
     session = stack.prepare(model, _model_spec(spec, workload, example, batch), _context(spec))  # type: ignore[arg-type]
-    feed = sets.feed(rules, batch, first=plan.number * AUDIT_STRIDE) if stack.computes else None
-    meters = CellMeters(spec.cell.device)
     try:
-        lower = f"-b{plan.backoff}" if plan.backoff else ""
-        log_dir = Path(spec.cell_dir) / "loadgen" / f"a{plan.attempt}-t{plan.number}{lower}"
-        timed = run_trial(
-            spec.cell.scenario, session.infer, sets.timed, sets.calibration, rules, log_dir, meters,
-            feed, batch, plan.target_qps,
+        feed = sets.feed(rules, batch, first=plan.number * AUDIT_STRIDE) if stack.computes else None
+        meters = CellMeters(spec.cell.device)
+        try:
+            lower = f"-b{plan.backoff}" if plan.backoff else ""
+            log_dir = Path(spec.cell_dir) / "loadgen" / f"a{plan.attempt}-t{plan.number}{lower}"
+            timed = run_trial(
+                spec.cell.scenario, session.infer, sets.timed, sets.calibration, rules, log_dir, meters,
+                feed, batch, plan.target_qps,
+            )  # fmt: skip
+        finally:
+            meters.close()
+        evidence = Evidence(
+            plan.number, timed, session.effective_precision, session.compile_s, batch, sets.pool_size,
+            dict(session.details), stack.versions(), swept=swept,
         )  # fmt: skip
+        if feed is not None:
+            checks = tuple(_renumbered(c, plan) for c in feed.checks)
+            origins = {c.origin: o.origin for c, o in zip(checks, feed.checks, strict=True)}
+            references = {mine: reference(feed.audit_input(theirs)) for mine, theirs in origins.items()}
+            pairs = tuple(dataclasses.replace(p, trial=_trial_number(plan, p.trial)) for p in feed.pairs)
+            evidence = dataclasses.replace(
+                evidence, checks=checks, references=references, pairs=pairs, feed_seed=feed.seed
+            )
+        if plan.last and stack.computes:
+            one = batching.one_at_a_time(session.infer, batch)
+            evidence = dataclasses.replace(
+                evidence,
+                post=_post_run(spec, workload, sets, one, reference, session.effective_precision),
+                sanity=_sanity(workload, spec.cell.size, one, variant),
+            )
     finally:
-        meters.close()
-    evidence = Evidence(
-        plan.number, timed, session.effective_precision, session.compile_s, batch, sets.pool_size,
-        dict(session.details), stack.versions(), swept=swept,
-    )  # fmt: skip
-    if feed is not None:
-        checks = tuple(_renumbered(c, plan) for c in feed.checks)
-        origins = {c.origin: o.origin for c, o in zip(checks, feed.checks, strict=True)}
-        references = {mine: reference(feed.audit_input(theirs)) for mine, theirs in origins.items()}
-        pairs = tuple(dataclasses.replace(p, trial=_trial_number(plan, p.trial)) for p in feed.pairs)
-        evidence = dataclasses.replace(
-            evidence, checks=checks, references=references, pairs=pairs, feed_seed=feed.seed
-        )
-    if plan.last and stack.computes:
-        one = batching.one_at_a_time(session.infer, batch)
-        evidence = dataclasses.replace(
-            evidence,
-            post=_post_run(spec, workload, sets, one, reference, session.effective_precision),
-            sanity=_sanity(workload, spec.cell.size, one, variant),
-        )
+        # a served session's server stops with its trial, before the cell's closing noise probe
+        if callable(close := getattr(session.infer, "close", None)):
+            close()
     return dataclasses.replace(evidence, peak_rss_bytes=memory.peak_rss_bytes())
 
 
