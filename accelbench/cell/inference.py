@@ -54,14 +54,15 @@ def measure(spec: CellSpec) -> dict[str, Any]:
     rules = get_rules(spec.rules)
     for attempt in range(ATTEMPTS):
         start = noise.begin()
-        evidence, search = _trials(spec, rules, attempt, stack.computes)
+        evidence, search, discarded = _trials(spec, rules, attempt, stack.computes)
         probe = noise.end(start)
         if not probe.unstable:
             break
     measurements = [e.timed.measurement for e in evidence]
     found = _figures(evidence, search)
     outcome = _outcome(spec, stack, rules, evidence, probe, found, search)
-    judged = _judge(stack, workload, evidence, rules)
+    # rounds discarded by a server back-off are judged too: a stack caught there never ranks
+    judged = _judge(stack, workload, [*discarded, *evidence], rules)
     sanity = evidence[-1].sanity
     failures = [q.metric for q in (judged.quality, sanity) if q is not None and not q.passed]
     drift = noise.unstable_reason(probe)
@@ -80,12 +81,14 @@ def measure(spec: CellSpec) -> dict[str, Any]:
 
 def _trials(
     spec: CellSpec, rules: Rules, attempt: int, computes: bool
-) -> tuple[list[trial.Evidence], server_search.Search | None]:
+) -> tuple[list[trial.Evidence], server_search.Search | None, list[trial.Evidence]]:
     """The rule set's trials of one attempt, each in a fresh process. Trial 0 decides the batch and,
     for server, searches the max QPS; when a scored server trial comes out INVALID at that target,
-    every trial runs again one back-off step lower (``server_search.Search.backed_off``)."""
+    every trial runs again one back-off step lower (``server_search.Search.backed_off``). Returns the
+    last round's trials, the search, and the trials of the rounds before (for the audits)."""
     first = trial.evidence_of(spec, trial.Plan(0, attempt, last=rules.trials == 1), rules.trials)
     search, evidence, backoff = first.timed.search, [first], 0
+    discarded: list[trial.Evidence] = []
     while True:
         target = search.max_qps if search else None
         for number in range(len(evidence), rules.trials):
@@ -94,7 +97,7 @@ def _trials(
             evidence.append(trial.evidence_of(spec, plan, rules.trials))
         failed = [e.timed.measurement.summary for e in evidence if not e.timed.measurement.summary.valid]
         if search is None or not failed or not computes or not search.can_back_off:
-            return evidence, search
+            return evidence, search, discarded
         summary = failed[0]
         search = search.backed_off(
             server_search.Probe(
@@ -104,7 +107,7 @@ def _trials(
         )  # fmt: skip
         backoff += 1
         log.info("server: a scored trial was INVALID; every trial again at %.1f QPS", search.max_qps)
-        evidence = []
+        discarded, evidence = [*discarded, *evidence], []
 
 
 def _figures(evidence: Sequence[trial.Evidence], search: server_search.Search | None) -> Figures:

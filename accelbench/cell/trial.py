@@ -42,7 +42,11 @@ from accelbench.stacks.base import CellContext, ModelSpec, Stack
 from accelbench.workloads.base import Inputs, Variant, Workload
 
 AUDIT_STRIDE = 1 << 20
-"""Audit sample indices of trial ``k`` start ``k * AUDIT_STRIDE`` after the calibration samples."""
+"""Audit sample indices of trial slot ``k`` (``_slot``) start ``k * AUDIT_STRIDE`` after the calibration
+samples."""
+SLOTS_PER_ROUND = 16
+"""Trial slots of one round of trials; a server back-off round takes the next 16, so its audit samples
+were never seen by an earlier round's process (nor left in a stack's disk cache by one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +150,7 @@ def run(spec: CellSpec, plan: Plan) -> Evidence:
     example = batching.join(sets.calibration[:batch], batch)
     session = stack.prepare(model, _model_spec(spec, workload, example, batch), _context(spec))  # type: ignore[arg-type]
     try:
-        feed = sets.feed(rules, batch, first=plan.number * AUDIT_STRIDE) if stack.computes else None
+        feed = sets.feed(rules, batch, first=_slot(plan) * AUDIT_STRIDE) if stack.computes else None
         meters = CellMeters(spec.cell.device)
         try:
             lower = f"-b{plan.backoff}" if plan.backoff else ""
@@ -186,14 +190,19 @@ def run(spec: CellSpec, plan: Plan) -> Evidence:
 def _renumbered(check: Check, plan: Plan) -> Check:
     """The check with a trial number unique across the cell, and a hot/cold origin unique too."""
     kind, number = check.origin
-    origin = (kind, number if kind == "pool" else plan.number * AUDIT_STRIDE + number)
+    origin = (kind, number if kind == "pool" else _slot(plan) * AUDIT_STRIDE + number)
     return dataclasses.replace(check, trial=_trial_number(plan, check.trial), origin=origin)
 
 
 def _trial_number(plan: Plan, feed_trial: int) -> int:
     """Cell trial ``plan.number``'s LoadGen test ``feed_trial`` (a second one when an offline query
-    ended early) as one number, in run order."""
-    return plan.number * 16 + feed_trial
+    ended early) as one number, in run order across back-off rounds."""
+    return _slot(plan) * 16 + feed_trial
+
+
+def _slot(plan: Plan) -> int:
+    """The trial's place among every trial the cell ran, back-off rounds included."""
+    return plan.backoff * SLOTS_PER_ROUND + plan.number
 
 
 def _post_run(

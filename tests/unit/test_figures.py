@@ -209,8 +209,9 @@ def test_the_cell_reruns_every_trial_lower_after_an_invalid_scored_server_trial(
 
     calls: list[tuple[int, float | None, int]] = []
     monkeypatch.setattr(trial, "evidence_of", _fake_evidence(capacity, calls))
-    evidence, search = inference._trials(None, get_rules("standard"), 0, computes=True)  # type: ignore[arg-type]
+    evidence, search, discarded = inference._trials(None, get_rules("standard"), 0, computes=True)  # type: ignore[arg-type]
     assert search is not None and len(search.scored_failures) == backoffs and len(evidence) == 3
+    assert len(discarded) == 3 * backoffs  # kept for the audits
     assert all(e.timed.measurement.summary.valid for e in evidence) is valid
     found = server_search.search(_capacity_probe, 40.0, 12, 0.1).max_qps
     assert search.max_qps == pytest.approx(found * server_search.BACKOFF**backoffs)
@@ -221,7 +222,7 @@ def test_the_cell_reruns_every_trial_lower_after_an_invalid_scored_server_trial(
         for k, r in enumerate(rounds[1:], 1)
         for _, t, _ in r
     )
-    evidence, search = inference._trials(None, get_rules("standard"), 0, computes=False)  # type: ignore[arg-type]
+    evidence, search, _ = inference._trials(None, get_rules("standard"), 0, computes=False)  # type: ignore[arg-type]
     assert search is not None and not search.scored_failures  # the null stack is INVALID by design
 
 
@@ -233,3 +234,14 @@ def test_the_interval_across_trials_never_goes_below_zero() -> None:
     assert _interval([10.0, 11.0, 12.0]) == pytest.approx(
         (11.0 - 4.303 / math.sqrt(3), 11.0 + 4.303 / math.sqrt(3))
     )
+
+
+def test_a_back_off_round_draws_audit_samples_no_earlier_round_saw() -> None:
+    from accelbench.cell import trial
+
+    plans = [
+        trial.Plan(n, 0, False, backoff=b) for b in range(server_search.MAX_BACKOFFS + 1) for n in range(3)
+    ]
+    slots = [trial._slot(p) for p in plans]
+    assert len(set(slots)) == len(plans)  # audit ranges (slot * AUDIT_STRIDE) and trial numbers never repeat
+    assert len({trial._trial_number(p, k) for p in plans for k in (0, 1)}) == 2 * len(plans)
