@@ -24,7 +24,17 @@ from accelbench.cli import report as cli_report
 from accelbench.cli import serving as cli_serving
 from accelbench.cli import store as cli_store
 from accelbench.cli import tune as cli_tune
-from accelbench.cli.options import JsonOption, StoreOption, UnverifiedOption, chosen_store
+from accelbench.cli.options import (
+    BatchSweepOption,
+    ConfigOption,
+    FleetOption,
+    JsonOption,
+    StoreOption,
+    UnverifiedOption,
+    VariantSeedOption,
+    VariantsOption,
+    chosen_store,
+)
 from accelbench.config import RunConfig, load_toml, suite, with_overrides, with_variant_seed
 from accelbench.errors import UserError
 from accelbench.hardware.detect import Machine, detect_machine, machine_to_dict
@@ -73,37 +83,16 @@ def run(
     runs: Annotated[int | None, typer.Option(help="train-to-quality: timed runs per cell (5).")] = None,
     nproc: Annotated[int | None, typer.Option(help="train-to-quality: data-parallel processes.")] = None,
     batch: Annotated[int | None, typer.Option(help="Samples per call, offline/multi-stream.")] = None,
-    batch_sweep: Annotated[
-        str | None, typer.Option("--batch-sweep", help="Batches to sweep, e.g. 1,2,4,8 (best verified).")
-    ] = None,
-    config_file: Annotated[
-        Path | None, typer.Option("--config", help="TOML file with a [run] table.")
-    ] = None,
+    batch_sweep: BatchSweepOption = None,
+    config_file: ConfigOption = None,
     resume: Annotated[str | None, typer.Option(help="Finish an interrupted run.")] = None,
-    variants: Annotated[
-        int | None, typer.Option(help="Seeded unseen variants per workload (generalization).")
-    ] = None,
-    variant_seed: Annotated[
-        int | None, typer.Option("--variant-seed", help="Seed of the variants (default: fresh, recorded).")
-    ] = None,
+    variants: VariantsOption = None,
+    variant_seed: VariantSeedOption = None,
     no_probe: Annotated[bool, typer.Option("--no-probe", help="Skip the roofline probes.")] = False,
-    fleet: Annotated[
-        str | None, typer.Option(help="Run the cells on a Ray cluster: ray://HOST:PORT, HOST:PORT or auto.")
-    ] = None,
-    serve: Annotated[
-        str | None,
-        typer.Option(help="Also serve each stack: ray-serve,triton,torchserve (-nobatch: batching off)."),
-    ] = None,
-    serve_url: Annotated[
-        str | None,
-        typer.Option("--serve-url", help="Also send each stack's requests to this running v2 server."),
-    ] = None,
-    serve_cluster: Annotated[
-        str | None,
-        typer.Option(
-            "--serve-cluster", help="Deploy the Ray Serve stacks on this Ray cluster: HOST:PORT or auto."
-        ),
-    ] = None,
+    fleet: FleetOption = None,
+    serve: cli_serving.ServeOption = None,
+    serve_url: cli_serving.ServeUrlOption = None,
+    serve_cluster: cli_serving.ServeClusterOption = None,
     store_path: StoreOption = None,
     as_json: JsonOption = False,
     include_unverified: UnverifiedOption = False,

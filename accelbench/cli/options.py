@@ -29,6 +29,20 @@ UnverifiedOption = Annotated[
     ),
 ]
 
+BatchSweepOption = Annotated[
+    str | None, typer.Option("--batch-sweep", help="Batches to sweep, e.g. 1,2,4,8 (best verified).")
+]
+ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML file with a [run] table.")]
+VariantsOption = Annotated[
+    int | None, typer.Option(help="Seeded unseen variants per workload (generalization).")
+]
+VariantSeedOption = Annotated[
+    int | None, typer.Option("--variant-seed", help="Seed of the variants (default: fresh, recorded).")
+]
+FleetOption = Annotated[
+    str | None, typer.Option(help="Run the cells on a Ray cluster: ray://HOST:PORT, HOST:PORT or auto.")
+]
+
 
 def store_dir(path: Path | None) -> Path:
     """The results folder: ``--store``, else $ACCELBENCH_STORE, else ./accelbench-results."""

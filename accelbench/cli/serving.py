@@ -10,10 +10,26 @@ in-process only; a server no chosen stack has is a UserError naming the served s
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 from accelbench import registry
 from accelbench.errors import UserError
+
+ServeOption = Annotated[
+    str | None,
+    typer.Option(help="Also serve each stack: ray-serve,triton,torchserve (-nobatch: batching off)."),
+]
+ServeUrlOption = Annotated[
+    str | None, typer.Option("--serve-url", help="Also send each stack's requests to this running v2 server.")
+]
+ServeClusterOption = Annotated[
+    str | None,
+    typer.Option(
+        "--serve-cluster", help="Deploy the Ray Serve stacks on this Ray cluster: HOST:PORT or auto."
+    ),
+]
 
 
 def with_served(stacks: Sequence[str], servers: Sequence[str]) -> tuple[str, ...]:
