@@ -42,7 +42,7 @@ types: $(STAMP)
 	$(BIN)/mypy
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest -q -rs
+	$(BIN)/python -m pytest -q -rs --durations=30
 
 # standard rules on cuda:0 (docs/gpu.md); without CUDA it says so in one line and exits 0; never installs
 # from a registry: what the GPU machine lacks comes from $(GPU_WHEELS), or is named in one line

@@ -17,6 +17,9 @@ from accelbench.hardware.detect import Machine
 from accelbench.results import Result
 from accelbench.store import Store
 
+BUSY = "machine busy"
+"""How a result's warning starts when other processes used the CPU while the cell ran."""
+
 
 def accelbench(
     *args: str, timeout_s: float = 600, env: Mapping[str, str] | None = None
@@ -58,17 +61,26 @@ def runs_at_once(commands: Sequence[Sequence[str]], store: Path, timeout_s: floa
 
 
 def measured_ok(result: Mapping[str, object]) -> bool:
-    """An honest real stack's cell: ``ok``, or ``unstable`` because the machine itself drifted."""
+    """An honest real stack's cell: ``ok``, or ``unstable`` because the machine itself drifted or was busy
+    (the noise probe flagged it, or other processes took CPU time while it ran: the SUT timer and
+    LoadGen then disagree too). Never ranked either way."""
     if result["status"] == "ok":
         return True
     noise = result.get("noise") or {}
-    return result["status"] == "unstable" and isinstance(noise, Mapping) and noise.get("unstable") is True
+    drifted = isinstance(noise, Mapping) and noise.get("unstable") is True
+    warnings = result.get("warnings") or ()
+    busy = any(str(w).startswith(BUSY) for w in warnings) if isinstance(warnings, Sequence) else False
+    return result["status"] == "unstable" and (drifted or busy)
 
 
 def result_ok(result: Any) -> bool:
     """``measured_ok`` for a ``Result`` record."""
     return result.status == "ok" or (
-        result.status == "unstable" and result.noise is not None and result.noise.unstable
+        result.status == "unstable"
+        and (
+            (result.noise is not None and result.noise.unstable)
+            or any(w.startswith(BUSY) for w in result.warnings)
+        )
     )
 
 
