@@ -54,13 +54,9 @@ def measure_one(args: argparse.Namespace, stack_name: str, work: Path) -> dict[s
     figures = measure_tokens(generator, timed, prompts.max_new_tokens, run, work / stack_name)
     by_prompt = {keep[i]: r for i, r in zip(figures.prompt_indices, figures.replies, strict=True)}
     keys = sorted(by_prompt)
-    result = agreement(
-        [refs_all[i] for i in keys],
-        [by_prompt[i] for i in keys],
-        generator.precision,
-        [ref["margins"][i] for i in keys],
-    )
-    length = check_test09([refs_all[i] for i in keys], [by_prompt[i] for i in keys])
+    references, replies = [refs_all[i] for i in keys], [by_prompt[i] for i in keys]
+    result = agreement(references, replies, generator.precision, [ref["margins"][i] for i in keys])
+    length = check_test09(references, replies)
     return {
         "stack": stack_name,
         "test09_ratio": length.value,

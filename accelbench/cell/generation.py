@@ -49,6 +49,7 @@ from accelbench.generation.loadgen_tokens import (
 from accelbench.generation.models import LlmModel, load_model
 from accelbench.generation.prompts import PromptSet, make_prompts
 from accelbench.generation.quality import (
+    Agreement,
     ReplyCheck,
     agreement,
     check_test06,
@@ -212,6 +213,69 @@ def _search_document(search: server_search.Search, runs: Sequence[TokenFigures])
     return document
 
 
+@dataclass(frozen=True, slots=True)
+class _Judgement:
+    """The scored run's replies judged: the quality gate's parts, the cache audit, the cell's status."""
+
+    quality: Agreement
+    prompts: int
+    """Distinct prompts whose replies were judged."""
+    checks: tuple[ReplyCheck, ...]
+    cache: Verdict
+    status: str
+    reason: str
+
+
+def _judge(
+    spec: CellSpec,
+    generator: Generator,
+    model: LlmModel,
+    prompts: PromptSet,
+    reference: _Reference,
+    keep: Sequence[int],
+    measured: _Measured,
+) -> _Judgement:
+    """Token agreement with the reference, TEST06 and TEST09, the prefix-cache audit, and the status."""
+    run = measured.run
+    by_prompt = {keep[i]: reply for i, reply in zip(run.prompt_indices, run.replies, strict=True)}
+    keys = sorted(by_prompt)
+    references = [reference.replies[i] for i in keys]
+    replies = [by_prompt[i] for i in keys]
+    quality = agreement(references, replies, generator.precision, [reference.margins[i] for i in keys])
+    checks = (
+        check_test06(run.replies, prompts.max_new_tokens, model.eos_token_id),
+        check_test09(references, replies),
+    )
+    cache_check = prefix_cache_audit(generator, sorted(prompts.prompts, key=len)[-1], max_new_tokens=1)
+    cache = Verdict("prefix_cache", PASS if cache_check.passed else FAIL, cache_check.detail)
+    failures = [name for name, passed in _gate(quality.passed, checks) if not passed]
+    invalid = [] if run.valid else [f"{spec.cell.scenario}: {'; '.join(run.invalid_reasons) or 'no reason'}"]
+    if measured.search and float(measured.search["max_qps"]) <= 0:
+        invalid.append(f"no target QPS met p99 TTFT {_ms(run)} and TPOT bounds")
+    status, why = audits.cell_status([cache], failures, invalid, noise.unstable_reason(measured.probe))
+    return _Judgement(quality, len(keys), checks, cache, status, why)
+
+
+def _facts(
+    generator: Generator, model: LlmModel, prompts: PromptSet, keep: Sequence[int], prepare_s: float
+) -> dict[str, Any]:
+    """What the generation section records of the model, its conversion and the prompts."""
+    return {
+        "model": model.name,
+        "model_description": model.description,
+        "params": model.params,
+        "precision": generator.precision,
+        "weight_format": generator.weight_format,
+        "conversion_s": generator.conversion_s,
+        "prepare_s": prepare_s,
+        "timed_prompts": len(keep),
+        "prompts": len(prompts.prompts),
+        "max_new_tokens": prompts.max_new_tokens,
+        "length_distribution": prompts.length_distribution,
+        "kv_cache_bytes_per_token_fp32": token_figures.kv_cache_bytes_per_token(model.folder),
+    }
+
+
 def _outcome(
     spec: CellSpec,
     stack: GenerationStack,
@@ -223,77 +287,31 @@ def _outcome(
     measured: _Measured,
 ) -> dict[str, Any]:
     """Judge the scored run's replies and assemble the outcome document."""
-    run = measured.run
-    by_prompt = {keep[i]: reply for i, reply in zip(run.prompt_indices, run.replies, strict=True)}
-    keys = sorted(by_prompt)
-    references = [reference.replies[i] for i in keys]
-    replies = [by_prompt[i] for i in keys]
-    margins = [reference.margins[i] for i in keys]
-    quality = agreement(references, replies, generator.precision, margins)
-    checks = (
-        check_test06(run.replies, prompts.max_new_tokens, model.eos_token_id),
-        check_test09(references, replies),
-    )
-    ordered = sorted(prompts.prompts, key=len)
-    cache_check = prefix_cache_audit(generator, ordered[-1], max_new_tokens=1)
-    cache_verdict = Verdict("prefix_cache", PASS if cache_check.passed else FAIL, cache_check.detail)
-    failures = [name for name, passed in _gate(quality.passed, checks) if not passed]
-    invalid = [] if run.valid else [f"{spec.cell.scenario}: {'; '.join(run.invalid_reasons) or 'no reason'}"]
-    max_qps = float(measured.search["max_qps"]) if measured.search else None
-    if max_qps is not None and max_qps <= 0:
-        invalid.append(f"no target QPS met p99 TTFT {_ms(run)} and TPOT bounds")
-    status, why = audits.cell_status(
-        [cache_verdict], failures, invalid, noise.unstable_reason(measured.probe)
-    )
-    found = token_figures.figures_of([run], max_qps)
-    log_rel = str(measured.log_dir.relative_to(spec.run_dir))
-    rules = get_rules(spec.rules)
-    facts = {
-        "model": model.name,
-        "model_description": model.description,
-        "params": model.params,
-        "precision": generator.precision,
-        "weight_format": generator.weight_format,
-        "conversion_s": generator.conversion_s,
-        "prepare_s": measured.prepare_s,
-        "timed_prompts": len(keep),
-        "prompts": len(prompts.prompts),
-        "max_new_tokens": prompts.max_new_tokens,
-        "length_distribution": prompts.length_distribution,
-        "kv_cache_bytes_per_token_fp32": token_figures.kv_cache_bytes_per_token(model.folder),
-    }
+    run, rules = measured.run, get_rules(spec.rules)
+    judged = _judge(spec, generator, model, prompts, reference, keep, measured)
+    found = token_figures.figures_of([run], float(measured.search["max_qps"]) if measured.search else None)
     prompt_tokens = [len(prompts.prompts[keep[i]]) for i in run.prompt_indices]
-    generation = token_figures.section(run, prompt_tokens, quality, checks, facts)
+    facts = _facts(generator, model, prompts, keep, measured.prepare_s)
+    generation = token_figures.section(run, prompt_tokens, judged.quality, judged.checks, facts)
     energy = measured.metered.energy
     if energy is not None and generation["output_tokens"]:
         generation["energy_per_output_token_j"] = energy.energy_j / generation["output_tokens"]
+    verdict = LoadgenVerdict(
+        spec.cell.scenario, run.valid, run.invalid_reasons, found.qps, run.queries, spec.rules,
+        rules.official, str(measured.log_dir.relative_to(spec.run_dir)),
+    )  # fmt: skip
+    quality = judged.quality
+    gate = Quality(
+        "identical_token_share", quality.identical_share, quality.threshold, quality.passed, judged.prompts,
+        quality.detail,
+    )  # fmt: skip
     return {
-        "status": status,
-        "reason": why,
-        "loadgen": dataclasses.asdict(
-            LoadgenVerdict(
-                spec.cell.scenario,
-                run.valid,
-                run.invalid_reasons,
-                found.qps,
-                run.queries,
-                spec.rules,
-                rules.official,
-                log_rel,
-            )
-        ),
+        "status": judged.status,
+        "reason": judged.reason,
+        "loadgen": dataclasses.asdict(verdict),
         "figures": dataclasses.asdict(found),
         "server_search": measured.search,
-        "quality": dataclasses.asdict(
-            Quality(
-                "identical_token_share",
-                quality.identical_share,
-                quality.threshold,
-                quality.passed,
-                len(keys),
-                quality.detail,
-            )
-        ),
+        "quality": dataclasses.asdict(gate),
         "effective_precision": generator.precision,
         "compile_s": measured.prepare_s,
         "noise": dataclasses.asdict(measured.probe),
@@ -309,7 +327,7 @@ def _outcome(
             "stack": dict(generator.details),
         },
         "energy": dataclasses.asdict(energy) if energy is not None else None,
-        "audit": audits.section([cache_verdict]),
+        "audit": audits.section([judged.cache]),
         "generation": generation,
     }
 
