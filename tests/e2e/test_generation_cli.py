@@ -70,7 +70,7 @@ def test_every_generating_stack_gets_token_figures_and_agreement(tiny_llama_run:
 @pytest.mark.timeout(1700)
 def test_server_searches_the_max_qps_under_the_ttft_and_tpot_bounds(tmp_path: Path) -> None:
     args = ["run", "--suite", "tiny", "--workloads", "tiny-llama", "--stacks", "torch-eager"]
-    args += ["--scenarios", "server", "--timeout-s", "1500"]  # 5 probes of 500 queries: ~3 min when quiet
+    args += ["--scenarios", "server", "--timeout-s", "1500"]  # 4-5 probes of 500 queries: ~2.5 min when quiet
     done = accelbench(*args, "--json", "--store", str(tmp_path), timeout_s=1600)
     assert done.returncode == 0, done.stderr[-3000:]
     (result,) = json.loads(done.stdout)["results"]
