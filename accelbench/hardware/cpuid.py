@@ -9,7 +9,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from accelbench.hardware.detect import Cache
+    from accelbench.hardware.cpuinfo import Cache
 
 # (vendor, family, first model, last model, first stepping, last stepping, name); the first matching row
 # wins. ARM rows: family = CPU architecture (8), model = CPU part. Apple parts as in Linux

@@ -1,11 +1,12 @@
 """Detect the machine a run executes on: CPU identity, topology, ISA, caches, memory, GPUs, counters.
 
 Every procfs/sysfs read goes through a ``root`` folder (default ``/``) so tests can point detection at a
-fake tree. The CPU is identified by vendor/family/model/stepping and flags, never by the model string
-alone: VMs often hide the SKU (this project's VM reports just ``AMD EPYC``), which ``model_hidden`` records.
-Cache sizes come from sysfs (``/sys/devices/system/cpu/cpu0/cache/index*/``); py-cpuinfo's are wrong on
-these VMs. GPUs are read through NVML when ``pynvml`` (the ``nvidia-ml-py`` package) imports; anything
-else gives an empty tuple, never a crash.
+fake tree; ``accelbench.hardware.cpuinfo`` parses those files. The CPU is identified by vendor/family/model/
+stepping and flags, never by the model string alone: VMs often hide the SKU (this project's VM reports
+just ``AMD EPYC``), which ``model_hidden`` records. Cache sizes come from sysfs
+(``/sys/devices/system/cpu/cpu0/cache/index*/``); py-cpuinfo's are wrong on these VMs. GPUs are read
+through NVML when ``pynvml`` (the ``nvidia-ml-py`` package) imports; anything else gives an empty tuple,
+never a crash.
 
 The microarchitecture comes from CPUID vendor/family/model/stepping (ARM: implementer/part) through
 ``_MICROARCHITECTURES``; when that names nothing, or names a part whose ISA contradicts the flags (a
@@ -38,6 +39,16 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.hardware.cpuid import identify_microarchitecture
+from accelbench.hardware.cpuinfo import (
+    Cache,
+    cpu0_caches,
+    cpu_identity,
+    cpu_topology,
+    cpuinfo_blocks,
+    mem_total_bytes,
+    parse_int,
+    read_text,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -58,18 +69,6 @@ _GENERIC_MODELS = ("qemu virtual cpu", "common kvm processor", "virtual cpu")
 
 _VM_VENDORS = ("qemu", "xen", "vmware", "innotek", "google", "red hat", "openstack", "nutanix")
 _VM_PRODUCTS = ("kvm", "virtual machine", "standard pc", "hvm domu", "virtualbox", "google compute engine")
-
-_ARM_IMPLEMENTERS = {0x41: "ARM", 0x61: "Apple", 0xC0: "Ampere", 0x48: "HiSilicon"}
-
-
-@dataclass(frozen=True, slots=True)
-class Cache:
-    """One CPU cache as seen from cpu0 (``kind``: data, instruction or unified)."""
-
-    level: int
-    kind: str
-    size_bytes: int
-    shared_by_cpus: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,16 +133,16 @@ class Machine:
 def detect_machine(root: str | Path = "/", *, probe_gpus: bool = True) -> Machine:
     """Detect the machine; ``root`` relocates every procfs/sysfs read (tests use a fake tree)."""
     base = Path(root)
-    blocks = _cpuinfo_blocks(base)
+    blocks = cpuinfo_blocks(base)
     first = blocks[0] if blocks else {}
-    vendor, family, model, stepping = _cpu_identity(first)
+    vendor, family, model, stepping = cpu_identity(first)
     cpu_model = first.get("model name", "")
-    physical, sockets = _topology(base, blocks)
+    physical, sockets = cpu_topology(base, blocks)
     logical = max(len(blocks), 1)
     if not blocks and platform.system() == "Darwin":  # macOS: no procfs, sysctl names the chip
         cpu_model, vendor, logical, physical = _darwin_cpu()
     raw_flags = first.get("flags", first.get("Features", "")).split()
-    flags, caches = interesting_flags(raw_flags), _caches(base)
+    flags, caches = interesting_flags(raw_flags), cpu0_caches(base)
     system_vendor, system_product = _dmi(base, "sys_vendor"), _dmi(base, "product_name")
     name, basis = identify_microarchitecture(vendor, family, model, stepping, cpu_model, flags, caches)
     gpus = detect_gpus() if probe_gpus else ()
@@ -160,7 +159,7 @@ def detect_machine(root: str | Path = "/", *, probe_gpus: bool = True) -> Machin
         sockets=sockets,
         isa_flags=flags,
         caches=caches,
-        mem_bytes=_mem_bytes(base),
+        mem_bytes=mem_total_bytes(base),
         os_name=platform.system(),
         kernel=platform.release(),
         python_version=platform.python_version(),
@@ -175,7 +174,7 @@ def detect_machine(root: str | Path = "/", *, probe_gpus: bool = True) -> Machin
 
 def is_virtual_machine(root: Path, raw_flags: list[str], system_vendor: str, system_product: str) -> bool:
     """True under a hypervisor: the x86 ``hypervisor`` flag, ``/sys/hypervisor/type``, or a VM's DMI."""
-    if "hypervisor" in raw_flags or _read(root / "sys/hypervisor/type").strip():
+    if "hypervisor" in raw_flags or read_text(root / "sys/hypervisor/type").strip():
         return True
     vendor, product = system_vendor.lower(), system_product.lower()
     if vendor.startswith("amazon ec2"):
@@ -186,15 +185,15 @@ def is_virtual_machine(root: Path, raw_flags: list[str], system_vendor: str, sys
 
 
 def _dmi(root: Path, name: str) -> str:
-    return _read(root / "sys/class/dmi/id" / name).strip()
+    return read_text(root / "sys/class/dmi/id" / name).strip()
 
 
 def _darwin_cpu() -> tuple[str, str, int, int]:
     """(model string, vendor, logical CPUs, physical cores) from macOS ``sysctl``."""
     brand = _sysctl("machdep.cpu.brand_string")
     vendor = "Apple" if brand.startswith("Apple") else _sysctl("machdep.cpu.vendor") or "unknown"
-    logical = _int(_sysctl("hw.logicalcpu")) or os.cpu_count() or 1
-    return brand, vendor, logical, _int(_sysctl("hw.physicalcpu")) or logical
+    logical = parse_int(_sysctl("hw.logicalcpu")) or os.cpu_count() or 1
+    return brand, vendor, logical, parse_int(_sysctl("hw.physicalcpu")) or logical
 
 
 def _sysctl(name: str) -> str:
@@ -264,7 +263,7 @@ def _text(value: str | bytes) -> str:
 
 def loadavg_1m(root: str | Path = "/") -> float:
     """The 1-minute load average from ``/proc/loadavg`` (``os.getloadavg`` when it is unreadable)."""
-    text = _read(Path(root) / "proc/loadavg")
+    text = read_text(Path(root) / "proc/loadavg")
     if text:
         return float(text.split()[0])
     return os.getloadavg()[0]
@@ -311,118 +310,6 @@ def machine_from_dict(doc: Mapping[str, Any]) -> Machine:
         )  # fmt: skip
         machine = dataclasses.replace(machine, microarchitecture=name, microarchitecture_basis=basis)
     return machine
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text()
-    except (OSError, UnicodeDecodeError):
-        return ""
-
-
-def _cpuinfo_blocks(root: Path) -> list[dict[str, str]]:
-    """One dict per ``processor`` entry of /proc/cpuinfo (ARM headers without one are merged in)."""
-    blocks: list[dict[str, str]] = []
-    shared: dict[str, str] = {}
-    for chunk in _read(root / "proc/cpuinfo").split("\n\n"):
-        fields = dict(_field(line) for line in chunk.splitlines() if ":" in line)
-        if "processor" in fields and fields["processor"].isdigit():
-            blocks.append(fields)
-        else:
-            shared.update(fields)
-    return [{**shared, **block} for block in blocks]
-
-
-def _field(line: str) -> tuple[str, str]:
-    key, _, value = line.partition(":")
-    return key.strip(), value.strip()
-
-
-def _cpu_identity(block: Mapping[str, str]) -> tuple[str, int, int, int]:
-    """(vendor, family, model, stepping) for x86 (``vendor_id``) or ARM (``CPU implementer``)."""
-    if "vendor_id" in block:
-        return (
-            block["vendor_id"],
-            _int(block.get("cpu family")),
-            _int(block.get("model")),
-            _int(block.get("stepping")),
-        )
-    implementer = _int(block.get("CPU implementer"))
-    vendor = _ARM_IMPLEMENTERS.get(implementer, f"0x{implementer:x}" if implementer else "unknown")
-    return (
-        vendor,
-        _int(block.get("CPU architecture")),
-        _int(block.get("CPU part")),
-        _int(block.get("CPU revision")),
-    )
-
-
-def _int(text: str | None) -> int:
-    """An int from decimal or 0x-hex text; 0 when absent or unparsable."""
-    try:
-        return int(text or "0", 0)
-    except ValueError:
-        return 0
-
-
-def _topology(root: Path, blocks: list[dict[str, str]]) -> tuple[int, int]:
-    """(physical cores, sockets) from cpuinfo ids, else from sysfs topology, else (logical, 1)."""
-    pairs = {(b.get("physical id", "0"), b["core id"]) for b in blocks if "core id" in b}
-    if not pairs:
-        pairs = {_sysfs_core(root, b["processor"]) for b in blocks}
-        pairs.discard(("", ""))
-    if not pairs:
-        return max(len(blocks), 1), 1
-    return len(pairs), len({socket for socket, _ in pairs})
-
-
-def _sysfs_core(root: Path, cpu: str) -> tuple[str, str]:
-    topology = root / f"sys/devices/system/cpu/cpu{cpu}/topology"
-    core = _read(topology / "core_id").strip()
-    if not core:
-        return "", ""
-    return _read(topology / "physical_package_id").strip() or "0", core
-
-
-def _caches(root: Path) -> tuple[Cache, ...]:
-    folder = root / "sys/devices/system/cpu/cpu0/cache"
-    caches = []
-    for index in sorted(folder.glob("index*"), key=lambda p: _int(p.name.removeprefix("index"))):
-        size = parse_size_bytes(_read(index / "size"))
-        if size:
-            caches.append(
-                Cache(
-                    level=_int(_read(index / "level").strip()),
-                    kind=_read(index / "type").strip().lower() or "unknown",
-                    size_bytes=size,
-                    shared_by_cpus=max(len(parse_cpu_list(_read(index / "shared_cpu_list"))), 1),
-                )
-            )
-    return tuple(caches)
-
-
-def parse_size_bytes(text: str) -> int:
-    """Bytes from a sysfs size like ``48K``, ``32768K``, ``1M`` or ``512``; 0 when unparsable."""
-    match = re.fullmatch(r"(\d+)\s*([KMG]?)i?B?", text.strip(), flags=re.IGNORECASE)
-    if not match:
-        return 0
-    scale = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}[match.group(2).upper()]
-    return int(match.group(1)) * scale
-
-
-def parse_cpu_list(text: str) -> set[int]:
-    """CPU numbers from a sysfs list like ``0-3,8,10-11``."""
-    cpus: set[int] = set()
-    for part in text.strip().split(","):
-        low, _, high = part.partition("-")
-        if low.strip().isdigit():
-            cpus.update(range(int(low), int(high or low) + 1))
-    return cpus
-
-
-def _mem_bytes(root: Path) -> int:
-    match = re.search(r"^MemTotal:\s+(\d+)\s*kB", _read(root / "proc/meminfo"), flags=re.MULTILINE)
-    return int(match.group(1)) * 1024 if match else 0
 
 
 def _energy_counters(root: Path, gpus: tuple[Gpu, ...]) -> tuple[str, ...]:

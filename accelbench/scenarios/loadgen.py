@@ -15,20 +15,20 @@ raised by ``infer`` is kept, the queries are completed so LoadGen can finish, an
 once LoadGen returns. An INVALID LoadGen result is data, never an exception.
 
 An ``infer`` with a ``submit(inputs, done)`` method (a served model, ``accelbench.serving``) gets the
-asynchronous SUT instead (``_AsyncSut``): queries are sent when LoadGen issues them and completed when
-their replies arrive, so a slow reply never delays later sends (no coordinated omission).
+asynchronous SUT instead (``AsyncSut``; both SUTs are in ``accelbench.scenarios.sut``): queries are sent
+when LoadGen issues them and completed when their replies arrive, so a slow reply never delays later
+sends (no coordinated omission).
 """
 
 from __future__ import annotations
 
 import logging
 import statistics
-import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import mlperf_loadgen as lg
 import numpy as np
@@ -37,11 +37,10 @@ from accelbench.results import LoadgenVerdict
 from accelbench.scenarios import batching
 from accelbench.scenarios.loadgen_log import Summary, parse_detail, parse_detail_values, parse_summary
 from accelbench.scenarios.rules import LOADGEN_SCENARIOS, Rules
+from accelbench.scenarios.sut import AsyncSut, Feed, Infer, Sut
 from accelbench.workloads.base import Inputs
 
 log = logging.getLogger(__name__)
-
-Infer = Callable[[Inputs], np.ndarray]
 
 SUMMARY_FILE = "mlperf_log_summary.txt"
 DETAIL_FILE = "mlperf_log_detail.txt"
@@ -69,26 +68,6 @@ _MIN_TOLD_LATENCY_S = 1e-5
 INVALID: it ran out of queries before the minimum duration). The null stack still outruns it."""
 _OFFLINE_HEADROOM = 1.5
 """Offline: ask for this many times the calibrated QPS so the single query outlasts the min duration."""
-
-
-class Feed(Protocol):
-    """What each issued sample stands for, and what happens to its output (see ``PlainFeed``)."""
-
-    def minimum_samples(self) -> int:
-        """Samples a trial must issue at least (LoadGen's minimum counts are raised to it)."""
-
-    def start_trial(self, guaranteed_samples: int, expected_samples: int, duration_s: float = 0.0) -> None:
-        """A trial begins: LoadGen issues at least ``guaranteed_samples`` (likely ``expected_samples``)
-        and runs at least ``duration_s`` (0: the count alone ends it, as offline's one query does)."""
-
-    def sample(self, index: int) -> Inputs:
-        """The inputs of the next issued sample, whose QSL index is ``index``."""
-
-    def observe(self, index: int, latency_s: float, output: np.ndarray | None) -> None:
-        """The sample just issued completed (after ``QuerySamplesComplete``)."""
-
-    def end_trial(self) -> None:
-        """The trial ended."""
 
 
 class PlainFeed:
@@ -270,13 +249,13 @@ def measure(
     )
     log_dir.mkdir(parents=True, exist_ok=True)
     asynchronous = getattr(infer, "submit", None) is not None  # a served model (accelbench.serving)
-    sut = _AsyncSut(infer, feed, batch) if asynchronous else _Sut(infer, feed, batch)
+    sut = AsyncSut(infer, feed, batch) if asynchronous else Sut(infer, feed, batch)
     log.info("LoadGen %s under %s rules: %s", scenario, rules.name, settings)
     duration_s = 0.0 if scenario == "offline" else settings["min_duration_ms"] / 1e3
     feed.start_trial(guaranteed_samples(settings), expected_samples(settings, per_sample_s), duration_s)
     try:
         _run_loadgen(sut, len(samples), settings, log_dir)
-        if isinstance(sut, _AsyncSut):
+        if isinstance(sut, AsyncSut):
             sut.settle()
     finally:
         feed.end_trial()
@@ -297,125 +276,7 @@ def batch_for(scenario: str, batch: int) -> int:
     return batch
 
 
-class _Sut:
-    """The system under test: runs ``infer`` on each batch of a query and completes its samples."""
-
-    def __init__(self, infer: Infer, feed: Feed, batch: int = 1) -> None:
-        self.infer = infer
-        self.feed = feed
-        self.batch = batch
-        self.latencies_s: list[float] = []
-        self.error: BaseException | None = None
-
-    def issue_queries(self, query_samples: Sequence[Any]) -> None:
-        """LoadGen's callback: one sample (single-stream, server), 8 (multi-stream) or all (offline)."""
-        for start in range(0, len(query_samples), self.batch):
-            chunk = query_samples[start : start + self.batch]
-            outputs, latency_s = self._run([query_sample.index for query_sample in chunk])
-            kept = [np.ascontiguousarray(o) if o is not None else np.zeros(0, np.uint8) for o in outputs]
-            responses = [
-                lg.QuerySampleResponse(q.id, data.__array_interface__["data"][0], data.nbytes)
-                for q, data in zip(chunk, kept, strict=True)
-            ]
-            lg.QuerySamplesComplete(responses)  # ``kept`` stays alive until this returns
-            if self.error is None:
-                for query_sample, output in zip(chunk, outputs, strict=True):
-                    self.feed.observe(query_sample.index, latency_s, output)
-
-    def flush_queries(self) -> None:
-        """LoadGen's flush callback: nothing is buffered."""
-
-    def _run(self, indices: list[int]) -> tuple[list[np.ndarray | None], float]:
-        if self.error is None:
-            try:
-                inputs = batching.join([self.feed.sample(index) for index in indices], self.batch)
-                start = time.perf_counter()
-                output = np.asarray(self.infer(inputs))
-                latency_s = time.perf_counter() - start
-                rows: list[np.ndarray | None] = list(batching.split(output, len(indices), self.batch))
-            except BaseException as error:  # re-raised by measure() once LoadGen has returned
-                self.error = error
-            else:
-                self.latencies_s.append(latency_s)
-                return rows, latency_s
-        return [None] * len(indices), 0.0  # finish LoadGen's queries fast; the error is raised later
-
-
-class _AsyncSut(_Sut):
-    """The SUT of a session whose ``infer`` has ``submit(inputs, done)`` (a served model): each batch is
-    only scheduled in ``issue_queries``, and completed when ``done(output, error)`` is called (on the
-    client's thread), so LoadGen's issue times hold however slow the replies are (no coordinated
-    omission). Samples are completed as replies come; the feed observes them in issue order."""
-
-    def __init__(self, infer: Infer, feed: Feed, batch: int = 1) -> None:
-        super().__init__(infer, feed, batch)
-        self.submit = infer.submit  # type: ignore[attr-defined]
-        self.lock = threading.Lock()
-        self.settled = threading.Condition(self.lock)
-        self.issued = 0
-        self.observed = 0
-        self.waiting: dict[int, list[tuple[int, float, np.ndarray | None]]] = {}
-
-    def issue_queries(self, query_samples: Sequence[Any]) -> None:
-        """Schedule each batch of the query; nothing waits for a reply here."""
-        for start in range(0, len(query_samples), self.batch):
-            chunk = list(query_samples[start : start + self.batch])
-            with self.lock:
-                number = self.issued
-                self.issued += 1
-                try:
-                    inputs = batching.join([self.feed.sample(q.index) for q in chunk], self.batch)
-                except BaseException as error:
-                    self.error = self.error or error
-            if self.error is not None:
-                self._complete(number, chunk, None, 0.0)
-                continue
-            self.submit(inputs, self._done_callback(number, chunk, time.perf_counter()))
-
-    def _done_callback(
-        self, number: int, chunk: list[Any], start: float
-    ) -> Callable[[np.ndarray | None, BaseException | None], None]:
-        def done(output: np.ndarray | None, error: BaseException | None) -> None:
-            latency_s = time.perf_counter() - start
-            if error is not None and self.error is None:
-                self.error = error
-            self._complete(number, chunk, output if error is None else None, latency_s)
-
-        return done
-
-    def _complete(self, number: int, chunk: list[Any], output: np.ndarray | None, latency_s: float) -> None:
-        rows: list[np.ndarray | None] = [None] * len(chunk)
-        if output is not None and self.error is None:
-            try:
-                rows = list(batching.split(np.asarray(output), len(chunk), self.batch))
-            except BaseException as error:
-                self.error = error
-        kept = [np.ascontiguousarray(o) if o is not None else np.zeros(0, np.uint8) for o in rows]
-        responses = [
-            lg.QuerySampleResponse(q.id, data.__array_interface__["data"][0], data.nbytes)
-            for q, data in zip(chunk, kept, strict=True)
-        ]
-        with self.lock:
-            if self.error is None:
-                self.latencies_s.append(latency_s)
-            self.waiting[number] = [(q.index, latency_s, o) for q, o in zip(chunk, rows, strict=True)]
-        lg.QuerySamplesComplete(responses)  # before the feed's copies, which LoadGen must not time
-        with self.lock:
-            while self.observed in self.waiting:  # the feed sees samples in issue order
-                for index, seconds, row in self.waiting.pop(self.observed):
-                    if self.error is None:
-                        self.feed.observe(index, seconds, row)
-                self.observed += 1
-            self.settled.notify_all()
-
-    def settle(self, timeout_s: float = 60.0) -> None:
-        """Wait until the feed has observed every issued batch (LoadGen returns once all samples are
-        complete, which can be just before the last ``observe``)."""
-        with self.settled:
-            self.settled.wait_for(lambda: self.observed >= self.issued, timeout_s)
-
-
-def _run_loadgen(sut: _Sut, sample_count: int, settings: Mapping[str, Any], log_dir: Path) -> None:
+def _run_loadgen(sut: Sut, sample_count: int, settings: Mapping[str, Any], log_dir: Path) -> None:
     test_settings = lg.TestSettings()
     test_settings.scenario = _LOADGEN_SCENARIOS[settings["scenario"]]
     test_settings.mode = lg.TestMode.PerformanceOnly
@@ -440,7 +301,7 @@ def _load_nothing(indices: Sequence[int]) -> None:
     """QSL load/unload callback: every sample is already in memory."""
 
 
-def _measurement(sut: _Sut, latency_s: float, settings: dict[str, Any], log_dir: Path) -> Measurement:
+def _measurement(sut: Sut, latency_s: float, settings: dict[str, Any], log_dir: Path) -> Measurement:
     summary = parse_summary((log_dir / SUMMARY_FILE).read_text())
     detail_text = (log_dir / DETAIL_FILE).read_text()
     values = parse_detail_values(detail_text)

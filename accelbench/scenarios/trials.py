@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from accelbench.scenarios import batching, server_search
-from accelbench.scenarios.loadgen import Feed, Measurement, PlainFeed, batch_for, calibrate, measure
+from accelbench.scenarios.loadgen import Measurement, PlainFeed, batch_for, calibrate, measure
 from accelbench.scenarios.rules import Rules
+from accelbench.scenarios.sut import Feed
 from accelbench.workloads.base import Inputs
 
 

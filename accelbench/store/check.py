@@ -30,6 +30,7 @@ from pathlib import Path
 
 from accelbench.errors import UserError
 from accelbench.results import Cell, from_dict
+from accelbench.store import schema as store_schema
 from accelbench.store import sqlite as store_db
 
 logger = logging.getLogger(__name__)
@@ -91,8 +92,8 @@ def check_store(path: Path | str, repair: bool = False) -> CheckReport:
     if not folder.is_dir() or not db_path.is_file():
         raise UserError(f"no result store at {folder} (no {store_db.DB_NAME})")
     with store_db.folder_lock(folder):  # no other process opens the store while its sidecars are judged
-        store_db._inspect_existing(db_path)  # UserError for a file that is not a usable store
-        with store_db.read_only(db_path) as db:
+        store_schema.inspect_existing(db_path)  # UserError for a file that is not a usable store
+        with store_schema.read_only(db_path) as db:
             try:
                 report = _check(folder, db)
             except (sqlite3.Error, ValueError) as exc:  # ValueError: stored text that is not UTF-8
@@ -132,7 +133,7 @@ def _record_problems(row: _Row, runs: dict[str, str], has_checksums: bool) -> li
     where = f"{row.run_id}/{row.cell_key}"
     if row.run_id not in runs:
         return [Problem("orphan", where, "record of a run that is not in the store", row.row_id)]
-    if row.sha256 is not None and store_db.doc_sha256(row.doc_json) != row.sha256:
+    if row.sha256 is not None and store_schema.doc_sha256(row.doc_json) != row.sha256:
         return [Problem("checksum", where, "stored checksum does not match the document", row.row_id)]
     found = _document_problem(row)
     if found is not None:
@@ -212,7 +213,7 @@ def _spec_cell_key(cell_dir: Path) -> str | None:
 def _repair(folder: Path, db: sqlite3.Connection, problems: tuple[Problem, ...]) -> tuple[str, ...]:
     moved = [p for p in problems if p.row_id is not None]
     done = []
-    with store_db._transaction(db):
+    with store_schema.transaction(db):
         for problem in moved:
             db.execute(
                 "INSERT INTO quarantine (moved_at, problem, source_id, run_id, cell_key, doc_json,"
@@ -223,7 +224,7 @@ def _repair(folder: Path, db: sqlite3.Connection, problems: tuple[Problem, ...])
             db.execute("DELETE FROM results WHERE id = ?", (problem.row_id,))
             done.append(f"moved record {problem.where} to table quarantine ({problem.kind})")
         filled = db.execute(
-            f"UPDATE results SET doc_sha256 = {store_db.SHA256_SQL}(doc_json) WHERE doc_sha256 IS NULL"
+            f"UPDATE results SET doc_sha256 = {store_schema.SHA256_SQL}(doc_json) WHERE doc_sha256 IS NULL"
         ).rowcount
         reopened = sorted({p.where.split("/", 1)[0] for p in moved if p.kind != "orphan"})
         for run_id in reopened:

@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from accelbench.results import SCHEMA_VERSION
-from accelbench.store.sqlite import DB_NAME, doc_sha256
+from accelbench.store.schema import doc_sha256
+from accelbench.store.sqlite import DB_NAME
 from tests.fuzz.harness import expect_user_error, outcome, tree_digest
 
 FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

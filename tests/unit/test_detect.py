@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from accelbench.hardware.cpuid import microarchitecture
+from accelbench.hardware.cpuinfo import Cache, parse_cpu_list, parse_size_bytes
 from accelbench.hardware.detect import (
-    Cache,
     Gpu,
     busy_warning,
     detect_gpus,
@@ -20,8 +20,6 @@ from accelbench.hardware.detect import (
     loadavg_1m,
     machine_from_dict,
     machine_to_dict,
-    parse_cpu_list,
-    parse_size_bytes,
 )
 
 EPYC_FLAGS = (

@@ -10,7 +10,8 @@ import time
 import pytest
 from rich.console import Console
 
-from accelbench.hardware.detect import Cache, detect_machine
+from accelbench.hardware.cpuinfo import Cache
+from accelbench.hardware.detect import detect_machine
 from accelbench.normalize import roofline as rf
 from accelbench.probe import methods as probe_methods
 from accelbench.probe.methods import TimedMethod, array_elements, bf16_support, race

@@ -16,7 +16,8 @@ from accelbench.errors import UserError
 from accelbench.report.export import export_results
 from accelbench.results import Cell, Result, from_dict
 from accelbench.store import Store, open_store
-from accelbench.store.sqlite import DB_NAME, STORE_SCHEMA_VERSION
+from accelbench.store.schema import STORE_SCHEMA_VERSION
+from accelbench.store.sqlite import DB_NAME
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "result_v6.json"
 MACHINE = {"cpu_model": "AMD EPYC", "logical_cores": 2, "schema_version": 1}

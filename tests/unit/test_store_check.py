@@ -18,7 +18,8 @@ from accelbench.errors import UserError
 from accelbench.results import Cell, Result, from_dict
 from accelbench.store import open_store
 from accelbench.store.check import check_store
-from accelbench.store.sqlite import DB_NAME, MIGRATIONS, doc_sha256
+from accelbench.store.schema import MIGRATIONS, doc_sha256
+from accelbench.store.sqlite import DB_NAME
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "result_v5.json"
 
