@@ -345,6 +345,7 @@ def hw(as_json: JsonOption = False) -> None:
         "key": match.chip.key if match.chip else None,
         "basis": match.basis,
         "count": match.count,
+        "count_high": match.count_high,
         "count_basis": match.count_basis,
         "notes": list(match.notes),
     }

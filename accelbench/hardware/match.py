@@ -11,7 +11,10 @@ CPU, in this order:
 
 Chips counted (``ChipMatch.count``, with its arithmetic in ``count_basis``): on bare metal, physical cores /
 cores per socket; on a VM, vCPUs / threads per core / cores per socket (a cloud vCPU is one hardware
-thread), e.g. ``2 vCPUs / 2 threads per core / 64 cores per socket = 0.0156 chips``. Per-socket figures
+thread), e.g. ``2 vCPUs / 2 threads per core / 64 cores per socket = 0.0156 chips``. A guest cannot see
+whether its vCPUs are sibling threads of one core or threads of different cores (this VM's kernel shows
+2 cores of 1 thread), so on an SMT chip the count is a range (``count_high``) up to vCPUs / cores per
+socket, each vCPU a whole core, and the per-chip figures carry it. Per-socket figures
 (uncore included) are shared equally by the socket's cores. The energy estimate
 (``accelbench.meters.energy.cpu_tdp``) uses this same match, so report and energy read one row.
 GPUs: the NVML name's model token (``H100``, ``A100``) names a chip; between variants (A100 40/80 GB) the
@@ -25,6 +28,7 @@ from dataclasses import dataclass
 
 from accelbench.hardware.chips import Chip, ChipTable, load_chips
 from accelbench.hardware.detect import Gpu, Machine
+from accelbench.ranges import Range
 
 BASES = ("model string", "microarchitecture guess", "gpu name", "unmatched")
 
@@ -55,6 +59,14 @@ class ChipMatch:
     """The arithmetic of ``count``, e.g. ``2 vCPUs / 2 threads per core / 64 cores per socket = ...``."""
     threads_per_core: float = 1.0
     """Logical CPUs per core behind ``count``: the chip's on a VM, the machine's own on bare metal."""
+    count_high: float | None = None
+    """The largest count the machine allows when ``count`` is an estimate (a VM on an SMT chip: each vCPU
+    a whole core); None when ``count`` is exact."""
+
+    @property
+    def count_range(self) -> Range:
+        """``count`` as a range: [count, count_high] with ``count`` as the central value."""
+        return Range(self.count, max(self.count_high or self.count, self.count), self.count)
 
 
 def match_machine(machine: Machine, chips: ChipTable | None = None) -> ChipMatch:
@@ -122,13 +134,15 @@ def _cpu_match(chip: Chip, machine: Machine, basis: str, notes: tuple[str, ...],
         known = chip.threads is not None
         per_core = chip.threads.value.central / socket_cores if chip.threads else 1.0
         count = machine.logical_cores / per_core / socket_cores
+        high = machine.logical_cores / socket_cores if per_core > 1 else None
         text = (
             f"{machine.logical_cores} vCPUs / {per_core:g} threads per core / {socket_cores:g} cores per "
             f"socket = {count:.3g} chips (estimate: VM share of one socket"
-            f"{'' if known else '; threads per core unknown, 1 assumed'})"
+            f"{'' if known else '; threads per core unknown, 1 assumed'}"
+            f"{f'; up to {high:.3g} if each vCPU is a whole core' if high else ''})"
         )
         extra = f"a VM's vCPUs are hardware threads of a {socket_cores:g}-core {chip.key} socket; {shared}"
-        return ChipMatch(chip, count, basis, detected, (*notes, extra), text, per_core)
+        return ChipMatch(chip, count, basis, detected, (*notes, extra), text, per_core, high)
     count = machine.physical_cores / socket_cores
     per_core = machine.logical_cores / max(machine.physical_cores, 1)
     text = f"{machine.physical_cores} cores / {socket_cores:g} cores per socket = {count:.3g} chips"

@@ -133,7 +133,7 @@ def _decompose(
 ) -> Decomposition:
     per, attribute, name, quantity = variant
     steps = [
-        _step("chips", _count(a), _count(b), "chips", "measured", "chip count unknown"),
+        _step("chips", *_counts(a, b), "chips", "measured", "chip count unknown"),
         _fact_step(name, a.chip, b.chip, attribute),
         _node_step(a.chip, b.chip, quantity, warnings),
     ]
@@ -155,8 +155,12 @@ def _step(name: str, a: Range | None, b: Range | None, unit: str, provenance: st
     return b / a, a, b, unit, provenance, "", name
 
 
-def _count(subject: Subject) -> Range | None:
-    return Range.point(subject.count) if subject.count > 0 else None
+def _counts(a: Subject, b: Subject) -> tuple[Range | None, Range | None]:
+    """Both chip counts; on one chip their estimates rest on the same assumption (vCPUs as threads or as
+    cores) and cancel in the ratio, so they enter as their central values."""
+    same = _same_chip(a.chip, b.chip)
+    counted = [(Range.point(s.count) if same else s.counted) if s.count > 0 else None for s in (a, b)]
+    return counted[0], counted[1]
 
 
 def _fact_step(name: str, a: Chip | None, b: Chip | None, attribute: str) -> Step:
@@ -221,9 +225,9 @@ def _cmos(a: Subject, b: Subject, ratio: Range, warnings: list[str]) -> CmosComp
             outside = ", ".join(potential.extrapolated)
             _once(warnings, f"CMOS potential of {potential.chip_key} extrapolates Rankine's fits ({outside})")
     if _same_chip(a.chip, b.chip):
-        system_gain = Range.point(b.count / a.count)
+        system_gain = Range.point(b.count / a.count)  # one chip: the count estimates cancel (``_counts``)
     else:
-        system_gain = (b.count * potential_b.throughput) / (a.count * potential_a.throughput)
+        system_gain = (b.counted * potential_b.throughput) / (a.counted * potential_a.throughput)
     return CmosComparison(potential_a, potential_b, system_gain, ratio / system_gain)
 
 

@@ -170,7 +170,7 @@ def chip_node_credit(old: Chip, new: Chip, quantity: str = "gate_latency_ps") ->
 
 
 def _count(subject: Subject) -> Range:
-    return Range.point(subject.count)
+    return subject.counted
 
 
 def _as_range(value: Range | float) -> Range:

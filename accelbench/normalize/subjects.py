@@ -15,6 +15,7 @@ from accelbench.errors import UserError
 from accelbench.hardware.chips import Chip, ChipTable
 from accelbench.hardware.match import ChipMatch
 from accelbench.mlperf.history import HistoryEntry
+from accelbench.ranges import Range
 from accelbench.results import Result
 
 KINDS = ("time-to-train", "throughput")
@@ -39,12 +40,19 @@ class Subject:
     count: float
     """Chips used (a share of a socket for a local CPU result); 0 when unknown."""
     count_basis: str
+    count_high: float | None = None
+    """The largest count the match allows (``ChipMatch.count_high``); None when ``count`` is exact."""
     round: str = ""
     availability: str = ""
     energy_j: float | None = None
     """Measured energy per unit of work, when a meter measured it."""
     time_basis: str = ""
     notes: tuple[str, ...] = ()
+
+    @property
+    def counted(self) -> Range:
+        """Chips used as a range, ``count`` central (a point unless the count is an estimate)."""
+        return Range(self.count, max(self.count_high or self.count, self.count), self.count)
 
     @property
     def speed(self) -> float:
@@ -99,6 +107,7 @@ def from_result(result_id: str, result: Result, match: ChipMatch) -> Subject:
         chip=match.chip,
         count=match.count,
         count_basis=_count_basis(match),
+        count_high=match.count_high,
         availability="local",
         energy_j=energy_j,
         time_basis="LoadGen scenario throughput",
@@ -126,6 +135,7 @@ def _from_training(result_id: str, result: Result, match: ChipMatch) -> Subject:
         chip=match.chip,
         count=match.count,
         count_basis=_count_basis(match),
+        count_high=match.count_high,
         availability="local",
         energy_j=float(training["energy_j"]) if measured and training.get("energy_j") else None,
         time_basis="olympic mean of run_start..run_stop",

@@ -128,7 +128,13 @@ def _subject_line(name: str, subject: Subject) -> str:
     else:
         unit = subject.work_unit.split(" ")[0]
         amount = f"{subject.speed:.4g} {'queries' if unit == 'query' else unit + 's'}/s"
-    return f"[bold]{name}[/] {subject.id}: {subject.label}; {subject.count:g} x {chip}; {amount}"
+    counted = subject.counted
+    count = (
+        f"{subject.count:g}"
+        if counted.is_point
+        else f"{subject.count:.3g} ({counted.low:.3g}-{counted.high:.3g})"
+    )
+    return f"[bold]{name}[/] {subject.id}: {subject.label}; {count} x {chip}; {amount}"
 
 
 def _decomposition_table(explanation: Explanation, decomposition: Decomposition) -> Table:
@@ -236,6 +242,7 @@ def _subject_document(subject: Subject, found: Sequence[Figure]) -> dict[str, An
         "work_unit": subject.work_unit,
         "chip_key": subject.chip.key if subject.chip else None,
         "count": subject.count,
+        "count_high": subject.count_high,
         "count_basis": subject.count_basis,
         "round": subject.round,
         "time_basis": subject.time_basis,

@@ -14,6 +14,7 @@ from accelbench.hardware.match import _sku, match_machine
 from accelbench.meters.energy import CpuEstimateMeter, cpu_tdp
 from accelbench.normalize.factors import figures
 from accelbench.normalize.subjects import from_result
+from accelbench.ranges import Range
 from accelbench.results import Cell, LoadgenVerdict, Result
 
 SPR_FLAGS = "fpu sse4_2 avx avx2 fma avx512f avx512dq avx512ifma avx512_vnni avx512_bf16 amx_tile amx_bf16"
@@ -77,8 +78,10 @@ def test_gcp_c4_emerald_rapids_custom_sku_falls_back_to_the_family_row(tmp_path:
     assert found.basis == "microarchitecture guess" and "SKU 8581C" in found.notes[0]
     assert found.count == pytest.approx(2 / 2 / 64)
     assert found.count_basis == (
-        "2 vCPUs / 2 threads per core / 64 cores per socket = 0.0156 chips (estimate: VM share of one socket)"
+        "2 vCPUs / 2 threads per core / 64 cores per socket = 0.0156 chips (estimate: VM share of one "
+        "socket; up to 0.0312 if each vCPU is a whole core)"
     )
+    assert found.count_range == Range(2 / 2 / 64, 2 / 64, 2 / 2 / 64)
 
 
 def test_qemu_named_emerald_rapids_model_is_matched_by_family_and_model(tmp_path: Path) -> None:
@@ -143,6 +146,7 @@ def test_graviton3_by_cpu_part_on_ec2(tmp_path: Path) -> None:
     assert found.chip is not None and found.chip.key == "CPU: AWS Graviton3"
     assert found.detected == "ARM CPU part 0xd40 (Neoverse V1)"  # lscpu's "Neoverse-V1"
     assert found.count_basis.startswith("2 vCPUs / 1 threads per core / 64 cores per socket = 0.0312 chips")
+    assert "up to" not in found.count_basis and found.count_range.is_point  # no SMT: vCPU = core
 
 
 def test_neoverse_n1_is_graviton2_on_ec2_and_ampere_altra_elsewhere(tmp_path: Path) -> None:
@@ -237,9 +241,13 @@ def test_a_vm_result_gets_per_chip_figures_with_the_count_basis() -> None:
     found = {f.per: f for f in figures(from_result("run1/cell", result, match_machine(machine)))}
     assert found["chip"].denominator.central == pytest.approx(2 / 2 / 64)
     assert found["chip"].value.central == pytest.approx(2 / 2 / 64 / 100.0)  # chip-seconds per sample
+    # a guest cannot tell sibling threads from whole cores: the count, and every per-chip figure, is a range
+    assert (found["chip"].denominator.low, found["chip"].denominator.high) == pytest.approx((1 / 64, 2 / 64))
+    assert found["transistor"].denominator.high == pytest.approx(2 * found["transistor"].denominator.low)
     assert "2 vCPUs / 2 threads per core / 64 cores per socket" in found["chip"].source
     assert found["transistor"].denominator.central == pytest.approx(61e9 / 64)
     assert found["tdp_w"].denominator.central == pytest.approx(350 / 64)
     bare = dataclasses.replace(machine, virtual_machine=False, physical_cores=2)
     on_metal = {f.per: f for f in figures(from_result("run1/cell", result, match_machine(bare)))}
     assert on_metal["chip"].denominator.central == pytest.approx(2 / 64)
+    assert on_metal["chip"].denominator.is_point  # bare metal: the cores are counted, not estimated

@@ -198,3 +198,24 @@ def test_two_training_results_compare_time_to_train() -> None:
     assert explanation.main.factors[0].value.central == pytest.approx(1.0)  # same chip share
     with pytest.raises(UserError, match="did not train to quality"):
         from_result("r/x", trained(None, "torch-eager", "quality_failed"), match)
+
+
+def test_a_vm_count_range_widens_the_chips_factor_across_chips_and_cancels_on_one() -> None:
+    """A VM's count on an SMT chip is [vCPUs as threads, vCPUs as cores]: across two chips it is a range in
+    the chips factor; on one chip both counts rest on the same assumption and their ratio is exact."""
+    chips = bundled_chips()
+    vm = ChipMatch(chips.require("CPU: AMD EPYC 9755"), 2 / 2 / 128, "microarchitecture guess", "AMD EPYC",
+                   count_high=2 / 128)  # fmt: skip
+    other = ChipMatch(chips.require("CPU: AMD EPYC 9654"), 2 / 96, "model string", "AMD EPYC 9654")
+    on_vm, elsewhere = from_result("r/vm", local(10.0), vm), from_result("r/metal", local(10.0), other)
+    assert (on_vm.counted.low, on_vm.counted.central, on_vm.counted.high) == pytest.approx(
+        (1 / 128, 1 / 128, 2 / 128)
+    )
+    chips_factor = explain(elsewhere, on_vm).main.factors[0]
+    assert chips_factor.value.central == pytest.approx((1 / 128) / (2 / 96))
+    assert (chips_factor.value.low, chips_factor.value.high) == pytest.approx(
+        ((1 / 128) / (2 / 96), (2 / 128) / (2 / 96))
+    )
+    faster = from_result("r/vm2", local(20.0), vm)
+    same = explain(on_vm, faster).main.factors[0]
+    assert same.value.is_point and same.value.central == pytest.approx(1.0)
