@@ -4,8 +4,9 @@ The cheating ones give right-looking answers fast, or skip work; the audits must
 memoize from the first call (``planted-cache``), after k sightings (``planted-cache-after-3``,
 ``planted-cache-after-8``), only after warm-up (``planted-cache-after-warmup``), skip an input equal to
 the previous one (``planted-skip-repeat``), return the previous query's output (``planted-stale``),
-return zeros on every other query (``planted-zeros``), and compute in bf16 under an fp32 label
-(``planted-bf16``).
+return zeros on every other query (``planted-zeros``), compute in bf16 under an fp32 label
+(``planted-bf16``), and hand back an output buffer that a background thread fills after the sample
+completed (``planted-early-return``).
 """
 
 from __future__ import annotations
@@ -261,6 +262,43 @@ class ZerosStack(_Wrapped):
         return infer
 
 
+class EarlyReturnStack(_Wrapped):
+    """Returns an output buffer at once and fills it from a background thread, after LoadGen has taken the
+    completion time (a lazy or asynchronous result handed back before the work is done): the output
+    audit copies each checked output when the sample completes, and finds the buffer not yet written."""
+
+    name = "planted-early-return"
+
+    def wrap(self, run: Infer) -> Infer:
+        import queue
+        import threading
+
+        import numpy as np
+
+        pending: queue.Queue[tuple[tuple[Any, ...], Any]] = queue.Queue(maxsize=256)
+        shapes: dict[int, Any] = {}
+
+        def fill() -> None:
+            while True:
+                inputs, buffer = pending.get()
+                buffer[...] = run(inputs)
+
+        threading.Thread(target=fill, daemon=True).start()
+
+        def infer(inputs: tuple[Any, ...]) -> Any:
+            rows = inputs[0].shape[0]
+            if rows not in shapes:  # the first call of a batch size learns the output's shape honestly
+                output = run(inputs)
+                shapes[rows] = output.shape
+                return output
+            buffer = np.zeros(shapes[rows], np.float32)
+            if not pending.full():
+                pending.put((inputs, buffer))
+            return buffer
+
+        return infer
+
+
 CHEATS = {
     "planted-cache": "tests.e2e.planted:CachingStack",
     "planted-cache-after-3": "tests.e2e.planted:CacheAfter3Stack",
@@ -271,5 +309,6 @@ CHEATS = {
     "planted-stale": "tests.e2e.planted:StaleStack",
     "planted-zeros": "tests.e2e.planted:ZerosStack",
     "planted-bf16": "tests.e2e.planted:SilentBf16Stack",
+    "planted-early-return": "tests.e2e.planted:EarlyReturnStack",
 }
 """Every planted cheat by name: each must end ``disqualified``."""

@@ -32,6 +32,7 @@ REASONS = {
     "planted-stale": "output audit: output check: query",
     "planted-zeros": "output audit: output check: query",
     "planted-bf16": "precision audit: computes below its declared precision",
+    "planted-early-return": "output audit: output check: query",
 }
 """The first audit each cheat fails, as its reason begins."""
 
