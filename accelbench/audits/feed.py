@@ -20,7 +20,10 @@ the position in its one query of known size; for the other scenarios, the smalle
 minimum query count and elapsed time / minimum duration (LoadGen stops once both are reached). So the
 events spread over the whole run however fast or slow the machine turns, and nothing depends on an
 estimate of the run's length. Events fire at the first free position past their drawn progress target,
-from a seed the stack never sees (``secrets`` in the cell, recorded afterwards). A fast run gets more
+from a seed the stack never sees (``secrets`` in the cell, recorded afterwards). The priming goes by the
+count alone, and the events the audits need at the least (``required``) are placed by the positions
+LoadGen guarantees once those run short (``AuditFeed._fire``), so a clock that leaps in a few long stalls
+cannot leave an audit without its minimum. A fast run gets more
 pairs (``pairs_for``), so that a cache switching on late still leaves enough pairs after it. Audit
 inputs come from sample indices that no timed, warm-up or calibration sample uses.
 
@@ -119,6 +122,10 @@ class _Trial:
     """Cold samples drawn for this trial and not used yet."""
     substituted: int = 0
     """Positions given audit inputs so far (priming and pairs)."""
+    planned: dict[str, int] = field(default_factory=dict)
+    """Events drawn at the start, by kind."""
+    placed: dict[str, int] = field(default_factory=dict)
+    """Events placed so far, by kind."""
 
 
 class AuditFeed:
@@ -133,14 +140,23 @@ class AuditFeed:
         pairs_per_trial: int = PAIRS,
         clock: Callable[[], float] = time.perf_counter,
         batch: int = 1,
+        required: tuple[int, int] | None = None,
     ) -> None:
         """``pool``: the timed samples (QSL order); ``make_audit_sample(k)``: audit input k, never timed;
-        ``batch``: samples per stack call (priming and pairs then fill whole batches)."""
+        ``batch``: samples per stack call (priming and pairs then fill whole batches); ``required``: the
+        pairs and checks per trial that its audits need at the least (default: none; the cell passes
+        ``repeat.MIN_PAIRS`` and ``output.MIN_CHECKS`` shared out over its trials)."""
         self.pool = pool
         self.batch = batch
         self.make_audit_sample = make_audit_sample
         self.checks_per_trial = checks_per_trial
         self.pairs_per_trial = pairs_per_trial
+        pairs_needed, checks_needed = required or (0, 0)
+        self.required = {
+            "pair": min(pairs_needed, pairs_per_trial),
+            "check": math.ceil(checks_needed / CHECK_RUN),
+        }
+        """Pairs and check runs a trial must hold for its audits to conclude (``_behind``)."""
         self.seed = seed
         self.clock = clock
         self.rng = np.random.default_rng(seed)
@@ -183,7 +199,11 @@ class AuditFeed:
             "check": self._targets(self._check_runs(), 0.0, LAST_TARGET),
         }
         guaranteed = max(1, guaranteed_samples)
-        self.trial = _Trial(self.trials, guaranteed, duration_s, self.clock(), targets, cold=cold[::-1])
+        planned = {kind: max(1, len(found)) for kind, found in targets.items()}
+        self.trial = _Trial(
+            self.trials, guaranteed, duration_s, self.clock(), targets, cold=cold[::-1], planned=planned,
+            placed=dict.fromkeys(targets, 0),
+        )  # fmt: skip
         self.trials += 1
 
     def sample(self, index: int) -> Inputs:
@@ -235,18 +255,32 @@ class AuditFeed:
     def _fire(self, trial: _Trial) -> None:
         """Place the most urgent event whose target has passed at this position (at most one).
 
-        Priming first, then checks, then pairs. Substituted inputs (priming, pairs) never take more than
-        about half of the run (``EVENT_SHARE``); checks replace no input and are never held back.
+        Priming goes by the count of issued samples alone (it is done early whatever the clock does) and
+        first (a pair counts only once its hot group is primed); then whichever of a check and a pair is
+        furthest behind its plan (when behind: its requirement). Substituted inputs (priming, pairs) never
+        take more than about half of the run (``EVENT_SHARE``); checks replace no input and are never held
+        back. Once the events the audits need at the least (``required``) only just fit in the positions
+        LoadGen still guarantees, they fire whatever the progress (``_behind``): a run whose clock ran
+        ahead in a few long stalls and then ends on its query count still holds them. The others keep
+        their targets, so in a long run they still spread over its whole length.
         """
-        progress = self._progress(trial)
         start, size = trial.issued, self.batch
-        crowded = trial.substituted > EVENT_SHARE * start + 2 * size
+        behind = self._behind(trial)
+        crowded = not behind and trial.substituted > EVENT_SHARE * start + 2 * size
         kinds = ("check",) if crowded or start % size else ("prime", "check", "pair")
-        due = [k for k in kinds if trial.targets[k] and trial.targets[k][-1] <= progress]
+        progress = self._progress(trial)
+        reached = {kind: progress for kind in kinds}
+        if "prime" in reached:
+            reached["prime"] = trial.issued / trial.guaranteed
+        for kind in behind:
+            reached[kind] = math.inf
+        due = [k for k in kinds if trial.targets[k] and trial.targets[k][-1] <= reached[k]]
         if not due:
             return
-        kind = due[0]
+        plan = self.required if behind else trial.planned
+        kind = "prime" if "prime" in due else min(due, key=lambda k: trial.placed[k] / max(1, plan[k]))
         trial.targets[kind].pop()
+        trial.placed[kind] += 1
         if kind == "prime":
             group = self._least_seen()
             for k in range(size):
@@ -264,6 +298,21 @@ class AuditFeed:
         elif kind == "check":
             for k in range(CHECK_RUN):
                 trial.events.setdefault(start + k, _Event("check"))
+
+    def _behind(self, trial: _Trial) -> tuple[str, ...]:
+        """The kinds whose required events still to place (priming included) need every position that
+        LoadGen still guarantees, with a check run and a batch of slack; () while there is room."""
+        left = trial.guaranteed - trial.issued
+        if left <= 0:
+            return ()  # past the guaranteed count the run ends on its clock: the targets decide
+        short = {k: max(0, self.required[k] - trial.placed[k]) for k in ("pair", "check")}
+        short = {k: min(n, len(trial.targets[k])) for k, n in short.items()}
+        if not any(short.values()):
+            return ()
+        needed = (len(trial.targets["prime"]) + 2 * short["pair"]) * self.batch + CHECK_RUN * short["check"]
+        if needed + CHECK_RUN + self.batch < left:
+            return ()
+        return ("prime", *(k for k, n in short.items() if n))
 
     def _least_seen(self) -> int:
         return int(np.argmin(self.sightings))

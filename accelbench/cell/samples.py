@@ -12,7 +12,7 @@ import secrets
 
 from accelbench import audits, variants
 from accelbench.audits import feed as feed_module
-from accelbench.audits import repeat
+from accelbench.audits import output, repeat
 from accelbench.cellspec import CellSpec
 from accelbench.scenarios.rules import Rules
 from accelbench.workloads.base import Inputs, Variant, Workload
@@ -38,7 +38,8 @@ class SampleSets:
         pairs = math.ceil(_pairs(batch) / rules.trials)
         seed = secrets.randbits(63)
         make = lambda k: self._make(first_audit + k)  # noqa: E731
-        return audits.AuditFeed(self.timed, make, per_trial, seed, pairs, batch=batch)
+        required = (math.ceil(repeat.MIN_PAIRS / rules.trials), math.ceil(output.MIN_CHECKS / rules.trials))
+        return audits.AuditFeed(self.timed, make, per_trial, seed, pairs, batch=batch, required=required)
 
     def _make(self, index: int) -> Inputs:
         return variants.make_sample(self.workload, self.spec.cell.size, self.spec.seed, index, self.variant)
