@@ -35,6 +35,11 @@ class Range:
         return cls(value, value, value)
 
     @classmethod
+    def up_to(cls, value: float, high: float | None) -> Range:
+        """``value`` as the low end and central value of a range reaching ``high`` (a point for None)."""
+        return cls(value, max(high or value, value), value)
+
+    @classmethod
     def between(cls, low: float, high: float, central: float | None = None) -> Range:
         """A range; the central value defaults to the geometric mean (the midpoint if a bound is <= 0)."""
         if central is None:

@@ -199,7 +199,7 @@ class AuditFeed:
             "check": self._targets(self._check_runs(), 0.0, LAST_TARGET),
         }
         guaranteed = max(1, guaranteed_samples)
-        planned = {kind: max(1, len(found)) for kind, found in targets.items()}
+        planned = {kind: len(found) for kind, found in targets.items()}
         self.trial = _Trial(
             self.trials, guaranteed, duration_s, self.clock(), targets, cold=cold[::-1], planned=planned,
             placed=dict.fromkeys(targets, 0),

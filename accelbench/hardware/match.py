@@ -66,7 +66,7 @@ class ChipMatch:
     @property
     def count_range(self) -> Range:
         """``count`` as a range: [count, count_high] with ``count`` as the central value."""
-        return Range(self.count, max(self.count_high or self.count, self.count), self.count)
+        return Range.up_to(self.count, self.count_high)
 
 
 def match_machine(machine: Machine, chips: ChipTable | None = None) -> ChipMatch:

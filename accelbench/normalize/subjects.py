@@ -52,7 +52,7 @@ class Subject:
     @property
     def counted(self) -> Range:
         """Chips used as a range, ``count`` central (a point unless the count is an estimate)."""
-        return Range(self.count, max(self.count_high or self.count, self.count), self.count)
+        return Range.up_to(self.count, self.count_high)
 
     @property
     def speed(self) -> float:
