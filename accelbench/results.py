@@ -171,7 +171,8 @@ class Quality:
 
 @dataclass(frozen=True, slots=True)
 class NoiseProbe:
-    """A fixed reference probe timed before and after the measurement, and the load average."""
+    """The noise guard's record (``accelbench.meters.noise``): a reference probe before and after, other
+    processes' load and steal, the timed samples' own shift, and the verdict."""
 
     before_s: float
     after_s: float
@@ -179,8 +180,22 @@ class NoiseProbe:
     loadavg_before: float
     loadavg_after: float
     other_load_cores: float
-    """CPU time used by other processes during the measurement, per second of wall time."""
+    """CPU time used by processes outside the run's process tree during the measurement, per second of
+    wall time (before the tree was counted: outside the cell process, so its trial processes too)."""
     unstable: bool
+    """The guard's evidence says the measurement was disturbed (``reason`` says which)."""
+    steal_cores: float = 0.0
+    """Hypervisor steal during the measurement, in cores (0 in records stored before it was kept)."""
+    threshold: float = 0.05
+    """The drift limit applied: from the run's noise floor (a fixed 5% before the floor was kept)."""
+    floor: float | None = None
+    """The run's probe noise floor: median drift of idle pairs of probes at the run's start."""
+    samples_shift: float | None = None
+    """Median of the last third of the timed samples / the first third's - 1; None: too few samples."""
+    samples_shifted: bool = False
+    """That shift is beyond the samples' own dispersion (``accelbench.meters.noise.samples_shift``)."""
+    reason: str = ""
+    """Why the guard judged the measurement disturbed ("" when it did not, and in older records)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@
    first searches the highest target QPS that LoadGen reports VALID under the workload's p99 TTFT and
    TPOT bounds (``accelbench.scenarios.server_search``, each probe a LoadGen run of at least the rule
    set's server query count); the scored figures are the VALID probe's at that QPS (no VALID probe: the
-   last one's, and the cell is ``invalid``). A drifted noise probe measures once more.
+   last one's, and the cell is ``invalid``). A measurement the noise guard judges disturbed runs once more.
 4. The replies LoadGen's queries got are judged: token agreement with the reference (threshold per
    precision class), TEST06 (EOS at most once and last, or the cap; the first token reported is the first
    returned) and TEST09 (mean length within 10% of the reference's) make the quality gate; the
@@ -101,7 +101,7 @@ def measure(spec: CellSpec) -> dict[str, Any]:
     log_dir = Path(spec.cell_dir) / "loadgen"
     meters = CellMeters(spec.cell.device)
     for attempt in range(ATTEMPTS):
-        probe_start = noise.begin()
+        probe_start = noise.begin(Path(spec.run_dir))
         meters.begin("scored")
         search, run = _measure(
             generator, timed, prompts.max_new_tokens, scenario, rules, latency_s, bounds, log_dir

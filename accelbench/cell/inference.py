@@ -2,11 +2,12 @@
 
 The rule set's trials run one after the other between two noise probes, each in a fresh process
 (``accelbench.cell.trial``: build the model and the disjoint sample sets, prepare the stack's session,
-calibrate, run the LoadGen scenario with the audit feed slipping its probes in); a drifted probe
-measures them once more. Then the cell judges the evidence of every trial together: the output check
-and the quality gate on the outputs captured across all trials, the repeat audit on their
-seen/never-seen pairs, the post-run audits of the last trial, the precision audit, and LoadGen's figures
-(``accelbench.scenarios.figures``) with the SUT timer's agreement. The status follows the audits
+calibrate, run the LoadGen scenario with the audit feed slipping its probes in); an attempt the noise
+guard judges disturbed (``accelbench.meters.noise``) measures them once more. Then the cell judges the
+evidence of every trial together: the output check and the quality gate on the outputs captured across
+all trials, the repeat audit on their seen/never-seen pairs, the post-run audits of the last trial, the
+precision audit, and LoadGen's figures (``accelbench.scenarios.figures``) with the SUT timer's
+agreement. The status follows the audits
 (``accelbench.audits.status``).
 """
 
@@ -41,7 +42,7 @@ log = logging.getLogger(__name__)
 
 
 ATTEMPTS = 2
-"""An attempt whose noise probe drifted is measured once more."""
+"""An attempt the noise guard judged disturbed is measured once more."""
 
 
 def measure(spec: CellSpec) -> dict[str, Any]:
@@ -53,9 +54,9 @@ def measure(spec: CellSpec) -> dict[str, Any]:
     workload: Workload = instantiate(spec.workload_ref)
     rules = get_rules(spec.rules)
     for attempt in range(ATTEMPTS):
-        start = noise.begin()
+        start = noise.begin(Path(spec.run_dir))
         evidence, search, discarded = _trials(spec, rules, attempt, stack.computes)
-        probe = noise.end(start)
+        probe = noise.end(start, [s for e in evidence for s in e.timed.measurement.sut_latencies_s])
         if not probe.unstable:
             break
     measurements = [e.timed.measurement for e in evidence]
@@ -209,8 +210,7 @@ def _warnings(trials: Sequence[Measurement], probe: NoiseProbe, stack: Stack) ->
         for t in trials
         if not t.summary.valid
     ]
-    if probe.other_load_cores > noise.OTHER_LOAD_WARNING_CORES:
-        notes.append(f"machine busy: other processes used {probe.other_load_cores:.2f} cores meanwhile")
+    notes.extend(noise.guard_warnings(probe))
     if not stack.computes:
         notes.append("null stack: measures harness overhead only; outputs are not checked")
     return sorted(set(notes))

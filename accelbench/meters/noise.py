@@ -1,89 +1,124 @@
-"""The noise guard: a fixed reference probe before and after each measurement, and other processes' load.
+"""The noise guard: was a measurement disturbed? Evidence from outside the run, a probe, and the samples.
 
 Shared machines drift between fast and slow phases that the load average does not show (and the load
-average is raised by the benchmark itself). Two observations are kept with every result:
-- the probe: a fixed amount of dense arithmetic timed before and after; when the two differ by more than
-  ``DRIFT_THRESHOLD`` the measurement is marked unstable;
-- other load: CPU time the whole machine spent (``/proc/stat``) minus what this process spent, per
-  second of wall time, i.e. how many cores other processes kept busy while we measured.
+average is raised by the benchmark itself). Around each measurement the guard keeps (``NoiseProbe``):
+
+- **other load**: CPU time the whole machine spent (``/proc/stat``) minus the run's own process tree's
+  (``accelbench.meters.cputime``: the cell, its trial processes, servers, compilers, the runner), per
+  second of wall time: how many cores *other* processes kept busy while we measured;
+- **steal**: CPU time the hypervisor gave to other guests while this VM wanted to run, in cores;
+- **the probe**: a fixed amount of one-thread float64 arithmetic timed before and after (the median of
+  rounds, each the best of a few calls, ~0.1 s: ``accelbench.meters.reference_probe``);
+- **the samples' own shift**: the median latency of the last third of the timed samples against the
+  first third's, judged by a test that knows their dispersion (``samples_shift``).
+
+The measurement was **disturbed** (the cell is ``unstable`` and measured once more) when other load or
+steal reached ``OTHER_LOAD_LIMIT_CORES`` / ``STEAL_LIMIT_CORES``, or when the probe drifted beyond the
+run's threshold and the timed samples (where there are enough) moved the same way. The threshold comes
+from the run's own noise floor (``accelbench.meters.reference_probe``): the probe on these VMs differs by a
+median 2-3% between two idle calls a second apart, so a fixed 5% limit alarmed on a third of idle cells.
+A shift of the samples with no outside evidence is the stack's own (warm-up, throttling): a warning.
+What the guard cannot see is listed in ``docs/architecture.md`` ("Noise guard").
 """
 
 from __future__ import annotations
 
-import os
-import time
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from accelbench.hardware.detect import loadavg_1m
+from accelbench.meters import reference_probe
+from accelbench.meters.cputime import CpuClock, cpu_clock
+from accelbench.meters.reference_probe import probe_s
 from accelbench.results import NoiseProbe
 
-DRIFT_THRESHOLD = 0.05
-"""Relative change of the probe time above which a cell is marked unstable."""
+__all__ = [
+    "OTHER_LOAD_LIMIT_CORES",
+    "OTHER_LOAD_WARNING_CORES",
+    "STEAL_LIMIT_CORES",
+    "CpuClock",
+    "Shift",
+    "begin",
+    "cpu_clock",
+    "disturbance",
+    "end",
+    "guard_warnings",
+    "other_load_cores",
+    "probe_s",
+    "samples_shift",
+    "unstable_reason",
+]
+
+OTHER_LOAD_LIMIT_CORES = 0.1
+"""Other processes' load (in cores, averaged over the measurement) from which it counts as disturbed:
+a tenth of a core is 5% of a 2-core machine, the smallest change a headline is judged on."""
 OTHER_LOAD_WARNING_CORES = 0.25
 """Other processes' load (in cores) above which a result carries a "machine busy" warning."""
-
-_PROBE_N = 384
-_PROBE_REPEATS = 9
-
-
-def probe_s() -> float:
-    """Best-of-``_PROBE_REPEATS`` time of a fixed float64 384x384 matmul on one BLAS thread (~2 ms each).
-
-    One thread, because a multi-threaded BLAS call right after a framework's own thread pool has run
-    reads 4-12% slower on this 2-core VM for reasons that are not the machine's drift (measured: after
-    0.5 s of torch inference, the 2-thread probe was a median 5% slower than before even 0.5 s later;
-    the 1-thread probe stayed within 3%).
-    """
-    from threadpoolctl import threadpool_limits
-
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((_PROBE_N, _PROBE_N))
-    b = rng.standard_normal((_PROBE_N, _PROBE_N))
-    best = float("inf")
-    with threadpool_limits(limits=1):
-        for _ in range(_PROBE_REPEATS):
-            start = time.perf_counter()
-            a @ b
-            best = min(best, time.perf_counter() - start)
-    return best
-
-
-@dataclass(frozen=True, slots=True)
-class CpuClock:
-    """A reading of the machine's busy CPU seconds, this process's CPU seconds, and wall time."""
-
-    machine_busy_s: float
-    own_s: float
-    wall_s: float
-
-
-def cpu_clock(proc_stat: str = "/proc/stat") -> CpuClock:
-    """Read the clocks now (machine busy time is 0 where /proc/stat is unreadable)."""
-    times = os.times()
-    return CpuClock(_machine_busy_s(proc_stat), times.user + times.system, time.monotonic())
-
-
-def _machine_busy_s(proc_stat: str) -> float:
-    try:
-        with open(proc_stat) as handle:
-            fields = handle.readline().split()[1:]
-    except OSError:
-        return 0.0
-    jiffies = [int(f) for f in fields]
-    idle = jiffies[3] + (jiffies[4] if len(jiffies) > 4 else 0)  # idle + iowait
-    busy = sum(jiffies[:8]) - idle  # guest time is already inside user/nice
-    return busy / os.sysconf("SC_CLK_TCK")
+STEAL_LIMIT_CORES = 0.1
+"""Hypervisor steal (in cores, averaged over the measurement) from which it counts as disturbed."""
+SHIFT_MIN = 0.025
+"""Smallest relative move of the samples' median (last third vs first) that corroborates a probe drift."""
+SHIFT_WARNING = 0.05
+"""Relative move of the samples' median, with no outside evidence, above which a warning is kept."""
+SHIFT_SIGMAS = 3.0
+"""A shift counts when it exceeds this many standard errors of the difference of the two medians."""
+SHIFT_MIN_SAMPLES = 30
+"""Fewer timed samples than this: the samples' shift is not judged (None)."""
 
 
 def other_load_cores(start: CpuClock, end: CpuClock) -> float:
-    """Cores kept busy by other processes between two readings (never negative)."""
+    """Cores kept busy by processes outside the run between two readings (never negative)."""
     wall_s = end.wall_s - start.wall_s
     if wall_s <= 0:
         return 0.0
     others_s = (end.machine_busy_s - start.machine_busy_s) - (end.own_s - start.own_s)
     return max(0.0, others_s / wall_s)
+
+
+def steal_cores(start: CpuClock, end: CpuClock) -> float:
+    """Cores' worth of time the hypervisor stole between two readings."""
+    wall_s = end.wall_s - start.wall_s
+    return max(0.0, (end.steal_s - start.steal_s) / wall_s) if wall_s > 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Shift:
+    """The timed samples' median, last third against first third."""
+
+    relative: float
+    """``median(last) / median(first) - 1``: positive when the samples got slower."""
+    significant: bool
+    """Beyond ``SHIFT_SIGMAS`` standard errors of the difference and at least ``SHIFT_MIN``."""
+
+
+def samples_shift(samples_s: Sequence[float]) -> Shift | None:
+    """The shift of the samples (in the order they were timed), or None with too few of them.
+
+    The standard error of each third's median is ``1.2533 sigma / sqrt(n)`` with ``sigma`` the third's
+    own robust spread (1.4826 x its median absolute deviation), so a wide latency distribution needs a
+    bigger move to count, as pyperf judges a run by its own dispersion.
+    """
+    values = np.asarray(samples_s, dtype=float)
+    if values.size < SHIFT_MIN_SAMPLES:
+        return None
+    third = values.size // 3
+    first, last = values[:third], values[-third:]
+    m_first, m_last = float(np.median(first)), float(np.median(last))
+    if m_first <= 0:
+        return None
+    se = math.hypot(_median_se(first), _median_se(last))
+    move = m_last - m_first
+    relative = move / m_first
+    return Shift(relative, abs(move) > SHIFT_SIGMAS * se and abs(relative) >= SHIFT_MIN)
+
+
+def _median_se(part: np.ndarray) -> float:
+    mad = float(np.median(np.abs(part - np.median(part))))
+    return 1.2533 * 1.4826 * mad / math.sqrt(part.size)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,18 +128,26 @@ class ProbeStart:
     probe_s: float
     loadavg: float
     clock: CpuClock
+    floor: reference_probe.NoiseFloor | None
 
 
-def begin() -> ProbeStart:
-    """Observe before the measurement."""
-    return ProbeStart(probe_s(), loadavg_1m(), cpu_clock())
+def begin(run_dir: Path | None = None) -> ProbeStart:
+    """Observe before the measurement; the run's noise floor is read from (or first measured into)
+    ``run_dir``, without one the drift limit is ``reference_probe.DRIFT_MIN``."""
+    floor = reference_probe.run_floor(run_dir) if run_dir is not None else None
+    return ProbeStart(probe_s(), loadavg_1m(), cpu_clock(), floor)
 
 
-def end(start: ProbeStart) -> NoiseProbe:
-    """Observe after the measurement and build the stored record."""
-    other = other_load_cores(start.clock, cpu_clock())
+def end(start: ProbeStart, samples_s: Sequence[float] = ()) -> NoiseProbe:
+    """Observe after the measurement (``samples_s``: its timed latencies in order) and judge it."""
+    clock = cpu_clock()
+    other, steal = other_load_cores(start.clock, clock), steal_cores(start.clock, clock)
     after_s = probe_s()
     drift = abs(after_s - start.probe_s) / start.probe_s if start.probe_s > 0 else 0.0
+    threshold = start.floor.threshold if start.floor else reference_probe.DRIFT_MIN
+    shift = samples_shift(samples_s)
+    slower = after_s > start.probe_s
+    reason = disturbance(other, steal, drift, threshold, shift, slower)
     return NoiseProbe(
         before_s=start.probe_s,
         after_s=after_s,
@@ -112,13 +155,58 @@ def end(start: ProbeStart) -> NoiseProbe:
         loadavg_before=start.loadavg,
         loadavg_after=loadavg_1m(),
         other_load_cores=other,
-        unstable=drift > DRIFT_THRESHOLD,
+        unstable=bool(reason),
+        steal_cores=steal,
+        threshold=threshold,
+        floor=start.floor.median_drift if start.floor else None,
+        samples_shift=None if shift is None else shift.relative,
+        samples_shifted=bool(shift and shift.significant),
+        reason=reason,
     )
 
 
+def disturbance(
+    other_cores: float, steal: float, drift: float, threshold: float, shift: Shift | None, slower: bool
+) -> str:
+    """Why the evidence says the measurement was disturbed, or "" (see the module text)."""
+    if other_cores >= OTHER_LOAD_LIMIT_CORES:
+        return (
+            f"unstable: other processes kept {other_cores:.2f} cores busy during the measurement "
+            f"(limit {OTHER_LOAD_LIMIT_CORES:.2f})"
+        )
+    if steal >= STEAL_LIMIT_CORES:
+        limit = STEAL_LIMIT_CORES
+        return f"unstable: the hypervisor stole {steal:.2f} cores during the measurement (limit {limit:.2f})"
+    if drift <= threshold:
+        return ""
+    probe = f"reference probe drifted {drift:.0%} during the measurement (limit {threshold:.0%})"
+    if shift is None:
+        return f"unstable: {probe}"
+    if shift.significant and (shift.relative > 0) == slower:
+        return f"unstable: {probe} and the timed samples moved {shift.relative:+.0%} with it"
+    return ""
+
+
 def unstable_reason(probe: NoiseProbe) -> str:
-    """Why the measurement is unstable, or "" (the probe drifted past ``DRIFT_THRESHOLD``)."""
+    """Why the measurement is unstable, or "" (a record stored before the reason was: the probe)."""
     if not probe.unstable:
         return ""
-    limit = DRIFT_THRESHOLD
+    if probe.reason:
+        return probe.reason
+    limit = probe.threshold
     return f"unstable: reference probe drifted {probe.drift:.0%} during the measurement (limit {limit:.0%})"
+
+
+def guard_warnings(probe: NoiseProbe) -> list[str]:
+    """Warnings a result keeps from its noise record: a busy machine, samples that moved on their own."""
+    notes = []
+    if probe.other_load_cores > OTHER_LOAD_WARNING_CORES:
+        notes.append(f"machine busy: other processes used {probe.other_load_cores:.2f} cores meanwhile")
+    shift = probe.samples_shift
+    if not probe.unstable and probe.samples_shifted and shift is not None and abs(shift) > SHIFT_WARNING:
+        way = "slower" if shift > 0 else "faster"
+        notes.append(
+            f"the timed samples' last third ran {abs(shift):.0%} {way} than the first, with nothing else "
+            "busy: the stack's own drift (warm-up, throttling)"
+        )
+    return notes

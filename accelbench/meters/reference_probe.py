@@ -1,0 +1,127 @@
+"""The noise guard's reference probe, and the run's noise floor: how much the probe differs on its own.
+
+The probe times a fixed amount of one-thread float64 arithmetic. Two idle probes a second apart are not
+equal on these VMs (the machine drifts between faster and slower phases): the guard's first probe,
+a best of 9 matmuls, differed by a median 2.8% and by more than 5% in 30% of 40 idle pairs on a quiet
+2-vCPU EPYC VM. So each run measures its own floor once, at its start (the first cell that needs it):
+``FLOOR_PAIRS`` pairs of probes, and the guard's drift limit is ``FLOOR_FACTOR`` times their median
+drift, within ``DRIFT_MIN`` and ``DRIFT_MAX``. The floor is stored in the run folder
+(``noise-floor-<host>.json``) and its median and the limit with every cell's noise record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+DRIFT_MIN = 0.05
+"""The smallest drift limit: a headline is judged on 5% moves."""
+DRIFT_MAX = 0.20
+"""The largest drift limit, however noisy the machine: a drift beyond it is never the floor."""
+FLOOR_FACTOR = 4.0
+"""Drift limit = this x the median idle pair drift. For a normal difference of two probes the median
+absolute difference is 0.674 sigma, so the limit sits at 2.7 sigma: about 0.7% of idle pairs beyond it."""
+FLOOR_PAIRS = 8
+FLOOR_PAUSE_S = 0.25
+"""Seconds between the two probes of a pair (a measurement's probes are seconds apart, the drift
+between phases is what is measured)."""
+
+_PROBE_N = 384
+_PROBE_REPEATS = 5
+_PROBE_ROUNDS = 7
+
+
+def probe_s() -> float:
+    """Median over ``_PROBE_ROUNDS`` rounds of the best of ``_PROBE_REPEATS`` calls of a fixed float64
+    384x384 matmul on one BLAS thread (~2 ms each, ~0.1 s in all).
+
+    One thread, because a multi-threaded BLAS call right after a framework's own thread pool has run
+    reads 4-12% slower on this 2-core VM for reasons that are not the machine's drift. Rounds and a
+    median, because a single best-of-9 (the guard's first probe) differed by more than 5% between two
+    idle calls in 20-30% of pairs; the median of rounds cut the tail (p90 6.7% -> 5.4%, max 12% -> 8%
+    on a busy 2-vCPU VM, 30 pairs each).
+    """
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((_PROBE_N, _PROBE_N))
+    b = rng.standard_normal((_PROBE_N, _PROBE_N))
+    rounds = []
+    with threadpool_limits(limits=1):
+        for _ in range(_PROBE_ROUNDS):
+            best = float("inf")
+            for _ in range(_PROBE_REPEATS):
+                start = time.perf_counter()
+                a @ b
+                best = min(best, time.perf_counter() - start)
+            rounds.append(best)
+    return float(np.median(rounds))
+
+
+@dataclass(frozen=True, slots=True)
+class NoiseFloor:
+    """The probe's own noise on this machine at the run's start, and the drift limit derived from it."""
+
+    pair_drifts: tuple[float, ...]
+    """``|b - a| / a`` of each idle pair of probes."""
+    median_drift: float
+    threshold: float
+    """The drift limit of this run's cells: ``drift_limit(median_drift)``."""
+    probe_s: float
+    """Median probe time over the pairs."""
+    measured_at: str
+
+
+def drift_limit(median_drift: float) -> float:
+    """``FLOOR_FACTOR`` x the median idle drift, within ``DRIFT_MIN`` and ``DRIFT_MAX``."""
+    return min(DRIFT_MAX, max(DRIFT_MIN, FLOOR_FACTOR * median_drift))
+
+
+def floor_of(pairs: list[tuple[float, float]]) -> NoiseFloor:
+    """The floor of measured pairs of probe times (seconds)."""
+    drifts = tuple(abs(b - a) / a for a, b in pairs if a > 0)
+    median = float(np.median(drifts)) if drifts else 0.0
+    times = [t for pair in pairs for t in pair]
+    probe = float(np.median(times)) if times else 0.0
+    measured_at = datetime.now(UTC).isoformat(timespec="seconds")
+    return NoiseFloor(drifts, median, drift_limit(median), probe, measured_at)
+
+
+def measure_floor(pairs: int = FLOOR_PAIRS, pause_s: float = FLOOR_PAUSE_S) -> NoiseFloor:
+    """Time ``pairs`` pairs of probes ``pause_s`` apart (~0.45 s a pair)."""
+    measured = []
+    for _ in range(pairs):
+        first = probe_s()
+        time.sleep(pause_s)
+        measured.append((first, probe_s()))
+    return floor_of(measured)
+
+
+def run_floor(run_dir: Path) -> NoiseFloor:
+    """The run's floor on this host: read from the run folder, or measured now and stored there."""
+    path = Path(run_dir) / f"noise-floor-{socket.gethostname()}.json"
+    stored = _read_floor(path)
+    if stored is not None:
+        return stored
+    floor = measure_floor()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(asdict(floor), indent=1))
+    os.replace(tmp, path)
+    return floor
+
+
+def _read_floor(path: Path) -> NoiseFloor | None:
+    try:
+        document = json.loads(path.read_text())
+        document["pair_drifts"] = tuple(document["pair_drifts"])
+        return NoiseFloor(**document)
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
