@@ -33,7 +33,8 @@ class CpuClock:
     """A reading of the machine's busy and stolen CPU seconds, the run's own CPU seconds, and wall time."""
 
     machine_busy_s: float
-    """CPU seconds every process of the machine ran (user, nice, system, irq, softirq; not steal)."""
+    """CPU seconds every process of the machine ran (user, nice, system). Not irq and softirq time, which
+    no process is charged for (a served cell's loopback traffic is mostly softirq), nor steal."""
     own_s: float
     """CPU seconds of the run's process tree (see the module text)."""
     wall_s: float
@@ -66,9 +67,8 @@ def machine_times_s(proc_stat: Path) -> tuple[float, float]:
     except OSError:
         return 0.0, 0.0
     jiffies = [int(f) for f in fields] + [0] * 8
-    idle = jiffies[3] + jiffies[4]  # idle + iowait
     steal = jiffies[7]
-    busy = sum(jiffies[:7]) - idle  # guest time is already inside user/nice
+    busy = sum(jiffies[:3])  # user, nice, system (guest time is already inside user/nice)
     tick = os.sysconf("SC_CLK_TCK")
     return busy / tick, steal / tick
 

@@ -1,0 +1,278 @@
+"""The noise guard's false-alarm and detection rates on this machine, the old guard against the new one.
+
+A synthetic cell: the guard's observations before, then a spawned process (as a trial runs) timing a fixed
+float64 matmul on every core for about ``--seconds``, then the guard's observations after. Cells run
+interleaved in rounds of four: idle, one core of background load, idle, both cores of background load.
+A background load is one spinning process per core, started outside the run's process tree (detached,
+its own session) when the cell's timed loop begins, for a random 30-50% of the cell's length starting in
+its first half. Both guards judge the same cell (their probes nest, the inner one alternating):
+
+- BEFORE: the guard as of commit 592e5bc: best-of-9 probe, unstable when it drifted > 5%; "machine busy"
+  when the machine's CPU time minus the cell process's own exceeded 0.25 cores;
+- AFTER: ``accelbench.meters.noise`` (the run's tree is its own, steal, floor-derived limit, samples).
+
+A loaded cell "moved" when its headline (samples/s) is more than 5% off the median of the idle cells.
+Printed: false alarms among idle cells, detection among the loaded cells that moved, and "machine busy"
+warnings among idle cells. Goal (issue 34): false alarms <= 1% per cell, detection >= 95%.
+
+Usage: ``python benchmarks/noise_guard.py [--rounds 25] [--seconds 2.0]`` (25 rounds = 50 idle cells,
+about 5 minutes on a 2-vCPU VM); ``--rounds 2 --seconds 1`` checks it works in under a minute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from accelbench.meters import noise, reference_probe
+from accelbench.results import NoiseProbe
+
+_N = 384
+_LOAD = """
+import os, sys, time
+delay_s, duration_s = float(sys.argv[1]), float(sys.argv[2])
+if os.fork():
+    os._exit(0)
+os.setsid()
+time.sleep(delay_s)
+stop = time.monotonic() + duration_s
+while time.monotonic() < stop:
+    pass
+"""
+"""A spinner that detaches (fork, setsid) so it is no part of the run's process tree, as another
+user's process would not be."""
+
+
+def old_probe_s() -> float:
+    """The old guard's probe: best of 9 calls of a one-thread 384x384 float64 matmul."""
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((_N, _N)), rng.standard_normal((_N, _N))
+    best = float("inf")
+    with threadpool_limits(limits=1):
+        for _ in range(9):
+            start = time.perf_counter()
+            a @ b
+            best = min(best, time.perf_counter() - start)
+    return best
+
+
+def old_clock() -> tuple[float, float, float]:
+    """The old guard's clock: machine busy seconds (steal included), this process's CPU seconds, wall."""
+    with open("/proc/stat") as handle:
+        jiffies = [int(f) for f in handle.readline().split()[1:]]
+    busy = sum(jiffies[:8]) - jiffies[3] - jiffies[4]
+    times = os.times()
+    return busy / os.sysconf("SC_CLK_TCK"), times.user + times.system, time.monotonic()
+
+
+@dataclass(frozen=True, slots=True)
+class OldVerdict:
+    """What the old guard said about one cell."""
+
+    unstable: bool
+    busy_warning: bool
+    other_cores: float
+
+
+class OldGuard:
+    """The old guard's begin/end."""
+
+    def begin(self) -> None:
+        """Probe, then read the clock."""
+        self.before_s = old_probe_s()
+        self.clock = old_clock()
+
+    def end(self) -> OldVerdict:
+        """Read the clock, probe, judge."""
+        busy, own, wall = old_clock()
+        after_s = old_probe_s()
+        other = max(0.0, ((busy - self.clock[0]) - (own - self.clock[1])) / (wall - self.clock[2]))
+        drift = abs(after_s - self.before_s) / self.before_s
+        return OldVerdict(drift > 0.05, other > 0.25, other)
+
+
+def _timed_loop(conn: Any, items: int, threads: int) -> None:
+    """In the spawned cell process: warm up, say "go", time ``items`` matmuls on ``threads`` threads."""
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((512, 512)), rng.standard_normal((512, 512))
+    latencies = []
+    with threadpool_limits(limits=threads):
+        for _ in range(5):
+            a @ b
+        conn.send("go")
+        for _ in range(items):
+            start = time.perf_counter()
+            a @ b
+            latencies.append(time.perf_counter() - start)
+    conn.send(latencies)
+    conn.close()
+
+
+def start_load(cores: int, delay_s: float, duration_s: float) -> None:
+    """``cores`` detached spinners, each busy for ``duration_s`` after ``delay_s``."""
+    for _ in range(cores):
+        subprocess.run([sys.executable, "-c", _LOAD, str(delay_s), str(duration_s)], check=True)
+
+
+def timed_cell(items: int, on_go: Callable[[], float]) -> list[float]:
+    """Spawn the cell's timed loop; ``on_go`` runs when it starts timing and returns seconds to wait
+    after it (for the load to end). Returns the latencies."""
+    context = multiprocessing.get_context("spawn")
+    receiver, sender = context.Pipe(duplex=False)
+    process = context.Process(target=_timed_loop, args=(sender, items, os.cpu_count() or 1))
+    process.start()
+    sender.close()
+    receiver.recv()
+    linger_s = on_go()
+    latencies: list[float] = receiver.recv()
+    process.join()
+    time.sleep(linger_s)
+    return latencies
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One synthetic cell and both guards' verdicts."""
+
+    load: str
+    samples_per_s: float
+    old: OldVerdict
+    new: NoiseProbe
+
+
+def run_cell(load_cores: int, items: int, seconds: float, run_dir: Path, old_inside: bool) -> Cell:
+    """One cell under ``load_cores`` background spinners (0: idle), judged by both guards."""
+    old, rng = OldGuard(), random.Random()
+
+    def go() -> float:
+        if not load_cores:
+            return 0.0
+        delay_s, duration_s = rng.uniform(0.0, 0.5) * seconds, rng.uniform(0.3, 0.5) * seconds
+        start_load(load_cores, delay_s, duration_s)
+        return max(0.0, delay_s + duration_s - seconds) + 0.2
+
+    if old_inside:
+        start = noise.begin(run_dir)
+        old.begin()
+        latencies = timed_cell(items, go)
+        old_verdict = old.end()
+        new = noise.end(start, latencies)
+    else:
+        old.begin()
+        start = noise.begin(run_dir)
+        latencies = timed_cell(items, go)
+        new = noise.end(start, latencies)
+        old_verdict = old.end()
+    name = ("idle", "one core", "both cores")[min(load_cores, 2)]
+    return Cell(name, len(latencies) / sum(latencies), old_verdict, new)
+
+
+def calibrate_items(seconds: float) -> int:
+    """How many timed matmuls last about ``seconds`` on this machine (idle)."""
+    latencies = timed_cell(20, lambda: 0.0)
+    return max(30, int(seconds / statistics.median(latencies)))
+
+
+def _rate(hits: int, total: int) -> str:
+    return f"{hits}/{total} ({hits / total:.0%})" if total else "-"
+
+
+def report(cells: list[Cell]) -> None:
+    """The table: false alarms idle, detection under each load, busy warnings idle."""
+    idle = [c for c in cells if c.load == "idle"]
+    reference = statistics.median(c.samples_per_s for c in idle)
+    print(f"\nidle headline median {reference:.1f} samples/s over {len(idle)} idle cells")
+    loads = ("one core", "both cores")
+    moved = {
+        name: [c for c in cells if c.load == name and abs(c.samples_per_s / reference - 1) > 0.05]
+        for name in loads
+    }
+    for name in loads:
+        every = [c for c in cells if c.load == name]
+        shares = sorted(c.samples_per_s / reference - 1 for c in every)
+        print(f"{name}: {len(moved[name])}/{len(every)} moved the headline > 5% (moves {_moves(shares)})")
+    header = f"{'guard':<7} {'idle false alarms':>18} {'idle busy warnings':>19}"
+    print("\n" + header + "".join(f" {'detected, ' + n:>22}" for n in loads))
+    for label, verdict in (("BEFORE", _old_flag), ("AFTER", _new_flag)):
+        row = f"{label:<7} {_rate(sum(verdict(c) for c in idle), len(idle)):>18}"
+        busy = sum(_busy(c, label) for c in idle)
+        row += f" {_rate(busy, len(idle)):>19}"
+        row += "".join(f" {_rate(sum(verdict(c) for c in moved[n]), len(moved[n])):>22}" for n in loads)
+        print(row)
+    _details(idle)
+
+
+def _moves(shares: list[float]) -> str:
+    return ", ".join(f"{s:+.0%}" for s in shares[:3]) + (" ..." if len(shares) > 3 else "")
+
+
+def _old_flag(cell: Cell) -> bool:
+    return cell.old.unstable
+
+
+def _new_flag(cell: Cell) -> bool:
+    return bool(cell.new.unstable)
+
+
+def _busy(cell: Cell, label: str) -> bool:
+    return cell.old.busy_warning if label == "BEFORE" else cell.new.other_load_cores > 0.25
+
+
+def _details(idle: list[Cell]) -> None:
+    new_other = sorted(c.new.other_load_cores for c in idle)
+    old_other = sorted(c.old.other_cores for c in idle)
+    drifts = sorted(c.new.drift for c in idle)
+    print(
+        f"\nidle other load, cores: BEFORE median {statistics.median(old_other):.2f} "
+        f"max {old_other[-1]:.2f}; AFTER median {statistics.median(new_other):.3f} max {new_other[-1]:.3f}"
+    )
+    print(f"idle new-probe drift: median {statistics.median(drifts):.1%} max {drifts[-1]:.1%}")
+    reasons = [c.new.reason for c in idle if c.new.unstable]
+    for reason in reasons:
+        print(f"  AFTER idle alarm: {reason}")
+
+
+def main() -> None:
+    """Parse the arguments, run the rounds, print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=25, help="rounds of idle, one core, idle, both")
+    parser.add_argument("--seconds", type=float, default=2.0, help="length of a cell's timed loop")
+    args = parser.parse_args()
+    if args.rounds < 1 or args.seconds <= 0:
+        sys.exit("--rounds must be at least 1 and --seconds positive")
+    with tempfile.TemporaryDirectory(prefix="noise-guard-") as run_dir:
+        started = time.monotonic()
+        floor = reference_probe.run_floor(Path(run_dir))
+        items = calibrate_items(args.seconds)
+        print(
+            f"run floor: median pair drift {floor.median_drift:.1%} -> drift limit {floor.threshold:.1%}; "
+            f"{items} timed matmuls per cell; {os.cpu_count()} CPUs"
+        )
+        cells = []
+        for number in range(args.rounds):
+            for step, cores in enumerate((0, 1, 0, 2)):
+                cells.append(run_cell(cores, items, args.seconds, Path(run_dir), (number + step) % 2 == 0))
+            print(f"round {number + 1}/{args.rounds} done ({time.monotonic() - started:.0f} s)", flush=True)
+        report(cells)
+        print(f"\n{time.monotonic() - started:.0f} s in all")
+
+
+if __name__ == "__main__":
+    main()
