@@ -22,6 +22,11 @@ Schema history (bump ``SCHEMA_VERSION`` and add a line for every change of the s
        early-stopping estimate, the mean and 95% interval across trials, the batch size and the
        SUT-timer diagnostic with its ratio to LoadGen's figure; and ``server_search`` (the probes of
        the server QPS search). Older documents get null for both (their headline is ``loadgen.qps``).
+    6  ``generation`` (the LLM decode cells' section). Older documents get null.
+    7  the noise record is the guard's whole evidence (issue 34): ``steal_cores``, ``threshold`` (the
+       drift limit from the run's noise floor), ``floor``, ``samples_shift``, ``samples_shifted`` and
+       ``reason``; ``other_load_cores`` counts only processes outside the run's process tree. Older
+       records load with 0, 5% (the fixed limit they were judged by), null, null, false and "".
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 STATUSES = (
     "ok",
@@ -317,10 +322,10 @@ def json_plain(value: Any) -> Any:
 def from_dict(doc: Mapping[str, Any]) -> Result:
     """Rebuild a result from its stored document (version 1 is upgraded); ValueError on an unknown schema."""
     version = doc.get("schema_version")
-    if version in (1, 2, 3, 4, 5):
+    if version in (1, 2, 3, 4, 5, 6):
         doc = upgrade(doc)
     elif version != SCHEMA_VERSION:
-        raise ValueError(f"result schema_version {version!r} is not {SCHEMA_VERSION} (or 1-5, upgraded)")
+        raise ValueError(f"result schema_version {version!r} is not {SCHEMA_VERSION} (or 1-6, upgraded)")
     data = dict(doc)
     data["cell"] = Cell(**data["cell"])
     data["latency"] = _optional(Latency, data.get("latency"))
@@ -337,7 +342,7 @@ def from_dict(doc: Mapping[str, Any]) -> Result:
 
 
 def upgrade(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """A version-1 to -5 document as the current version: missing sections null, status re-derived
+    """A version-1 to -6 document as the current version: missing sections null, status re-derived
     (versions 1-3; from version 4 the status already follows the audits)."""
     upgraded = dict(doc)
     sections = (
@@ -352,7 +357,7 @@ def upgrade(doc: Mapping[str, Any]) -> dict[str, Any]:
     )
     for section in sections:
         upgraded.setdefault(section, None)
-    if upgraded.get("status") == "ok" and doc.get("schema_version") not in (4, 5):
+    if upgraded.get("status") == "ok" and doc.get("schema_version") not in (4, 5, 6):
         upgraded["status"], upgraded["reason"] = _legacy_status(upgraded)
     upgraded["schema_version"] = SCHEMA_VERSION
     return upgraded

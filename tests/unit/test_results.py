@@ -11,7 +11,8 @@ import pytest
 
 from accelbench.results import SCHEMA_VERSION, DeviceMemory, Energy, Result, from_dict, to_dict
 
-GOLDEN = Path(__file__).parent.parent / "golden" / "result_v6.json"
+GOLDEN = Path(__file__).parent.parent / "golden" / "result_v7.json"
+GOLDEN_V6 = Path(__file__).parent.parent / "golden" / "result_v6.json"
 GOLDEN_V5 = Path(__file__).parent.parent / "golden" / "result_v5.json"
 GOLDEN_V4 = Path(__file__).parent.parent / "golden" / "result_v4.json"
 GOLDEN_V3 = Path(__file__).parent.parent / "golden" / "result_v3.json"
@@ -20,7 +21,7 @@ GOLDEN_V1 = Path(__file__).parent.parent / "golden" / "result_v1.json"
 
 
 NOISE_ADDED = ("steal_cores", "threshold", "floor", "samples_shift", "samples_shifted", "reason")
-"""Fields the noise record gained within version 6 (issue 34), with defaults for older records."""
+"""Fields the noise record gained in version 7 (issue 34), with defaults for older records."""
 
 
 def _without_added_noise(doc: dict[str, Any]) -> dict[str, Any]:
@@ -35,7 +36,7 @@ def _golden() -> dict[str, Any]:
 def test_golden_loads_into_a_fully_populated_result() -> None:
     result = from_dict(_golden())
     assert isinstance(result, Result)
-    assert result.schema_version == SCHEMA_VERSION == 6
+    assert result.schema_version == SCHEMA_VERSION == 7
     assert result.cell.key == "resnet18/standard/v3-width97/onnxruntime/cpu/single-stream"
     assert result.latency is not None and result.latency.median_ci_s == (0.01712, 0.01731)
     assert result.loadgen is not None and result.loadgen.valid and result.qps == 57.8
@@ -84,9 +85,28 @@ def test_golden_v2_is_the_v1_golden_plus_the_new_fields() -> None:
 
 
 def test_golden_v6_is_the_v5_golden_plus_the_generation_section() -> None:
-    v5, v6 = json.loads(GOLDEN_V5.read_text()), _without_added_noise(_golden())
+    v5, v6 = json.loads(GOLDEN_V5.read_text()), json.loads(GOLDEN_V6.read_text())
     assert set(v6) - set(v5) == {"generation"}
     assert all(v6[k] == v5[k] for k in v5 if k != "schema_version")
+
+
+def test_golden_v7_is_the_v6_golden_plus_the_noise_guards_evidence() -> None:
+    v6, v7 = json.loads(GOLDEN_V6.read_text()), _golden()
+    assert set(v7["noise"]) - set(v6["noise"]) == set(NOISE_ADDED)
+    assert _without_added_noise(v7) == {**v6, "schema_version": 7}
+
+
+def test_a_v6_document_keeps_its_status_and_its_noise_record_gets_the_old_limit() -> None:
+    v6 = json.loads(GOLDEN_V6.read_text())
+    result = from_dict(v6)
+    assert result.status == "ok" and result.schema_version == SCHEMA_VERSION
+    assert result.noise is not None and result.noise.drift == 0.019
+    assert (result.noise.threshold, result.noise.floor, result.noise.reason) == (0.05, None, "")
+    assert (result.noise.steal_cores, result.noise.samples_shift, result.noise.samples_shifted) == (
+        0.0,
+        None,
+        False,
+    )
 
 
 def test_a_v5_document_is_upgraded_with_generation_null() -> None:
