@@ -25,8 +25,9 @@ Schema history (bump ``SCHEMA_VERSION`` and add a line for every change of the s
     6  ``generation`` (the LLM decode cells' section). Older documents get null.
     7  the noise record is the guard's whole evidence (issue 34): ``steal_cores``, ``threshold`` (the
        drift limit from the run's noise floor), ``floor``, ``samples_shift``, ``samples_shifted`` and
-       ``reason``; ``other_load_cores`` counts only processes outside the run's process tree. Older
-       records load with 0, 5% (the fixed limit they were judged by), null, null, false and "".
+       ``reason``, ``other_load_after_cores``; ``other_load_cores`` counts only processes outside the
+       run's process tree. Older records load with 0, 5% (the fixed limit they were judged by), null,
+       null, false, "" and null.
 """
 
 from __future__ import annotations
@@ -201,6 +202,9 @@ class NoiseProbe:
     """That shift is beyond the samples' own dispersion (``accelbench.meters.noise.samples_shift``)."""
     reason: str = ""
     """Why the guard judged the measurement disturbed ("" when it did not, and in older records)."""
+    other_load_after_cores: float | None = None
+    """Other processes' load during the closing probe: a disturbance still going on is not measured
+    again (``accelbench.meters.noise.worth_retrying``)."""
 
 
 @dataclass(frozen=True, slots=True)

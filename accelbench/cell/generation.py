@@ -108,7 +108,7 @@ def measure(spec: CellSpec) -> dict[str, Any]:
         )
         metered = meters.end("scored", max(run.queries, 1))
         probe = noise.end(probe_start)
-        if not probe.unstable:
+        if not noise.worth_retrying(probe):
             break
         log_dir = Path(spec.cell_dir) / f"loadgen-attempt{attempt + 2}"
     meters.close()

@@ -57,8 +57,9 @@ def measure(spec: CellSpec) -> dict[str, Any]:
         start = noise.begin(Path(spec.run_dir))
         evidence, search, discarded = _trials(spec, rules, attempt, stack.computes)
         probe = noise.end(start, [s for e in evidence for s in e.timed.measurement.sut_latencies_s])
-        if not probe.unstable:
+        if not noise.worth_retrying(probe):
             break
+        log.info("%s; measuring it once more", noise.unstable_reason(probe))
     measurements = [e.timed.measurement for e in evidence]
     found = _figures(evidence, search)
     outcome = _outcome(spec, stack, rules, evidence, probe, found, search)

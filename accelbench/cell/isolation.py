@@ -113,7 +113,7 @@ def _cell_main(spec_path: str, stderr_path: str, env: dict[str, str], runner_pid
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.environ.update(env)
-    os.environ.setdefault(RUNNER_PID_VARIABLE, str(runner_pid))  # the noise guard counts the run's tree
+    os.environ[RUNNER_PID_VARIABLE] = str(runner_pid)  # the noise guard counts the run's whole tree
     os.chdir(Path(spec_path).parent)  # LoadGen reads an audit.config from the working directory
     from accelbench.cell import process
 

@@ -85,9 +85,10 @@ def own_cpu_s(proc: str = "/proc", root_pid: int | None = None) -> float:
 
 
 def run_root_pid() -> int:
-    """The runner named in the environment when it is an ancestor of this process, else this process."""
+    """The runner named in the environment when it is an ancestor of this process, else this process
+    (never init: the whole machine is not the run)."""
     named = os.environ.get(RUNNER_PID_VARIABLE, "")
-    if named.isdigit() and _is_ancestor(int(named)):
+    if named.isdigit() and int(named) > 1 and _is_ancestor(int(named)):
         return int(named)
     return os.getpid()
 

@@ -24,6 +24,7 @@ What the guard cannot see is listed in ``docs/architecture.md`` ("Noise guard").
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,9 +39,12 @@ from accelbench.results import NoiseProbe
 
 __all__ = [
     "OTHER_LOAD_LIMIT_CORES",
+    "OTHER_LOAD_SHARE",
     "OTHER_LOAD_WARNING_CORES",
     "STEAL_LIMIT_CORES",
+    "STILL_BUSY_CORES",
     "CpuClock",
+    "Evidence",
     "Shift",
     "begin",
     "cpu_clock",
@@ -48,14 +52,22 @@ __all__ = [
     "end",
     "guard_warnings",
     "other_load_cores",
+    "other_load_limit_cores",
     "probe_s",
     "samples_shift",
     "unstable_reason",
+    "worth_retrying",
 ]
 
 OTHER_LOAD_LIMIT_CORES = 0.1
-"""Other processes' load (in cores, averaged over the measurement) from which it counts as disturbed:
-a tenth of a core is 5% of a 2-core machine, the smallest change a headline is judged on."""
+"""Other processes' load (in cores, averaged over the measurement) from which it counts as disturbed, or
+``OTHER_LOAD_SHARE`` of the usable cores where that is more (``other_load_limit_cores``)."""
+OTHER_LOAD_SHARE = 0.05
+"""A share of the machine's usable cores: another process taking 5% of the capacity a cell may use can
+move its headline by 5%, the smallest change a headline is judged on (0.1 cores of 2)."""
+STILL_BUSY_CORES = 0.5
+"""Other load during the closing probe from which a disturbed measurement is not measured again: the
+disturbance is still going on, a second attempt would only be disturbed too (``worth_retrying``)."""
 OTHER_LOAD_WARNING_CORES = 0.25
 """Other processes' load (in cores) above which a result carries a "machine busy" warning."""
 STEAL_LIMIT_CORES = 0.1
@@ -138,53 +150,89 @@ def begin(run_dir: Path | None = None) -> ProbeStart:
     return ProbeStart(probe_s(), loadavg_1m(), cpu_clock(), floor)
 
 
+def other_load_limit_cores(cores: int | None = None) -> float:
+    """``OTHER_LOAD_LIMIT_CORES`` or ``OTHER_LOAD_SHARE`` of ``cores`` (default: this process's usable
+    cores), whichever is more."""
+    usable = cores if cores is not None else len(os.sched_getaffinity(0))
+    return max(OTHER_LOAD_LIMIT_CORES, OTHER_LOAD_SHARE * usable)
+
+
 def end(start: ProbeStart, samples_s: Sequence[float] = ()) -> NoiseProbe:
     """Observe after the measurement (``samples_s``: its timed latencies in order) and judge it."""
     clock = cpu_clock()
-    other, steal = other_load_cores(start.clock, clock), steal_cores(start.clock, clock)
     after_s = probe_s()
-    drift = abs(after_s - start.probe_s) / start.probe_s if start.probe_s > 0 else 0.0
-    threshold = start.floor.threshold if start.floor else reference_probe.DRIFT_MIN
+    closing = cpu_clock()
     shift = samples_shift(samples_s)
-    slower = after_s > start.probe_s
-    reason = disturbance(other, steal, drift, threshold, shift, slower)
+    evidence = Evidence(
+        other_cores=other_load_cores(start.clock, clock),
+        steal_cores=steal_cores(start.clock, clock),
+        drift=abs(after_s - start.probe_s) / start.probe_s if start.probe_s > 0 else 0.0,
+        threshold=start.floor.threshold if start.floor else reference_probe.DRIFT_MIN,
+        shift=shift,
+        probe_slower=after_s > start.probe_s,
+        other_limit_cores=other_load_limit_cores(),
+    )
+    reason = disturbance(evidence)
     return NoiseProbe(
         before_s=start.probe_s,
         after_s=after_s,
-        drift=drift,
+        drift=evidence.drift,
         loadavg_before=start.loadavg,
         loadavg_after=loadavg_1m(),
-        other_load_cores=other,
+        other_load_cores=evidence.other_cores,
         unstable=bool(reason),
-        steal_cores=steal,
-        threshold=threshold,
+        steal_cores=evidence.steal_cores,
+        threshold=evidence.threshold,
         floor=start.floor.median_drift if start.floor else None,
         samples_shift=None if shift is None else shift.relative,
         samples_shifted=bool(shift and shift.significant),
         reason=reason,
+        other_load_after_cores=other_load_cores(clock, closing),
     )
 
 
-def disturbance(
-    other_cores: float, steal: float, drift: float, threshold: float, shift: Shift | None, slower: bool
-) -> str:
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What the guard judges a measurement by."""
+
+    other_cores: float
+    steal_cores: float
+    drift: float
+    threshold: float
+    """The probe's drift limit (the run's floor-derived one)."""
+    shift: Shift | None
+    probe_slower: bool
+    """The probe after the measurement was slower than before it."""
+    other_limit_cores: float = OTHER_LOAD_LIMIT_CORES
+
+
+def disturbance(evidence: Evidence) -> str:
     """Why the evidence says the measurement was disturbed, or "" (see the module text)."""
-    if other_cores >= OTHER_LOAD_LIMIT_CORES:
-        return (
-            f"unstable: other processes kept {other_cores:.2f} cores busy during the measurement "
-            f"(limit {OTHER_LOAD_LIMIT_CORES:.2f})"
-        )
+    other, steal, limit = evidence.other_cores, evidence.steal_cores, evidence.other_limit_cores
+    if other >= limit:
+        return f"unstable: other processes kept {other:.2f} cores busy while it ran (limit {limit:.2f})"
     if steal >= STEAL_LIMIT_CORES:
         limit = STEAL_LIMIT_CORES
-        return f"unstable: the hypervisor stole {steal:.2f} cores during the measurement (limit {limit:.2f})"
-    if drift <= threshold:
+        return f"unstable: the hypervisor stole {steal:.2f} cores while it ran (limit {limit:.2f})"
+    drift, shift = evidence.drift, evidence.shift
+    if drift <= evidence.threshold:
         return ""
-    probe = f"reference probe drifted {drift:.0%} during the measurement (limit {threshold:.0%})"
+    probe = f"reference probe drifted {drift:.0%} during the measurement (limit {evidence.threshold:.0%})"
     if shift is None:
         return f"unstable: {probe}"
-    if shift.significant and (shift.relative > 0) == slower:
+    if shift.significant and (shift.relative > 0) == evidence.probe_slower:
         return f"unstable: {probe} and the timed samples moved {shift.relative:+.0%} with it"
     return ""
+
+
+def worth_retrying(probe: NoiseProbe) -> bool:
+    """A disturbed measurement is measured again unless other processes were still busy (from
+    ``STILL_BUSY_CORES``) during the closing probe: on a machine that stays busy a second attempt is
+    disturbed too, and only doubles the cell's time."""
+    if not probe.unstable:
+        return False
+    after = probe.other_load_after_cores
+    return after is None or after < STILL_BUSY_CORES
 
 
 def unstable_reason(probe: NoiseProbe) -> str:

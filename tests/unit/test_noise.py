@@ -126,6 +126,26 @@ def test_a_live_child_counts_as_the_runs_own_time_while_it_runs() -> None:
     assert live - before >= 0.75
 
 
+def _root_seen(conn: object) -> None:
+    conn.send(cputime.run_root_pid())  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("named", "parent_is_root"), [("parent", True), ("1", False), ("999999999", False), ("", False)]
+)
+def test_the_run_root_is_the_named_runner_only_when_it_is_an_ancestor(
+    named: str, parent_is_root: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(cputime.RUNNER_PID_VARIABLE, str(os.getpid()) if named == "parent" else named)
+    context = multiprocessing.get_context("spawn")
+    receiver, sender = context.Pipe(duplex=False)
+    child = context.Process(target=_root_seen, args=(sender,))
+    child.start()
+    root = receiver.recv()
+    child.join()
+    assert root == (os.getpid() if parent_is_root else child.pid)
+
+
 def test_samples_within_their_dispersion_have_not_shifted() -> None:
     rng = np.random.default_rng(1)
     samples = 0.010 * (1 + 0.1 * np.abs(rng.standard_normal(600)))
@@ -168,8 +188,15 @@ SLOWER = noise.Shift(0.12, True)
 def test_the_verdict_follows_the_evidence(
     other: float, steal: float, drift: float, shift: noise.Shift | None, slower: bool, words: str
 ) -> None:
-    reason = noise.disturbance(other, steal, drift, 0.10, shift, slower)
+    reason = noise.disturbance(noise.Evidence(other, steal, drift, 0.10, shift, slower))
     assert (reason == "") == (words == "") and words in reason
+
+
+def test_the_other_load_limit_is_a_share_of_a_big_machine() -> None:
+    assert noise.other_load_limit_cores(2) == noise.OTHER_LOAD_LIMIT_CORES == 0.1
+    assert noise.other_load_limit_cores(16) == pytest.approx(0.8)
+    evidence = noise.Evidence(0.5, 0.0, 0.0, 0.1, None, False, other_limit_cores=0.8)
+    assert noise.disturbance(evidence) == ""
 
 
 def _probe(**change: object) -> NoiseProbe:
@@ -186,6 +213,13 @@ def test_warnings_say_busy_only_for_others_and_a_shift_with_nothing_else_busy() 
     assert noise.guard_warnings(_probe(other_load_cores=0.6))[0].startswith("machine busy: ")
     own_drift = noise.guard_warnings(_probe(samples_shift=-0.08, samples_shifted=True))
     assert len(own_drift) == 1 and "8% faster" in own_drift[0]
+
+
+def test_a_disturbance_still_going_on_is_not_measured_again() -> None:
+    assert not noise.worth_retrying(_probe(unstable=False, other_load_after_cores=0.0))
+    assert noise.worth_retrying(_probe(unstable=True, other_load_after_cores=0.1))
+    assert not noise.worth_retrying(_probe(unstable=True, other_load_after_cores=1.2))
+    assert noise.worth_retrying(_probe(unstable=True))  # an older record: no closing reading
 
 
 def test_an_older_record_without_the_new_fields_loads_and_says_why_it_was_unstable() -> None:
