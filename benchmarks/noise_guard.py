@@ -244,6 +244,12 @@ def _details(idle: list[Cell]) -> None:
         f"max {old_other[-1]:.2f}; AFTER median {statistics.median(new_other):.3f} max {new_other[-1]:.3f}"
     )
     print(f"idle new-probe drift: median {statistics.median(drifts):.1%} max {drifts[-1]:.1%}")
+    busy = sum(c.new.other_load_cores >= noise.other_load_limit_cores() for c in idle)
+    if busy:
+        print(
+            f"NOTE: in {busy} of {len(idle)} idle cells other processes kept the machine busy (the new "
+            "guard's other load past its limit): this machine was not quiet, rerun it on a quiet one"
+        )
     reasons = [c.new.reason for c in idle if c.new.unstable]
     for reason in reasons:
         print(f"  AFTER idle alarm: {reason}")
@@ -256,7 +262,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0, help="length of a cell's timed loop")
     args = parser.parse_args()
     if args.rounds < 1 or args.seconds <= 0:
-        sys.exit("--rounds must be at least 1 and --seconds positive")
+        print("noise_guard.py: --rounds must be at least 1 and --seconds positive", file=sys.stderr)
+        sys.exit(2)
     with tempfile.TemporaryDirectory(prefix="noise-guard-") as run_dir:
         started = time.monotonic()
         floor = reference_probe.run_floor(Path(run_dir))
