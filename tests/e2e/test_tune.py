@@ -72,11 +72,13 @@ def test_tune_ranks_an_unseen_onnx_file(tmp_path: Path) -> None:
     assert set(rows) == set(stacks.split(","))
     assert document["reference_stack"] == "onnxruntime"
     assert_verified_ranking(document, ("onnxruntime", "openvino"))
-    best = rows[document["best_stack"]]
-    assert best["verified"] and best["quality"]["passed"] and best["quality"]["value"] > 0.9999
-    assert rows["onnxruntime"]["verified"] and rows["onnxruntime"]["speed_vs_reference"] == 1.0
     assert rows["torch-eager"]["status"] == "unsupported" and "onnx2torch" in rows["torch-eager"]["reason"]
-    assert [row["verified"] for row in document["ranking"]] == [True, True, False]  # verified ones first
+    for name in ("onnxruntime", "openvino"):  # right answers, verified unless the machine disturbed them
+        assert rows[name]["quality"]["passed"] and rows[name]["quality"]["value"] > 0.9999, rows[name]
+    if rows["onnxruntime"]["verified"]:
+        assert rows["onnxruntime"]["speed_vs_reference"] == 1.0
+    flags = [row["verified"] for row in document["ranking"]]
+    assert flags == sorted(flags, reverse=True) and flags[-1] is False  # verified ones first
 
 
 def assert_verified_ranking(document: dict[str, Any], candidates: tuple[str, ...]) -> None:
@@ -86,6 +88,9 @@ def assert_verified_ranking(document: dict[str, Any], candidates: tuple[str, ...
     honest = [rows[name] for name in candidates]
     assert all(row["verified"] or row["status"] == "unstable" for row in honest), honest
     verified = [row for row in document["ranking"] if row["verified"]]
+    if not verified:  # every honest cell disturbed (a busy machine): nothing to name best
+        assert document["best_stack"] is None and document["speedup_vs_reference"] is None
+        return
     assert document["best_stack"] == max(verified, key=lambda row: row["qps"])["stack"]
     assert document["best_stack"] in candidates
     if rows[document["reference_stack"]]["verified"]:
