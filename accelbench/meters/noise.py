@@ -12,13 +12,14 @@ average is raised by the benchmark itself). Around each measurement the guard ke
 - **the samples' own shift**: the median latency of the last third of the timed samples against the
   first third's, judged by a test that knows their dispersion (``samples_shift``).
 
-The measurement was **disturbed** (the cell is ``unstable`` and measured once more) when other load or
-steal reached ``OTHER_LOAD_LIMIT_CORES`` / ``STEAL_LIMIT_CORES``, or when the probe drifted beyond the
-run's threshold and the timed samples (where there are enough) moved the same way. The threshold comes
-from the run's own noise floor (``accelbench.meters.reference_probe``): the probe on these VMs differs by a
-median 2-3% between two idle calls a second apart, so a fixed 5% limit alarmed on a third of idle cells.
-A shift of the samples with no outside evidence is the stack's own (warm-up, throttling): a warning.
-What the guard cannot see is listed in ``docs/architecture.md`` ("Noise guard").
+The measurement was **disturbed** (the cell is ``unstable``; measured once more unless the disturbance
+is still going on, ``worth_retrying``) when other load reached ``other_load_limit_cores`` or steal
+``STEAL_LIMIT_CORES``, or when the probe drifted beyond the run's limit and the timed samples (where
+there are enough) moved the same way. The limit comes from the run's own noise floor
+(``accelbench.meters.reference_probe``): the probe on these VMs differs by a median 2-3% between two idle
+calls a second apart, so a fixed 5% limit alarmed on a third of idle cells. A shift of the samples with
+no outside evidence is the stack's own (warm-up, throttling): a warning. What the guard detects and
+cannot: ``docs/noise.md``.
 """
 
 from __future__ import annotations
