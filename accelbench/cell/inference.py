@@ -54,7 +54,7 @@ def measure(spec: CellSpec) -> dict[str, Any]:
     workload: Workload = instantiate(spec.workload_ref)
     rules = get_rules(spec.rules)
     for attempt in range(ATTEMPTS):
-        start = noise.begin(Path(spec.run_dir))
+        start = noise.begin(Path(spec.run_dir), spec.serve_url)
         evidence, search, discarded = _trials(spec, rules, attempt, stack.computes)
         probe = noise.end(start, [s for e in evidence for s in e.timed.measurement.sut_latencies_s])
         if not noise.worth_retrying(probe):

@@ -19,7 +19,9 @@ tree, is lost: its time then reads as other load (an over-estimate, never a hidd
 from __future__ import annotations
 
 import os
+import socket
 import time
+import urllib.parse
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,11 +54,14 @@ class ProcessTimes:
     ticks: int
 
 
-def cpu_clock(proc: str = "/proc", root_pid: int | None = None) -> CpuClock:
-    """Read the clocks now. Machine times are 0 where ``/proc/stat`` is unreadable; without a readable
-    ``/proc`` the own time is this process's and its reaped children's (``os.times``)."""
+def cpu_clock(
+    proc: str = "/proc", root_pid: int | None = None, servers: frozenset[int] = frozenset()
+) -> CpuClock:
+    """Read the clocks now (``servers``: roots of local servers the run measures, ``server_roots``).
+    Machine times are 0 where ``/proc/stat`` is unreadable; without a readable ``/proc`` the own time is
+    this process's and its reaped children's (``os.times``)."""
     busy_s, steal_s = machine_times_s(Path(proc) / "stat")
-    return CpuClock(busy_s, own_cpu_s(proc, root_pid), time.monotonic(), steal_s)
+    return CpuClock(busy_s, own_cpu_s(proc, root_pid, servers), time.monotonic(), steal_s)
 
 
 def machine_times_s(proc_stat: Path) -> tuple[float, float]:
@@ -73,14 +78,17 @@ def machine_times_s(proc_stat: Path) -> tuple[float, float]:
     return busy / tick, steal / tick
 
 
-def own_cpu_s(proc: str = "/proc", root_pid: int | None = None) -> float:
-    """CPU seconds of the run's process tree rooted at ``root_pid`` (default: ``run_root_pid()``)."""
+def own_cpu_s(
+    proc: str = "/proc", root_pid: int | None = None, servers: frozenset[int] = frozenset()
+) -> float:
+    """CPU seconds of the run's process tree rooted at ``root_pid`` (default: ``run_root_pid()``) and of
+    the trees rooted at ``servers``."""
     root = run_root_pid() if root_pid is None else root_pid
     table = {p.pid: p for p in read_processes(Path(proc))}
     if root not in table:
         times = os.times()
         return times.user + times.system + times.children_user + times.children_system
-    members = tree_members(table.values(), root)
+    members = set().union(*(tree_members(table.values(), r) for r in {root, *servers}))
     return sum(table[pid].ticks for pid in members) / os.sysconf("SC_CLK_TCK")
 
 
@@ -158,3 +166,75 @@ def parse_stat(text: str) -> ProcessTimes | None:
         return ProcessTimes(pid, int(fields[1]), int(fields[3]), ticks)
     except (ValueError, IndexError):
         return None
+
+
+def server_roots(url: str | None, proc: str = "/proc", root_pid: int | None = None) -> frozenset[int]:
+    """The roots of the local server behind ``url`` (``--serve-url`` on this machine, a server someone
+    else started): for each process listening on its port, its oldest ancestor that is not an ancestor
+    of the run (nor init). Empty for a remote host, or where the listener's sockets are not readable
+    (another user's server, a container's proxy): its load then reads as other load."""
+    parsed = urllib.parse.urlsplit(url or "")
+    try:
+        port = parsed.port
+    except ValueError:
+        return frozenset()
+    if port is None or not _is_local(parsed.hostname or ""):
+        return frozenset()
+    base = Path(proc)
+    inodes = listening_inodes(base, port)
+    table = {p.pid: p for p in read_processes(base)}
+    listeners = [pid for pid in table if inodes and _holds_socket(base / str(pid) / "fd", inodes)]
+    run_root = run_root_pid() if root_pid is None else root_pid
+    outside = _ancestors(table, run_root) | {0, 1}
+    return frozenset(_top_outside(table, pid, outside) for pid in listeners)
+
+
+def _is_local(host: str) -> bool:
+    return host in ("localhost", "::1", "0.0.0.0", socket.gethostname()) or host.startswith("127.")
+
+
+def listening_inodes(proc: Path, port: int) -> set[str]:
+    """Socket inodes of TCP listeners (state 0A) on ``port``, from ``net/tcp`` and ``net/tcp6``."""
+    inodes = set()
+    for name in ("tcp", "tcp6"):
+        try:
+            lines = (proc / "net" / name).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(fields[9])
+    return inodes
+
+
+def _holds_socket(fd_dir: Path, inodes: set[str]) -> bool:
+    try:
+        names = os.listdir(fd_dir)
+    except OSError:
+        return False
+    for name in names:
+        try:
+            target = os.readlink(fd_dir / name)
+        except OSError:
+            continue
+        if target.startswith("socket:[") and target[8:-1] in inodes:
+            return True
+    return False
+
+
+def _ancestors(table: dict[int, ProcessTimes], pid: int) -> set[int]:
+    found: set[int] = set()
+    while pid in table and pid not in found:
+        found.add(pid)
+        pid = table[pid].ppid
+    return found
+
+
+def _top_outside(table: dict[int, ProcessTimes], pid: int, outside: set[int]) -> int:
+    """``pid``'s oldest ancestor (or itself) below the first one in ``outside``."""
+    seen = {pid}
+    while pid in table and table[pid].ppid not in outside and table[pid].ppid not in seen:
+        pid = table[pid].ppid
+        seen.add(pid)
+    return pid

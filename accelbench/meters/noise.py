@@ -34,7 +34,7 @@ import numpy as np
 
 from accelbench.hardware.detect import loadavg_1m
 from accelbench.meters import reference_probe
-from accelbench.meters.cputime import CpuClock, cpu_clock
+from accelbench.meters.cputime import CpuClock, cpu_clock, server_roots
 from accelbench.meters.reference_probe import probe_s
 from accelbench.results import NoiseProbe
 
@@ -142,13 +142,17 @@ class ProbeStart:
     loadavg: float
     clock: CpuClock
     floor: reference_probe.NoiseFloor | None
+    servers: frozenset[int] = frozenset()
+    """Roots of a local server the run measures but did not start (``cputime.server_roots``)."""
 
 
-def begin(run_dir: Path | None = None) -> ProbeStart:
+def begin(run_dir: Path | None = None, serve_url: str | None = None) -> ProbeStart:
     """Observe before the measurement; the run's noise floor is read from (or first measured into)
-    ``run_dir``, without one the drift limit is ``reference_probe.DRIFT_MIN``."""
+    ``run_dir``, without one the drift limit is ``reference_probe.DRIFT_MIN``. A server on this machine
+    behind ``serve_url`` counts as the run's."""
     floor = reference_probe.run_floor(run_dir) if run_dir is not None else None
-    return ProbeStart(probe_s(), loadavg_1m(), cpu_clock(), floor)
+    servers = server_roots(serve_url)
+    return ProbeStart(probe_s(), loadavg_1m(), cpu_clock(servers=servers), floor, servers)
 
 
 def other_load_limit_cores(cores: int | None = None) -> float:
@@ -160,9 +164,9 @@ def other_load_limit_cores(cores: int | None = None) -> float:
 
 def end(start: ProbeStart, samples_s: Sequence[float] = ()) -> NoiseProbe:
     """Observe after the measurement (``samples_s``: its timed latencies in order) and judge it."""
-    clock = cpu_clock()
+    clock = cpu_clock(servers=start.servers)
     after_s = probe_s()
-    closing = cpu_clock()
+    closing = cpu_clock(servers=start.servers)
     shift = samples_shift(samples_s)
     evidence = Evidence(
         other_cores=other_load_cores(start.clock, clock),

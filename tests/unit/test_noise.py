@@ -68,6 +68,44 @@ def test_own_cpu_counts_the_tree_with_reaped_children_in_clock_ticks(tmp_path: P
     assert own == pytest.approx((50 + 1 + 200 + 1 + 300 + 1 + 0 + 1) / tick)
 
 
+def _tcp_line(port: int, state: str, inode: int) -> str:
+    timers = "00000000:00000000 00:00000000 00000000"
+    return f"   0: 0100007F:{port:04X} 00000000:0000 {state} {timers}  1000 0 {inode} 1\n"
+
+
+def test_a_local_server_someone_else_started_counts_as_the_runs_and_nothing_else_does(tmp_path: Path) -> None:
+    """``--serve-url`` on this machine: the server's whole tree (the app that started it, its raylet,
+    the listening worker) is the run's; the shell and pytest above both are not."""
+    proc = _fake_proc(
+        tmp_path,
+        {
+            5: _stat_line(5, 1, 5, utime=0),  # the shell
+            10: _stat_line(10, 5, 5, utime=0),  # pytest, which started the runner and the server
+            20: _stat_line(20, 10, 5, utime=100),  # the runner: the run's root
+            30: _stat_line(30, 10, 30, utime=10),  # the server app, by hand
+            31: _stat_line(31, 30, 30, utime=20),  # its raylet
+            32: _stat_line(32, 31, 30, utime=30),  # the listening worker
+            40: _stat_line(40, 1, 40, utime=500),  # an unrelated daemon
+        },
+    )
+    (proc / "net").mkdir()
+    header = (
+        "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+    )
+    (proc / "net" / "tcp").write_text(header + _tcp_line(8000, "0A", 777) + _tcp_line(8000, "01", 888))
+    (proc / "32" / "fd").mkdir()
+    os.symlink("socket:[777]", proc / "32" / "fd" / "5")
+    (proc / "40" / "fd").mkdir()
+    os.symlink("socket:[888]", proc / "40" / "fd" / "3")  # a connection to the port, not a listener
+    roots = cputime.server_roots("http://127.0.0.1:8000", str(proc), root_pid=20)
+    assert roots == {30}
+    for other in ("http://10.1.2.3:8000", "http://127.0.0.1:8001", "http://127.0.0.1:port", None):
+        assert cputime.server_roots(other, str(proc), root_pid=20) == frozenset()
+    tick = os.sysconf("SC_CLK_TCK")
+    own = cputime.own_cpu_s(str(proc), 20, roots)
+    assert own == pytest.approx((100 + 10 + 20 + 30 + 4 * 2) / tick)  # stime and cstime 1 each
+
+
 def test_machine_times_keep_steal_apart_from_busy(tmp_path: Path) -> None:
     proc = _fake_proc(tmp_path, {})
     busy_s, steal_s = cputime.machine_times_s(proc / "stat")
