@@ -57,7 +57,7 @@ def measure(spec: CellSpec) -> dict[str, Any]:
         start = noise.begin(Path(spec.run_dir), spec.serve_url)
         evidence, search, discarded = _trials(spec, rules, attempt, stack.computes)
         probe = noise.end(start, [s for e in evidence for s in e.timed.measurement.sut_latencies_s])
-        if not noise.worth_retrying(probe):
+        if not noise.worth_retrying(probe) or attempt == ATTEMPTS - 1:
             break
         log.info("%s; measuring it once more", noise.unstable_reason(probe))
     measurements = [e.timed.measurement for e in evidence]
