@@ -14,12 +14,12 @@ average is raised by the benchmark itself). Around each measurement the guard ke
 
 The measurement was **disturbed** (the cell is ``unstable``; measured once more unless the disturbance
 is still going on, ``worth_retrying``) when other load reached ``other_load_limit_cores`` or steal
-``STEAL_LIMIT_CORES``, or when the probe drifted beyond the run's limit and the timed samples (where
-there are enough) moved the same way. The limit comes from the run's own noise floor
-(``accelbench.meters.reference_probe``): the probe on these VMs differs by a median 2-3% between two idle
-calls a second apart, so a fixed 5% limit alarmed on a third of idle cells. A shift of the samples with
-no outside evidence is the stack's own (warm-up, throttling): a warning. What the guard detects and
-cannot: ``docs/noise.md``.
+``STEAL_LIMIT_CORES`` (the same share on a big machine), or when the probe drifted beyond the run's
+limit and the timed samples (where there are enough) moved the same way. The limit comes from the run's
+own noise floor (``accelbench.meters.reference_probe``): the probe on these VMs differs by a median 2-3%
+between two idle calls a second apart, so a fixed 5% limit alarmed on a third of idle cells. A shift of
+the samples with no outside evidence is the stack's own (warm-up, throttling): a warning. What the guard
+detects and cannot: ``docs/noise.md``.
 """
 
 from __future__ import annotations
@@ -72,7 +72,8 @@ disturbance is still going on, a second attempt would only be disturbed too (``w
 OTHER_LOAD_WARNING_CORES = 0.25
 """Other processes' load (in cores) above which a result carries a "machine busy" warning."""
 STEAL_LIMIT_CORES = 0.1
-"""Hypervisor steal (in cores, averaged over the measurement) from which it counts as disturbed."""
+"""Hypervisor steal (in cores, averaged over the measurement) from which it counts as disturbed, or the
+share of a big machine's cores that other load is judged by, where that is more."""
 SHIFT_MIN = 0.025
 """Smallest relative move of the samples' median (last third vs first) that corroborates a probe drift."""
 SHIFT_WARNING = 0.05
@@ -216,8 +217,8 @@ def disturbance(evidence: Evidence) -> str:
     other, steal, limit = evidence.other_cores, evidence.steal_cores, evidence.other_limit_cores
     if other >= limit:
         return f"unstable: other processes kept {other:.2f} cores busy while it ran (limit {limit:.2f})"
-    if steal >= STEAL_LIMIT_CORES:
-        limit = STEAL_LIMIT_CORES
+    limit = max(STEAL_LIMIT_CORES, limit)
+    if steal >= limit:
         return f"unstable: the hypervisor stole {steal:.2f} cores while it ran (limit {limit:.2f})"
     drift, shift = evidence.drift, evidence.shift
     if drift <= evidence.threshold:
