@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.e2e.planted_locks import TAKEN
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -35,4 +37,5 @@ def test_a_killed_cell_leaves_no_leaked_semaphore_warning(tmp_path: Path) -> Non
         capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": path},
     )  # fmt: skip
     assert [r["status"] for r in json.loads(shown.stdout)["results"]] == ["timeout"]
+    assert len(list((tmp_path / "store").rglob(TAKEN))) == 1  # the cell was killed holding the lock
     assert "leaked semaphore" not in done.stderr and "resource_tracker" not in done.stderr, done.stderr
