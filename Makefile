@@ -10,7 +10,7 @@ GPU_PYTHON ?= python3
 GPU_WHEELS ?= gpu-wheels
 GPU_CHECK_ARGS ?=
 
-.PHONY: run test lint types unit chromium clean gpu-check gpu-wheels
+.PHONY: run test test-all lint types unit unit-all chromium clean gpu-check gpu-wheels
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,7 +27,12 @@ run: $(STAMP)
 	$(BIN)/accelbench run --suite $(SUITE) --store $(STORE)
 	$(BIN)/accelbench report --store $(STORE) -o $(STORE)/report.html
 
+# make test: the fast set (every stack, driver and server kind still has a real end-to-end test on CPU);
+# make test-all adds the exhaustive variants (@pytest.mark.exhaustive: every stack through the CLI, the
+# planted cheaters under standard rules, served beside in process, every server killed mid-run, ...)
 test: $(STAMP) chromium lint types unit
+
+test-all: $(STAMP) chromium lint types unit-all
 
 # the HTML report's end-to-end test opens it in the system Chromium (Playwright never downloads a browser)
 chromium:
@@ -42,6 +47,9 @@ types: $(STAMP)
 	$(BIN)/mypy
 
 unit: $(STAMP)
+	$(BIN)/python -m pytest -q -rs --durations=30 -m "not exhaustive"
+
+unit-all: $(STAMP)
 	$(BIN)/python -m pytest -q -rs --durations=30
 
 # standard rules on cuda:0 (docs/gpu.md); without CUDA it says so in one line and exits 0; never installs

@@ -167,10 +167,13 @@ class LocalExecutor:
     store: Store
     machine: Machine
     spans_machines: bool = False
+    on_start: Callable[[PlannedCell], None] = lambda planned: None
+    """Called as each cell starts (progress lines); a fleet's executor has no such moment here."""
 
     def results(self, run_id: str, config: RunConfig, pending: list[PlannedCell]) -> Iterator[Result]:
         """Run the cells in plan order, one after the other."""
         for planned in pending:
+            self.on_start(planned)
             yield run_cell(
                 planned, run_id, config, self.store.run_dir(run_id).resolve(), self.machine.fingerprint
             )
@@ -183,17 +186,19 @@ def execute(
     machine: Machine,
     on_result: Callable[[Result], None] = lambda result: None,
     executor: Executor | None = None,
+    on_start: Callable[[PlannedCell], None] = lambda planned: None,
 ) -> list[Result]:
     """Run the planned cells not yet finished in ``run_id``; return the new results.
 
     ``executor`` decides where cells run (default: ``LocalExecutor``, sequentially on this machine;
     ``accelbench.fleet.FleetExecutor`` spreads them over a Ray cluster). Each result is stored as soon
-    as it arrives, so an interruption loses nothing already finished.
+    as it arrives, so an interruption loses nothing already finished. ``on_start`` is called as each
+    cell starts here (the local executor only: a fleet's cells start on its nodes).
     """
     done = store.finished_cell_keys(run_id)
     pending = [p for p in plan(config) if p.cell.key not in done]
     store.set_run_status(run_id, "running")
-    chosen = executor if executor is not None else LocalExecutor(store, machine)
+    chosen = executor if executor is not None else LocalExecutor(store, machine, on_start=on_start)
     stream = chosen.results(run_id, config, pending)
     results = []
     try:

@@ -109,6 +109,13 @@ def _cell_main(spec_path: str, stderr_path: str, env: dict[str, str], runner_pid
     """In the cell process: own process group, stdout/stderr to the cell's file, private env, measure."""
     os.setsid()
     _die_with_runner(runner_pid)
+    # A forkserver child inherits "forkserver" as its default start method, so a library's
+    # multiprocessing lock in the cell (tqdm's, on its first progress bar: ONNX export, GGUF loading) is a
+    # named semaphore registered with the runner's resource tracker. A cell killed on timeout cannot
+    # unregister it, and the run ended with "resource_tracker: ... 1 leaked semaphore". With the
+    # platform's default (fork) such locks are unnamed and die with the process; the trials' spawn
+    # context is explicit and unaffected.
+    multiprocessing.set_start_method("fork", force=True)
     fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)

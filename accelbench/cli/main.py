@@ -15,11 +15,11 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from accelbench import registry, runner
 from accelbench.cli import listing as cli_list
 from accelbench.cli import normalize as cli_normalize
+from accelbench.cli import progress as cli_progress
 from accelbench.cli import report as cli_report
 from accelbench.cli import serving as cli_serving
 from accelbench.cli import store as cli_store
@@ -96,6 +96,7 @@ def run(
     store_path: StoreOption = None,
     as_json: JsonOption = False,
     include_unverified: UnverifiedOption = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar or progress lines.")] = False,
 ) -> None:
     """Benchmark the suite on every available stack and print the results."""
     listed = {"workloads": workloads, "stacks": stacks, "scenarios": scenarios, "devices": devices}
@@ -115,6 +116,7 @@ def run(
     )
     overrides = cli_serving.served_overrides(overrides, suite(suite_name).stacks, _names(serve) or ())
     machine = detect_machine()
+    mode = cli_progress.chosen_mode(quiet or as_json)
     with _fleet_executor(fleet) as executor, chosen_store(store_path) as store:
         if resume:
             config = runner.resume_config(store, resume, machine)
@@ -124,8 +126,8 @@ def run(
             runner.plan(config)  # validate names before anything is stored
             run_id = runner.start_run(store, config, machine)
             if not no_probe and executor is None:  # the peaks of this machine, not of the fleet's nodes
-                _probe(store.run_dir(run_id), config, machine, quiet=as_json)
-        results = _execute_with_progress(store, run_id, config, machine, as_json, executor)
+                _probe(store.run_dir(run_id), config, machine, mode)
+        results = _execute_with_progress(store, run_id, config, machine, mode, executor)
         _print_results(store, run_id, as_json, include_unverified)
     if not results and not resume:
         raise UserError("the run planned no cells")
@@ -168,37 +170,30 @@ def _execute_with_progress(
     run_id: str,
     config: RunConfig,
     machine: Machine,
-    quiet: bool,
+    mode: cli_progress.Mode,
     executor: runner.Executor | None = None,
 ) -> list[Result]:
     total = runner.pending_count(store, run_id, config)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err_console, disable=quiet, transient=False) as progress:
-        task = progress.add_task(f"run {run_id}", total=total)
-
-        def advance(result: Result) -> None:
-            node = result.settings.get("fleet_node", {}).get("node_id", "")
-            where = f"node {node[:8]} " if node else ""
-            progress.update(task, advance=1, description=f"{where}{result.cell.key}: {result.status}")
-
+    with cli_progress.cell_progress(mode, err_console, run_id, total) as progress:
         try:
-            return runner.execute(store, run_id, config, machine, on_result=advance, executor=executor)
+            done, started = progress.ended, progress.started
+            return runner.execute(store, run_id, config, machine, done, executor, on_start=started)
         except KeyboardInterrupt:
             store.set_run_status(run_id, "interrupted")
             err_console.print(f"interrupted; finish with: accelbench run --resume {run_id}")
             raise typer.Exit(130) from None
 
 
-def _probe(run_dir: Path, config: RunConfig, machine: Machine, quiet: bool) -> None:
+def _probe(run_dir: Path, config: RunConfig, machine: Machine, mode: cli_progress.Mode) -> None:
     """Measure this machine's peaks (GEMM, bandwidth) once per run; kept in the run folder."""
     from accelbench.config import effective_threads
     from accelbench.probe.roofline import measure_peaks
     from accelbench.report.documents import save_peaks
 
-    if not quiet:
-        err_console.print("measuring this machine's peaks (roofline probes; skip with --no-probe) ...")
     budget_s = 4.0 if config.size == "tiny" else 10.0  # the tiny suite is for quick checks
-    save_peaks(run_dir, measure_peaks(effective_threads(config), budget_s=budget_s, machine=machine))
+    with cli_progress.phase(mode, "measuring this machine's peaks (roofline probes; skip with --no-probe)"):
+        peaks = measure_peaks(effective_threads(config), budget_s=budget_s, machine=machine)
+    save_peaks(run_dir, peaks)
 
 
 def _print_results(store: Store, run_id: str, as_json: bool, include_unverified: bool = False) -> None:

@@ -23,6 +23,7 @@ memory size decides.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -67,6 +68,38 @@ class ChipMatch:
     def count_range(self) -> Range:
         """``count`` as a range: [count, count_high] with ``count`` as the central value."""
         return Range.up_to(self.count, self.count_high)
+
+
+def narrowed(match: ChipMatch, measured_flops_per_s: float, dtype: str = "fp32") -> ChipMatch:
+    """``match`` with the counts the machine's measured peak rules out removed.
+
+    A part cannot beat its own datasheet: when the measured GEMM peak is above the datasheet peak of the
+    low count (the chip's best figure x ``count``), that count is impossible, and a VM's count becomes its
+    high end (each vCPU a whole core), with the reason in ``notes`` and ``count_basis``. When even the
+    highest count is beaten, nothing is narrowed and the note says so (the datasheet shares are then
+    suspect). Unchanged without a chip, a datasheet peak or a measurement.
+    """
+    fact = match.chip.peak_fp32_flop_per_s if match.chip is not None else None
+    if fact is None or match.count <= 0 or not measured_flops_per_s > 0:
+        return match
+    per_chip = fact.value.high
+    if measured_flops_per_s <= per_chip * match.count:
+        return match
+    seen = (
+        f"the measured {dtype} GEMM peak {measured_flops_per_s / 1e9:.1f} GFLOP/s is above the datasheet "
+        f"peak of {match.count:.3g} chips ({per_chip * match.count / 1e9:.1f} GFLOP/s)"
+    )
+    high = match.count_high
+    if high is None or measured_flops_per_s > per_chip * high:
+        most = f"{high:.3g}" if high is not None else f"{match.count:.3g}"
+        note = f"{seen} and of the highest count ({most} chips): the datasheet shares are not plausible"
+        return dataclasses.replace(match, notes=(*match.notes, note))
+    note = f"{seen}: that count is ruled out, {high:.3g} chips counted (each vCPU a whole core)"
+    basis = f"{match.count_basis}; {note}"
+    notes = (*match.notes, note)
+    return dataclasses.replace(
+        match, count=high, count_high=None, count_basis=basis, notes=notes, threads_per_core=1.0
+    )
 
 
 def match_machine(machine: Machine, chips: ChipTable | None = None) -> ChipMatch:

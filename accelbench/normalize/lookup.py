@@ -16,7 +16,7 @@ from typing import Any
 from accelbench.errors import UserError
 from accelbench.hardware.chips import ChipTable
 from accelbench.hardware.detect import machine_from_dict
-from accelbench.hardware.match import match_device
+from accelbench.hardware.match import ChipMatch, match_device
 from accelbench.mlperf.history import History, HistoryEntry
 from accelbench.mlperf.importer import load_history
 from accelbench.normalize.factors import Figure, figures
@@ -64,16 +64,20 @@ def history_rows(
 
 
 def result_figures(
-    result: Result, machine_document: Mapping[str, Any], chips: ChipTable
+    result: Result, machine_document: Mapping[str, Any], chips: ChipTable, match: ChipMatch | None = None
 ) -> tuple[Figure, ...]:
-    """Normalized figures of one stored result (for ``show --json``); () without a measured throughput."""
+    """Normalized figures of one stored result (for ``show --json``); () without a measured throughput.
+
+    ``match``: the chip already matched (and its count narrowed by a measured peak); else matched here.
+    """
     if result.status != "ok" or not result.qps:
         return ()
-    try:
-        machine = machine_from_dict(machine_of(result, machine_document))
-    except (ValueError, TypeError, KeyError):
-        return ()
-    match = match_device(machine, result.cell.device, chips)
+    if match is None:
+        try:
+            machine = machine_from_dict(machine_of(result, machine_document))
+        except (ValueError, TypeError, KeyError):
+            return ()
+        match = match_device(machine, result.cell.device, chips)
     return figures(from_result(f"{result.run_id}/{result.cell.key}", result, match))
 
 

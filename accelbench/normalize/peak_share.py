@@ -10,7 +10,10 @@ a socket on CPUs) is a second denominator, a range when the chip fact is uncerta
 
 A result whose achieved rate exceeds the measured peak (share above ``SUSPECT_SHARE``) is not shown
 silently: its ``PeakShare`` is ``suspect`` with a reason, and ``suspect_reasons`` gathers those reasons
-per measured peak so the probe's row can say that a result beat it. Pure functions; no formatting.
+per measured peak so the probe's row can say that a result beat it. A share of the datasheet peak above
+``SUSPECT_SHARE`` (its central value) is as impossible: ``datasheet_suspect``, with its own reason. (The
+chips counted were already narrowed by the measured peak, ``accelbench.hardware.match.narrowed``, so
+what is left above 100% is a wrong chip match, datasheet or FLOP count.) Pure functions; no formatting.
 """
 
 from __future__ import annotations
@@ -59,6 +62,9 @@ class PeakShare:
     share_of_datasheet: Range | None = None
     suspect: bool = False
     reason: str = ""
+    datasheet_suspect: bool = False
+    """The achieved rate is above the datasheet peak of the part used (central share above 100%)."""
+    datasheet_reason: str = ""
 
 
 def machine_peak(peaks: MeasuredPeaks, kind: str, dtype: str = "fp32") -> MachinePeak | None:
@@ -113,15 +119,19 @@ def peak_share(
     share = achieved_per_s / measured.value_per_s
     sheet, source = datasheet if datasheet is not None else (None, "")
     suspect = share > SUSPECT_SHARE
+    of_sheet = None if sheet is None else Range.point(achieved_per_s) / sheet
+    beyond = of_sheet is not None and of_sheet.central > SUSPECT_SHARE
     return PeakShare(
         achieved_per_s=achieved_per_s,
         measured=measured,
         share_of_measured=share,
         datasheet_per_s=sheet,
         datasheet_source=source,
-        share_of_datasheet=None if sheet is None else Range.point(achieved_per_s) / sheet,
+        share_of_datasheet=of_sheet,
         suspect=suspect,
         reason=_suspect_reason(share, measured) if suspect else "",
+        datasheet_suspect=beyond,
+        datasheet_reason=_datasheet_reason(of_sheet.central, source) if of_sheet and beyond else "",
     )
 
 
@@ -130,6 +140,13 @@ def _suspect_reason(share: float, measured: MachinePeak) -> str:
         f"achieved {share:.0%} of the measured {measured.kind} {measured.dtype} peak "
         f"({measured.method}): either the probe missed this machine's ceiling or the FLOP count "
         "overstates the work (a stack skipping work, or a cheaper kernel the count does not know)"
+    )
+
+
+def _datasheet_reason(share: float, source: str) -> str:
+    return (
+        f"achieved {share:.0%} of the datasheet peak of the part used ({source}): either the chip match "
+        "or the chips counted are wrong, or the FLOP count overstates the work"
     )
 
 
@@ -145,11 +162,15 @@ def suspect_reasons(documents: Mapping[str, Mapping[str, Any]]) -> dict[str, lis
 
 
 def shares_above(documents: Iterable[Mapping[str, Any]], limit: float = SUSPECT_SHARE) -> list[float]:
-    """Shares of the measured peak above ``limit`` that are not marked suspect (should be empty)."""
+    """Shares of the measured or the datasheet peak (its central value) above ``limit`` that are not
+    marked suspect (should be empty)."""
     unmarked = []
     for document in documents:
         roofline = document.get("roofline") or {}
         share = roofline.get("share_of_peak")
         if share is not None and share > limit and not roofline.get("suspect"):
             unmarked.append(share)
+        sheet = (roofline.get("share_of_datasheet_peak") or {}).get("central")
+        if sheet is not None and sheet > limit and not roofline.get("datasheet_suspect"):
+            unmarked.append(sheet)
     return unmarked

@@ -16,6 +16,7 @@ from typing import Any
 
 from accelbench.cellspec import write_json_atomic
 from accelbench.hardware.chips import ChipTable, load_chips
+from accelbench.hardware.match import ChipMatch
 from accelbench.normalize.peak_share import datasheet_peak, machine_peak, peak_share
 from accelbench.probe.roofline import MeasuredPeaks
 from accelbench.ranges import Range
@@ -54,7 +55,7 @@ def normalized_documents(
     chips: ChipTable | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Per cell key: ``roofline`` (achieved FLOP/s, shares of the measured and datasheet peaks, bound,
-    suspect flag) and ``figures``."""
+    suspect flags) and ``figures``; the chips counted are narrowed by the measured peak (``_match``)."""
     from accelbench.normalize.lookup import result_figures
 
     table = chips if chips is not None else load_chips()
@@ -62,22 +63,36 @@ def normalized_documents(
     for result in results:
         if result.status != "ok" or result.effective_precision == "none":
             continue
+        match = _match(result, machine, table, peaks)
         documents[result.cell.key] = {
-            "roofline": _roofline(result, peaks, cache_dir, _datasheet(result, machine, table)),
-            "figures": figures_document(result_figures(result, machine, table)),
+            "roofline": _roofline(result, peaks, cache_dir, _datasheet(match)),
+            "figures": figures_document(result_figures(result, machine, table, match)),
         }
     return documents
 
 
-def _datasheet(result: Result, machine: Mapping[str, Any], chips: ChipTable) -> DatasheetPeaks:
-    """The datasheet FLOP/s per dtype of the part the result ran on (empty when the chip is unknown)."""
+def _match(
+    result: Result, machine: Mapping[str, Any], chips: ChipTable, peaks: MeasuredPeaks | None
+) -> ChipMatch | None:
+    """The chip the result ran on, its count narrowed by the run's measured fp32 GEMM peak (a count
+    whose datasheet peak the machine beat is ruled out); None when the machine record is unreadable."""
     from accelbench.hardware.detect import machine_from_dict
-    from accelbench.hardware.match import match_device
+    from accelbench.hardware.match import match_device, narrowed
     from accelbench.normalize.lookup import machine_of
 
     try:
         match = match_device(machine_from_dict(machine_of(result, machine)), result.cell.device, chips)
     except (ValueError, TypeError, KeyError):
+        return None
+    measured = (
+        machine_peak(peaks, "gemm", "fp32") if peaks is not None and result.cell.device == "cpu" else None
+    )
+    return narrowed(match, measured.value_per_s) if measured is not None else match
+
+
+def _datasheet(match: ChipMatch | None) -> DatasheetPeaks:
+    """The datasheet FLOP/s per dtype of the part the result ran on (empty when the chip is unknown)."""
+    if match is None:
         return {}
     found = {dtype: datasheet_peak(match.chip, match.count, dtype) for dtype in ("fp32", "bf16")}
     return {dtype: value for dtype, value in found.items() if value is not None}
@@ -118,6 +133,8 @@ def _roofline(
         "share_of_datasheet_peak": range_document(share.share_of_datasheet),
         "suspect": share.suspect,
         "suspect_reason": share.reason,
+        "datasheet_suspect": share.datasheet_suspect,
+        "datasheet_suspect_reason": share.datasheet_reason,
         "flops_per_sample": cost.flops,
         "bytes_per_sample": cost.bytes_moved,
         "cost_method": cost.method,

@@ -96,7 +96,7 @@ def _roofline_columns(roofline: Mapping[str, Any] | None) -> list[str]:
     return [
         f"{roofline['achieved_flops_per_s'] / 1e9:.1f}",
         share_text(roofline.get("share_of_peak"), bool(roofline.get("suspect"))),
-        _datasheet_text(roofline.get("share_of_datasheet_peak")),
+        _datasheet_text(roofline.get("share_of_datasheet_peak"), bool(roofline.get("datasheet_suspect"))),
         str(roofline.get("bound_kind", "-")),
     ]
 
@@ -109,13 +109,14 @@ def share_text(share: float | None, suspect: bool) -> str:
     return f"[bold red]{text} SUSPECT[/]" if suspect else text
 
 
-def _datasheet_text(share: Mapping[str, float] | None) -> str:
+def _datasheet_text(share: Mapping[str, float] | None, suspect: bool = False) -> str:
+    """A share of the datasheet peak in percent (its range when uncertain), SUSPECT like the measured one."""
     if not share:
         return "-"
     text = f"{share['central'] * 100:.1f}"
-    if share["low"] == share["high"]:
-        return text
-    return f"{text} ({share['low'] * 100:.1f}-{share['high'] * 100:.1f})"
+    if share["low"] != share["high"]:
+        text = f"{text} ({share['low'] * 100:.1f}-{share['high'] * 100:.1f})"
+    return f"[bold red]{text} SUSPECT[/]" if suspect else text
 
 
 def _energy(result: Result) -> str:

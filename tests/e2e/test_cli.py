@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import json
+import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -11,19 +13,58 @@ import pytest
 
 from accelbench.audits import failed_audits
 from accelbench.results import SCHEMA_VERSION
-from tests.e2e.cli import accelbench, measured_ok, run_document
+from tests.e2e.cli import accelbench, measured_ok
 from tests.e2e.test_stacks_batch import KNOWN_UNSUPPORTED
 
-STACKS = ("null", "torch-eager", "torch-inductor", "onnxruntime")
+STACKS = ("null", "torch-eager", "onnxruntime")
+"""The tiny suite's stacks but torch-inductor (half the run's time in compiles; it runs end to end in
+test_stacks_compilers, and through the CLI in the exhaustive every-stack test)."""
 WORKLOADS = ("resnet50", "bert-base", "minilm-l6")
 SCENARIOS = ("single-stream", "offline")
+WARNINGS = re.compile(r"resource_tracker|leaked|Warning:|Traceback", re.IGNORECASE)
+"""What a clean exit never prints on stderr (the leaked-semaphore warning of issue 29, a Python warning)."""
 
 
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    """One tiny-suite run shared by the tests of this module."""
+def tiny_piped(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """One tiny-suite run, piped as in ``make run | tee log``, shared by the tests of this module."""
     store = tmp_path_factory.mktemp("cli") / "store"
-    return store, run_document(store, "--suite", "tiny")
+    return store, accelbench("run", "--suite", "tiny", "--stacks", ",".join(STACKS), "--store", str(store))
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tiny_piped: tuple[Path, subprocess.CompletedProcess[str]]) -> tuple[Path, dict[str, Any]]:
+    """The shared run's JSON document (``show --json``)."""
+    store, done = tiny_piped
+    assert done.returncode == 0, done.stderr[-3000:]
+    shown = accelbench("show", "--json", "--store", str(store))
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    return store, json.loads(shown.stdout)
+
+
+@pytest.mark.slow
+def test_a_piped_run_prints_a_line_per_cell_and_exits_clean(
+    tiny_piped: tuple[Path, subprocess.CompletedProcess[str]], tiny_run: tuple[Path, dict[str, Any]]
+) -> None:
+    """Progress in any log: the probes' start and end, then each cell's start and its end (status,
+    headline, seconds) in plan order, all before the tables; nothing on stderr that warns."""
+    _, done = tiny_piped
+    assert not WARNINGS.search(done.stderr), done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert lines[0] == "measuring this machine's peaks (roofline probes; skip with --no-probe) ..."
+    assert re.fullmatch(r"measuring this machine's peaks .*: done in \d+\.\d s", lines[1]), lines[1]
+    fields = ("workload", "size", "variant", "stack", "device", "scenario")
+    keys = ["/".join(r["cell"][f] for f in fields) for r in tiny_run[1]["results"]]
+    total = len(WORKLOADS) * len(STACKS) * len(SCENARIOS)
+    assert len(keys) == total
+    cells = [line for line in lines if line.startswith("[")]
+    assert len(cells) == 2 * total and lines[2 : 2 + 2 * total] == cells
+    started = [line.split(" start ")[1] for line in cells[0::2]]
+    assert sorted(started) == sorted(keys)
+    for n, (start, end) in enumerate(zip(cells[0::2], cells[1::2], strict=True), 1):
+        key = start.split(" start ")[1]
+        assert start == f"[{n}/{total}] start {key}"
+        assert re.fullmatch(rf"\[{n}/{total}\] end {re.escape(key)}: \w+(, .+)?, \d+\.\d s", end), end
 
 
 @pytest.mark.slow
@@ -95,6 +136,14 @@ def test_show_and_export_read_the_store(tiny_run: tuple[Path, dict[str, Any]], t
     assert len(rows) == len(document["results"])
     loadgen_logs = list((store / "runs" / document["run_id"]).rglob("mlperf_log_summary.txt"))
     assert len(loadgen_logs) >= len(document["results"])
+
+
+def test_quiet_prints_no_progress(tmp_path: Path) -> None:
+    args = ("--workloads", "resnet50", "--stacks", "null", "--scenarios", "offline", "--no-probe", "--quiet")
+    done = accelbench("run", "--suite", "tiny", *args, "--store", str(tmp_path / "store"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "1 cells: 1 unverified" in done.stdout and not WARNINGS.search(done.stderr)
+    assert not [line for line in done.stdout.splitlines() if line.startswith(("[1/1]", "measuring"))]
 
 
 def test_list_stacks_reports_availability() -> None:
@@ -174,6 +223,7 @@ def test_the_diagonal_runs_each_stack_once_and_avoids_known_failures() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive  # 190 s; make test runs each stack end to end in tests/e2e/test_stacks_*.py
 @pytest.mark.timeout(1500)  # every stack once, in three runs: about 300 s on a quiet 2-core machine
 def test_every_stack_gets_a_gated_result_through_the_cli(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

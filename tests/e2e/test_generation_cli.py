@@ -36,6 +36,7 @@ def tiny_llama_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive  # 299 s; make test keeps the CLI server search and test_generation's stacks
 @pytest.mark.timeout(1800)
 def test_every_generating_stack_gets_token_figures_and_agreement(tiny_llama_run: dict[str, Any]) -> None:
     results = tiny_llama_run["document"]["results"]

@@ -144,6 +144,7 @@ def test_the_html_charts_hold_no_cheater(quick_run: dict[str, Any], plugin_env: 
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive  # 284 s; make test keeps the quick-rules run of every cheater
 def test_every_cheater_is_disqualified_under_standard_rules(
     plugin_env: dict[str, str], tmp_path: Path
 ) -> None:

@@ -98,6 +98,7 @@ def _assert_nothing_left(store: Path) -> None:
 
 
 @needs_both
+@pytest.mark.exhaustive  # 306 s; each server kind keeps its own end-to-end tests in make test
 def test_tiny_suite_served_beside_in_process(tmp_path: Path) -> None:
     """The issue's acceptance command on one workload: in-process, Ray Serve and Triton in one run."""
     store = tmp_path / "store"
@@ -280,7 +281,10 @@ def test_serve_url_with_nothing_there_is_unavailable_and_the_run_goes_on(tmp_pat
 
 
 @needs_ray
-@pytest.mark.parametrize("served", sorted(SERVERS))
+@pytest.mark.parametrize(  # make test kills one kind (Ray Serve); make test-all every kind (~100 s each)
+    "served",
+    [s if "ray-serve" in s else pytest.param(s, marks=pytest.mark.exhaustive) for s in sorted(SERVERS)],
+)
 def test_a_server_killed_mid_run_crashes_its_cell_and_leaves_nothing(served: str, tmp_path: Path) -> None:
     """The acceptance test: SIGKILL to every process of the server while LoadGen drives it; the other
     cell of the run is measured."""
