@@ -4,12 +4,18 @@ LoadGen hands the SUT only QSL indices; the feed decides which inputs the stack 
 sample, in issue order (``position``), and keeps what the in-run audits need:
 
 * **repeat probes** (the idea of MLPerf's TEST04, inside the scored run): ``HOT_SAMPLES`` samples are
-  shown ``PRIMING_SIGHTINGS`` times at random points of the first ``PRIMING_SHARE`` of the run, so that
-  any cache that switches on after up to 8 sightings has switched on. Afterwards, one pair of adjacent
-  positions per stratum holds a primed hot sample and a never-seen cold sample of the same shapes, in
-  random order. Adjacent pairs cancel the machine's slow and fast phases; strata spread the pairs over
-  the middle and the end, where a cache that waits for warm-up or for N queries is on. The SUT-side
-  latency of both members is kept (``Pair``).
+  each shown a number of times drawn per trial (``priming_counts``: one group in each of 1-2, 3-4, 5-6
+  and 7-8 sightings, in random order) at random points of the first ``PRIMING_SHARE`` of the run.
+  Afterwards, one pair of adjacent positions per stratum holds a hot sample and a never-seen cold
+  sample of the same shapes, in random order. The hot sample of a pair is the seen one whose sightings
+  are nearest a count drawn from 1 to 10, and a cold sample joins the hot ones once its pair completed
+  (seen once), so the pairs probe every count of sightings from 1 to 8 and beyond, at distances from
+  the last sighting that vary from a few to hundreds of calls. A cache gated by a sighting count (any
+  k from 1 to 8), by a window of counts, or by recency is hit on some pairs and missed on others: the
+  repeat audit looks at the pairs by sighting count and by renewed sighting too
+  (``accelbench.audits.repeat``). Adjacent pairs cancel the machine's
+  slow and fast phases; strata spread the pairs over the middle and the end, where a cache that waits
+  for warm-up or for N queries is on. The SUT-side latency of both members is kept (``Pair``).
 * **output checks** (the idea of TEST01 over the whole run): in each stratum of the run, a run of
   ``CHECK_RUN`` adjacent positions keeps copies of the outputs with the identity of their inputs
   (``Check``). Adjacent checks let the output check tell a stale output (the answer to an input issued
@@ -47,10 +53,11 @@ import numpy as np
 
 from accelbench.workloads.base import Inputs
 
-HOT_SAMPLES = 2
+HOT_SAMPLES = 4
 """Hot groups (of ``batch`` samples each; one sample at batch 1)."""
 PRIMING_SIGHTINGS = 8
-"""Sightings of each hot sample before its probes count: catches caches that wait for up to 8."""
+"""The most sightings a hot group gets before its pairs (``priming_counts``): the pairs then probe
+caches that wait for any count from 1 to 8 sightings (and beyond, as each pair adds one)."""
 PAIRS = 16
 """Pairs per cell at the least, shared out over its trials."""
 MAX_PAIRS_FACTOR = 4
@@ -82,6 +89,8 @@ class Pair:
     cold_s: float
     hot_sightings: int
     """How often the hot sample had been seen before this probe."""
+    hot_last_position: int = -1
+    """Position of the hot sample's previous sighting in this trial (-1: in an earlier one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +127,8 @@ class _Trial:
     """Samples handed out by ``sample`` so far (the issue cursor, at most a batch ahead)."""
     pending: dict[int, float] = field(default_factory=dict)
     """Latency of the first member of a pair, by pair start, until the second completes."""
+    pending_last: dict[int, int] = field(default_factory=dict)
+    """Position of the previous sighting of a pair's hot member (-1: another trial), by pair start."""
     cold: list[int] = field(default_factory=list)
     """Cold samples drawn for this trial and not used yet."""
     substituted: int = 0
@@ -166,6 +177,13 @@ class AuditFeed:
         self.cold_hot: list[int] = []
         """For each cold sample, the hot sample whose shapes it has."""
         self.sightings = [0] * HOT_SAMPLES
+        """Sightings of every hot group so far (a cold group joins them once its pair completed)."""
+        self.last_seen = [(-1, -1)] * HOT_SAMPLES
+        """(trial, position) of every hot group's last sighting."""
+        self.shape_class = list(range(HOT_SAMPLES))
+        """For each hot group, the first hot group whose shapes it has."""
+        self.priming = priming_counts(self.rng)
+        """Sightings each hot group gets before its pairs, drawn per feed (a trial's process)."""
         self.next_audit_index = len(self.hot)
         self.pairs: list[Pair] = []
         self.checks: list[Check] = []
@@ -175,7 +193,7 @@ class AuditFeed:
     def minimum_samples(self) -> int:
         """Samples the next trial must issue: audit inputs take at most ``EVENT_SHARE`` of them, and the
         checks (which replace no input) fit in the rest."""
-        priming = sum(max(0, PRIMING_SIGHTINGS - seen) for seen in self.sightings)
+        priming = self._priming_left()
         substituted = (priming + 2 * self.pairs_per_trial) * self.batch
         checks = CHECK_RUN * self._check_runs()
         return max(int(substituted / EVENT_SHARE), substituted + checks) + CHECK_RUN + self.batch
@@ -189,9 +207,10 @@ class AuditFeed:
         """Draw the next trial's targets. LoadGen issues at least ``guaranteed_samples`` and runs at
         least ``duration_s`` (0 for offline, whose one query has exactly ``guaranteed_samples``)."""
         pairs = self.pairs_for(expected_samples)
-        groups = (self._new_cold_group(slot % HOT_SAMPLES) for slot in range(pairs))
+        order = self.rng.permutation(HOT_SAMPLES)
+        groups = (self._new_cold_group(int(order[slot % HOT_SAMPLES])) for slot in range(pairs))
         cold = [g for g in groups if g is not None]
-        priming = sum(max(0, PRIMING_SIGHTINGS - seen) for seen in self.sightings)
+        priming = self._priming_left()
         begin = PRIMING_SHARE if priming else 0.0
         targets = {
             "prime": self._targets(priming, 0.0, PRIMING_SHARE),
@@ -282,13 +301,13 @@ class AuditFeed:
         trial.targets[kind].pop()
         trial.placed[kind] += 1
         if kind == "prime":
-            group = self._least_seen()
+            group = self._least_primed()
             for k in range(size):
                 trial.events[start + k] = _Event("hot", group * size + k)
             trial.substituted += size
         elif kind == "pair" and trial.cold:
             cold = trial.cold.pop()
-            group = self.cold_hot[cold]
+            group = self._hot_for(cold)
             hot = [_Event("hot", group * size + k, start) for k in range(size)]
             fresh = [_Event("cold", cold * size + k, start) for k in range(size)]
             members = [*fresh, *hot] if self.rng.random() < 0.5 else [*hot, *fresh]
@@ -314,8 +333,34 @@ class AuditFeed:
             return ()
         return ("prime", *(k for k, n in short.items() if n))
 
-    def _least_seen(self) -> int:
-        return int(np.argmin(self.sightings))
+    def _priming_left(self) -> int:
+        primed = self.sightings[:HOT_SAMPLES]
+        return sum(max(0, target - seen) for target, seen in zip(self.priming, primed, strict=True))
+
+    def _least_primed(self) -> int:
+        """The hot group furthest below its priming count."""
+        primed = self.sightings[:HOT_SAMPLES]
+        return int(np.argmax([t - s for t, s in zip(self.priming, primed, strict=True)]))
+
+    def _hot_for(self, cold: int) -> int:
+        """The hot group of a pair with cold group ``cold``: among the seen groups of its shapes, the one
+        whose sightings are nearest a count drawn from 1 to ``PRIMING_SIGHTINGS + 2`` (ties at random),
+        so the pairs probe every count; the cold group's own hot group when none was seen yet."""
+        shapes = self.shape_class[self.cold_hot[cold]]
+        seen = [g for g, n in enumerate(self.sightings) if n >= 1 and self.shape_class[g] == shapes]
+        if not seen:
+            return self.cold_hot[cold]
+        wanted = int(self.rng.integers(1, PRIMING_SIGHTINGS + 3))
+        distance = [abs(self.sightings[g] - wanted) + self.rng.random() / 2 for g in seen]
+        return seen[int(np.argmin(distance))]
+
+    def _recycle(self, cold: int, seen_at: tuple[int, int]) -> None:
+        """Cold group ``cold``, seen once in its pair (``seen_at``: trial, position), becomes a hot group."""
+        size = self.batch
+        self.hot.extend(self.cold[cold * size : (cold + 1) * size])
+        self.sightings.append(1)
+        self.last_seen.append(seen_at)
+        self.shape_class.append(self.shape_class[self.cold_hot[cold]])
 
     def _origin(self, trial: _Trial, position: int, index: int) -> Origin:
         event = trial.events.get(position)
@@ -326,10 +371,15 @@ class AuditFeed:
     def _observe_member(self, trial: _Trial, event: _Event, latency_s: float) -> None:
         """Count a hot group's sighting; keep a pair once both members completed, if its group was primed
         (called once per member: at the first row of its batch)."""
+        previous = (-1, -1)
         if event.kind == "hot":
-            self.sightings[event.number // self.batch] += 1
+            group = event.number // self.batch
+            self.sightings[group] += 1
+            previous, self.last_seen[group] = self.last_seen[group], (trial.number, trial.position)
         if event.pair_start < 0:  # a priming sighting
             return
+        if event.kind == "hot":
+            trial.pending_last[event.pair_start] = previous[1] if previous[0] == trial.number else -1
         first = trial.pending.pop(event.pair_start, None)
         if first is None:
             trial.pending[event.pair_start] = latency_s
@@ -338,8 +388,11 @@ class AuditFeed:
         hot = leader if leader.kind == "hot" else event
         hot_s, cold_s = (first, latency_s) if leader.kind == "hot" else (latency_s, first)
         seen_before = self.sightings[hot.number // self.batch] - 1
-        if seen_before >= PRIMING_SIGHTINGS:
-            self.pairs.append(Pair(trial.number, event.pair_start, hot_s, cold_s, seen_before))
+        last = trial.pending_last.pop(event.pair_start, -1)
+        if seen_before >= 1:
+            self.pairs.append(Pair(trial.number, event.pair_start, hot_s, cold_s, seen_before, last))
+        cold = event if event.kind == "cold" else leader
+        self._recycle(cold.number // self.batch, (trial.number, event.pair_start))
 
     def _check_runs(self) -> int:
         return max(1, math.ceil(self.checks_per_trial / CHECK_RUN))
@@ -368,6 +421,14 @@ class AuditFeed:
         self.cold.extend(found)
         self.cold_hot.append(group)
         return len(self.cold_hot) - 1
+
+
+def priming_counts(rng: np.random.Generator) -> list[int]:
+    """Sightings of each hot group before its pairs: one group in each equal band of
+    1..``PRIMING_SIGHTINGS`` (1-2, 3-4, 5-6, 7-8 with four groups), drawn in the band, in random order."""
+    band = PRIMING_SIGHTINGS / HOT_SAMPLES
+    counts = [1 + int((g + rng.random()) * band) for g in range(HOT_SAMPLES)]
+    return [counts[int(g)] for g in rng.permutation(HOT_SAMPLES)]
 
 
 def _shapes(sample: Inputs) -> tuple[tuple[int, ...], ...]:

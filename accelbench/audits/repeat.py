@@ -1,13 +1,17 @@
-"""The repeat audit: inside the timed run, are samples seen many times faster than never-seen ones?
+"""The repeat audit: inside the timed run, are samples seen before faster than never-seen ones?
 
 The feed (``accelbench.audits.feed``) slips adjacent pairs into the scored run: a hot sample already seen
-at least 8 times and a cold one never seen, of the same shapes, in random order. For an honest stack the
-two members are exchangeable, so the cold/hot latency ratio of a pair scatters around 1; a stack that
-serves seen inputs from a cache (or skips work on them) makes it large. The statistic is the median
-ratio over pairs with a seeded bootstrap confidence interval, over the whole run and over each of
-its last 8, 16, 32, ... pairs (where a cache that waits for warm-up or for N queries is on, however
-late it switches on). A window fails when the lower end of its interval exceeds ``SPEEDUP_LIMIT``: the
-seen samples are faster beyond the noise.
+1 to about 11 times (drawn per trial) and a cold one never seen, of the same shapes, in random order. For
+an honest stack the two members are exchangeable, so the cold/hot latency ratio of a pair scatters around
+1; a stack that serves seen inputs from a cache (or skips work on them) makes it large. The statistic is
+the median ratio over pairs with a seeded bootstrap confidence interval, over the whole run, over each
+of its last 8, 16, 32, ... pairs (where a cache that waits for warm-up or for N queries is on, however
+late it switches on), and over the pairs whose hot sample had been seen a..b times, for every range of
+the counts present (where a cache gated by a sighting count, or by a window of counts, is on). A window
+fails when the lower end of its interval exceeds ``SPEEDUP_LIMIT``: the seen samples are faster beyond
+the noise. A count range with fewer than ``MIN_PAIRS`` pairs (but at least ``MIN_RANGE_PAIRS``) is
+judged against ``SMALL_WINDOW_LIMIT``: its interval is wide, so only a large gain (a cache hit skips
+the model) can clear it.
 
 MLPerf's TEST04 allows 10% (20% for short latencies) between its two runs; the pairs here sit next to each
 other in one run, so the noise they carry is smaller, and 25% on the lower bound of the interval leaves
@@ -35,6 +39,12 @@ CONFIDENCE = 0.95
 SUFFIX_CONFIDENCE = 0.99
 """Of the intervals of the last 8, 16, 32, ... pairs (smaller windows, several of them)."""
 BOOTSTRAP_RESAMPLES = 2000
+MIN_RANGE_PAIRS = 4
+"""Fewest pairs of a sighting-count range that is judged."""
+SMALL_WINDOW_LIMIT = 2.0
+"""The limit of a sighting-count range of ``MIN_RANGE_PAIRS`` to ``MIN_PAIRS - 1`` pairs."""
+KEPT_RANGES = 3
+"""Sighting-count ranges kept in the evidence: those of the highest lower bounds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,16 +72,20 @@ def repeat_verdict(pairs: Sequence[Pair], seed: int = 0) -> Verdict:
     while size < len(ordered):
         windows.append(_window(f"last {size} pairs", ordered[-size:], seed, SUFFIX_CONFIDENCE))
         size *= 2
+    ranges = sighting_windows(ordered, seed) + renewed_windows(ordered, seed)
     seen = min(pair.hot_sightings for pair in pairs)
     evidence["windows"] = [dataclasses.asdict(w) for w in windows]
+    kept = sorted(ranges, key=lambda w: -w.ratio_low)[:KEPT_RANGES]
+    evidence["sighting_windows"] = [dataclasses.asdict(w) for w in kept]
     evidence["min_hot_sightings"] = seen
     failed = [w for w in windows if w.ratio_low > SPEEDUP_LIMIT]
+    failed += [w for w in ranges if w.ratio_low > _limit(w)]
     if failed:
         w = failed[0]
         reason = (
-            f"samples seen {seen}+ times ran {w.ratio:.2f}x faster than never-seen ones ({w.name}, "
+            f"samples seen before ran {w.ratio:.2f}x faster than never-seen ones ({w.name}, "
             f"{w.pairs} pairs, {w.confidence:.0%} CI {w.ratio_low:.2f}-{w.ratio_high:.2f} > limit "
-            f"{SPEEDUP_LIMIT:g}): outputs cached or work skipped on repeated inputs"
+            f"{_limit(w):g}): outputs cached or work skipped on repeated inputs"
         )
         return Verdict("repeat", FAIL, reason, evidence)
     whole = windows[0]
@@ -80,6 +94,42 @@ def repeat_verdict(pairs: Sequence[Pair], seed: int = 0) -> Verdict:
         f"over {len(pairs)} pairs, limit {SPEEDUP_LIMIT:g}"
     )
     return Verdict("repeat", PASS, reason, evidence)
+
+
+def sighting_windows(pairs: Sequence[Pair], seed: int = 0) -> list[Window]:
+    """A window for every range a..b of the hot sightings present holding at least
+    ``MIN_RANGE_PAIRS`` pairs (the whole run's range left out: the whole-run window covers it)."""
+    counts = sorted({p.hot_sightings for p in pairs})
+    windows = []
+    for i, low in enumerate(counts):
+        for high in counts[i:]:
+            inside = [p for p in pairs if low <= p.hot_sightings <= high]
+            if len(inside) >= MIN_RANGE_PAIRS and len(inside) < len(pairs):
+                name = f"hot seen {low}-{high} times before"
+                windows.append(_window(name, inside, seed, SUFFIX_CONFIDENCE))
+    return windows
+
+
+def renewed_windows(ordered: Sequence[Pair], seed: int = 0) -> list[Window]:
+    """From each of the last 8, 16, 32, ... pairs' first, the later pairs whose hot sample had been seen
+    since then (where a cache that switched on by then, counting sightings from then on, is on)."""
+    windows = []
+    size = MIN_PAIRS
+    while size < len(ordered):
+        first = ordered[-size]
+        inside = [
+            p for p in ordered[-size:] if p.trial == first.trial and p.hot_last_position >= first.position
+        ]
+        if len(inside) >= MIN_RANGE_PAIRS:
+            name = f"hot seen again within the last {size} pairs"
+            windows.append(_window(name, inside, seed, SUFFIX_CONFIDENCE))
+        size *= 2
+    return windows
+
+
+def _limit(window: Window) -> float:
+    small = window.name.startswith("hot seen") and window.pairs < MIN_PAIRS
+    return SMALL_WINDOW_LIMIT if small else SPEEDUP_LIMIT
 
 
 def _window(name: str, pairs: Sequence[Pair], seed: int, confidence: float) -> Window:

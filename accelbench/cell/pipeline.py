@@ -5,7 +5,8 @@ The local runner, the fleet node and ``tune`` all call ``run_cell``. The steps:
     2. the cell's ``CellSpec`` is written for a process of its own (``accelbench.cell.isolation``: timeout,
        memory limit, private HOME); there the scenario's driver measures it (``accelbench.cell.process``);
     3. the outcome document and what the parent observed (wall time, stderr tail) become the
-       immutable ``Result``, stamped with the fingerprint of the machine that measured it.
+       immutable ``Result``, stamped with the fingerprint of the machine that measured it, with the
+       cell's input seed (``settings.input_seed``, ``accelbench.cell.seeds``) added now that it ended.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from accelbench import registry
+from accelbench.cell import seeds
 from accelbench.cell.isolation import run_in_process
 from accelbench.cellspec import CellSpec, PlannedCell
 from accelbench.config import RunConfig, effective_mem_limit_bytes, effective_threads
@@ -40,6 +42,7 @@ def run_cell(planned: PlannedCell, run_id: str, config: RunConfig, run_dir: Path
         start = time.perf_counter()
         child = run_in_process(spec, config.timeout_s, effective_mem_limit_bytes(config))
         outcome, wall_s, tail = child.outcome, time.perf_counter() - start, child.stderr_tail
+        outcome = {**outcome, "settings": {**outcome.get("settings", {}), "input_seed": spec.input_seed}}
     log.info("%s: %s %s", planned.cell.key, outcome.get("status"), outcome.get("reason", ""))
     return result_of(run_id, planned, outcome, fingerprint, started_at, wall_s, tail)
 
@@ -60,7 +63,9 @@ def unavailable_reason(planned: PlannedCell) -> str | None:
 
 
 def cell_spec(run_id: str, config: RunConfig, planned: PlannedCell, run_dir: Path) -> CellSpec:
-    """The spec of a cell whose process works in ``run_dir`` (an absolute, local folder)."""
+    """The spec of a cell whose process works in ``run_dir`` (an absolute, local folder); its input seed
+    derives from the run's (``config.input_seed``; None: a fresh one for this cell alone)."""
+    run_seed = config.input_seed if config.input_seed is not None else seeds.draw()
     cell_dir = run_dir / "cells" / _safe_name(planned.cell.key)
     return CellSpec(
         run_id=run_id,
@@ -70,6 +75,7 @@ def cell_spec(run_id: str, config: RunConfig, planned: PlannedCell, run_dir: Pat
         rules=config.rules,
         threads=effective_threads(config),
         seed=config.seed,
+        input_seed=seeds.cell_seed(run_seed, planned.cell.key),
         samples=config.samples,
         cell_dir=str(cell_dir),
         run_dir=str(run_dir),

