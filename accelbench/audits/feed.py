@@ -4,11 +4,11 @@ LoadGen hands the SUT only QSL indices; the feed decides which inputs the stack 
 sample, in issue order (``position``), and keeps what the in-run audits need:
 
 * **repeat probes** (the idea of MLPerf's TEST04, inside the scored run): ``HOT_SAMPLES`` samples are
-  each shown a number of times drawn per trial (``priming_counts``: one group in each of 1-2, 3-4, 5-6
-  and 7-8 sightings, in random order) at random points of the first ``PRIMING_SHARE`` of the run.
+  each shown a number of times drawn per trial (``priming_counts``: one group in each quarter of 1 to
+  10 sightings, in random order) at random points of the first ``PRIMING_SHARE`` of the run.
   Afterwards, one pair of adjacent positions per stratum holds a hot sample and a never-seen cold
   sample of the same shapes, in random order. The hot sample of a pair is the seen one whose sightings
-  are nearest a count drawn from 1 to 10, and a cold sample joins the hot ones once its pair completed
+  are nearest a count drawn from 1 to 12, and a cold sample joins the hot ones once its pair completed
   (seen once), so the pairs probe every count of sightings from 1 to 8 and beyond, at distances from
   the last sighting that vary from a few to hundreds of calls. A cache gated by a sighting count (any
   k from 1 to 8), by a window of counts, or by recency is hit on some pairs and missed on others: the
@@ -55,9 +55,9 @@ from accelbench.workloads.base import Inputs
 
 HOT_SAMPLES = 4
 """Hot groups (of ``batch`` samples each; one sample at batch 1)."""
-PRIMING_SIGHTINGS = 8
+PRIMING_SIGHTINGS = 10
 """The most sightings a hot group gets before its pairs (``priming_counts``): the pairs then probe
-caches that wait for any count from 1 to 8 sightings (and beyond, as each pair adds one)."""
+caches that wait for any count from 1 to 10 sightings (and beyond, as each pair adds one)."""
 PAIRS = 16
 """Pairs per cell at the least, shared out over its trials."""
 MAX_PAIRS_FACTOR = 4
@@ -91,6 +91,10 @@ class Pair:
     """How often the hot sample had been seen before this probe."""
     hot_last_position: int = -1
     """Position of the hot sample's previous sighting in this trial (-1: in an earlier one)."""
+    hot_group: int = -1
+    """Which hot group of the trial the hot member showed."""
+    shape_class: int = 0
+    """The trial's class of input shapes of both members (pairs of one class are comparable)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,8 +393,11 @@ class AuditFeed:
         hot_s, cold_s = (first, latency_s) if leader.kind == "hot" else (latency_s, first)
         seen_before = self.sightings[hot.number // self.batch] - 1
         last = trial.pending_last.pop(event.pair_start, -1)
+        group = hot.number // self.batch
         if seen_before >= 1:
-            self.pairs.append(Pair(trial.number, event.pair_start, hot_s, cold_s, seen_before, last))
+            shapes = self.shape_class[group]
+            pair = Pair(trial.number, event.pair_start, hot_s, cold_s, seen_before, last, group, shapes)
+            self.pairs.append(pair)
         cold = event if event.kind == "cold" else leader
         self._recycle(cold.number // self.batch, (trial.number, event.pair_start))
 
@@ -425,7 +432,7 @@ class AuditFeed:
 
 def priming_counts(rng: np.random.Generator) -> list[int]:
     """Sightings of each hot group before its pairs: one group in each equal band of
-    1..``PRIMING_SIGHTINGS`` (1-2, 3-4, 5-6, 7-8 with four groups), drawn in the band, in random order."""
+    1..``PRIMING_SIGHTINGS`` (1-3, 3-5, 6-8, 8-10 with four groups), drawn in the band, in random order."""
     band = PRIMING_SIGHTINGS / HOT_SAMPLES
     counts = [1 + int((g + rng.random()) * band) for g in range(HOT_SAMPLES)]
     return [counts[int(g)] for g in rng.permutation(HOT_SAMPLES)]

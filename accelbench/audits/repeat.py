@@ -13,6 +13,13 @@ the noise. A count range with fewer than ``MIN_PAIRS`` pairs (but at least ``MIN
 judged against ``SMALL_WINDOW_LIMIT``: its interval is wide, so only a large gain (a cache hit skips
 the model) can clear it.
 
+A cache that serves only a narrow class of repeats (a few sighting counts, a recency band) hits few
+pairs, too few to move a median. The **floor** test needs no majority: a busy machine only ever makes a
+call slower, never faster than the work it does, so for an honest stack a seen sample is almost never
+``FLOOR_FACTOR`` times faster than the *fastest* never-seen sample of its shapes in the same trial. The
+audit fails when the hot samples of at least ``FLOOR_GROUPS`` different hot groups did so (each hot
+group counts once, so one sample that is cheap by its content cannot fail a stack alone).
+
 MLPerf's TEST04 allows 10% (20% for short latencies) between its two runs; the pairs here sit next to each
 other in one run, so the noise they carry is smaller, and 25% on the lower bound of the interval leaves
 honest stacks a wide margin (``benchmarks/audit_margins.py`` prints it) while a cache hit, which skips
@@ -43,6 +50,10 @@ MIN_RANGE_PAIRS = 4
 """Fewest pairs of a sighting-count range that is judged."""
 SMALL_WINDOW_LIMIT = 2.0
 """The limit of a sighting-count range of ``MIN_RANGE_PAIRS`` to ``MIN_PAIRS - 1`` pairs."""
+FLOOR_FACTOR = 2.0
+"""A probe beats the floor when its hot member ran this many times faster than the fastest cold one."""
+FLOOR_GROUPS = 3
+"""Different hot groups beating the floor that fail the audit."""
 KEPT_RANGES = 3
 """Sighting-count ranges kept in the evidence: those of the highest lower bounds."""
 
@@ -58,6 +69,8 @@ class Window:
     ratio_low: float
     ratio_high: float
     hot_faster_share: float
+    limit: float = SPEEDUP_LIMIT
+    """The ratio its lower bound must not exceed."""
 
 
 def repeat_verdict(pairs: Sequence[Pair], seed: int = 0) -> Verdict:
@@ -78,14 +91,23 @@ def repeat_verdict(pairs: Sequence[Pair], seed: int = 0) -> Verdict:
     kept = sorted(ranges, key=lambda w: -w.ratio_low)[:KEPT_RANGES]
     evidence["sighting_windows"] = [dataclasses.asdict(w) for w in kept]
     evidence["min_hot_sightings"] = seen
-    failed = [w for w in windows if w.ratio_low > SPEEDUP_LIMIT]
-    failed += [w for w in ranges if w.ratio_low > _limit(w)]
+    failed = [w for w in [*windows, *ranges] if w.ratio_low > w.limit]
+    below = floor_beaters(ordered)
+    evidence["floor"] = {"factor": FLOOR_FACTOR, "groups": len(below), "fail_groups": FLOOR_GROUPS}
+    if not failed and len(below) >= FLOOR_GROUPS:
+        counts = sorted({p.hot_sightings for p in below.values()})
+        reason = (
+            f"samples seen before ran over {FLOOR_FACTOR:g}x faster than the fastest never-seen sample "
+            f"of their shapes in {len(below)} hot groups (limit {FLOOR_GROUPS - 1}; seen "
+            f"{', '.join(map(str, counts))} times before): outputs cached or work skipped on repeated inputs"
+        )
+        return Verdict("repeat", FAIL, reason, evidence)
     if failed:
         w = failed[0]
         reason = (
             f"samples seen before ran {w.ratio:.2f}x faster than never-seen ones ({w.name}, "
             f"{w.pairs} pairs, {w.confidence:.0%} CI {w.ratio_low:.2f}-{w.ratio_high:.2f} > limit "
-            f"{_limit(w):g}): outputs cached or work skipped on repeated inputs"
+            f"{w.limit:g}): outputs cached or work skipped on repeated inputs"
         )
         return Verdict("repeat", FAIL, reason, evidence)
     whole = windows[0]
@@ -106,7 +128,7 @@ def sighting_windows(pairs: Sequence[Pair], seed: int = 0) -> list[Window]:
             inside = [p for p in pairs if low <= p.hot_sightings <= high]
             if len(inside) >= MIN_RANGE_PAIRS and len(inside) < len(pairs):
                 name = f"hot seen {low}-{high} times before"
-                windows.append(_window(name, inside, seed, SUFFIX_CONFIDENCE))
+                windows.append(_small(_window(name, inside, seed, SUFFIX_CONFIDENCE)))
     return windows
 
 
@@ -122,14 +144,26 @@ def renewed_windows(ordered: Sequence[Pair], seed: int = 0) -> list[Window]:
         ]
         if len(inside) >= MIN_RANGE_PAIRS:
             name = f"hot seen again within the last {size} pairs"
-            windows.append(_window(name, inside, seed, SUFFIX_CONFIDENCE))
+            windows.append(_small(_window(name, inside, seed, SUFFIX_CONFIDENCE)))
         size *= 2
     return windows
 
 
-def _limit(window: Window) -> float:
-    small = window.name.startswith("hot seen") and window.pairs < MIN_PAIRS
-    return SMALL_WINDOW_LIMIT if small else SPEEDUP_LIMIT
+def floor_beaters(pairs: Sequence[Pair]) -> dict[tuple[int, int], Pair]:
+    """The pairs whose hot member ran ``FLOOR_FACTOR`` times faster than the fastest cold member of its
+    trial and shapes, one per hot group (by trial, group)."""
+    floors: dict[tuple[int, int], float] = {}
+    for pair in pairs:
+        key = (pair.trial, pair.shape_class)
+        floors[key] = min(floors.get(key, np.inf), pair.cold_s)
+    return {
+        (p.trial, p.hot_group): p for p in pairs if p.hot_s * FLOOR_FACTOR < floors[(p.trial, p.shape_class)]
+    }
+
+
+def _small(window: Window) -> Window:
+    """A window of fewer than ``MIN_PAIRS`` pairs is judged against ``SMALL_WINDOW_LIMIT``."""
+    return dataclasses.replace(window, limit=SMALL_WINDOW_LIMIT) if window.pairs < MIN_PAIRS else window
 
 
 def _window(name: str, pairs: Sequence[Pair], seed: int, confidence: float) -> Window:

@@ -110,13 +110,14 @@ def test_an_honest_stack_passes_both_in_run_audits() -> None:
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_the_hot_samples_are_probed_after_every_count_of_sightings_from_1_to_8(seed: int) -> None:
+def test_the_hot_samples_are_probed_after_every_count_of_sightings_from_1_to_9(seed: int) -> None:
     clock = Clock()
     feed = make_feed(clock, seed=seed)
     drive(feed, honest(clock), clock, 200)
     counts = sorted(p.hot_sightings for p in feed.pairs)
-    assert sorted(feed.priming) != [8] * feed_module.HOT_SAMPLES and min(feed.priming) <= 2
-    assert all(sum(c >= k for c in counts) >= 4 for k in range(1, 9)), counts
+    assert min(feed.priming) <= 3 and max(feed.priming) >= 8
+    assert all(sum(c >= k for c in counts) >= 4 for k in range(1, 10)), counts
+    assert sum(c <= 2 for c in counts) >= 4, counts
 
 
 @pytest.mark.parametrize("after", range(9))
