@@ -51,13 +51,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from accelbench.audits.probes import HOT_SAMPLES, PRIMING_SIGHTINGS, Check, Origin, Pair, priming_counts
 from accelbench.workloads.base import Inputs
 
-HOT_SAMPLES = 4
-"""Hot groups (of ``batch`` samples each; one sample at batch 1)."""
-PRIMING_SIGHTINGS = 10
-"""The most sightings a hot group gets before its pairs (``priming_counts``): the pairs then probe
-caches that wait for any count from 1 to 10 sightings (and beyond, as each pair adds one)."""
 PAIRS = 16
 """Pairs per cell at the least, shared out over its trials."""
 MAX_PAIRS_FACTOR = 4
@@ -74,37 +70,6 @@ CHECK_RUN = 3
 """Adjacent checked positions per stratum: the last one's two predecessors are checked too."""
 EVENT_SHARE = 0.5
 """Audit inputs (priming, pairs) take at most about this share of a trial's positions."""
-
-Origin = tuple[str, int]
-"""Where an input came from: ``("pool", qsl index)``, ``("hot", j)`` or ``("cold", k)``."""
-
-
-@dataclass(frozen=True, slots=True)
-class Pair:
-    """One repeat probe: a primed hot sample and a never-seen cold one, at adjacent positions."""
-
-    trial: int
-    position: int
-    hot_s: float
-    cold_s: float
-    hot_sightings: int
-    """How often the hot sample had been seen before this probe."""
-    hot_last_position: int = -1
-    """Position of the hot sample's previous sighting in this trial (-1: in an earlier one)."""
-    hot_group: int = -1
-    """Which hot group of the trial the hot member showed."""
-    shape_class: int = 0
-    """The trial's class of input shapes of both members (pairs of one class are comparable)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    """An output captured for the output check, with the identity of its input."""
-
-    trial: int
-    position: int
-    origin: Origin
-    output: np.ndarray
 
 
 @dataclass(frozen=True, slots=True)
@@ -428,14 +393,6 @@ class AuditFeed:
         self.cold.extend(found)
         self.cold_hot.append(group)
         return len(self.cold_hot) - 1
-
-
-def priming_counts(rng: np.random.Generator) -> list[int]:
-    """Sightings of each hot group before its pairs: one group in each equal band of
-    1..``PRIMING_SIGHTINGS`` (1-3, 3-5, 6-8, 8-10 with four groups), drawn in the band, in random order."""
-    band = PRIMING_SIGHTINGS / HOT_SAMPLES
-    counts = [1 + int((g + rng.random()) * band) for g in range(HOT_SAMPLES)]
-    return [counts[int(g)] for g in rng.permutation(HOT_SAMPLES)]
 
 
 def _shapes(sample: Inputs) -> tuple[tuple[int, ...], ...]:
