@@ -11,14 +11,15 @@ the counts present (where a cache gated by a sighting count, or by a window of c
 fails when the lower end of its interval exceeds ``SPEEDUP_LIMIT``: the seen samples are faster beyond
 the noise. A count range with fewer than ``MIN_PAIRS`` pairs (but at least ``MIN_RANGE_PAIRS``) is
 judged against ``SMALL_WINDOW_LIMIT``: its interval is wide, so only a large gain (a cache hit skips
-the model) can clear it.
+the model) can clear it. These windows are judged only when their pairs show two different hot samples
+or more.
 
 A cache that serves only a narrow class of repeats (a few sighting counts, a recency band) hits few
 pairs, too few to move a median. The **floor** test needs no majority: a busy machine only ever makes a
 call slower, never faster than the work it does, so for an honest stack a seen sample is almost never
 ``FLOOR_FACTOR`` times faster than the *fastest* never-seen sample of its shapes in the same trial. The
-audit fails when the hot samples of at least ``FLOOR_GROUPS`` different hot groups did so (each hot
-group counts once, so one sample that is cheap by its content cannot fail a stack alone).
+audit fails when at least ``FLOOR_PAIRS`` pairs did so, showing at least ``FLOOR_GROUPS`` different hot
+samples (so one sample that is cheap by its content cannot fail a stack alone).
 
 MLPerf's TEST04 allows 10% (20% for short latencies) between its two runs; the pairs here sit next to each
 other in one run, so the noise they carry is smaller, and 25% on the lower bound of the interval leaves
@@ -52,8 +53,10 @@ SMALL_WINDOW_LIMIT = 2.0
 """The limit of a sighting-count range of ``MIN_RANGE_PAIRS`` to ``MIN_PAIRS - 1`` pairs."""
 FLOOR_FACTOR = 2.0
 """A probe beats the floor when its hot member ran this many times faster than the fastest cold one."""
-FLOOR_GROUPS = 3
-"""Different hot groups beating the floor that fail the audit."""
+FLOOR_PAIRS = 4
+"""Pairs whose hot member beat the floor that fail the audit ..."""
+FLOOR_GROUPS = 2
+"""... when they showed at least this many different hot groups."""
 KEPT_RANGES = 3
 """Sighting-count ranges kept in the evidence: those of the highest lower bounds."""
 
@@ -93,13 +96,18 @@ def repeat_verdict(pairs: Sequence[Pair], seed: int = 0) -> Verdict:
     evidence["min_hot_sightings"] = seen
     failed = [w for w in [*windows, *ranges] if w.ratio_low > w.limit]
     below = floor_beaters(ordered)
-    evidence["floor"] = {"factor": FLOOR_FACTOR, "groups": len(below), "fail_groups": FLOOR_GROUPS}
-    if not failed and len(below) >= FLOOR_GROUPS:
-        counts = sorted({p.hot_sightings for p in below.values()})
+    groups = len({(p.trial, p.hot_group) for p in below})
+    evidence["floor"] = {
+        "factor": FLOOR_FACTOR, "pairs": len(below), "groups": groups,
+        "fail_pairs": FLOOR_PAIRS, "fail_groups": FLOOR_GROUPS,
+    }  # fmt: skip
+    if not failed and len(below) >= FLOOR_PAIRS and groups >= FLOOR_GROUPS:
+        counts = sorted({p.hot_sightings for p in below})
         reason = (
             f"samples seen before ran over {FLOOR_FACTOR:g}x faster than the fastest never-seen sample "
-            f"of their shapes in {len(below)} hot groups (limit {FLOOR_GROUPS - 1}; seen "
-            f"{', '.join(map(str, counts))} times before): outputs cached or work skipped on repeated inputs"
+            f"of their shapes in {len(below)} pairs of {groups} hot samples (limit {FLOOR_PAIRS - 1} pairs; "
+            f"seen {', '.join(map(str, counts))} times before): outputs cached or work skipped on repeated "
+            "inputs"
         )
         return Verdict("repeat", FAIL, reason, evidence)
     if failed:
@@ -126,7 +134,7 @@ def sighting_windows(pairs: Sequence[Pair], seed: int = 0) -> list[Window]:
     for i, low in enumerate(counts):
         for high in counts[i:]:
             inside = [p for p in pairs if low <= p.hot_sightings <= high]
-            if len(inside) >= MIN_RANGE_PAIRS and len(inside) < len(pairs):
+            if len(inside) >= MIN_RANGE_PAIRS and len(inside) < len(pairs) and _varied(inside):
                 name = f"hot seen {low}-{high} times before"
                 windows.append(_small(_window(name, inside, seed, SUFFIX_CONFIDENCE)))
     return windows
@@ -142,23 +150,27 @@ def renewed_windows(ordered: Sequence[Pair], seed: int = 0) -> list[Window]:
         inside = [
             p for p in ordered[-size:] if p.trial == first.trial and p.hot_last_position >= first.position
         ]
-        if len(inside) >= MIN_RANGE_PAIRS:
+        if len(inside) >= MIN_RANGE_PAIRS and _varied(inside):
             name = f"hot seen again within the last {size} pairs"
             windows.append(_small(_window(name, inside, seed, SUFFIX_CONFIDENCE)))
         size *= 2
     return windows
 
 
-def floor_beaters(pairs: Sequence[Pair]) -> dict[tuple[int, int], Pair]:
+def floor_beaters(pairs: Sequence[Pair]) -> list[Pair]:
     """The pairs whose hot member ran ``FLOOR_FACTOR`` times faster than the fastest cold member of its
-    trial and shapes, one per hot group (by trial, group)."""
+    trial and shapes."""
     floors: dict[tuple[int, int], float] = {}
     for pair in pairs:
         key = (pair.trial, pair.shape_class)
         floors[key] = min(floors.get(key, np.inf), pair.cold_s)
-    return {
-        (p.trial, p.hot_group): p for p in pairs if p.hot_s * FLOOR_FACTOR < floors[(p.trial, p.shape_class)]
-    }
+    return [p for p in pairs if p.hot_s * FLOOR_FACTOR < floors[(p.trial, p.shape_class)]]
+
+
+def _varied(pairs: Sequence[Pair]) -> bool:
+    """The pairs show at least ``FLOOR_GROUPS`` different hot samples (one sample that is cheap by its
+    content, probed again and again, cannot fail a stack alone)."""
+    return len({(p.trial, p.hot_group) for p in pairs}) >= FLOOR_GROUPS
 
 
 def _small(window: Window) -> Window:

@@ -6,13 +6,14 @@ A fake clock makes the tests exact: an honest call costs 1 ms (with seeded jitte
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import numpy as np
 import pytest
 
 from accelbench.audits import feed as feed_module
-from accelbench.audits.feed import AuditFeed
+from accelbench.audits.feed import AuditFeed, Pair
 from accelbench.audits.output import chosen_checks, output_verdict
 from accelbench.audits.repeat import repeat_verdict
 from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS
@@ -324,3 +325,39 @@ def test_chosen_checks_keep_whole_runs_spread_over_the_run() -> None:
     assert 12 <= len(chosen) <= 15
     positions = [c.position for c in chosen]
     assert positions[0] < 300 and positions[-1] > 500
+
+
+def _pairs(hot_s: list[float], groups: list[int], cold_s: float = 1e-3) -> list[Pair]:
+    """Pairs of one trial: cold members at ``cold_s`` (and slower), hot members as given."""
+    return [
+        Pair(
+            0,
+            10 * k,
+            hot * (1 + 0.05 * (k % 3)),
+            cold_s * (1 + 0.05 * ((k + 1) % 3)),
+            sightings,
+            5 * k - 1,
+            group,
+        )
+        for k, (hot, group, sightings) in enumerate(zip(hot_s, groups, range(1, 99), strict=False))
+    ]
+
+
+def test_the_floor_fails_a_cache_that_hits_a_few_pairs_of_two_hot_samples() -> None:
+    hot = [1e-3] * 12 + [1e-5] * 4  # 12 misses, 4 hits: no median moves
+    verdict = repeat_verdict(_pairs(hot, [0, 1, 2, 3] * 3 + [1, 1, 2, 2]))
+    assert verdict.outcome == FAIL, verdict.reason
+    assert verdict.evidence["floor"]["pairs"] == 4 and verdict.evidence["floor"]["groups"] == 2
+    spread = _pairs(hot[::-1], [1, 1, 2, 2] + [0, 1, 2, 3] * 3)  # the hits at the lowest counts
+    spread = [dataclasses.replace(p, hot_sightings=1 + k % 7) for k, p in enumerate(spread)]
+    verdict = repeat_verdict(spread)
+    assert verdict.outcome == FAIL and "fastest never-seen sample" in verdict.reason, verdict.reason
+
+
+def test_the_floor_spares_one_sample_that_is_cheap_by_its_content_and_three_hits() -> None:
+    cheap_sample = _pairs([1e-3] * 12 + [4e-4] * 4, [0, 1, 2, 3] * 3 + [3, 3, 3, 3])
+    assert repeat_verdict(cheap_sample).outcome == PASS
+    three_hits = _pairs([1e-3] * 13 + [1e-5] * 3, [0, 1, 2, 3] * 3 + [0, 1, 2, 3])
+    assert repeat_verdict(three_hits).outcome == PASS
+    merely_faster = _pairs([1e-3] * 12 + [6e-4] * 4, [0, 1, 2, 3] * 4)  # not 2x under the fastest cold
+    assert repeat_verdict(merely_faster).outcome == PASS
