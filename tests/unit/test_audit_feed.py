@@ -361,3 +361,33 @@ def test_the_floor_spares_one_sample_that_is_cheap_by_its_content_and_three_hits
     assert repeat_verdict(three_hits).outcome == PASS
     merely_faster = _pairs([1e-3] * 12 + [6e-4] * 4, [0, 1, 2, 3] * 4)  # not 2x under the fastest cold
     assert repeat_verdict(merely_faster).outcome == PASS
+
+
+def novelty_dodger(clock: Clock) -> Callable[[Inputs], np.ndarray]:
+    """A cache that serves every repeat, except right after a never-seen input (likely a probe's cold
+    member late in a long run), when it computes."""
+    compute = honest(clock)
+    seen: dict[bytes, np.ndarray] = {}
+    previous_new = [True]
+
+    def infer(inputs: Inputs) -> np.ndarray:
+        key = inputs[0].tobytes()
+        if key in seen and not previous_new[0]:
+            clock.now_s += 1e-5
+            output = seen[key]
+        else:
+            output = compute(inputs)
+        previous_new[0] = key not in seen
+        seen[key] = output
+        return output
+
+    return infer
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_cache_that_computes_repeats_right_after_a_never_seen_input_fails(seed: int) -> None:
+    """It dodges the pairs whose cold member comes first, not those whose hot member does."""
+    clock = Clock()
+    feed = make_feed(clock, seed=seed)
+    drive(feed, novelty_dodger(clock), clock, 200)
+    assert repeat_verdict(feed.pairs).outcome == FAIL
