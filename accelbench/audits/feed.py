@@ -44,6 +44,7 @@ is the design above. The SUT may ask for a whole batch of samples before it obse
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -51,7 +52,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from accelbench.audits.probes import HOT_SAMPLES, PRIMING_SIGHTINGS, Check, Origin, Pair, priming_counts
+from accelbench.audits.probes import (
+    HOT_SAMPLES,
+    PRIMING_SIGHTINGS,
+    Check,
+    Origin,
+    Pair,
+    novel_floor,
+    priming_counts,
+)
 from accelbench.workloads.base import Inputs
 
 PAIRS = 16
@@ -145,6 +154,9 @@ class AuditFeed:
         self.cold: list[Inputs] = []
         self.cold_hot: list[int] = []
         """For each cold sample, the hot sample whose shapes it has."""
+        self.seen_pool: set[int] = set()
+        self.novel_s: dict[tuple[tuple[int, ...], ...], list[float]] = {}
+        """Latencies of never-seen inputs (timed samples' first sightings, cold members), by shapes."""
         self.sightings = [0] * HOT_SAMPLES
         """Sightings of every hot group so far (a cold group joins them once its pair completed)."""
         self.last_seen = [(-1, -1)] * HOT_SAMPLES
@@ -214,11 +226,24 @@ class AuditFeed:
             self.checks.append(Check(trial.number, trial.position, origin, copy))
         elif event is not None and event.kind in ("hot", "cold") and event.number % self.batch == 0:
             self._observe_member(trial, event, latency_s)  # once per member: its batch's first row
+        if (event is None or event.kind == "check") and self.batch == 1 and index not in self.seen_pool:
+            self.seen_pool.add(index)  # a timed sample's first sighting: computed whatever the stack
+            self.novel_s.setdefault(_shapes(self.pool[index]), []).append(latency_s)
         trial.position += 1
 
     def end_trial(self) -> None:
-        """Forget the trial that just ended (half-observed pairs are dropped)."""
+        """Give the trial's pairs their floor (``Pair.novel_floor_s``) and forget the trial (half-observed
+        pairs are dropped)."""
+        number = self._current().number
+        floors = {shapes: novel_floor(seen) for shapes, seen in self.novel_s.items()}
+        self.pairs = [
+            dataclasses.replace(p, novel_floor_s=floors[self._hot_shapes(p)]) if p.trial == number else p
+            for p in self.pairs
+        ]
         self.trial = None
+
+    def _hot_shapes(self, pair: Pair) -> tuple[tuple[int, ...], ...]:
+        return _shapes(self.hot[pair.hot_group * self.batch])
 
     def audit_input(self, origin: Origin) -> Inputs:
         """The inputs an origin names."""
@@ -341,6 +366,8 @@ class AuditFeed:
         """Count a hot group's sighting; keep a pair once both members completed, if its group was primed
         (called once per member: at the first row of its batch)."""
         previous = (-1, -1)
+        if event.kind == "cold":
+            self.novel_s.setdefault(_shapes(self.cold[event.number]), []).append(latency_s)
         if event.kind == "hot":
             group = event.number // self.batch
             self.sightings[group] += 1

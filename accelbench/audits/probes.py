@@ -3,6 +3,8 @@ the hot samples are primed."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +35,9 @@ class Pair:
     """Which hot group of the trial the hot member showed."""
     shape_class: int = 0
     """The trial's class of input shapes of both members (pairs of one class are comparable)."""
+    novel_floor_s: float = math.inf
+    """A low latency of the calls of the trial's never-seen inputs of the hot member's shapes (the
+    first sightings of timed samples, at batch 1, and the cold members): ``novel_floor``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,3 +56,15 @@ def priming_counts(rng: np.random.Generator) -> list[int]:
     band = PRIMING_SIGHTINGS / HOT_SAMPLES
     counts = [1 + int((g + rng.random()) * band) for g in range(HOT_SAMPLES)]
     return [counts[int(g)] for g in rng.permutation(HOT_SAMPLES)]
+
+
+FLOOR_POISON_SHARE = 1 / 50
+"""Share of the never-seen calls ``novel_floor`` passes over (a stack answering a few never-seen inputs
+at once, with garbage the output checks may miss, cannot drag the floor down)."""
+
+
+def novel_floor(latencies_s: Sequence[float]) -> float:
+    """The ``1 + n * FLOOR_POISON_SHARE``-th smallest of ``n`` latencies of never-seen inputs."""
+    if not latencies_s:
+        return math.inf
+    return sorted(latencies_s)[int(len(latencies_s) * FLOOR_POISON_SHARE)]
