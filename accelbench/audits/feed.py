@@ -4,18 +4,12 @@ LoadGen hands the SUT only QSL indices; the feed decides which inputs the stack 
 sample, in issue order (``position``), and keeps what the in-run audits need:
 
 * **repeat probes** (the idea of MLPerf's TEST04, inside the scored run): ``HOT_SAMPLES`` samples are
-  each shown a number of times drawn per trial (``priming_counts``: one group in each quarter of 1 to
-  10 sightings, in random order) at random points of the first ``PRIMING_SHARE`` of the run.
-  Afterwards, one pair of adjacent positions per stratum holds a hot sample and a never-seen cold
-  sample of the same shapes, in random order. The hot sample of a pair is the seen one whose sightings
-  are nearest a count drawn from 1 to 12, and a cold sample joins the hot ones once its pair completed
-  (seen once), so the pairs probe every count of sightings from 1 to 8 and beyond, at distances from
-  the last sighting that vary from a few to hundreds of calls. A cache gated by a sighting count (any
-  k from 1 to 8), by a window of counts, or by recency is hit on some pairs and missed on others: the
-  repeat audit looks at the pairs by sighting count and by renewed sighting too
-  (``accelbench.audits.repeat``). Adjacent pairs cancel the machine's
-  slow and fast phases; strata spread the pairs over the middle and the end, where a cache that waits
-  for warm-up or for N queries is on. The SUT-side latency of both members is kept (``Pair``).
+  shown a drawn number of times (``priming_counts``) in the first ``PRIMING_SHARE`` of the run; then
+  one pair of adjacent positions per stratum holds a seen (hot) sample, the one whose sightings are
+  nearest a drawn count, and a never-seen (cold) one of the same shapes, in random order; a cold sample
+  joins the hot ones once its pair completed. So the pairs probe counts of sightings from 1 to about 12
+  at distances from a few calls to hundreds (``docs/audits.md``). The latency of both members is kept
+  (``Pair``), with the floor of the never-seen calls (timed samples' first sightings, cold members).
 * **output checks** (the idea of TEST01 over the whole run): in each stratum of the run, a run of
   ``CHECK_RUN`` adjacent positions keeps copies of the outputs with the identity of their inputs
   (``Check``). Adjacent checks let the output check tell a stale output (the answer to an input issued
@@ -28,10 +22,10 @@ events spread over the whole run however fast or slow the machine turns, and not
 estimate of the run's length. Events fire at the first free position past their drawn progress target,
 from a seed the stack never sees (``secrets`` in the cell, recorded afterwards). The priming goes by the
 count alone, and the events the audits need at the least (``required``) are placed by the positions
-LoadGen guarantees once those run short (``AuditFeed._fire``), so a clock that leaps in a few long stalls
-cannot leave an audit without its minimum. A fast run gets more
-pairs (``pairs_for``), so that a cache switching on late still leaves enough pairs after it. Audit
-inputs come from sample indices that no timed, warm-up or calibration sample uses.
+LoadGen guarantees once those run short (``AuditFeed._fire``), so a clock that leaps in a few long
+stalls cannot leave an audit without its minimum. A fast run gets more pairs (``pairs_for``), so that a
+cache switching on late still leaves enough pairs after it. Audit inputs are none of the timed, warm-up
+or calibration samples (``accelbench.cell.samples``).
 
 **Batches.** When the stack is called with ``batch`` samples at a time (offline, multi-stream), a
 latency belongs to a whole batch, so the repeat probes work in whole batches: each of the
@@ -48,7 +42,6 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -56,8 +49,10 @@ from accelbench.audits.probes import (
     HOT_SAMPLES,
     PRIMING_SIGHTINGS,
     Check,
+    Event,
     Origin,
     Pair,
+    TrialState,
     novel_floor,
     priming_counts,
 )
@@ -79,42 +74,6 @@ CHECK_RUN = 3
 """Adjacent checked positions per stratum: the last one's two predecessors are checked too."""
 EVENT_SHARE = 0.5
 """Audit inputs (priming, pairs) take at most about this share of a trial's positions."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Event:
-    """What a position holds: a hot or cold pair member (with its pair's start), a priming or a check."""
-
-    kind: str
-    number: int = 0
-    pair_start: int = -1
-
-
-@dataclass(slots=True)
-class _Trial:
-    number: int
-    guaranteed: int
-    duration_s: float
-    started_s: float
-    targets: dict[str, list[float]]
-    """Progress targets still to fire, by kind (``prime``, ``pair``, ``check``), soonest last."""
-    events: dict[int, _Event] = field(default_factory=dict)
-    position: int = 0
-    """Samples observed so far (the observation cursor)."""
-    issued: int = 0
-    """Samples handed out by ``sample`` so far (the issue cursor, at most a batch ahead)."""
-    pending: dict[int, float] = field(default_factory=dict)
-    """Latency of the first member of a pair, by pair start, until the second completes."""
-    pending_last: dict[int, int] = field(default_factory=dict)
-    """Position of the previous sighting of a pair's hot member (-1: another trial), by pair start."""
-    cold: list[int] = field(default_factory=list)
-    """Cold samples drawn for this trial and not used yet."""
-    substituted: int = 0
-    """Positions given audit inputs so far (priming and pairs)."""
-    planned: dict[str, int] = field(default_factory=dict)
-    """Events drawn at the start, by kind."""
-    placed: dict[str, int] = field(default_factory=dict)
-    """Events placed so far, by kind."""
 
 
 class AuditFeed:
@@ -168,7 +127,7 @@ class AuditFeed:
         self.next_audit_index = len(self.hot)
         self.pairs: list[Pair] = []
         self.checks: list[Check] = []
-        self.trial: _Trial | None = None
+        self.trial: TrialState | None = None
         self.trials = 0
 
     def minimum_samples(self) -> int:
@@ -200,7 +159,7 @@ class AuditFeed:
         }
         guaranteed = max(1, guaranteed_samples)
         planned = {kind: len(found) for kind, found in targets.items()}
-        self.trial = _Trial(
+        self.trial = TrialState(
             self.trials, guaranteed, duration_s, self.clock(), targets, cold=cold[::-1], planned=planned,
             placed=dict.fromkeys(targets, 0),
         )  # fmt: skip
@@ -254,18 +213,18 @@ class AuditFeed:
             return self.cold[number]
         return self.pool[number]
 
-    def _current(self) -> _Trial:
+    def _current(self) -> TrialState:
         if self.trial is None:
             raise RuntimeError("AuditFeed.start_trial was not called")
         return self.trial
 
-    def _progress(self, trial: _Trial) -> float:
+    def _progress(self, trial: TrialState) -> float:
         by_count = trial.issued / trial.guaranteed
         if trial.duration_s <= 0:
             return by_count
         return min(by_count, (self.clock() - trial.started_s) / trial.duration_s)
 
-    def _fire(self, trial: _Trial) -> None:
+    def _fire(self, trial: TrialState) -> None:
         """Place the most urgent event whose target has passed at this position (at most one).
 
         Priming goes by the count of issued samples alone (it is done early whatever the clock does) and
@@ -297,22 +256,22 @@ class AuditFeed:
         if kind == "prime":
             group = self._least_primed()
             for k in range(size):
-                trial.events[start + k] = _Event("hot", group * size + k)
+                trial.events[start + k] = Event("hot", group * size + k)
             trial.substituted += size
         elif kind == "pair" and trial.cold:
             cold = trial.cold.pop()
             group = self._hot_for(cold)
-            hot = [_Event("hot", group * size + k, start) for k in range(size)]
-            fresh = [_Event("cold", cold * size + k, start) for k in range(size)]
+            hot = [Event("hot", group * size + k, start) for k in range(size)]
+            fresh = [Event("cold", cold * size + k, start) for k in range(size)]
             members = [*fresh, *hot] if self.rng.random() < 0.5 else [*hot, *fresh]
             for k, member in enumerate(members):
                 trial.events[start + k] = member
             trial.substituted += 2 * size
         elif kind == "check":
             for k in range(CHECK_RUN):
-                trial.events.setdefault(start + k, _Event("check"))
+                trial.events.setdefault(start + k, Event("check"))
 
-    def _behind(self, trial: _Trial) -> tuple[str, ...]:
+    def _behind(self, trial: TrialState) -> tuple[str, ...]:
         """The kinds whose required events still to place (priming included) need every position that
         LoadGen still guarantees, with a check run and a batch of slack; () while there is room."""
         left = trial.guaranteed - trial.issued
@@ -356,13 +315,13 @@ class AuditFeed:
         self.last_seen.append(seen_at)
         self.shape_class.append(self.shape_class[self.cold_hot[cold]])
 
-    def _origin(self, trial: _Trial, position: int, index: int) -> Origin:
+    def _origin(self, trial: TrialState, position: int, index: int) -> Origin:
         event = trial.events.get(position)
         if event is None or event.kind == "check":
             return ("pool", index)
         return (event.kind, event.number)
 
-    def _observe_member(self, trial: _Trial, event: _Event, latency_s: float) -> None:
+    def _observe_member(self, trial: TrialState, event: Event, latency_s: float) -> None:
         """Count a hot group's sighting; keep a pair once both members completed, if its group was primed
         (called once per member: at the first row of its batch)."""
         previous = (-1, -1)

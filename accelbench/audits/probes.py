@@ -1,11 +1,11 @@
-"""The records of the audit feed's probes (``accelbench.audits.feed``): pairs, checks, and how often
-the hot samples are primed."""
+"""The records of the audit feed (``accelbench.audits.feed``): its pairs and checks, what a position
+holds, a trial's state, how often the hot samples are primed, and the floor of never-seen calls."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -48,6 +48,42 @@ class Check:
     position: int
     origin: Origin
     output: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """What a position holds: a hot or cold pair member (with its pair's start), a priming or a check."""
+
+    kind: str
+    number: int = 0
+    pair_start: int = -1
+
+
+@dataclass(slots=True)
+class TrialState:
+    number: int
+    guaranteed: int
+    duration_s: float
+    started_s: float
+    targets: dict[str, list[float]]
+    """Progress targets still to fire, by kind (``prime``, ``pair``, ``check``), soonest last."""
+    events: dict[int, Event] = field(default_factory=dict)
+    position: int = 0
+    """Samples observed so far (the observation cursor)."""
+    issued: int = 0
+    """Samples handed out by ``sample`` so far (the issue cursor, at most a batch ahead)."""
+    pending: dict[int, float] = field(default_factory=dict)
+    """Latency of the first member of a pair, by pair start, until the second completes."""
+    pending_last: dict[int, int] = field(default_factory=dict)
+    """Position of the previous sighting of a pair's hot member (-1: another trial), by pair start."""
+    cold: list[int] = field(default_factory=list)
+    """Cold samples drawn for this trial and not used yet."""
+    substituted: int = 0
+    """Positions given audit inputs so far (priming and pairs)."""
+    planned: dict[str, int] = field(default_factory=dict)
+    """Events drawn at the start, by kind."""
+    placed: dict[str, int] = field(default_factory=dict)
+    """Events placed so far, by kind."""
 
 
 def priming_counts(rng: np.random.Generator) -> list[int]:
