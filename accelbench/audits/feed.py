@@ -120,6 +120,7 @@ class AuditFeed:
         """Sightings of every hot group so far (a cold group joins them once its pair completed)."""
         self.last_seen = [(-1, -1)] * HOT_SAMPLES
         """(trial, position) of every hot group's last sighting."""
+        self.last_hot = -1
         self.shape_class = list(range(HOT_SAMPLES))
         """For each hot group, the first hot group whose shapes it has."""
         self.priming = priming_counts(self.rng)
@@ -298,14 +299,18 @@ class AuditFeed:
     def _hot_for(self, cold: int) -> int:
         """The hot group of a pair with cold group ``cold``: among the seen groups of its shapes, the one
         whose sightings are nearest a count drawn from 1 to ``PRIMING_SIGHTINGS + 2`` (ties at random),
-        so the pairs probe every count; the cold group's own hot group when none was seen yet."""
+        so the pairs probe every count; never the previous pair's hot group when another was seen (so
+        the high counts are reached by two groups, not one); the cold group's own hot group when none was
+        seen yet."""
         shapes = self.shape_class[self.cold_hot[cold]]
         seen = [g for g, n in enumerate(self.sightings) if n >= 1 and self.shape_class[g] == shapes]
+        seen = [g for g in seen if g != self.last_hot] or seen
         if not seen:
             return self.cold_hot[cold]
         wanted = int(self.rng.integers(1, PRIMING_SIGHTINGS + 3))
         distance = [abs(self.sightings[g] - wanted) + self.rng.random() / 2 for g in seen]
-        return seen[int(np.argmin(distance))]
+        self.last_hot = seen[int(np.argmin(distance))]
+        return self.last_hot
 
     def _recycle(self, cold: int, seen_at: tuple[int, int]) -> None:
         """Cold group ``cold``, seen once in its pair (``seen_at``: trial, position), becomes a hot group."""
