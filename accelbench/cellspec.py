@@ -1,9 +1,10 @@
 """The cell's records: a ``PlannedCell`` (what the runner plans) and the ``CellSpec`` its process gets.
 
-The parent (``accelbench.cell.pipeline``) writes a ``CellSpec`` as JSON, starts
-``python -m accelbench.cell.process SPEC`` and reads back the child's outcome document from
-``result_path``. References (``module:Class``) are resolved by the parent, so the child imports exactly
-what was planned, plugins and planted test stacks included.
+The parent (``accelbench.cell.pipeline``) writes a ``CellSpec`` as JSON (without its input seed, which
+the cell process gets through the fork's arguments: ``accelbench.cell.isolation``), starts the cell
+process and reads back the child's outcome document from ``result_path``. References (``module:Class``)
+are resolved by the parent, so the child imports exactly what was planned, plugins and planted test
+stacks included.
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ class CellSpec:
     rules: str
     threads: int
     seed: int
+    """Seed of the model's weights (``ModelSpec.seed``: a stack may see it)."""
+    input_seed: int
+    """Seed of every input the cell times or audits (``accelbench.cell.seeds``); never written to the
+    cell's folder nor handed to a stack (``public_dict``)."""
     samples: int
     cell_dir: str
     """Private folder of this cell (LoadGen logs, stderr); relative paths are stored against run_dir."""
@@ -62,13 +67,21 @@ class CellSpec:
     ``cache_dir``."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able form."""
+        """Plain JSON-able form (in memory and pipes only: it holds the input seed)."""
         return dataclasses.asdict(self)
 
+    def public_dict(self) -> dict[str, Any]:
+        """``to_dict`` without the input seed: the form that may be written to the cell's folder."""
+        document = self.to_dict()
+        del document["input_seed"]
+        return document
+
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CellSpec:
-        """Inverse of ``to_dict``."""
+    def from_dict(cls, data: Mapping[str, Any], input_seed: int | None = None) -> CellSpec:
+        """Inverse of ``to_dict``; of ``public_dict`` with the ``input_seed`` passed apart."""
         fields = dict(data)
+        if input_seed is not None:
+            fields["input_seed"] = input_seed
         fields["cell"] = Cell(**fields["cell"])
         fields["batch_sweep"] = tuple(fields.get("batch_sweep", ()))
         return cls(**fields)

@@ -55,6 +55,10 @@ class RunConfig:
     threads: int = 0
     """Intra-op threads for every stack; 0 means "all cores this process may use"."""
     seed: int = 0
+    """Seed of the models' weights (stacks see it: ``ModelSpec.seed``)."""
+    input_seed: int | None = None
+    """Seed of the run's inputs (``accelbench.cell.seeds``): None until the run draws one; stored only
+    when the run ends; ``accelbench run --input-seed N`` replays a run's inputs."""
     samples: int = 64
     """Performance samples loaded into LoadGen's QSL."""
     timeout_s: float = 600.0
@@ -94,6 +98,8 @@ class RunConfig:
             raise UserError("runs and nproc must be at least 1")
         if self.variants < 0 or (self.variant_seed is not None and self.variant_seed < 0):
             raise UserError("variants and variant_seed must be >= 0")
+        if self.input_seed is not None and not 0 <= self.input_seed < 1 << 63:
+            raise UserError(f"input_seed must be a whole number in [0, 2**63), got {self.input_seed}")
         if (self.batch is not None and self.batch < 1) or any(b < 1 for b in self.batch_sweep):
             raise UserError("batch sizes must be at least 1")
         if self.serve_url is not None and not self.serve_url.startswith(("http://", "https://")):

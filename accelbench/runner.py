@@ -3,10 +3,16 @@
 The runner owns the order of work: one cell at a time (the machine is shared; parallel cells would time
 each other), stacks that are unavailable here are recorded without starting a process, and one failing
 cell never stops the run. ``--resume RUN_ID`` replays the stored configuration and skips finished cells.
+
+The run's input seed (``accelbench.cell.seeds``) is drawn when the cells start, unless the configuration
+carries one (``--input-seed``), and stored with the run's configuration only when they stopped: a stack
+can read the store's folder, so the seed is on disk only once no cell of the run is measuring. A resumed
+run draws a fresh one (the interrupted part's seed was stored), and each result keeps its own cell's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import secrets
@@ -17,6 +23,7 @@ from pathlib import Path
 from typing import Protocol
 
 from accelbench import registry, training
+from accelbench.cell import seeds
 from accelbench.cell.pipeline import run_cell
 from accelbench.cellspec import PlannedCell
 from accelbench.config import RunConfig
@@ -132,18 +139,20 @@ def _variants(config: RunConfig, stack_ref: str) -> tuple[str, ...]:
 
 
 def start_run(store: Store, config: RunConfig, machine: Machine) -> str:
-    """Register a new run in the store and return its id."""
+    """Register a new run in the store and return its id (the input seed is stored when the run ends)."""
     run_id = new_run_id()
-    store.create_run(run_id, config.to_dict(), machine_to_dict(machine), machine.fingerprint)
+    stored = dataclasses.replace(config, input_seed=None).to_dict()
+    store.create_run(run_id, stored, machine_to_dict(machine), machine.fingerprint)
     return run_id
 
 
 def resume_config(store: Store, run_id: str, machine: Machine) -> RunConfig:
-    """The stored configuration of ``run_id``; refuses to resume on another machine."""
+    """The stored configuration of ``run_id`` without its input seed (the stored one was readable on disk:
+    the rest of the run draws a fresh one); refuses to resume on another machine."""
     record = store.run(run_id)
     if record.machine_fingerprint != machine.fingerprint:
         raise UserError(f"run {run_id} was made on another machine ({record.machine_fingerprint})")
-    return RunConfig.from_dict(record.config)
+    return dataclasses.replace(RunConfig.from_dict(record.config), input_seed=None)
 
 
 class Executor(Protocol):
@@ -193,10 +202,13 @@ def execute(
     ``executor`` decides where cells run (default: ``LocalExecutor``, sequentially on this machine;
     ``accelbench.fleet.FleetExecutor`` spreads them over a Ray cluster). Each result is stored as soon
     as it arrives, so an interruption loses nothing already finished. ``on_start`` is called as each
-    cell starts here (the local executor only: a fleet's cells start on its nodes).
+    cell starts here (the local executor only: a fleet's cells start on its nodes). The run's input
+    seed (``config.input_seed``, else a fresh one) is stored once the cells stopped, however they stopped.
     """
     done = store.finished_cell_keys(run_id)
     pending = [p for p in plan(config) if p.cell.key not in done]
+    if config.input_seed is None:
+        config = dataclasses.replace(config, input_seed=seeds.draw())
     store.set_run_status(run_id, "running")
     chosen = executor if executor is not None else LocalExecutor(store, machine, on_start=on_start)
     stream = chosen.results(run_id, config, pending)
@@ -210,6 +222,7 @@ def execute(
         close = getattr(stream, "close", None)
         if close is not None:
             close()
+        store.set_run_config(run_id, config.to_dict())
     store.set_run_status(run_id, "complete")
     return results
 

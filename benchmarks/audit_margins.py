@@ -23,13 +23,15 @@ Audit = Mapping[str, Any]
 
 
 def repeat_margin(audit: Audit) -> tuple[float, float, float] | None:
-    """Largest lower CI bound of the seen/never-seen ratio over the windows, vs the limit."""
+    """The lower CI bound of the seen/never-seen ratio nearest its window's limit (over the run's windows
+    and the sighting-count windows kept), that limit, and the margin."""
     entry = audit.get("repeat") or {}
-    windows = entry.get("windows") or []
+    windows = [*(entry.get("windows") or []), *(entry.get("sighting_windows") or [])]
     if not windows:
         return None
-    worst = max(w["ratio_low"] for w in windows)
-    return worst, entry["limit"], entry["limit"] / worst
+    worst = min(windows, key=lambda w: w.get("limit", entry["limit"]) / w["ratio_low"])
+    limit = worst.get("limit", entry["limit"])
+    return worst["ratio_low"], limit, limit / worst["ratio_low"]
 
 
 def caching_margin(audit: Audit) -> tuple[float, float, float] | None:

@@ -4,8 +4,8 @@ Each audit returns a ``Verdict`` (pass / fail / inconclusive, a one-line reason,
 
 * ``output`` (``output.py``, TEST01 over the whole run): outputs captured at random points of every
   timed trial, each nearer the fp32 reference of its own input than of any other; no zeros, no NaN.
-* ``repeat`` (``repeat.py``, TEST04 inside the run): samples seen 8+ times vs never-seen ones, slipped
-  into the scored run in adjacent pairs by the feed (``feed.py``); faster seen samples fail.
+* ``repeat`` (``repeat.py``, TEST04 inside the run): samples seen 1 to ~12 times vs never-seen ones,
+  slipped into the scored run in adjacent pairs by the feed (``feed.py``); faster seen samples fail.
 * ``caching`` and ``alternate_seed`` (``post_run.py``): immediate repeats after the run, and the quality
   gate on inputs of another seed.
 * ``precision`` (``precision.py``): the error must fit the budget of the declared precision.

@@ -4,12 +4,12 @@ LoadGen hands the SUT only QSL indices; the feed decides which inputs the stack 
 sample, in issue order (``position``), and keeps what the in-run audits need:
 
 * **repeat probes** (the idea of MLPerf's TEST04, inside the scored run): ``HOT_SAMPLES`` samples are
-  shown ``PRIMING_SIGHTINGS`` times at random points of the first ``PRIMING_SHARE`` of the run, so that
-  any cache that switches on after up to 8 sightings has switched on. Afterwards, one pair of adjacent
-  positions per stratum holds a primed hot sample and a never-seen cold sample of the same shapes, in
-  random order. Adjacent pairs cancel the machine's slow and fast phases; strata spread the pairs over
-  the middle and the end, where a cache that waits for warm-up or for N queries is on. The SUT-side
-  latency of both members is kept (``Pair``).
+  shown a drawn number of times (``priming_counts``) in the first ``PRIMING_SHARE`` of the run; then
+  one pair of adjacent positions per stratum holds a seen (hot) sample, the one whose sightings are
+  nearest a drawn count, and a never-seen (cold) one of the same shapes, in random order; a cold sample
+  joins the hot ones once its pair completed. So the pairs probe counts of sightings from 1 to about 12
+  at distances from a few calls to hundreds (``docs/audits.md``). The latency of both members is kept
+  (``Pair``), with the floor of the never-seen calls (timed samples' first sightings, cold members).
 * **output checks** (the idea of TEST01 over the whole run): in each stratum of the run, a run of
   ``CHECK_RUN`` adjacent positions keeps copies of the outputs with the identity of their inputs
   (``Check``). Adjacent checks let the output check tell a stale output (the answer to an input issued
@@ -22,10 +22,10 @@ events spread over the whole run however fast or slow the machine turns, and not
 estimate of the run's length. Events fire at the first free position past their drawn progress target,
 from a seed the stack never sees (``secrets`` in the cell, recorded afterwards). The priming goes by the
 count alone, and the events the audits need at the least (``required``) are placed by the positions
-LoadGen guarantees once those run short (``AuditFeed._fire``), so a clock that leaps in a few long stalls
-cannot leave an audit without its minimum. A fast run gets more
-pairs (``pairs_for``), so that a cache switching on late still leaves enough pairs after it. Audit
-inputs come from sample indices that no timed, warm-up or calibration sample uses.
+LoadGen guarantees once those run short (``AuditFeed._fire``), so a clock that leaps in a few long
+stalls cannot leave an audit without its minimum. A fast run gets more pairs (``pairs_for``), so that a
+cache switching on late still leaves enough pairs after it. Audit inputs are none of the timed, warm-up
+or calibration samples (``accelbench.cell.samples``).
 
 **Batches.** When the stack is called with ``batch`` samples at a time (offline, multi-stream), a
 latency belongs to a whole batch, so the repeat probes work in whole batches: each of the
@@ -38,19 +38,26 @@ is the design above. The SUT may ask for a whole batch of samples before it obse
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
+from accelbench.audits.probes import (
+    HOT_SAMPLES,
+    PRIMING_SIGHTINGS,
+    Check,
+    Event,
+    Origin,
+    Pair,
+    TrialState,
+    novel_floor,
+    priming_counts,
+)
 from accelbench.workloads.base import Inputs
 
-HOT_SAMPLES = 2
-"""Hot groups (of ``batch`` samples each; one sample at batch 1)."""
-PRIMING_SIGHTINGS = 8
-"""Sightings of each hot sample before its probes count: catches caches that wait for up to 8."""
 PAIRS = 16
 """Pairs per cell at the least, shared out over its trials."""
 MAX_PAIRS_FACTOR = 4
@@ -67,65 +74,6 @@ CHECK_RUN = 3
 """Adjacent checked positions per stratum: the last one's two predecessors are checked too."""
 EVENT_SHARE = 0.5
 """Audit inputs (priming, pairs) take at most about this share of a trial's positions."""
-
-Origin = tuple[str, int]
-"""Where an input came from: ``("pool", qsl index)``, ``("hot", j)`` or ``("cold", k)``."""
-
-
-@dataclass(frozen=True, slots=True)
-class Pair:
-    """One repeat probe: a primed hot sample and a never-seen cold one, at adjacent positions."""
-
-    trial: int
-    position: int
-    hot_s: float
-    cold_s: float
-    hot_sightings: int
-    """How often the hot sample had been seen before this probe."""
-
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    """An output captured for the output check, with the identity of its input."""
-
-    trial: int
-    position: int
-    origin: Origin
-    output: np.ndarray
-
-
-@dataclass(frozen=True, slots=True)
-class _Event:
-    """What a position holds: a hot or cold pair member (with its pair's start), a priming or a check."""
-
-    kind: str
-    number: int = 0
-    pair_start: int = -1
-
-
-@dataclass(slots=True)
-class _Trial:
-    number: int
-    guaranteed: int
-    duration_s: float
-    started_s: float
-    targets: dict[str, list[float]]
-    """Progress targets still to fire, by kind (``prime``, ``pair``, ``check``), soonest last."""
-    events: dict[int, _Event] = field(default_factory=dict)
-    position: int = 0
-    """Samples observed so far (the observation cursor)."""
-    issued: int = 0
-    """Samples handed out by ``sample`` so far (the issue cursor, at most a batch ahead)."""
-    pending: dict[int, float] = field(default_factory=dict)
-    """Latency of the first member of a pair, by pair start, until the second completes."""
-    cold: list[int] = field(default_factory=list)
-    """Cold samples drawn for this trial and not used yet."""
-    substituted: int = 0
-    """Positions given audit inputs so far (priming and pairs)."""
-    planned: dict[str, int] = field(default_factory=dict)
-    """Events drawn at the start, by kind."""
-    placed: dict[str, int] = field(default_factory=dict)
-    """Events placed so far, by kind."""
 
 
 class AuditFeed:
@@ -165,17 +113,28 @@ class AuditFeed:
         self.cold: list[Inputs] = []
         self.cold_hot: list[int] = []
         """For each cold sample, the hot sample whose shapes it has."""
+        self.seen_pool: set[int] = set()
+        self.novel_s: dict[tuple[tuple[int, ...], ...], list[float]] = {}
+        """Latencies of never-seen inputs (timed samples' first sightings, cold members), by shapes."""
         self.sightings = [0] * HOT_SAMPLES
+        """Sightings of every hot group so far (a cold group joins them once its pair completed)."""
+        self.last_seen = [(-1, -1)] * HOT_SAMPLES
+        """(trial, position) of every hot group's last sighting."""
+        self.last_hot = -1
+        self.shape_class = list(range(HOT_SAMPLES))
+        """For each hot group, the first hot group whose shapes it has."""
+        self.priming = priming_counts(self.rng)
+        """Sightings each hot group gets before its pairs, drawn per feed (a trial's process)."""
         self.next_audit_index = len(self.hot)
         self.pairs: list[Pair] = []
         self.checks: list[Check] = []
-        self.trial: _Trial | None = None
+        self.trial: TrialState | None = None
         self.trials = 0
 
     def minimum_samples(self) -> int:
         """Samples the next trial must issue: audit inputs take at most ``EVENT_SHARE`` of them, and the
         checks (which replace no input) fit in the rest."""
-        priming = sum(max(0, PRIMING_SIGHTINGS - seen) for seen in self.sightings)
+        priming = self._priming_left()
         substituted = (priming + 2 * self.pairs_per_trial) * self.batch
         checks = CHECK_RUN * self._check_runs()
         return max(int(substituted / EVENT_SHARE), substituted + checks) + CHECK_RUN + self.batch
@@ -189,9 +148,10 @@ class AuditFeed:
         """Draw the next trial's targets. LoadGen issues at least ``guaranteed_samples`` and runs at
         least ``duration_s`` (0 for offline, whose one query has exactly ``guaranteed_samples``)."""
         pairs = self.pairs_for(expected_samples)
-        groups = (self._new_cold_group(slot % HOT_SAMPLES) for slot in range(pairs))
+        order = self.rng.permutation(HOT_SAMPLES)
+        groups = (self._new_cold_group(int(order[slot % HOT_SAMPLES])) for slot in range(pairs))
         cold = [g for g in groups if g is not None]
-        priming = sum(max(0, PRIMING_SIGHTINGS - seen) for seen in self.sightings)
+        priming = self._priming_left()
         begin = PRIMING_SHARE if priming else 0.0
         targets = {
             "prime": self._targets(priming, 0.0, PRIMING_SHARE),
@@ -200,7 +160,7 @@ class AuditFeed:
         }
         guaranteed = max(1, guaranteed_samples)
         planned = {kind: len(found) for kind, found in targets.items()}
-        self.trial = _Trial(
+        self.trial = TrialState(
             self.trials, guaranteed, duration_s, self.clock(), targets, cold=cold[::-1], planned=planned,
             placed=dict.fromkeys(targets, 0),
         )  # fmt: skip
@@ -226,11 +186,24 @@ class AuditFeed:
             self.checks.append(Check(trial.number, trial.position, origin, copy))
         elif event is not None and event.kind in ("hot", "cold") and event.number % self.batch == 0:
             self._observe_member(trial, event, latency_s)  # once per member: its batch's first row
+        if (event is None or event.kind == "check") and self.batch == 1 and index not in self.seen_pool:
+            self.seen_pool.add(index)  # a timed sample's first sighting: computed whatever the stack
+            self.novel_s.setdefault(_shapes(self.pool[index]), []).append(latency_s)
         trial.position += 1
 
     def end_trial(self) -> None:
-        """Forget the trial that just ended (half-observed pairs are dropped)."""
+        """Give the trial's pairs their floor (``Pair.novel_floor_s``) and forget the trial (half-observed
+        pairs are dropped)."""
+        number = self._current().number
+        floors = {shapes: novel_floor(seen) for shapes, seen in self.novel_s.items()}
+        self.pairs = [
+            dataclasses.replace(p, novel_floor_s=floors[self._hot_shapes(p)]) if p.trial == number else p
+            for p in self.pairs
+        ]
         self.trial = None
+
+    def _hot_shapes(self, pair: Pair) -> tuple[tuple[int, ...], ...]:
+        return _shapes(self.hot[pair.hot_group * self.batch])
 
     def audit_input(self, origin: Origin) -> Inputs:
         """The inputs an origin names."""
@@ -241,18 +214,18 @@ class AuditFeed:
             return self.cold[number]
         return self.pool[number]
 
-    def _current(self) -> _Trial:
+    def _current(self) -> TrialState:
         if self.trial is None:
             raise RuntimeError("AuditFeed.start_trial was not called")
         return self.trial
 
-    def _progress(self, trial: _Trial) -> float:
+    def _progress(self, trial: TrialState) -> float:
         by_count = trial.issued / trial.guaranteed
         if trial.duration_s <= 0:
             return by_count
         return min(by_count, (self.clock() - trial.started_s) / trial.duration_s)
 
-    def _fire(self, trial: _Trial) -> None:
+    def _fire(self, trial: TrialState) -> None:
         """Place the most urgent event whose target has passed at this position (at most one).
 
         Priming goes by the count of issued samples alone (it is done early whatever the clock does) and
@@ -282,24 +255,24 @@ class AuditFeed:
         trial.targets[kind].pop()
         trial.placed[kind] += 1
         if kind == "prime":
-            group = self._least_seen()
+            group = self._least_primed()
             for k in range(size):
-                trial.events[start + k] = _Event("hot", group * size + k)
+                trial.events[start + k] = Event("hot", group * size + k)
             trial.substituted += size
         elif kind == "pair" and trial.cold:
             cold = trial.cold.pop()
-            group = self.cold_hot[cold]
-            hot = [_Event("hot", group * size + k, start) for k in range(size)]
-            fresh = [_Event("cold", cold * size + k, start) for k in range(size)]
+            group = self._hot_for(cold)
+            hot = [Event("hot", group * size + k, start) for k in range(size)]
+            fresh = [Event("cold", cold * size + k, start) for k in range(size)]
             members = [*fresh, *hot] if self.rng.random() < 0.5 else [*hot, *fresh]
             for k, member in enumerate(members):
                 trial.events[start + k] = member
             trial.substituted += 2 * size
         elif kind == "check":
             for k in range(CHECK_RUN):
-                trial.events.setdefault(start + k, _Event("check"))
+                trial.events.setdefault(start + k, Event("check"))
 
-    def _behind(self, trial: _Trial) -> tuple[str, ...]:
+    def _behind(self, trial: TrialState) -> tuple[str, ...]:
         """The kinds whose required events still to place (priming included) need every position that
         LoadGen still guarantees, with a check run and a batch of slack; () while there is room."""
         left = trial.guaranteed - trial.issued
@@ -314,22 +287,59 @@ class AuditFeed:
             return ()
         return ("prime", *(k for k, n in short.items() if n))
 
-    def _least_seen(self) -> int:
-        return int(np.argmin(self.sightings))
+    def _priming_left(self) -> int:
+        primed = self.sightings[:HOT_SAMPLES]
+        return sum(max(0, target - seen) for target, seen in zip(self.priming, primed, strict=True))
 
-    def _origin(self, trial: _Trial, position: int, index: int) -> Origin:
+    def _least_primed(self) -> int:
+        """The hot group furthest below its priming count."""
+        primed = self.sightings[:HOT_SAMPLES]
+        return int(np.argmax([t - s for t, s in zip(self.priming, primed, strict=True)]))
+
+    def _hot_for(self, cold: int) -> int:
+        """The hot group of a pair with cold group ``cold``: among the seen groups of its shapes, the one
+        whose sightings are nearest a count drawn from 1 to ``PRIMING_SIGHTINGS + 2`` (ties at random),
+        so the pairs probe every count; never the previous pair's hot group when another was seen (so
+        the high counts are reached by two groups, not one); the cold group's own hot group when none was
+        seen yet."""
+        shapes = self.shape_class[self.cold_hot[cold]]
+        seen = [g for g, n in enumerate(self.sightings) if n >= 1 and self.shape_class[g] == shapes]
+        seen = [g for g in seen if g != self.last_hot] or seen
+        if not seen:
+            return self.cold_hot[cold]
+        wanted = int(self.rng.integers(1, PRIMING_SIGHTINGS + 3))
+        distance = [abs(self.sightings[g] - wanted) + self.rng.random() / 2 for g in seen]
+        self.last_hot = seen[int(np.argmin(distance))]
+        return self.last_hot
+
+    def _recycle(self, cold: int, seen_at: tuple[int, int]) -> None:
+        """Cold group ``cold``, seen once in its pair (``seen_at``: trial, position), becomes a hot group."""
+        size = self.batch
+        self.hot.extend(self.cold[cold * size : (cold + 1) * size])
+        self.sightings.append(1)
+        self.last_seen.append(seen_at)
+        self.shape_class.append(self.shape_class[self.cold_hot[cold]])
+
+    def _origin(self, trial: TrialState, position: int, index: int) -> Origin:
         event = trial.events.get(position)
         if event is None or event.kind == "check":
             return ("pool", index)
         return (event.kind, event.number)
 
-    def _observe_member(self, trial: _Trial, event: _Event, latency_s: float) -> None:
+    def _observe_member(self, trial: TrialState, event: Event, latency_s: float) -> None:
         """Count a hot group's sighting; keep a pair once both members completed, if its group was primed
         (called once per member: at the first row of its batch)."""
+        previous = (-1, -1)
+        if event.kind == "cold":
+            self.novel_s.setdefault(_shapes(self.cold[event.number]), []).append(latency_s)
         if event.kind == "hot":
-            self.sightings[event.number // self.batch] += 1
+            group = event.number // self.batch
+            self.sightings[group] += 1
+            previous, self.last_seen[group] = self.last_seen[group], (trial.number, trial.position)
         if event.pair_start < 0:  # a priming sighting
             return
+        if event.kind == "hot":
+            trial.pending_last[event.pair_start] = previous[1] if previous[0] == trial.number else -1
         first = trial.pending.pop(event.pair_start, None)
         if first is None:
             trial.pending[event.pair_start] = latency_s
@@ -338,8 +348,14 @@ class AuditFeed:
         hot = leader if leader.kind == "hot" else event
         hot_s, cold_s = (first, latency_s) if leader.kind == "hot" else (latency_s, first)
         seen_before = self.sightings[hot.number // self.batch] - 1
-        if seen_before >= PRIMING_SIGHTINGS:
-            self.pairs.append(Pair(trial.number, event.pair_start, hot_s, cold_s, seen_before))
+        last = trial.pending_last.pop(event.pair_start, -1)
+        group = hot.number // self.batch
+        if seen_before >= 1:
+            shapes = self.shape_class[group]
+            pair = Pair(trial.number, event.pair_start, hot_s, cold_s, seen_before, last, group, shapes)
+            self.pairs.append(pair)
+        cold = event if event.kind == "cold" else leader
+        self._recycle(cold.number // self.batch, (trial.number, event.pair_start))
 
     def _check_runs(self) -> int:
         return max(1, math.ceil(self.checks_per_trial / CHECK_RUN))

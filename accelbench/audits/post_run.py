@@ -44,8 +44,6 @@ MIN_TRIPLES = 4
 MAX_TRIPLES = 12
 AUDIT_BUDGET_S = 3.0
 """No new triple starts after this many seconds (at least ``MIN_TRIPLES`` run)."""
-ALTERNATE_SEED_OFFSET = 0x5EED
-"""The audit's samples come from seed ``run seed + ALTERNATE_SEED_OFFSET``."""
 
 Infer = Callable[[Inputs], np.ndarray]
 

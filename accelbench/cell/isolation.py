@@ -7,7 +7,9 @@ imports. The cell makes itself a process-group leader, so a hang (or a compiler'
 whole; it kills its own group when the runner dies (even by SIGKILL), so no orphan measures on. The
 parent samples the resident memory of the cell's process tree a few times a second; past the limit the
 group is killed and the cell is ``oom``. HOME-like variables point into the run folder, so
-framework caches and telemetry never land in the user's home.
+framework caches and telemetry never land in the user's home. The spec file in the cell's folder (the
+stack's ``work_dir``) holds no input seed: the seed travels in the fork's arguments (a pipe to the
+template process), so no stack finds it on disk.
 """
 
 from __future__ import annotations
@@ -81,13 +83,13 @@ def run_in_process(spec: CellSpec, timeout_s: float, mem_limit_bytes: int) -> Ch
     for private in ("home", "tmp"):
         (Path(spec.run_dir) / private).mkdir(exist_ok=True)
     spec_path = cell_dir / "spec.json"
-    write_json_atomic(spec_path, spec.to_dict())
+    write_json_atomic(spec_path, spec.public_dict())
     Path(spec.result_path).unlink(missing_ok=True)
     stderr_path = cell_dir / "stderr.txt"
     start = time.perf_counter()
     proc = _fork_context().Process(
         target=_cell_main,
-        args=(str(spec_path), str(stderr_path), cell_environment(spec), os.getpid()),
+        args=(str(spec_path), str(stderr_path), cell_environment(spec), os.getpid(), spec.input_seed),
         daemon=False,
     )
     proc.start()
@@ -105,7 +107,9 @@ def _fork_context() -> ForkServerContext:
     return _context
 
 
-def _cell_main(spec_path: str, stderr_path: str, env: dict[str, str], runner_pid: int) -> None:
+def _cell_main(
+    spec_path: str, stderr_path: str, env: dict[str, str], runner_pid: int, input_seed: int
+) -> None:
     """In the cell process: own process group, stdout/stderr to the cell's file, private env, measure."""
     os.setsid()
     _die_with_runner(runner_pid)
@@ -124,7 +128,7 @@ def _cell_main(spec_path: str, stderr_path: str, env: dict[str, str], runner_pid
     os.chdir(Path(spec_path).parent)  # LoadGen reads an audit.config from the working directory
     from accelbench.cell import process
 
-    sys.exit(process.main([spec_path]))
+    sys.exit(process.main([spec_path], input_seed))
 
 
 def _die_with_runner(runner_pid: int) -> None:

@@ -5,7 +5,8 @@ The local runner, the fleet node and ``tune`` all call ``run_cell``. The steps:
     2. the cell's ``CellSpec`` is written for a process of its own (``accelbench.cell.isolation``: timeout,
        memory limit, private HOME); there the scenario's driver measures it (``accelbench.cell.process``);
     3. the outcome document and what the parent observed (wall time, stderr tail) become the
-       immutable ``Result``, stamped with the fingerprint of the machine that measured it.
+       immutable ``Result``, stamped with the fingerprint of the machine that measured it, with the
+       cell's input seed (``settings.input_seed``, ``accelbench.cell.seeds``) added now that it ended.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from accelbench import registry
+from accelbench.cell import seeds
 from accelbench.cell.isolation import run_in_process
 from accelbench.cellspec import CellSpec, PlannedCell
 from accelbench.config import RunConfig, effective_mem_limit_bytes, effective_threads
@@ -27,19 +29,28 @@ from accelbench.results import SCHEMA_VERSION, Cell, Result, from_dict
 log = logging.getLogger(__name__)
 
 
-def run_cell(planned: PlannedCell, run_id: str, config: RunConfig, run_dir: Path, fingerprint: str) -> Result:
+def run_cell(
+    planned: PlannedCell,
+    run_id: str,
+    config: RunConfig,
+    run_dir: Path,
+    fingerprint: str,
+    input_seed: int | None = None,
+) -> Result:
     """Measure ``planned`` on this machine in its own process working in ``run_dir`` (an absolute,
-    local folder), or record it unavailable; ``fingerprint`` is this machine's."""
+    local folder), or record it unavailable; ``fingerprint`` is this machine's; ``input_seed``: the
+    cell's own (a fleet node gets it instead of the run's), else derived from ``config.input_seed``."""
     started_at = now()
     reason = unavailable_reason(planned)
     if reason:
         outcome: dict[str, Any] = {"status": "unavailable", "reason": reason}
         wall_s, tail = 0.0, ""
     else:
-        spec = cell_spec(run_id, config, planned, run_dir)
+        spec = cell_spec(run_id, config, planned, run_dir, input_seed)
         start = time.perf_counter()
         child = run_in_process(spec, config.timeout_s, effective_mem_limit_bytes(config))
         outcome, wall_s, tail = child.outcome, time.perf_counter() - start, child.stderr_tail
+        outcome = {**outcome, "settings": {**outcome.get("settings", {}), "input_seed": spec.input_seed}}
     log.info("%s: %s %s", planned.cell.key, outcome.get("status"), outcome.get("reason", ""))
     return result_of(run_id, planned, outcome, fingerprint, started_at, wall_s, tail)
 
@@ -59,8 +70,14 @@ def unavailable_reason(planned: PlannedCell) -> str | None:
     return reason
 
 
-def cell_spec(run_id: str, config: RunConfig, planned: PlannedCell, run_dir: Path) -> CellSpec:
-    """The spec of a cell whose process works in ``run_dir`` (an absolute, local folder)."""
+def cell_spec(
+    run_id: str, config: RunConfig, planned: PlannedCell, run_dir: Path, input_seed: int | None = None
+) -> CellSpec:
+    """The spec of a cell whose process works in ``run_dir`` (an absolute, local folder); its input seed
+    is ``input_seed``, else derived from the run's (``config.input_seed``; None: a fresh one)."""
+    if input_seed is None:
+        run_seed = config.input_seed if config.input_seed is not None else seeds.draw()
+        input_seed = seeds.cell_seed(run_seed, planned.cell.key)
     cell_dir = run_dir / "cells" / _safe_name(planned.cell.key)
     return CellSpec(
         run_id=run_id,
@@ -70,6 +87,7 @@ def cell_spec(run_id: str, config: RunConfig, planned: PlannedCell, run_dir: Pat
         rules=config.rules,
         threads=effective_threads(config),
         seed=config.seed,
+        input_seed=input_seed,
         samples=config.samples,
         cell_dir=str(cell_dir),
         run_dir=str(run_dir),

@@ -1,6 +1,7 @@
 """The cell process: measure one cell in a fresh interpreter and write its outcome as JSON.
 
-Run as ``python -m accelbench.cell.process SPEC.json`` (the parent is ``accelbench.cell.isolation``).
+Run as ``python -m accelbench.cell.process SPEC.json`` (the parent is ``accelbench.cell.isolation``,
+which passes the input seed apart; run by hand, the cell reads it from its standard input).
 The scenario's driver (``DRIVERS``, keyed by scenario) measures the cell: the LoadGen scenarios
 through ``accelbench.cell.inference``, ``train-to-quality`` through ``accelbench.training.measure``;
 every cell of a generative workload through ``accelbench.cell.generation`` (``GENERATION_DRIVER``).
@@ -19,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from accelbench.cell import seeds
 from accelbench.cellspec import CellSpec, write_json_atomic
 from accelbench.errors import CellError, Unsupported
 from accelbench.meters import memory
@@ -34,10 +36,12 @@ DRIVERS: Mapping[str, str] = {
 """The driver of each scenario, ``module:function`` taking the ``CellSpec``, imported when used."""
 
 
-def main(argv: Sequence[str]) -> int:
-    """Entry point: measure the cell described by the spec file ``argv[0]``."""
+def main(argv: Sequence[str], input_seed: int | None = None) -> int:
+    """Entry point: measure the cell described by the spec file ``argv[0]`` (``CellSpec.public_dict``)
+    with ``input_seed`` (None: the first line of standard input)."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    spec = CellSpec.from_dict(json.loads(Path(argv[0]).read_text()))
+    seed = input_seed if input_seed is not None else seeds.checked(int(sys.stdin.readline()))
+    spec = CellSpec.from_dict(json.loads(Path(argv[0]).read_text()), input_seed=seed)
     outcome = outcome_of(spec)
     outcome["peak_rss_bytes"] = max(outcome.get("peak_rss_bytes") or 0, memory.peak_rss_bytes())
     write_json_atomic(Path(spec.result_path), outcome)

@@ -8,7 +8,8 @@ searches the max QPS; the later trials run at what it found (every trial again, 
 INVALID scored server trial: ``accelbench.cell.inference``). The last trial also runs the sanity check
 and the post-run audits. Every trial keeps the outputs it checked with their fp32 references and its
 seen/never-seen pairs; the cell judges them together (``accelbench.cell.inference``). Each trial draws
-its audit samples from its own range of indices, so no trial's audit samples were seen by another.
+all its inputs from its own seed under the cell's secret input seed (``accelbench.cell.samples``), so no
+trial's inputs were seen by another; the timed pool is drawn after ``stack.prepare`` returned.
 """
 
 from __future__ import annotations
@@ -42,11 +43,11 @@ from accelbench.stacks.base import CellContext, ModelSpec, Stack
 from accelbench.workloads.base import Inputs, Variant, Workload
 
 AUDIT_STRIDE = 1 << 20
-"""Audit sample indices of trial slot ``k`` (``_slot``) start ``k * AUDIT_STRIDE`` after the calibration
-samples."""
+"""The hot and cold samples of trial slot ``k`` (``_slot``) are numbered from ``k * AUDIT_STRIDE`` in
+the cell's evidence (``Check.origin``), so no two trials' audit samples share a number."""
 SLOTS_PER_ROUND = 16
-"""Trial slots of one round of trials; a server back-off round takes the next 16, so its audit samples
-were never seen by an earlier round's process (nor left in a stack's disk cache by one)."""
+"""Trial slots of one round of trials; a server back-off round takes the next 16, so its inputs (drawn
+from the slot's own seed) were never seen by an earlier round's process (nor left in a disk cache)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +140,7 @@ def run(spec: CellSpec, plan: Plan) -> Evidence:
     variant = drawn.variant if drawn else None
     # the null stack never looks at the model: skip building it, so it measures the harness alone
     model = variants.build_model(workload, spec.cell.size, spec.seed, variant) if stack.computes else None
-    sets = SampleSets(workload, spec, variant)
+    sets = SampleSets(workload, spec, variant, (plan.attempt, _slot(plan)))
     reference = _reference(copy.deepcopy(model))
     rules = get_rules(spec.rules)
     batch, swept = plan.batch, None
@@ -147,10 +148,10 @@ def run(spec: CellSpec, plan: Plan) -> Evidence:
         batch = _batch(spec, stack, workload)
         if spec.batch_sweep and stack.computes and spec.cell.scenario in ("offline", "multi-stream"):
             batch, swept = _sweep(spec, stack, workload, model, sets, rules, reference)
-    example = batching.join(sets.calibration[:batch], batch)
+    example = batching.join(sets.example(batch), batch)
     session = stack.prepare(model, _model_spec(spec, workload, example, batch), _context(spec))  # type: ignore[arg-type]
     try:
-        feed = sets.feed(rules, batch, first=_slot(plan) * AUDIT_STRIDE) if stack.computes else None
+        feed = sets.feed(rules, batch) if stack.computes else None
         meters = CellMeters(spec.cell.device)
         try:
             lower = f"-b{plan.backoff}" if plan.backoff else ""
@@ -177,7 +178,7 @@ def run(spec: CellSpec, plan: Plan) -> Evidence:
             one = batching.one_at_a_time(session.infer, batch)
             evidence = dataclasses.replace(
                 evidence,
-                post=_post_run(spec, workload, sets, one, reference, session.effective_precision),
+                post=_post_run(workload, sets, one, reference, session.effective_precision),
                 sanity=_sanity(workload, spec.cell.size, one, variant),
             )
     finally:
@@ -206,19 +207,16 @@ def _slot(plan: Plan) -> int:
 
 
 def _post_run(
-    spec: CellSpec,
     workload: Workload,
     sets: SampleSets,
     one: Callable[[Inputs], np.ndarray],
     reference: Callable[[Inputs], np.ndarray],
     effective_precision: str,
 ) -> post_run.PostRun:
-    seed = spec.seed + post_run.ALTERNATE_SEED_OFFSET
-    fresh = [
-        variants.make_sample(workload, spec.cell.size, seed, i, sets.variant)
-        for i in range(post_run.samples_needed())
-    ]
-    return post_run.post_run_audits(one, reference, fresh, workload.quality_metric, effective_precision, seed)
+    fresh = sets.alternate(post_run.samples_needed())
+    return post_run.post_run_audits(
+        one, reference, fresh, workload.quality_metric, effective_precision, sets.alternate_seed
+    )
 
 
 def _batch(spec: CellSpec, stack: Stack, workload: Workload) -> int:
@@ -261,7 +259,7 @@ def _sweep(
         refused = refused or (workload.batch_reason(spec.cell.size) if batch > 1 else None)
         if refused:
             raise Unsupported(refused)
-        example = batching.join(sets.calibration[:batch], batch)
+        example = batching.join(sets.example(batch), batch)
         ready = stack.prepare(
             copy.deepcopy(model), _model_spec(spec, workload, example, batch), _context(spec)
         )

@@ -28,6 +28,7 @@ from accelbench.cli.options import (
     BatchSweepOption,
     ConfigOption,
     FleetOption,
+    InputSeedOption,
     JsonOption,
     StoreOption,
     UnverifiedOption,
@@ -78,7 +79,8 @@ def run(
     size: Annotated[str | None, typer.Option(help="tiny | standard")] = None,
     devices: Annotated[str | None, typer.Option(help="Comma-separated devices: cpu, cuda:0, ...")] = None,
     threads: Annotated[int | None, typer.Option(help="Threads per stack (default: usable CPUs).")] = None,
-    seed: Annotated[int | None, typer.Option(help="Seed of weights and inputs.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed of the models' weights.")] = None,
+    input_seed: InputSeedOption = None,
     timeout_s: Annotated[float | None, typer.Option("--timeout-s", help="Wall-clock limit per cell.")] = None,
     runs: Annotated[int | None, typer.Option(help="train-to-quality: timed runs per cell (5).")] = None,
     nproc: Annotated[int | None, typer.Option(help="train-to-quality: data-parallel processes.")] = None,
@@ -101,6 +103,7 @@ def run(
     """Benchmark the suite on every available stack and print the results."""
     listed = {"workloads": workloads, "stacks": stacks, "scenarios": scenarios, "devices": devices}
     scalars = {"rules": rules, "size": size, "threads": threads, "seed": seed, "timeout_s": timeout_s}
+    scalars["input_seed"] = input_seed
     per_run = {"variants": variants, "variant_seed": variant_seed, "runs": runs, "nproc": nproc}
     batching = {"batch": batch, "batch_sweep": _batches(batch_sweep)}
     overrides = _overrides(
@@ -120,6 +123,7 @@ def run(
     with _fleet_executor(fleet) as executor, chosen_store(store_path) as store:
         if resume:
             config = runner.resume_config(store, resume, machine)
+            config = with_overrides(config, {"input_seed": input_seed})  # None: a fresh one
             run_id = resume
         else:
             config = with_variant_seed(with_overrides(suite(suite_name), overrides))

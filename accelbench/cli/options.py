@@ -39,6 +39,13 @@ VariantsOption = Annotated[
 VariantSeedOption = Annotated[
     int | None, typer.Option("--variant-seed", help="Seed of the variants (default: fresh, recorded).")
 ]
+InputSeedOption = Annotated[
+    int | None,
+    typer.Option(
+        "--input-seed",
+        help="Seed of the run's inputs, to replay a run (default: a secret one, stored when the run ends).",
+    ),
+]
 FleetOption = Annotated[
     str | None, typer.Option(help="Run the cells on a Ray cluster: ray://HOST:PORT, HOST:PORT or auto.")
 ]

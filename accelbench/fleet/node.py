@@ -34,22 +34,31 @@ def node_run_dir(run_id: str) -> Path:
     return Path(base).resolve() / run_id
 
 
-def fleet_task(run_id: str, config: RunConfig, planned: PlannedCell) -> dict[str, Any]:
+def fleet_task(
+    run_id: str, config: RunConfig, planned: PlannedCell, input_seed: int | None = None
+) -> dict[str, Any]:
     """The Ray task: ``run_on_node`` with the id and address Ray gives this node."""
     import ray
 
     node = {"node_id": ray.get_runtime_context().get_node_id(), "ip": ray.util.get_node_ip_address()}
-    return run_on_node(run_id, config, planned, node)
+    return run_on_node(run_id, config, planned, node, input_seed)
 
 
-def run_on_node(run_id: str, config: RunConfig, planned: PlannedCell, node: dict[str, str]) -> dict[str, Any]:
+def run_on_node(
+    run_id: str,
+    config: RunConfig,
+    planned: PlannedCell,
+    node: dict[str, str],
+    input_seed: int | None = None,
+) -> dict[str, Any]:
     """Measure ``planned`` on this node; return its result document and the node's record.
 
     ``node`` identifies the node (``node_id``, ``ip``); host name and run folder are added here.
+    ``input_seed`` is the cell's own (the node never gets the run's: ``FleetExecutor``).
     """
     machine = detect_machine()
     run_dir = node_run_dir(run_id)
-    result = run_cell(planned, run_id, config, run_dir, machine.fingerprint)
+    result = run_cell(planned, run_id, config, run_dir, machine.fingerprint, input_seed)
     log.info("%s on %s: %s", planned.cell.key, node.get("node_id"), result.status)
     return {
         "result": to_dict(result),

@@ -9,11 +9,13 @@ waiting: ``unavailable`` when no node ever offered it, ``crashed`` when the node
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from accelbench.cell import seeds
 from accelbench.cell.pipeline import now, result_of
 from accelbench.cellspec import PlannedCell
 from accelbench.config import RunConfig
@@ -71,13 +73,15 @@ class FleetExecutor:
         task = ray.remote(fleet_task)
         workers = self.fleet.workers()
         running: dict[Any, PlannedCell] = {}
+        without = dataclasses.replace(config, input_seed=None)  # a node gets its cell's seed, not the run's
         for planned in pending:
             need = demand(planned.cell.device)
             if not any(node.offers(need) for node in workers):
                 yield _unplaced(run_id, planned, f"no node of the fleet offers {_text(need)}", "unavailable")
                 continue
             options = task_options(planned.cell.device, self.retries)
-            running[task.options(**options).remote(run_id, config, planned)] = planned
+            ref = task.options(**options).remote(run_id, without, planned, _cell_seed(config, planned))
+            running[ref] = planned
         try:
             yield from self._collect(run_id, running)
         finally:
@@ -130,3 +134,8 @@ def _unplaced(run_id: str, planned: PlannedCell, reason: str, status: str) -> Re
 
 def _text(need: Mapping[str, float]) -> str:
     return ", ".join(f"{name}={amount:g}" for name, amount in sorted(need.items()))
+
+
+def _cell_seed(config: RunConfig, planned: PlannedCell) -> int | None:
+    """The cell's input seed under the run's (None: the node draws a fresh one)."""
+    return None if config.input_seed is None else seeds.cell_seed(config.input_seed, planned.cell.key)

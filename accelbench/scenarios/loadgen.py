@@ -23,6 +23,7 @@ sends (no coordinated omission).
 from __future__ import annotations
 
 import logging
+import secrets
 import statistics
 import time
 from collections.abc import Mapping, Sequence
@@ -276,6 +277,12 @@ def batch_for(scenario: str, batch: int) -> int:
     return batch
 
 
+LOADGEN_SEEDS = ("qsl_rng_seed", "sample_index_rng_seed", "schedule_rng_seed")
+"""LoadGen's seeds of the sample order and the arrival schedule: drawn with ``secrets`` for every
+LoadGen test (recorded in its detail log), so the order of the issued indices, from which a stack that
+knew it could tell audit inputs (which replace pool samples) from timed ones, cannot be predicted."""
+
+
 def _run_loadgen(sut: Sut, sample_count: int, settings: Mapping[str, Any], log_dir: Path) -> None:
     test_settings = lg.TestSettings()
     test_settings.scenario = _LOADGEN_SCENARIOS[settings["scenario"]]
@@ -283,6 +290,8 @@ def _run_loadgen(sut: Sut, sample_count: int, settings: Mapping[str, Any], log_d
     for name, value in settings.items():
         if name not in ("scenario", "performance_sample_count"):
             setattr(test_settings, name, value)
+    for name in LOADGEN_SEEDS:  # fixed seeds would let a stack predict which index comes when
+        setattr(test_settings, name, secrets.randbits(63))
     log_settings = lg.LogSettings()
     log_settings.log_output.outdir = str(log_dir)
     log_settings.log_output.copy_summary_to_stdout = False

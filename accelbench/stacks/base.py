@@ -32,10 +32,13 @@ class ModelSpec:
     workload: str
     size: str
     seed: int
+    """Seed of the model's weights. The inputs a cell times or audits come from another, secret seed
+    that no stack sees (``accelbench.cell.seeds``)."""
     variant: str
     input_names: tuple[str, ...]
     example: Inputs
-    """One batch of inputs: ``batch`` samples concatenated on axis 0 (compile for these shapes)."""
+    """One batch of inputs: ``batch`` samples concatenated on axis 0 (compile for these shapes), drawn
+    apart from the timed and audit samples."""
     batch: int = 1
     """Samples per ``infer`` call; every call has exactly this many rows (a short batch is padded)."""
 

@@ -187,6 +187,12 @@ class Store:
             self._run_row(run_id, db)
             db.execute("UPDATE runs SET status = ? WHERE run_id = ?", (status, run_id))
 
+    def set_run_config(self, run_id: str, config: Mapping[str, Any]) -> None:
+        """Replace a run's stored configuration (the runner adds the input seed when the run ends)."""
+        with self._transaction() as db:
+            self._run_row(run_id, db)
+            db.execute("UPDATE runs SET config_json = ? WHERE run_id = ?", (_json(config), run_id))
+
     def run_dir(self, run_id: str) -> Path:
         """The run's folder for raw logs and artifacts, created if missing."""
         _check_run_id(run_id)

@@ -5,8 +5,10 @@ memoize from the first call (``planted-cache``), after k sightings (``planted-ca
 ``planted-cache-after-8``), only after warm-up (``planted-cache-after-warmup``), skip an input equal to
 the previous one (``planted-skip-repeat``), return the previous query's output (``planted-stale``),
 return zeros on every other query (``planted-zeros``), compute in bf16 under an fp32 label
-(``planted-bf16``), and hand back an output buffer that a background thread fills after the sample
-completed (``planted-early-return``).
+(``planted-bf16``), hand back an output buffer that a background thread fills after the sample
+completed (``planted-early-return``), cache inputs seen 2-6 times but none of the last 8 calls
+(``planted-sighting-window``), cache inputs not seen in the last 8 calls (``planted-recency-gated``),
+and answer only the inputs it can regenerate from every field it sees (``planted-seed-oracle``).
 """
 
 from __future__ import annotations
@@ -299,6 +301,135 @@ class EarlyReturnStack(_Wrapped):
         return infer
 
 
+class _Gated:
+    """An output cache keyed on input bytes that serves a seen input when ``serves(sightings before,
+    calls since its last sighting)`` says so, and computes otherwise."""
+
+    def __init__(self, run: Any, serves: Callable[[int, int], bool]) -> None:
+        self.run, self.serves = run, serves
+        self.calls = 0
+        self.seen: dict[bytes, tuple[int, int, Any]] = {}
+
+    def __call__(self, inputs: tuple[Any, ...]) -> Any:
+        self.calls += 1
+        key = b"".join(a.tobytes() for a in inputs)
+        count, last, output = self.seen.get(key, (0, 0, None))
+        if not (count and self.serves(count, self.calls - last)):
+            output = self.run(inputs)
+        self.seen[key] = (count + 1, self.calls, output)
+        return output
+
+
+class SightingWindowStack(_Wrapped):
+    """Serves an input seen 2 to 6 times before from its cache, never one seen in the last 8 calls (so
+    neither the immediate repeats after the run nor probes seen 8+ times ever hit it)."""
+
+    name = "planted-sighting-window"
+
+    def wrap(self, run: Infer) -> Infer:
+        return _Gated(run, lambda count, since: 2 <= count <= 6 and since > 8)
+
+
+class RecencyGatedStack(_Wrapped):
+    """Serves a seen input from its cache unless it was seen in the last 8 calls (the repeats of a big
+    timed pool are far apart; a probe repeated at once is computed). (Gated at 32 calls it is caught in a
+    run of 900 samples, ``benchmarks/repeat_sensitivity.py``; in a 110-sample run on a loaded machine it
+    hardly ever serves a timed sample either.)"""
+
+    name = "planted-recency-gated"
+
+    def wrap(self, run: Infer) -> Infer:
+        return _Gated(run, lambda count, since: since > 8)
+
+
+ORACLE_INDICES = 1100
+"""Sample indices the seed oracle regenerates per guessed seed: under the old fixed layout, the timed
+pool of the tiny suite (1024), its calibration samples and the first audit samples."""
+
+
+def oracle_seeds(spec: ModelSpec, ctx: CellContext) -> set[int]:
+    """Every seed a stack could guess from what it is handed: the integers of ``ModelSpec`` and
+    ``CellContext``, of every JSON file in the cell's folder (the spec), of the run id, with the old
+    alternate-seed offset added."""
+    import json
+    import re
+
+    found = {spec.seed, ctx.threads, spec.batch}
+    texts = [str(ctx.work_dir), str(ctx.cache_dir)]
+    for path in ctx.work_dir.glob("*.json"):
+        texts.append(path.read_text())
+        found |= set(_integers(json.loads(path.read_text())))
+    for text in texts:
+        found |= {int(digits) for digits in re.findall(r"\d+", text)}
+    guesses = {n + delta for n in found for delta in (0, 0x5EED)}
+    return {n for n in guesses if 0 <= n < 1 << 63}
+
+
+def _integers(document: Any) -> list[int]:
+    if isinstance(document, bool):
+        return []
+    if isinstance(document, int):
+        return [document]
+    if isinstance(document, dict):
+        return [n for value in document.values() for n in _integers(value)]
+    if isinstance(document, list):
+        return [n for value in document for n in _integers(value)]
+    return []
+
+
+def oracle_table(spec: ModelSpec, ctx: CellContext, indices: int = ORACLE_INDICES) -> set[bytes]:
+    """The input bytes of every sample the stack can regenerate: each guessed seed (``oracle_seeds``) at
+    indices 0 to ``indices``, with the workload's own generator (``ModelSpec`` names it)."""
+    from accelbench import registry, variants
+
+    workload = registry.instantiate(registry.resolve("workload", (spec.workload,))[spec.workload])
+    drawn = variants.resolve(workload, spec.size, spec.variant)
+    variant = drawn.variant if drawn else None
+    return {
+        _key(variants.make_sample(workload, spec.size, seed, index, variant))
+        for seed in sorted(oracle_seeds(spec, ctx))
+        for index in range(indices)
+    }
+
+
+def _key(inputs: tuple[Any, ...]) -> bytes:
+    """A digest of the input bytes (the table holds tens of thousands of samples)."""
+    import hashlib
+
+    digest = hashlib.blake2b(digest_size=16)
+    for array in inputs:
+        digest.update(array.tobytes())
+    return digest.digest()
+
+
+class SeedOracleStack(_Planted):
+    """Regenerates in ``prepare`` (untimed) every sample it can from every field it sees and answers
+    only those it recognises, with zeros for the rest (a real one would answer from a table of
+    precomputed outputs). With inputs drawn from a seed it never sees, it recognises none: the output
+    audit catches the zeros. Its hits are written to ``oracle_hits.txt`` in the cell's folder."""
+
+    name = "planted-seed-oracle"
+
+    def prepare(self, model: Any, spec: ModelSpec, ctx: CellContext) -> Session:
+        import numpy as np
+
+        table = oracle_table(spec, ctx)
+        run = _eager(model)
+        shape = run(spec.example).shape
+        hits = ctx.work_dir / "oracle_hits.txt"
+        counts = {"hits": 0, "calls": 0}
+
+        def infer(inputs: tuple[Any, ...]) -> Any:
+            counts["calls"] += 1
+            if _key(inputs) in table:
+                counts["hits"] += 1
+                hits.write_text(f"{counts['hits']} of {counts['calls']}\n")
+                return run(inputs)
+            return np.zeros(shape, np.float32)
+
+        return Session(infer=infer, effective_precision="fp32", compile_s=0.0)
+
+
 CHEATS = {
     "planted-cache": "tests.e2e.planted:CachingStack",
     "planted-cache-after-3": "tests.e2e.planted:CacheAfter3Stack",
@@ -310,5 +441,8 @@ CHEATS = {
     "planted-zeros": "tests.e2e.planted:ZerosStack",
     "planted-bf16": "tests.e2e.planted:SilentBf16Stack",
     "planted-early-return": "tests.e2e.planted:EarlyReturnStack",
+    "planted-sighting-window": "tests.e2e.planted:SightingWindowStack",
+    "planted-recency-gated": "tests.e2e.planted:RecencyGatedStack",
+    "planted-seed-oracle": "tests.e2e.planted:SeedOracleStack",
 }
 """Every planted cheat by name: each must end ``disqualified``."""

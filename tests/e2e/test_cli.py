@@ -171,6 +171,8 @@ def test_hw_reports_the_machine() -> None:
         (("run", "--scenarios", "burst"), "unknown scenario burst"),
         (("run", "--suite", "huge"), "unknown suite huge"),
         (("run", "--rules", "lax"), "lax"),
+        (("run", "--input-seed", "-5"), "input_seed must be a whole number in [0, 2**63)"),
+        (("run", "--input-seed", str(1 << 63)), "input_seed must be a whole number in [0, 2**63)"),
         (("list", "things"), "unknown list things"),
     ],
 )

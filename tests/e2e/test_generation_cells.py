@@ -84,6 +84,7 @@ def _measure(tmp_path: Path, stack_ref: str, name: str) -> dict[str, Any]:
         rules="quick",
         threads=1,
         seed=0,
+        input_seed=1,
         samples=16,
         cell_dir=str(cell_dir),
         run_dir=str(tmp_path),

@@ -37,6 +37,9 @@ REASONS: dict[str, str | tuple[str, ...]] = {
     "planted-zeros": "output audit: output check: query",
     "planted-bf16": "precision audit: computes below its declared precision",
     "planted-early-return": "output audit: output check: query",
+    "planted-sighting-window": "repeat audit: samples seen",
+    "planted-recency-gated": "repeat audit: samples seen",
+    "planted-seed-oracle": "output audit: output check: query",
 }
 """The first audit each cheat fails, as its reason begins."""
 

@@ -6,13 +6,14 @@ A fake clock makes the tests exact: an honest call costs 1 ms (with seeded jitte
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import numpy as np
 import pytest
 
 from accelbench.audits import feed as feed_module
-from accelbench.audits.feed import AuditFeed
+from accelbench.audits.feed import AuditFeed, Pair
 from accelbench.audits.output import chosen_checks, output_verdict
 from accelbench.audits.repeat import repeat_verdict
 from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS
@@ -105,17 +106,72 @@ def test_an_honest_stack_passes_both_in_run_audits() -> None:
     feed = make_feed(clock)
     drive(feed, honest(clock), clock, 200)
     assert judge(feed) == (PASS, PASS)
-    assert len(feed.pairs) >= feed_module.PAIRS and min(p.hot_sightings for p in feed.pairs) >= 8
+    counts = {p.hot_sightings for p in feed.pairs}
+    assert len(feed.pairs) >= feed_module.PAIRS and min(counts) <= 2 and max(counts) >= 8
 
 
-@pytest.mark.parametrize("after", [0, 1, 3, 8])
+@pytest.mark.parametrize("seed", range(6))
+def test_the_hot_samples_are_probed_after_every_count_of_sightings_from_1_to_9(seed: int) -> None:
+    clock = Clock()
+    feed = make_feed(clock, seed=seed)
+    drive(feed, honest(clock), clock, 200)
+    counts = sorted(p.hot_sightings for p in feed.pairs)
+    assert min(feed.priming) <= 3 and max(feed.priming) >= 8
+    assert all(sum(c >= k for c in counts) >= 4 for k in range(1, 10)), counts
+    assert sum(c <= 2 for c in counts) >= 4, counts
+
+
+@pytest.mark.parametrize("after", range(9))
 def test_a_cache_that_switches_on_after_k_sightings_fails_the_repeat_audit(after: int) -> None:
     clock = Clock()
     feed = make_feed(clock)
     drive(feed, memo(clock, after=after), clock, 200)
     verdict = repeat_verdict(feed.pairs)
     assert verdict.outcome == FAIL, verdict.reason
-    assert "faster than never-seen" in verdict.reason and "limit 1.25" in verdict.reason
+    assert "faster than never-seen" in verdict.reason and "limit" in verdict.reason
+
+
+def gated(clock: Clock, serves: Callable[[int, int], bool]) -> Callable[[Inputs], np.ndarray]:
+    """A cache that answers a seen input from memory when ``serves(sightings before, calls since its
+    last sighting)`` says so, and computes otherwise."""
+    compute = honest(clock)
+    seen: dict[bytes, tuple[int, int, np.ndarray]] = {}
+    calls = [0]
+
+    def infer(inputs: Inputs) -> np.ndarray:
+        calls[0] += 1
+        key = inputs[0].tobytes()
+        count, last, output = seen.get(key, (0, 0, np.empty(0)))
+        if count and serves(count, calls[0] - last):
+            clock.now_s += 1e-5
+        else:
+            output = compute(inputs)
+        seen[key] = (count + 1, calls[0], output)
+        return output
+
+    return infer
+
+
+@pytest.mark.parametrize(
+    "name, serves",
+    [
+        ("seen 2-6 times, never one of the last 8 calls", lambda n, d: 2 <= n <= 6 and d > 8),
+        ("seen 3-4 times", lambda n, d: 3 <= n <= 4),
+        ("seen 6-7 times", lambda n, d: 6 <= n <= 7),
+        ("not seen in the last 32 calls", lambda n, d: d > 32),
+        ("seen in the last 200 calls", lambda n, d: d <= 200),
+        ("seen exactly once", lambda n, d: n == 1),
+    ],
+)
+def test_a_cache_gated_by_a_window_of_sightings_or_by_recency_fails_the_repeat_audit(
+    name: str, serves: Callable[[int, int], bool]
+) -> None:
+    for seed in range(3):
+        clock = Clock()
+        feed = make_feed(clock, seed=seed)
+        drive(feed, gated(clock, serves), clock, 200)
+        verdict = repeat_verdict(feed.pairs)
+        assert verdict.outcome == FAIL, (name, seed, verdict.reason)
 
 
 @pytest.mark.parametrize("from_call", [100, 400, 600])
@@ -269,3 +325,94 @@ def test_chosen_checks_keep_whole_runs_spread_over_the_run() -> None:
     assert 12 <= len(chosen) <= 15
     positions = [c.position for c in chosen]
     assert positions[0] < 300 and positions[-1] > 500
+
+
+def _pairs(hot_s: list[float], groups: list[int], cold_s: float = 1e-3) -> list[Pair]:
+    """Pairs of one trial: cold members at ``cold_s`` (and slower), hot members as given."""
+    return [
+        Pair(
+            0,
+            10 * k,
+            hot * (1 + 0.05 * (k % 3)),
+            cold_s * (1 + 0.05 * ((k + 1) % 3)),
+            sightings,
+            5 * k - 1,
+            group,
+        )
+        for k, (hot, group, sightings) in enumerate(zip(hot_s, groups, range(1, 99), strict=False))
+    ]
+
+
+def test_the_floor_fails_a_cache_that_hits_a_few_pairs_of_two_hot_samples() -> None:
+    hot = [1e-3] * 12 + [1e-5] * 4  # 12 misses, 4 hits: no median moves
+    verdict = repeat_verdict(_pairs(hot, [0, 1, 2, 3] * 3 + [1, 1, 2, 2]))
+    assert verdict.outcome == FAIL, verdict.reason
+    assert verdict.evidence["floor"]["pairs"] == 4 and verdict.evidence["floor"]["groups"] == 2
+    spread = _pairs(hot[::-1], [1, 1, 2, 2] + [0, 1, 2, 3] * 3)  # the hits at the lowest counts
+    spread = [dataclasses.replace(p, hot_sightings=1 + k % 7) for k, p in enumerate(spread)]
+    verdict = repeat_verdict(spread)
+    assert verdict.outcome == FAIL and "fastest never-seen sample" in verdict.reason, verdict.reason
+
+
+def test_the_floor_spares_one_sample_that_is_cheap_by_its_content_and_three_hits() -> None:
+    cheap_sample = _pairs([1e-3] * 12 + [4e-4] * 4, [0, 1, 2, 3] * 3 + [3, 3, 3, 3])
+    assert repeat_verdict(cheap_sample).outcome == PASS
+    three_hits = _pairs([1e-3] * 13 + [1e-5] * 3, [0, 1, 2, 3] * 3 + [0, 1, 2, 3])
+    assert repeat_verdict(three_hits).outcome == PASS
+    merely_faster = _pairs([1e-3] * 12 + [6e-4] * 4, [0, 1, 2, 3] * 4)  # not 2x under the fastest cold
+    assert repeat_verdict(merely_faster).outcome == PASS
+
+
+def novelty_dodger(clock: Clock) -> Callable[[Inputs], np.ndarray]:
+    """A cache that serves every repeat, except right after a never-seen input (likely a probe's cold
+    member late in a long run), when it computes."""
+    compute = honest(clock)
+    seen: dict[bytes, np.ndarray] = {}
+    previous_new = [True]
+
+    def infer(inputs: Inputs) -> np.ndarray:
+        key = inputs[0].tobytes()
+        if key in seen and not previous_new[0]:
+            clock.now_s += 1e-5
+            output = seen[key]
+        else:
+            output = compute(inputs)
+        previous_new[0] = key not in seen
+        seen[key] = output
+        return output
+
+    return infer
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_cache_that_computes_repeats_right_after_a_never_seen_input_fails(seed: int) -> None:
+    """It dodges the pairs whose cold member comes first, not those whose hot member does."""
+    clock = Clock()
+    feed = make_feed(clock, seed=seed)
+    drive(feed, novelty_dodger(clock), clock, 200)
+    assert repeat_verdict(feed.pairs).outcome == FAIL
+
+
+def preempted(clock: Clock, seed: int, share: float = 0.95) -> Callable[[Inputs], np.ndarray]:
+    """An honest stack on a machine where ``share`` of the calls are preempted 1-40 ms (CI's loaded
+    2-core VM: p50 27 ms, p99 1.1 s for a 1 ms tiny model); few of 16 cold calls run unhindered."""
+    compute, rng = honest(clock, seed), np.random.default_rng(seed + 77)
+
+    def infer(inputs: Inputs) -> np.ndarray:
+        if rng.random() < share:
+            clock.now_s += 1e-3 * float(rng.uniform(1, 40))
+        return compute(inputs)
+
+    return infer
+
+
+@pytest.mark.parametrize("issued", [110, 900])
+def test_an_honest_stack_on_a_heavily_loaded_machine_is_never_failed(issued: int) -> None:
+    """Before the floor counted every never-seen input (not only the 16 cold ones), 4 of 40 such trials
+    failed the floor test; before the count windows were one-sided, 3 of 60 long ones failed a window."""
+    for seed in range(20):
+        clock = Clock()
+        feed = make_feed(clock, seed=seed)
+        drive(feed, preempted(clock, seed), clock, issued, expected=issued)
+        verdict = repeat_verdict(feed.pairs)
+        assert verdict.outcome == PASS, (seed, verdict.reason)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from pathlib import Path
 
@@ -94,7 +95,7 @@ def test_the_feed_checks_outputs_and_completes_pairs_in_every_scenario(
         np.testing.assert_array_equal(check.output, SAMPLES[check.origin[1]][0] @ WEIGHTS)
     positions = sorted(c.position for c in feed.checks)
     assert positions[0] < issued / 4 and positions[-1] > issued / 2
-    assert all(p.hot_sightings >= 8 for p in feed.pairs)
+    assert all(p.hot_sightings >= 1 for p in feed.pairs) and max(p.hot_sightings for p in feed.pairs) >= 8
 
 
 def test_guaranteed_and_expected_samples() -> None:
@@ -210,3 +211,17 @@ def test_stream_latency_told_to_loadgen_is_capped_and_bounded() -> None:
     official = loadgen_settings("single-stream", RULES["official"], 0.0054, 24)
     generated = 2 * official["min_duration_ms"] / 1e3 / (official["single_stream_expected_latency_ns"] / 1e9)
     assert generated == pytest.approx(1_000_000)
+
+
+def test_loadgen_draws_its_sample_order_from_a_secret_for_every_test(
+    runs: dict[str, tuple[Measurement, Path, float]],
+) -> None:
+    """LoadGen's default seeds would let a stack predict which QSL index comes when, and so tell the
+    audit feed's substitutions from timed samples; each test draws its own (its detail log records them)."""
+    seeds = []
+    for _, log_dir, _ in runs.values():
+        detail = (log_dir / "mlperf_log_detail.txt").read_text()
+        found = re.findall(r'"key": "effective_sample_index_rng_seed", "value": (\d+)', detail)
+        assert found, detail[:2000]
+        seeds.append(int(found[0]))
+    assert len(set(seeds)) == len(seeds) and 0 not in seeds

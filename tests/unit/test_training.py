@@ -199,6 +199,7 @@ def _spec(tmp_path: Path, run_rules: str) -> CellSpec:
         rules=run_rules,
         threads=1,
         seed=0,
+        input_seed=1,
         samples=16,
         result_path=str(tmp_path / "cell" / "outcome.json"),
         runs=1,
