@@ -11,7 +11,8 @@ Every stack is given the same token ids (never text), so tokenizers cannot make 
 * ``tiny-llama``: random token ids (uniform over the vocabulary, special tokens excluded), lengths
   uniform between ``TINY_LENGTHS``; replies capped at ``TINY_MAX_NEW_TOKENS``.
 
-``make_prompts(model, count, seed)`` is deterministic in its arguments.
+``make_prompts(model, count, seed)`` is deterministic in its arguments. These are the prompts' shapes,
+not what a stack is timed on: every timed query gets a secret salt (``accelbench.generation.feed``).
 """
 
 from __future__ import annotations
@@ -124,6 +125,9 @@ class PromptSet:
     max_new_tokens: int
     """The reply cap: a reply ends at EOS or after this many tokens."""
     length_distribution: str
+    salt_head: int = 0
+    """Tokens before the user's text (the template's system prompt and user header): a timed query's salt
+    goes after them (``accelbench.generation.feed``)."""
 
     @property
     def input_tokens(self) -> tuple[int, ...]:
@@ -165,7 +169,7 @@ def _chat_prompts(model: LlmModel, count: int, seed: int, rng: np.random.Generat
         content = _encode(tokenizer, _message(rng, room))[:room]
         prompts.append(tuple(prefix + content + suffix))
     text = f"log-uniform in [{low}, {high}] tokens (ChatML template included)"
-    return PromptSet(model.name, seed, tuple(prompts), SMOLLM2_MAX_NEW_TOKENS, text)
+    return PromptSet(model.name, seed, tuple(prompts), SMOLLM2_MAX_NEW_TOKENS, text, len(prefix))
 
 
 def _template_pieces(tokenizer: Any) -> tuple[list[int], list[int]]:
