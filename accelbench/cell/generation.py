@@ -151,13 +151,14 @@ class _Feeds:
 
     def judged(self, run: TokenFigures) -> list[int]:
         """Indices into ``run.replies`` of up to ``JUDGED_REPLIES`` replies to never-seen prompts, drawn
-        at random."""
+        at random, and of every reply to a never-seen prompt that is EOS alone (it must be the model's)."""
         import numpy as np
 
         unseen = [i for i, sent in enumerate(run.sent) if sent.role != REPEAT]
         rng = np.random.default_rng([self.seed, 0])
         count = min(JUDGED_REPLIES, len(unseen))
-        return sorted(int(i) for i in rng.choice(unseen, size=count, replace=False)) if count else []
+        drawn = {int(i) for i in rng.choice(unseen, size=count, replace=False)} if count else set()
+        return sorted(drawn | {i for i in unseen if len(run.replies[i].tokens) < 2})
 
 
 @dataclass(frozen=True, slots=True)

@@ -99,7 +99,7 @@ def test_honest_reference_passes_and_planted_stacks_never_rank(tmp_path: Path) -
     honest = _measure(tmp_path, GENERATING_STACKS["torch-eager"], "torch-eager")
     assert honest["status"] in ("ok", "unstable"), honest["reason"]
     assert [honest["audit"][a]["verdict"] for a in ("prefix_cache", "repeat", "first_token")] == ["pass"] * 3
-    assert honest["quality"]["samples_checked"] == 16 and honest["quality"]["passed"]
+    assert honest["quality"]["samples_checked"] >= 16 and honest["quality"]["passed"]
     cached = _measure(tmp_path, f"{__name__}:CachingStack", "caching")
     assert cached["status"] == "disqualified", cached["reason"]
     assert cached["reason"].startswith("repeat audit") and "prefix_cache" in cached["reason"], cached[
