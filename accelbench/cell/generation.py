@@ -8,10 +8,10 @@
    kernels) and ``CALIBRATION_REPLIES`` timed ones, whose median latency sizes LoadGen's runs.
 3. Between two noise probes, in one meter window: LoadGen in token mode
    (``accelbench.generation.loadgen_tokens``). Every query, warm-up and calibration included, is sent a
-   prompt of the timed set with a salt drawn from the cell's secret input seed (``_input_seed``), so no
-   two are equal but the repeats the feed slips in at drawn distances, each beside a never-seen control
-   of the same length (``accelbench.generation.feed``). Single-stream runs at least
-   ``MIN_TOKEN_QUERIES`` queries; offline one query of every timed prompt (at least
+   prompt drawn afresh from the cell's secret input seed (``_input_seed``) at the length of a timed
+   prompt, with a salt, so no two are equal but the repeats the feed slips in at drawn distances, each
+   beside a never-seen control of the same length (``accelbench.generation.feed``). Single-stream runs
+   at least ``MIN_TOKEN_QUERIES`` queries; offline one query of every timed prompt (at least
    ``MIN_TOKEN_QUERIES`` samples); server first searches the highest target QPS that LoadGen reports
    VALID under the workload's p99 TTFT and TPOT bounds (``accelbench.scenarios.server_search``, each
    probe a LoadGen run of at least the rule set's server query count); the scored figures are the VALID
@@ -54,7 +54,7 @@ from accelbench.generation.loadgen_tokens import (
     timed_prompts,
 )
 from accelbench.generation.models import LlmModel, load_model
-from accelbench.generation.prompts import PromptSet, make_prompts
+from accelbench.generation.prompts import PromptSet, make_prompts, prompt_maker
 from accelbench.generation.quality import (
     Agreement,
     ReplyCheck,
@@ -141,13 +141,14 @@ class _Feeds:
     ) -> None:
         self.timed = [tuple(p) for p in timed]
         self.place = SaltPlace(prompts.salt_head, model.vocab_size)
+        self.maker = prompt_maker(model)
         self.seed = seed
         self.made = 0
 
     def new(self) -> PromptFeed:
         """The next feed."""
         self.made += 1
-        return PromptFeed(self.timed, self.place, (self.seed, self.made))
+        return PromptFeed(self.timed, self.place, (self.seed, self.made), self.maker)
 
     def judged(self, run: TokenFigures) -> list[int]:
         """Indices into ``run.replies`` of up to ``JUDGED_REPLIES`` replies to never-seen prompts, drawn

@@ -1,27 +1,29 @@
 """What each timed LLM query is sent: every prompt unique, and in-run repeats paired with controls.
 
-* **Salt.** Each query's prompt is one of the workload's prompts (the one LoadGen picked) with a salt of
-  ``salt_tokens`` token ids (at least ``SALT_BITS`` bits) drawn from the cell's secret input seed, placed
-  where the user's text starts (after the chat template's system prompt, as MLPerf Endpoints does; at the
-  start for a prompt without template), the rest of the prompt kept: a timed prompt is ``salt_tokens``
-  longer than the workload's (5 tokens with a 49152-id vocabulary). The end of the prompt is kept as
-  it is, so a salt seldom changes how long the reply runs (TEST09). A reply cache or a KV prefix cache
-  keyed by anything after the system prompt has nothing to hit; the system prompt is the same for every
-  query and may be cached (as a server may).
+* **Drawn afresh.** Each query's prompt is made anew from the cell's secret input seed by the workload's
+  recipe (``prompts.prompt_maker``: new seeded sentences for smollm2, new random ids for tiny-llama) at
+  the length of the workload's prompt LoadGen picked, so no prompt content recurs across queries (a cache
+  that strips the salt below finds nothing either).
+* **Salt.** Each prompt also gets a salt of ``salt_tokens`` token ids (at least ``SALT_BITS`` bits) drawn
+  from the same seed, placed where the user's text starts (after the chat template's system prompt, as
+  MLPerf Endpoints does; at the start for a prompt without template): a timed prompt is
+  ``salt_tokens`` longer than the workload's (5 tokens with a 49152-id vocabulary). A reply cache or a
+  KV prefix cache keyed by anything after the system prompt has nothing to hit; the system prompt is the
+  same for every query and may be cached (as a server may).
 * **Pairs.** In every block of ``BLOCK_CALLS`` calls, ``PAIRS_PER_BLOCK`` calls are drawn as sources:
-  ``distance`` calls later (drawn in 1..``MAX_DISTANCE``) the source's salted prompt is sent again (a
+  ``distance`` calls later (drawn in 1..``MAX_DISTANCE``) the source's prompt is sent again (a
   *repeat*: the only prompt a cache could have seen), and one or two calls before or after the repeat a
-  fresh salt of the same prompt (its *control*: never seen, of the same length). ``audit.repeat_audit``
-  compares the two. A cache gains only on repeats, and every repeat is compared with its control.
+  never-seen prompt of the same length (its *control*). ``timing_audits.repeat_audit`` compares the two.
+  A cache gains only on repeats, and every repeat is compared with its control.
 
-LoadGen's sample index picks the prompt of a fresh call; a repeat or a control overrides it (LoadGen
-reads no reply content, and the quality gate judges the prompt that was sent).
+LoadGen's sample index picks the length of a fresh call's prompt; a repeat or a control overrides it
+(LoadGen reads no reply content, and the quality gate judges the prompt that was sent).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,9 +73,18 @@ def salted(prompt: Sequence[int], salt: Sequence[int], place: SaltPlace) -> tupl
 class PromptFeed:
     """Hands each call its ``Sent``, in call order (one caller thread); see the module text."""
 
-    def __init__(self, prompts: Sequence[Sequence[int]], place: SaltPlace, seed: Sequence[int]) -> None:
+    def __init__(
+        self,
+        prompts: Sequence[Sequence[int]],
+        place: SaltPlace,
+        seed: Sequence[int],
+        maker: Callable[[np.random.Generator, int], tuple[int, ...]] | None = None,
+    ) -> None:
+        """``maker`` makes a prompt of a given length (``prompts.prompt_maker``); without it a query is
+        sent the workload's prompt ``index`` salted."""
         self.prompts = [tuple(p) for p in prompts]
         self.place = place
+        self.maker = maker
         self.rng = np.random.default_rng(list(seed))
         self.calls = 0
         self.pairs = 0
@@ -86,8 +97,9 @@ class PromptFeed:
         return tuple(int(i) for i in ids)
 
     def fresh(self, base: int) -> tuple[int, ...]:
-        """A never-sent salted version of prompt ``base``."""
-        return salted(self.prompts[base], self.salt(), self.place)
+        """A never-sent prompt as long as prompt ``base``, salted."""
+        made = self.maker(self.rng, len(self.prompts[base])) if self.maker else self.prompts[base]
+        return salted(made, self.salt(), self.place)
 
     def next(self, index: int) -> Sent:
         """What call number ``self.calls`` sends; ``index`` is LoadGen's pick of the prompt."""

@@ -17,7 +17,7 @@ not what a stack is timed on: every timed query gets a secret salt (``accelbench
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,13 +145,35 @@ def make_prompts(model: LlmModel, count: int, seed: int = 0) -> PromptSet:
     return _chat_prompts(model, count, seed, rng)
 
 
+PromptMaker = Callable[[np.random.Generator, int], tuple[int, ...]]
+"""Makes one prompt of a given length (template included) from a random generator."""
+
+
+def prompt_maker(model: LlmModel) -> PromptMaker:
+    """``make_prompts``' recipe for one prompt of a given length: how every timed query's prompt is drawn
+    afresh from a cell's secret seed (``accelbench.generation.feed``)."""
+    if model.name == "tiny-llama":
+        return lambda rng, length: _random_ids(model, rng, length)
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model.folder)
+    prefix, suffix = _template_pieces(tokenizer)
+
+    def make(rng: np.random.Generator, length: int) -> tuple[int, ...]:
+        room = length - len(prefix) - len(suffix)
+        return tuple(prefix + _encode(tokenizer, _message(rng, room))[:room] + suffix)
+
+    return make
+
+
+def _random_ids(model: LlmModel, rng: np.random.Generator, length: int) -> tuple[int, ...]:
+    return tuple(int(t) for t in rng.integers(_FIRST_ORDINARY_ID, model.vocab_size, size=length))
+
+
 def _tiny_prompts(model: LlmModel, count: int, seed: int, rng: np.random.Generator) -> PromptSet:
     low, high = TINY_LENGTHS
     lengths = rng.integers(low, high + 1, size=count)
-    prompts = tuple(
-        tuple(int(t) for t in rng.integers(_FIRST_ORDINARY_ID, model.vocab_size, size=int(n)))
-        for n in lengths
-    )
+    prompts = tuple(_random_ids(model, rng, int(n)) for n in lengths)
     text = f"uniform integer in [{low}, {high}] tokens; ids uniform in [{_FIRST_ORDINARY_ID}, vocab)"
     return PromptSet(model.name, seed, prompts, TINY_MAX_NEW_TOKENS, text)
 

@@ -113,3 +113,13 @@ def test_a_plugin_generating_stack_is_found_through_its_entry_point(
     assert generating["torch-eager"] == registry.GENERATING_STACKS["torch-eager"]  # no override
     assert "my-llm" in registry.all_stack_names()
     registry.resolve_any_stack(("my-llm",))
+
+
+def test_with_a_maker_every_prompt_is_drawn_afresh_at_the_picked_length() -> None:
+    def maker(rng: object, length: int) -> tuple[int, ...]:
+        return tuple(int(t) for t in rng.integers(3, 49152, size=length))  # type: ignore[attr-defined]
+
+    sent = serve(PromptFeed(PROMPTS, PLACE, (7, 3), maker), 64)
+    for s in sent:
+        assert len(s.prompt) == len(PROMPTS[s.base]) + PLACE.salt_tokens
+        assert s.prompt[: PLACE.head] != PROMPTS[s.base][: PLACE.head]  # not the workload's prompt
