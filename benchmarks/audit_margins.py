@@ -23,7 +23,7 @@ Audit = Mapping[str, Any]
 
 
 def repeat_margin(audit: Audit) -> tuple[float, float, float] | None:
-    """Largest lower CI bound of the seen/never-seen ratio over the windows, vs the limit."""
+    """Largest lower CI bound of the seen/never-seen ratio over the windows, vs the limit (inference)."""
     entry = audit.get("repeat") or {}
     windows = entry.get("windows") or []
     if not windows:
@@ -68,9 +68,38 @@ def alternate_margin(audit: Audit) -> tuple[float, float, float] | None:
     return value, threshold, (1.0 - threshold) / missing if missing > 0 else float("inf")
 
 
+def llm_repeat_margin(audit: Audit) -> tuple[float, float, float] | None:
+    """LLM: the smaller median repeat/control ratio (TTFT, TPOT) vs its bar (must stay above)."""
+    entry = audit.get("repeat") or {}
+    if "ttft_median" not in entry:
+        return None
+    figure = min(entry["ttft_median"], entry["tpot_median"])
+    return figure, entry["ratio_bar"], figure / entry["ratio_bar"]
+
+
+def first_token_margin(audit: Audit) -> tuple[float, float, float] | None:
+    """LLM: the lowest TTFT / own TPOT of a reply vs the floor (3 replies and 5% below it fail)."""
+    entry = audit.get("first_token") or {}
+    if not entry.get("lowest_ratios"):
+        return None
+    figure = entry["lowest_ratios"][0]
+    return figure, entry["floor"], figure / entry["floor"]
+
+
+def prefix_cache_margin(audit: Audit) -> tuple[float, float, float] | None:
+    """LLM: repeated/never-seen TTFT ratio after the run vs its bar (must stay above)."""
+    entry = audit.get("prefix_cache") or {}
+    if "ratio" not in entry:
+        return None
+    return entry["ratio"], entry["bar"], entry["ratio"] / entry["bar"]
+
+
 MARGINS: dict[str, Callable[[Audit], tuple[float, float, float] | None]] = {
     "output": output_margin,
     "repeat": repeat_margin,
+    "llm repeat": llm_repeat_margin,
+    "first_token": first_token_margin,
+    "prefix_cache": prefix_cache_margin,
     "caching": caching_margin,
     "alternate_seed": alternate_margin,
     "precision": precision_margin,
@@ -84,7 +113,7 @@ def margin_table(results: Sequence[Result]) -> list[str]:
     audited = [r for r in results if r.audit]
     for name, margin in MARGINS.items():
         rows = [(m, r) for r in audited if (m := margin(r.audit or {})) is not None]
-        failed = sum(1 for r in audited if name in failed_audits(r.audit))
+        failed = sum(1 for _, r in rows if name.removeprefix("llm ") in failed_audits(r.audit))
         if not rows:
             lines.append(f"{name:<15} {0:>5}")
             continue

@@ -56,6 +56,7 @@ from accelbench.generation.loadgen_tokens import (
 from accelbench.generation.models import LlmModel, load_model
 from accelbench.generation.prompts import PromptSet, make_prompts, prompt_maker
 from accelbench.generation.quality import (
+    CACHE_AUDIT_RATIO,
     Agreement,
     ReplyCheck,
     agreement,
@@ -297,7 +298,8 @@ def _judge(
 def _cache(generator: Generator, prompts: PromptSet) -> Verdict:
     """The prefix-cache audit after the run (immediate repeats of the longest prompt's fresh versions)."""
     check = prefix_cache_audit(generator, sorted(prompts.prompts, key=len)[-1], max_new_tokens=1)
-    return Verdict("prefix_cache", PASS if check.passed else FAIL, check.detail)
+    evidence = {"ratio": round(check.value, 4), "bar": CACHE_AUDIT_RATIO}
+    return Verdict("prefix_cache", PASS if check.passed else FAIL, check.detail, evidence)
 
 
 def _facts(

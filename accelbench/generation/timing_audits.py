@@ -82,6 +82,7 @@ def repeat_audit(replies: Sequence[Reply], sent: Sequence[Sent]) -> Verdict:
     tpot_median = statistics.median(tpot) if tpot else 1.0
     hits = sum(min(a, b) < HIT_RATIO for a, b in zip(ttft, _padded(tpot, pairs), strict=True))
     many_hits = hits >= REPEAT_HITS and hits >= REPEAT_HIT_SHARE * len(pairs)
+    evidence |= {"ttft_median": round(ttft_median, 4), "tpot_median": round(tpot_median, 4), "hits": hits}
     failed = ttft_median < REPEAT_RATIO or tpot_median < REPEAT_RATIO or many_hits
     reason = (
         f"prompts seen {distances[0]}-{distances[-1]} calls before vs never-seen ones of the same length, "
