@@ -79,7 +79,7 @@ def test_the_repeat_audit_passes_equal_times_and_fails_a_cache() -> None:
 def test_the_repeat_audit_catches_a_cache_that_serves_a_third_of_the_repeats() -> None:
     repeat = [reply(0.0001, 0.0002)] * 3 + [reply(0.010, 0.160)] * 6
     verdict = repeat_audit(*paired(repeat, [reply(0.010, 0.160)] * 9))
-    assert verdict.outcome == "fail" and "3 pairs below 0.25" in verdict.reason
+    assert verdict.outcome == "fail" and "3 repeats below 0.25" in verdict.reason
 
 
 def test_the_repeat_audit_is_inconclusive_on_few_pairs() -> None:
@@ -123,3 +123,12 @@ def test_with_a_maker_every_prompt_is_drawn_afresh_at_the_picked_length() -> Non
     for s in sent:
         assert len(s.prompt) == len(PROMPTS[s.base]) + PLACE.salt_tokens
         assert s.prompt[: PLACE.head] != PROMPTS[s.base][: PLACE.head]  # not the workload's prompt
+
+
+def test_a_stalled_control_alone_does_not_fail_an_honest_stack() -> None:
+    repeat = [reply(0.010, 0.160)] * 8
+    control = [reply(0.060, 0.9)] * 3 + [reply(0.010, 0.160)] * 5  # three controls stalled
+    replies, sent = paired(repeat, control)
+    fresh = [reply(0.010, 0.160)] * 8  # never-seen prompts of the same length elsewhere in the run
+    verdict = repeat_audit(replies + fresh, sent + [Sent((9, n), 0, FRESH) for n in range(8)])
+    assert verdict.outcome == "pass" and verdict.evidence["hits"] == 0, verdict.reason
