@@ -132,3 +132,11 @@ def test_a_stalled_control_alone_does_not_fail_an_honest_stack() -> None:
     fresh = [reply(0.010, 0.160)] * 8  # never-seen prompts of the same length elsewhere in the run
     verdict = repeat_audit(replies + fresh, sent + [Sent((9, n), 0, FRESH) for n in range(8)])
     assert verdict.outcome == "pass" and verdict.evidence["hits"] == 0, verdict.reason
+
+
+def test_tpot_is_compared_with_never_seen_replies_of_a_like_length() -> None:
+    long_reply, short_reply = reply(0.010, 0.010 + 15 * 0.001), reply(0.010, 0.010 + 2 * 0.004, tokens=3)
+    replies, sent = paired([long_reply] * 6, [short_reply] * 6)  # short replies: fixed costs per token
+    fresh = [long_reply] * 2 + [short_reply] * 8
+    verdict = repeat_audit(replies + fresh, sent + [Sent((9, n), 0, FRESH) for n in range(10)])
+    assert verdict.outcome == "pass" and verdict.evidence["tpot_median"] == 1.0, verdict.reason
