@@ -4,7 +4,7 @@
   (``accelbench.generation.feed``: a prompt sent again 1-12 calls later; each with a never-seen control
   of its length beside it) is compared with the never-seen prompts of its length in the same run (its
   control and every fresh prompt of that length: their median TTFT) and with the median time per output
-  token (TPOT) of the ``TPOT_NEIGHBOURS`` never-seen replies nearest to it in reply length (fixed costs per
+  token (TPOT) of the never-seen replies of about its reply length (``_tpot_ratio``; fixed costs per
   reply make a short reply's TPOT longer: against the median of all replies honest torch-eager read a
   median TPOT ratio of 0.47). A reply cache answers the repeat at once, a KV prefix cache
   skips its prefill: both make the repeat's TTFT or TPOT far shorter. The audit fails when the median
@@ -42,6 +42,7 @@ REPEAT_HITS = 3
 REPEAT_HIT_SHARE = 0.25
 MIN_PAIRS = 5
 TPOT_NEIGHBOURS = 5
+LENGTH_GAP = 2
 FIRST_TOKEN_FLOOR = 0.1
 EARLY_REPLIES = 3
 EARLY_SHARE = 0.05
@@ -77,17 +78,19 @@ def _never_seen(replies: Sequence[Reply], sent: Sequence[Sent]) -> tuple[dict[in
 
 
 def _tpot_ratio(reply: Reply, decoded: Sequence[Reply]) -> float:
-    """``reply``'s TPOT over the median TPOT of the never-seen replies nearest to it in length (at least
-    ``TPOT_NEIGHBOURS``, all those as near as the last; a reply's fixed costs spread over its tokens: a
-    short reply has a longer TPOT)."""
+    """``reply``'s TPOT over the median TPOT of the never-seen replies within ``LENGTH_GAP`` tokens of its
+    length (fewer than 2 such: the ``TPOT_NEIGHBOURS`` nearest); a reply's fixed costs spread over its
+    tokens, so a short reply has a longer TPOT."""
     if len(reply.tokens) < 2 or not decoded:
         return 1.0
-    distances = sorted(abs(len(other.tokens) - len(reply.tokens)) for other in decoded)
-    reach = distances[min(TPOT_NEIGHBOURS, len(distances)) - 1]  # every reply as near as the k-th nearest
-    nearest = [other for other in decoded if abs(len(other.tokens) - len(reply.tokens)) <= reach]
-    return _ratio(
-        reply.time_per_output_token_s, statistics.median(r.time_per_output_token_s for r in nearest)
+    gap = [abs(len(other.tokens) - len(reply.tokens)) for other in decoded]
+    reach = (
+        LENGTH_GAP
+        if sum(g <= LENGTH_GAP for g in gap) >= 2
+        else sorted(gap)[min(TPOT_NEIGHBOURS, len(gap)) - 1]
     )
+    nearest = [other.time_per_output_token_s for other, g in zip(decoded, gap, strict=True) if g <= reach]
+    return _ratio(reply.time_per_output_token_s, statistics.median(nearest))
 
 
 def repeat_audit(replies: Sequence[Reply], sent: Sequence[Sent]) -> Verdict:
