@@ -26,8 +26,8 @@ pytestmark = pytest.mark.skipif(bool(missing_packages()), reason=f"llm extra mis
 
 REPO = Path(__file__).parents[2]
 REASONS = {
-    "planted-llm-reply-cache": ("repeat audit: prompts seen",),
-    "planted-llm-early-token": ("repeat audit: prompts seen", "first_token audit: "),
+    "planted-llm-reply-cache": ("repeat audit: ",),
+    "planted-llm-early-token": ("repeat audit: ", "first_token audit: "),
 }
 """The first audit each cheat fails, as its reason begins (the early first token fails both)."""
 
@@ -88,7 +88,7 @@ def test_llm_cheaters_are_disqualified_and_never_rank(tmp_path: Path) -> None:
         result = results[stack]
         assert result["status"] == "disqualified", (stack, result["status"], result["reason"])
         assert result["reason"].startswith(starts), (stack, result["reason"])
-        assert re.search(r"ratio 0\.\d\d", result["reason"]) or "TTFT/TPOT 0.0" in result["reason"]
+        assert re.search(r"TTFT ratio 0\.[0-4]\d", result["reason"]) or "TTFT/TPOT 0.0" in result["reason"]
     assert results["planted-llm-reply-cache"]["audit"]["prefix_cache"]["verdict"] == "pass"  # not immediate
     assert results["planted-llm-early-token"]["audit"]["first_token"]["verdict"] == "fail"
     assert ranked(document) <= {"torch-eager"}
