@@ -79,7 +79,7 @@ def test_the_repeat_audit_passes_equal_times_and_fails_a_cache() -> None:
 def test_the_repeat_audit_catches_a_cache_that_serves_a_third_of_the_repeats() -> None:
     repeat = [reply(0.0001, 0.0002)] * 3 + [reply(0.010, 0.160)] * 6
     verdict = repeat_audit(*paired(repeat, [reply(0.010, 0.160)] * 9))
-    assert verdict.outcome == "fail" and "3 repeats below 0.25" in verdict.reason
+    assert verdict.outcome == "fail" and "3 repeats below 0.1" in verdict.reason
 
 
 def test_the_repeat_audit_is_inconclusive_on_few_pairs() -> None:
@@ -137,6 +137,6 @@ def test_a_stalled_control_alone_does_not_fail_an_honest_stack() -> None:
 def test_tpot_is_compared_with_never_seen_replies_of_a_like_length() -> None:
     long_reply, short_reply = reply(0.010, 0.010 + 15 * 0.001), reply(0.010, 0.010 + 2 * 0.004, tokens=3)
     replies, sent = paired([long_reply] * 6, [short_reply] * 6)  # short replies: fixed costs per token
-    fresh = [long_reply] * 2 + [short_reply] * 8
-    verdict = repeat_audit(replies + fresh, sent + [Sent((9, n), 0, FRESH) for n in range(10)])
+    fresh = [long_reply] * 5 + [short_reply] * 8
+    verdict = repeat_audit(replies + fresh, sent + [Sent((9, n), 0, FRESH) for n in range(13)])
     assert verdict.outcome == "pass" and verdict.evidence["tpot_median"] == 1.0, verdict.reason
