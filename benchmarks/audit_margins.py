@@ -69,12 +69,14 @@ def alternate_margin(audit: Audit) -> tuple[float, float, float] | None:
 
 
 def llm_repeat_margin(audit: Audit) -> tuple[float, float, float] | None:
-    """LLM: the smaller median repeat/control ratio (TTFT, TPOT) vs its bar (must stay above)."""
+    """LLM: the median repeat / never-seen ratio (TTFT or TPOT) nearest its bar (must stay above)."""
     entry = audit.get("repeat") or {}
     if "ttft_median" not in entry:
         return None
-    figure = min(entry["ttft_median"], entry["tpot_median"])
-    return figure, entry["ratio_bar"], figure / entry["ratio_bar"]
+    tpot_bar = entry.get("tpot_bar", entry["ratio_bar"])
+    ttft = (entry["ttft_median"], entry["ratio_bar"], entry["ttft_median"] / entry["ratio_bar"])
+    tpot = (entry["tpot_median"], tpot_bar, entry["tpot_median"] / tpot_bar)
+    return min(ttft, tpot, key=lambda row: row[2])
 
 
 def first_token_margin(audit: Audit) -> tuple[float, float, float] | None:

@@ -112,6 +112,7 @@ def repeat_audit(replies: Sequence[Reply], sent: Sequence[Sent]) -> Verdict:
         "ttft_ratios": [round(x, 4) for x in ttft],
         "tpot_ratios": [round(x, 4) for x in tpot],
         "ratio_bar": REPEAT_RATIO,
+        "tpot_bar": TPOT_RATIO,
         "hit_ratio": HIT_RATIO,
     }
     if len(pairs) < MIN_PAIRS:
