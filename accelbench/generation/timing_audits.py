@@ -15,7 +15,7 @@
   0.04-0.25 on tiny-llama, where a call takes milliseconds (with the control alone as reference, 2 of 10
   honest cells failed). Honest single repeats still read as low as 0.12-0.18 against the medians at load
   8-11 (ort-genai on tiny-llama: 3 of 8 under 0.25 once); the caches planted read 0.001-0.005 (reply cache,
-  early first token) and 0.12-0.29 (KV prefix reuse on smollm2, caught by the median).
+  early first token) and 0.07-0.64, median 0.26 (KV prefix reuse on smollm2, caught by the median).
 * **First token** (``first_token_audit``): a first token needs a forward pass over the whole prompt,
   which costs at least about one decode step (each reads all the weights), so an honest reply's TTFT is
   not far below its own TPOT (torch-eager on tiny-llama, 8-48-token prompts: TTFT / TPOT 0.55 at the
