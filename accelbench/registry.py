@@ -1,9 +1,10 @@
 """Explicit name -> "module:Class" tables for workloads and stacks, imported lazily.
 
 Adding a stack is one module plus one line in ``STACKS``; a third-party package adds one without touching
-accelbench through the entry-point groups ``accelbench.stacks`` and ``accelbench.workloads``. Names are
-resolved to references in the parent process; the cell subprocess imports the reference, so a planted
-test stack or a plugin runs exactly like a built-in one.
+accelbench through the entry-point groups ``accelbench.stacks``, ``accelbench.generation_stacks`` (a
+``accelbench.generation.base.GenerationStack``: it runs the LLM workloads) and ``accelbench.workloads``.
+Names are resolved to references in the parent process; the cell subprocess imports the reference, so a
+planted test stack or a plugin runs exactly like a built-in one.
 """
 
 from __future__ import annotations
@@ -73,12 +74,17 @@ GENERATING_STACKS: Mapping[str, str] = {
 """The stacks that generate (``accelbench.generation.base.GenerationStack``): they run the generative
 workloads (``tiny-llama``, ``smollm2-135m``); a name in both tables is the same software both ways."""
 
-_GROUPS = {"workload": "accelbench.workloads", "stack": "accelbench.stacks"}
-_BUILTIN = {"workload": WORKLOADS, "stack": STACKS}
+_GROUPS = {
+    "workload": "accelbench.workloads",
+    "stack": "accelbench.stacks",
+    "generating stack": "accelbench.generation_stacks",
+}
+_BUILTIN = {"workload": WORKLOADS, "stack": STACKS, "generating stack": GENERATING_STACKS}
 
 
 def table(kind: str) -> dict[str, str]:
-    """Built-in and plugin entries of ``kind`` (``workload`` or ``stack``): name -> reference."""
+    """Built-in and plugin entries of ``kind`` (``workload``, ``stack`` or ``generating stack``): name ->
+    reference. A plugin cannot replace a built-in name."""
     merged = dict(_BUILTIN[kind])
     for entry in entry_points(group=_GROUPS[kind]):
         merged.setdefault(entry.name, entry.value)
@@ -103,12 +109,12 @@ def all_stack_names() -> tuple[str, ...]:
     """What ``--stacks all`` means: every inference stack (plugins included) but the served deployments
     (each starts a server per cell: name them, or use ``--serve``), then the generating-only ones."""
     inference = [name for name in table("stack") if not is_served(name)]
-    return (*inference, *(name for name in GENERATING_STACKS if name not in inference))
+    return (*inference, *(name for name in table("generating stack") if name not in inference))
 
 
 def resolve_any_stack(names: tuple[str, ...]) -> None:
     """UserError for a name that is neither an inference nor a generating stack."""
-    known = {*table("stack"), *GENERATING_STACKS}
+    known = {*table("stack"), *table("generating stack")}
     unknown = [name for name in names if name not in known]
     if unknown:
         raise UserError(f"unknown stack {', '.join(unknown)!s}; known: {', '.join(sorted(known))}")

@@ -90,14 +90,15 @@ def _generative_cells(config: RunConfig, workload: str, workload_ref: str) -> li
         return []
     stacks = config.generation_stacks or config.stacks
     scenarios = config.generation_scenarios or config.scenarios
+    generating = registry.table("generating stack")
     return [
         PlannedCell(
             Cell(workload, stack, scenario, device, config.size, "canonical"),
             workload_ref,
-            registry.GENERATING_STACKS[stack],
+            generating[stack],
         )
         for stack in stacks
-        if stack in registry.GENERATING_STACKS
+        if stack in generating
         for device in config.devices
         for scenario in scenarios
         if scenario in generation_workload.SCENARIOS
@@ -116,7 +117,7 @@ def _why_none(config: RunConfig, workload: str, workload_ref: str) -> str:
         stacks = ", ".join(config.generation_stacks or config.stacks)
         scenarios = ", ".join(config.generation_scenarios or config.scenarios)
         return (
-            f"it runs on generating stacks ({', '.join(registry.GENERATING_STACKS)}) in "
+            f"it runs on generating stacks ({', '.join(registry.table('generating stack'))}) in "
             f"{', '.join(generation_workload.SCENARIOS)}; asked: stacks {stacks}, scenarios {scenarios}"
         )
     return f"none of the stacks {', '.join(config.stacks)} runs it in {', '.join(config.scenarios)}"

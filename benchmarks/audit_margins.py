@@ -70,9 +70,40 @@ def alternate_margin(audit: Audit) -> tuple[float, float, float] | None:
     return value, threshold, (1.0 - threshold) / missing if missing > 0 else float("inf")
 
 
+def llm_repeat_margin(audit: Audit) -> tuple[float, float, float] | None:
+    """LLM: the median repeat / never-seen ratio (TTFT or TPOT) nearest its bar (must stay above)."""
+    entry = audit.get("repeat") or {}
+    if "ttft_median" not in entry:
+        return None
+    tpot_bar = entry.get("tpot_bar", entry["ratio_bar"])
+    ttft = (entry["ttft_median"], entry["ratio_bar"], entry["ttft_median"] / entry["ratio_bar"])
+    tpot = (entry["tpot_median"], tpot_bar, entry["tpot_median"] / tpot_bar)
+    return min(ttft, tpot, key=lambda row: row[2])
+
+
+def first_token_margin(audit: Audit) -> tuple[float, float, float] | None:
+    """LLM: the lowest TTFT / own TPOT of a reply vs the floor (3 replies and 5% below it fail)."""
+    entry = audit.get("first_token") or {}
+    if not entry.get("lowest_ratios"):
+        return None
+    figure = entry["lowest_ratios"][0]
+    return figure, entry["floor"], figure / entry["floor"]
+
+
+def prefix_cache_margin(audit: Audit) -> tuple[float, float, float] | None:
+    """LLM: repeated/never-seen TTFT ratio after the run vs its bar (must stay above)."""
+    entry = audit.get("prefix_cache") or {}
+    if "ratio" not in entry:
+        return None
+    return entry["ratio"], entry["bar"], entry["ratio"] / entry["bar"]
+
+
 MARGINS: dict[str, Callable[[Audit], tuple[float, float, float] | None]] = {
     "output": output_margin,
     "repeat": repeat_margin,
+    "llm repeat": llm_repeat_margin,
+    "first_token": first_token_margin,
+    "prefix_cache": prefix_cache_margin,
     "caching": caching_margin,
     "alternate_seed": alternate_margin,
     "precision": precision_margin,
@@ -86,7 +117,7 @@ def margin_table(results: Sequence[Result]) -> list[str]:
     audited = [r for r in results if r.audit]
     for name, margin in MARGINS.items():
         rows = [(m, r) for r in audited if (m := margin(r.audit or {})) is not None]
-        failed = sum(1 for r in audited if name in failed_audits(r.audit))
+        failed = sum(1 for _, r in rows if name.removeprefix("llm ") in failed_audits(r.audit))
         if not rows:
             lines.append(f"{name:<15} {0:>5}")
             continue

@@ -1,30 +1,35 @@
 """The LLM decode driver: measure one generative cell (single-stream, offline, server) in the cell process.
 
-1. The reference: torch-eager fp32's greedy replies to the workload's seeded prompts, with their
-   teacher-forced logit margins, made once per run and model and kept in the run's cache folder.
-   Prompts whose reference reply has fewer than 2 tokens are left out of the timed set (no TPOT).
+1. The reference: torch-eager fp32's greedy replies to the workload's seeded prompts, made once per run
+   and model and kept in the run's cache folder (``accelbench.generation.reference``). Prompts whose
+   reference reply has fewer than 2 tokens are left out of the timed set (no TPOT).
 2. The stack prepares its generator (conversion and compilation timed apart: ``compile_s`` and the
    section's ``conversion_s``), then a warm-up reply to every timed prompt (new prompt lengths build
    kernels) and ``CALIBRATION_REPLIES`` timed ones, whose median latency sizes LoadGen's runs.
 3. Between two noise probes, in one meter window: LoadGen in token mode
-   (``accelbench.generation.loadgen_tokens``). Single-stream runs at least ``MIN_TOKEN_QUERIES``
-   queries; offline one query of every timed prompt (at least ``MIN_TOKEN_QUERIES`` samples); server
-   first searches the highest target QPS that LoadGen reports VALID under the workload's p99 TTFT and
-   TPOT bounds (``accelbench.scenarios.server_search``, each probe a LoadGen run of at least the rule
-   set's server query count); the scored figures are the VALID probe's at that QPS (no VALID probe: the
-   last one's, and the cell is ``invalid``). A measurement the noise guard judges disturbed runs once more.
-4. The replies LoadGen's queries got are judged: token agreement with the reference (threshold per
-   precision class), TEST06 (EOS at most once and last, or the cap; the first token reported is the first
-   returned) and TEST09 (mean length within 10% of the reference's) make the quality gate; the
-   cache audit (``quality.prefix_cache_audit``: a repeated never-seen prompt must not answer its first
-   token from a cache) is an audit like the trust issue's, and its failure disqualifies. The status
-   follows ``audits.cell_status``.
+   (``accelbench.generation.loadgen_tokens``). Every query, warm-up and calibration included, is sent a
+   prompt drawn afresh from the cell's secret input seed (``spec.input_seed``) at the length of a timed
+   prompt, with a salt, so no two are equal but the repeats the feed slips in at drawn distances, each
+   beside a never-seen control of the same length (``accelbench.generation.feed``). Single-stream runs
+   at least ``MIN_TOKEN_QUERIES`` queries; offline one query of every timed prompt (at least
+   ``MIN_TOKEN_QUERIES`` samples); server first searches the highest target QPS that LoadGen reports
+   VALID under the workload's p99 TTFT and TPOT bounds (``accelbench.scenarios.server_search``, each
+   probe a LoadGen run of at least the rule set's server query count); the scored figures are the VALID
+   probe's at that QPS (no VALID probe: the last one's, and the cell is ``invalid``). A measurement the
+   noise guard judges disturbed runs once more.
+4. The replies LoadGen's queries got are judged: ``JUDGED_REPLIES`` replies to never-seen prompts,
+   drawn at random, against torch-eager's replies to the same salted prompts (made after the run): token
+   agreement (threshold per precision class) and TEST09 (mean length within 10%); every reply: TEST06
+   (EOS at most once and last, or the cap; the first token reported is the first returned). They make
+   the quality gate. Three audits, whose failure disqualifies: ``repeat`` (repeats against their
+   controls) and ``first_token`` (TTFT against the reply's own TPOT) over the scored run
+   (``accelbench.generation.timing_audits``), and ``prefix_cache`` after it
+   (``quality.prefix_cache_audit``: immediate repeats). The status follows ``audits.cell_status``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,10 +38,11 @@ from typing import Any
 
 from accelbench import audits
 from accelbench.audits.verdict import FAIL, PASS, Verdict
-from accelbench.cellspec import CellSpec, write_json_atomic
+from accelbench.cellspec import CellSpec
 from accelbench.errors import Unavailable, Unsupported
 from accelbench.generation import figures as token_figures
-from accelbench.generation.base import GenerationContext, GenerationStack, Generator, Reply
+from accelbench.generation.base import GenerationContext, GenerationStack, Generator
+from accelbench.generation.feed import REPEAT, PromptFeed, SaltPlace
 from accelbench.generation.loadgen_tokens import (
     MIN_TOKEN_QUERIES,
     ServerBounds,
@@ -47,28 +53,31 @@ from accelbench.generation.loadgen_tokens import (
     timed_prompts,
 )
 from accelbench.generation.models import LlmModel, load_model
-from accelbench.generation.prompts import PromptSet, make_prompts
+from accelbench.generation.prompts import PromptSet, make_prompts, prompt_maker
 from accelbench.generation.quality import (
+    CACHE_AUDIT_RATIO,
     Agreement,
     ReplyCheck,
     agreement,
     check_test06,
     check_test09,
     prefix_cache_audit,
-    reference_margins,
 )
+from accelbench.generation.reference import Reference, prompt_reference, sent_reference
+from accelbench.generation.timing_audits import first_token_audit, repeat_audit
 from accelbench.generation.workload import SCENARIOS, GenerativeWorkload
 from accelbench.meters import noise
 from accelbench.meters.window import CellMeters, Metered
-from accelbench.registry import GENERATING_STACKS, instantiate
+from accelbench.registry import instantiate
 from accelbench.results import LoadgenVerdict, NoiseProbe, Quality
 from accelbench.scenarios import server_search
 from accelbench.scenarios.rules import Rules, get_rules
 from accelbench.versions import with_python
 
 ATTEMPTS = 2
-REFERENCE = "torch-eager"
 CALIBRATION_REPLIES = 3
+JUDGED_REPLIES = 16
+"""Replies to never-seen prompts judged against torch-eager's, drawn at random from the scored run's."""
 SERVER_START_FRACTION = 1.0
 """The search starts at this fraction of the single-reply capacity ``1 / latency``. A probe lasts its
 query count over its target QPS, so the low targets cost the most: a stack that overlaps replies
@@ -91,11 +100,11 @@ def measure(spec: CellSpec) -> dict[str, Any]:
     prompts = make_prompts(model, workload.prompts, seed=spec.seed)
     reference = _reference(model, prompts, cache, spec)
     keep = timed_prompts(reference.replies)
-    timed = [prompts.prompts[i] for i in keep]
+    feeds = _Feeds([prompts.prompts[i] for i in keep], prompts, model, spec.input_seed)
     start = time.perf_counter()
     generator = stack.prepare(model, GenerationContext(cache / "llm-stacks", threads=spec.threads))
     prepare_s = time.perf_counter() - start
-    latency_s = _calibrated_latency_s(generator, timed, prompts.max_new_tokens)
+    latency_s = _calibrated_latency_s(generator, feeds, prompts.max_new_tokens)
     rules = get_rules(spec.rules)
     bounds = _bounds(workload, model)
     log_dir = Path(spec.cell_dir) / "loadgen"
@@ -104,7 +113,7 @@ def measure(spec: CellSpec) -> dict[str, Any]:
         probe_start = noise.begin(Path(spec.run_dir))
         meters.begin("scored")
         search, run = _measure(
-            generator, timed, prompts.max_new_tokens, scenario, rules, latency_s, bounds, log_dir
+            generator, feeds, prompts.max_new_tokens, scenario, rules, latency_s, bounds, log_dir
         )
         metered = meters.end("scored", max(run.queries, 1))
         probe = noise.end(probe_start)
@@ -113,7 +122,37 @@ def measure(spec: CellSpec) -> dict[str, Any]:
         log_dir = Path(spec.cell_dir) / f"loadgen-attempt{attempt + 2}"
     meters.close()
     measured = _Measured(run, search, probe, metered, prepare_s, log_dir)
-    return _outcome(spec, stack, generator, model, prompts, reference, keep, measured)
+    return _outcome(spec, stack, generator, model, prompts, feeds, keep, measured)
+
+
+class _Feeds:
+    """A fresh ``PromptFeed`` for every LoadGen run (and the calibration), each its own stream of the
+    cell's input seed."""
+
+    def __init__(
+        self, timed: Sequence[Sequence[int]], prompts: PromptSet, model: LlmModel, seed: int
+    ) -> None:
+        self.timed = [tuple(p) for p in timed]
+        self.place = SaltPlace(prompts.salt_head, model.vocab_size)
+        self.maker = prompt_maker(model)
+        self.seed = seed
+        self.made = 0
+
+    def new(self) -> PromptFeed:
+        """The next feed."""
+        self.made += 1
+        return PromptFeed(self.timed, self.place, (self.seed, self.made), self.maker)
+
+    def judged(self, run: TokenFigures) -> list[int]:
+        """Indices into ``run.replies`` of up to ``JUDGED_REPLIES`` replies to never-seen prompts, drawn
+        at random, and of every reply to a never-seen prompt that is EOS alone (it must be the model's)."""
+        import numpy as np
+
+        unseen = [i for i, sent in enumerate(run.sent) if sent.role != REPEAT]
+        rng = np.random.default_rng([self.seed, 0])
+        count = min(JUDGED_REPLIES, len(unseen))
+        drawn = {int(i) for i in rng.choice(unseen, size=count, replace=False)} if count else set()
+        return sorted(drawn | {i for i in unseen if len(run.replies[i].tokens) < 2})
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,42 +169,24 @@ class _Measured:
     log_dir: Path
 
 
-class _Reference:
-    """torch-eager fp32's replies to every prompt and their logit margins."""
-
-    def __init__(self, replies: Sequence[Reply], margins: Sequence[Sequence[float]]) -> None:
-        self.replies = tuple(replies)
-        self.margins = [list(m) for m in margins]
-
-
-def _reference(model: LlmModel, prompts: PromptSet, cache: Path, spec: CellSpec) -> _Reference:
-    """The reference replies, read from the run's cache or made now by torch-eager (and kept there:
-    each run makes its own, so a stored reference never outlives the code that made it)."""
-    path = (
-        Path(spec.cache_dir)
-        / "llm-reference"
-        / f"{model.name}-seed{prompts.seed}-{len(prompts.prompts)}.json"
-    )
-    if not path.exists():
-        torch_eager: GenerationStack = instantiate(GENERATING_STACKS[REFERENCE])
-        generator = torch_eager.prepare(model, GenerationContext(cache / "llm-stacks", threads=spec.threads))
-        replies = [generator.generate(p, prompts.max_new_tokens) for p in prompts.prompts]
-        margins = reference_margins(generator.model, prompts.prompts, replies)  # type: ignore[attr-defined]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(path, {"replies": [list(r.tokens) for r in replies], "margins": margins})
-    stored = json.loads(path.read_text())
-    replies = [Reply(tuple(tokens), 0.0, 0.0, tokens[0] if tokens else -1) for tokens in stored["replies"]]
-    return _Reference(replies, stored["margins"])
+def _reference(model: LlmModel, prompts: PromptSet, cache: Path, spec: CellSpec) -> Reference:
+    """The reference replies to the workload's prompts (the run's cache, or made now)."""
+    name = f"{model.name}-seed{prompts.seed}-{len(prompts.prompts)}.json"
+    path = Path(spec.cache_dir) / "llm-reference" / name
+    ctx = GenerationContext(cache / "llm-stacks", threads=spec.threads)
+    return prompt_reference(model, prompts.prompts, prompts.max_new_tokens, path, ctx)
 
 
-def _calibrated_latency_s(generator: Generator, timed: Sequence[Sequence[int]], cap: int) -> float:
+def _calibrated_latency_s(generator: Generator, feeds: _Feeds, cap: int) -> float:
     """Median latency of ``CALIBRATION_REPLIES`` replies after a warm-up reply to every timed prompt
-    (a stack's first call at a new prompt length can be 10x slower: kernels built per shape)."""
+    (a stack's first call at a new prompt length can be 10x slower: kernels built per shape); every
+    prompt salted, never sent again."""
     import statistics
 
-    for prompt in timed:
-        generator.generate(prompt, cap)
-    replies = [generator.generate(timed[i % len(timed)], cap) for i in range(CALIBRATION_REPLIES)]
+    feed = feeds.new()
+    for base in range(len(feeds.timed)):
+        generator.generate(feed.fresh(base), cap)
+    replies = [generator.generate(feed.fresh(i % len(feeds.timed)), cap) for i in range(CALIBRATION_REPLIES)]
     return statistics.median(r.latency_s for r in replies)
 
 
@@ -175,7 +196,7 @@ def _bounds(workload: GenerativeWorkload, model: LlmModel) -> ServerBounds:
 
 def _measure(
     generator: Generator,
-    timed: Sequence[Sequence[int]],
+    feeds: _Feeds,
     cap: int,
     scenario: str,
     rules: Rules,
@@ -185,15 +206,16 @@ def _measure(
 ) -> tuple[dict[str, Any] | None, TokenFigures]:
     """The scenario's LoadGen run (server: the search, then the scored run at its max QPS)."""
     minimum = max(rules.min_queries_for("single-stream"), MIN_TOKEN_QUERIES)
+    timed = feeds.timed
     if scenario != "server":
         run = TokenRun(scenario, rules.min_duration_s, minimum, expected_latency_s=latency_s)
-        return None, measure_tokens(generator, timed, cap, run, log_dir)
+        return None, measure_tokens(generator, timed, cap, run, log_dir, feeds.new())
     probes: list[TokenFigures] = []
 
     def probe(target_qps: float) -> server_search.Probe:
         queries = max(rules.min_queries_for("server"), MIN_TOKEN_QUERIES)  # early stopping of the p99s
         run = TokenRun("server", rules.server_min_duration_s, queries, latency_s, target_qps, bounds)
-        figures = measure_tokens(generator, timed, cap, run, log_dir / f"probe-{len(probes)}")
+        figures = measure_tokens(generator, timed, cap, run, log_dir / f"probe-{len(probes)}", feeds.new())
         probes.append(figures)
         p99 = figures.ttft_percentiles_s.get(99.0, 0.0)
         completed = figures.summary.completed_samples_per_s if figures.summary else None
@@ -218,13 +240,13 @@ def _search_document(search: server_search.Search, runs: Sequence[TokenFigures])
 
 @dataclass(frozen=True, slots=True)
 class _Judgement:
-    """The scored run's replies judged: the quality gate's parts, the cache audit, the cell's status."""
+    """The scored run's replies judged: the quality gate's parts, the audits, the cell's status."""
 
     quality: Agreement
     prompts: int
-    """Distinct prompts whose replies were judged."""
+    """Replies judged against the reference (to distinct never-seen prompts)."""
     checks: tuple[ReplyCheck, ...]
-    cache: Verdict
+    verdicts: tuple[Verdict, ...]
     status: str
     reason: str
 
@@ -234,29 +256,42 @@ def _judge(
     generator: Generator,
     model: LlmModel,
     prompts: PromptSet,
-    reference: _Reference,
-    keep: Sequence[int],
+    feeds: _Feeds,
     measured: _Measured,
 ) -> _Judgement:
-    """Token agreement with the reference, TEST06 and TEST09, the prefix-cache audit, and the status."""
+    """Token agreement with the reference, TEST06 and TEST09, the audits, and the status."""
     run = measured.run
-    by_prompt = {keep[i]: reply for i, reply in zip(run.prompt_indices, run.replies, strict=True)}
-    keys = sorted(by_prompt)
-    references = [reference.replies[i] for i in keys]
-    replies = [by_prompt[i] for i in keys]
-    quality = agreement(references, replies, generator.precision, [reference.margins[i] for i in keys])
+    judged = feeds.judged(run)
+    sent = [run.sent[i].prompt for i in judged]
+    ctx = GenerationContext(Path(spec.store_cache_dir or spec.cache_dir) / "llm-stacks", threads=spec.threads)
+    reference = sent_reference(model, sent, prompts.max_new_tokens, ctx) if sent else Reference([], [])
+    replies = [run.replies[i] for i in judged]
+    if replies:
+        quality = agreement(reference.replies, replies, generator.precision, reference.margins)
+    else:
+        quality = Agreement(0.0, (), -1, generator.precision, 1.0, False, "no reply to judge")
     checks = (
         check_test06(run.replies, prompts.max_new_tokens, model.eos_token_id),
-        check_test09(references, replies),
+        check_test09(reference.replies, replies),
     )
-    cache_check = prefix_cache_audit(generator, sorted(prompts.prompts, key=len)[-1], max_new_tokens=1)
-    cache = Verdict("prefix_cache", PASS if cache_check.passed else FAIL, cache_check.detail)
+    verdicts = (
+        repeat_audit(run.replies, run.sent),
+        first_token_audit(run.replies),
+        _cache(generator, prompts),
+    )
     failures = [name for name, passed in _gate(quality.passed, checks) if not passed]
     invalid = [] if run.valid else [f"{spec.cell.scenario}: {'; '.join(run.invalid_reasons) or 'no reason'}"]
     if measured.search and float(measured.search["max_qps"]) <= 0:
         invalid.append(f"no target QPS met p99 TTFT {_ms(run)} and TPOT bounds")
-    status, why = audits.cell_status([cache], failures, invalid, noise.unstable_reason(measured.probe))
-    return _Judgement(quality, len(keys), checks, cache, status, why)
+    status, why = audits.cell_status(verdicts, failures, invalid, noise.unstable_reason(measured.probe))
+    return _Judgement(quality, len(replies), checks, verdicts, status, why)
+
+
+def _cache(generator: Generator, prompts: PromptSet) -> Verdict:
+    """The prefix-cache audit after the run (immediate repeats of the longest prompt's fresh versions)."""
+    check = prefix_cache_audit(generator, sorted(prompts.prompts, key=len)[-1], max_new_tokens=1)
+    evidence = {"ratio": round(check.value, 4), "bar": CACHE_AUDIT_RATIO}
+    return Verdict("prefix_cache", PASS if check.passed else FAIL, check.detail, evidence)
 
 
 def _facts(
@@ -285,15 +320,15 @@ def _outcome(
     generator: Generator,
     model: LlmModel,
     prompts: PromptSet,
-    reference: _Reference,
+    feeds: _Feeds,
     keep: Sequence[int],
     measured: _Measured,
 ) -> dict[str, Any]:
     """Judge the scored run's replies and assemble the outcome document."""
     run, rules = measured.run, get_rules(spec.rules)
-    judged = _judge(spec, generator, model, prompts, reference, keep, measured)
+    judged = _judge(spec, generator, model, prompts, feeds, measured)
     found = token_figures.figures_of([run], float(measured.search["max_qps"]) if measured.search else None)
-    prompt_tokens = [len(prompts.prompts[keep[i]]) for i in run.prompt_indices]
+    prompt_tokens = [len(sent.prompt) for sent in run.sent]
     facts = _facts(generator, model, prompts, keep, measured.prepare_s)
     generation = token_figures.section(run, prompt_tokens, judged.quality, judged.checks, facts)
     energy = measured.metered.energy
@@ -330,7 +365,7 @@ def _outcome(
             "stack": dict(generator.details),
         },
         "energy": dataclasses.asdict(energy) if energy is not None else None,
-        "audit": audits.section([judged.cache]),
+        "audit": audits.section(judged.verdicts, salt_tokens=feeds.place.salt_tokens),
         "generation": generation,
     }
 

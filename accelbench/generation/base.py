@@ -7,11 +7,12 @@ hangs on it) and returns a ``Reply`` with every token and the SUT-side times. No
 between calls: each call starts from an empty KV cache (a prefix cache or a cached reply would fake
 the time to first token; ``accelbench.generation.quality`` checks the replies).
 
-Adding a stack is one module with a ``GenerationStack`` subclass plus one line in ``STACKS`` of
-``accelbench.generation.stacks``. Heavy libraries are imported inside ``unavailable_reason`` and
-``prepare`` only: a missing one makes the stack "unavailable: <reason>", never a crash. A conversion
-step (ONNX build, IR export, GGUF write, compilation) is timed apart from generation, in
-``Generator.conversion_s``.
+Adding a stack is one module with a ``GenerationStack`` subclass plus one line in
+``accelbench.registry.GENERATING_STACKS``, or, outside accelbench, one entry point in the group
+``accelbench.generation_stacks`` (``docs/adding-a-stack.md``). Heavy libraries are imported inside
+``unavailable_reason`` and ``prepare`` only: a missing one makes the stack "unavailable: <reason>", never
+a crash. A conversion step (ONNX build, IR export, GGUF write, compilation) is timed apart from
+generation, in ``Generator.conversion_s``.
 """
 
 from __future__ import annotations
@@ -123,7 +124,8 @@ class StackFacts:
 
 
 class GenerationStack(ABC):
-    """A way to generate with a language model; subclasses are listed in ``generation.stacks.STACKS``."""
+    """A way to generate with a language model; subclasses are listed in ``registry.GENERATING_STACKS``
+    or registered as ``accelbench.generation_stacks`` entry points."""
 
     name: ClassVar[str]
     precision: ClassVar[str]

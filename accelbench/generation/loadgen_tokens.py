@@ -14,8 +14,10 @@ TTFT and p99 TPOT bounds, ``ServerBounds``). Figures come from LoadGen's summary
 (``accelbench.scenarios.loadgen_log`` parses them; the token fields are read here). Goodput (queries/s
 whose TTFT and TPOT both meet the bounds) comes from the SUT's own per-query times, labelled so.
 
-A reply of fewer than 2 tokens has no TPOT (LoadGen's figures turn to nonsense), so it makes the run's
-``short_replies`` non-zero and ``valid`` false. LoadGen segfaults when the SUT breaks its protocol:
+A reply of fewer than 2 tokens (EOS at once) has no TPOT: LoadGen counts about 0 for that query. They are
+counted in ``short_replies``; more than ``SHORT_SHARE`` of the replies make the run invalid (a salted
+prompt is answered by EOS alone now and then: 2 of 48 on tiny-llama's random weights; the cell checks
+each against the reference's reply to the same prompt). LoadGen segfaults when the SUT breaks its protocol:
 callers run this inside the cell's own process, never in a process that must survive.
 """
 
@@ -34,11 +36,13 @@ from typing import Any
 import numpy as np
 
 from accelbench.generation.base import Generator, Reply
+from accelbench.generation.feed import FRESH, PromptFeed, Sent
 from accelbench.scenarios.loadgen_log import Summary, parse_detail_values, parse_summary
 
 log = logging.getLogger(__name__)
 
 MIN_TOKEN_QUERIES = 64
+SHORT_SHARE = 0.1
 SUMMARY_FILE = "mlperf_log_summary.txt"
 DETAIL_FILE = "mlperf_log_detail.txt"
 MLPERF_LLAMA31_8B_PARAMS = 8.03e9
@@ -104,25 +108,34 @@ class TokenFigures:
     replies: tuple[Reply, ...]
     """The SUT's view of every reply, in completion order."""
     prompt_indices: tuple[int, ...]
-    """The prompt (QSL index) of each reply in ``replies``."""
+    """The prompt (QSL index) each reply's prompt was made from, in ``replies``' order."""
     short_replies: int
     goodput_qps: float | None = None
     """Server: replies meeting both bounds (SUT timers) per second of the run."""
     bounds: ServerBounds | None = None
     summary: Summary | None = None
     detail: Mapping[str, Any] = field(default_factory=dict)
+    sent: tuple[Sent, ...] = ()
+    """What each reply's call was sent (``accelbench.generation.feed``), in ``replies``' order."""
 
 
 class _TokenSut:
     """Queue + worker thread; completes each sample with first token then all tokens."""
 
-    def __init__(self, generator: Generator, prompts: Sequence[Sequence[int]], max_new_tokens: int) -> None:
+    def __init__(
+        self,
+        generator: Generator,
+        prompts: Sequence[Sequence[int]],
+        max_new_tokens: int,
+        feed: PromptFeed | None,
+    ) -> None:
         self.generator = generator
         self.prompts = prompts
         self.max_new_tokens = max_new_tokens
+        self.feed = feed
         self.queue: queue.Queue[Any] = queue.Queue()
         self.replies: list[Reply] = []
-        self.indices: list[int] = []
+        self.sent: list[Sent] = []
         self.error: BaseException | None = None
         self.worker = threading.Thread(target=self._work, name="token-sut", daemon=True)
 
@@ -151,9 +164,10 @@ class _TokenSut:
         tokens: Sequence[int] = ()
         if self.error is None:
             try:
-                reply = self.generator.generate(self.prompts[sample.index], self.max_new_tokens, first)
+                sent = self._prompt(int(sample.index))
+                reply = self.generator.generate(sent.prompt, self.max_new_tokens, first)
                 self.replies.append(reply)
-                self.indices.append(int(sample.index))
+                self.sent.append(sent)
                 tokens = reply.tokens
             except BaseException as error:  # raised again once LoadGen has returned
                 self.error = error
@@ -162,6 +176,12 @@ class _TokenSut:
         data = np.array(tokens or (0, 0), np.int32)
         response = lg.QuerySampleResponse(sample.id, data.ctypes.data, data.nbytes, len(data))
         lg.QuerySamplesComplete([response])
+
+    def _prompt(self, index: int) -> Sent:
+        """The feed's prompt for this call, or without a feed the QSL's prompt ``index`` as it is."""
+        if self.feed is not None:
+            return self.feed.next(index)
+        return Sent(tuple(self.prompts[index]), index, FRESH)
 
 
 def timed_prompts(references: Sequence[Reply]) -> tuple[int, ...]:
@@ -179,13 +199,15 @@ def measure_tokens(
     max_new_tokens: int,
     run: TokenRun,
     log_dir: Path,
+    feed: PromptFeed | None = None,
 ) -> TokenFigures:
-    """Run ``generator`` under LoadGen's ``run.scenario`` over ``prompts``; LoadGen's logs go to
-    ``log_dir`` (created). An exception raised by the generator propagates after LoadGen returns."""
+    """Run ``generator`` under LoadGen's ``run.scenario`` over ``prompts`` (each call's prompt from
+    ``feed`` when given: salted, repeats and controls); LoadGen's logs go to ``log_dir`` (created). An
+    exception raised by the generator propagates after LoadGen returns."""
     import mlperf_loadgen as lg
 
     log_dir.mkdir(parents=True, exist_ok=True)
-    sut = _TokenSut(generator, prompts, max_new_tokens)
+    sut = _TokenSut(generator, prompts, max_new_tokens, feed)
     sut.worker.start()
     settings = _settings(lg, run)
     lg_sut = lg.ConstructSUT(sut.issue_queries, sut.flush_queries)
@@ -201,7 +223,7 @@ def measure_tokens(
     wall_s = time.perf_counter() - start
     if sut.error is not None:
         raise sut.error
-    return _figures(run, log_dir, tuple(sut.replies), tuple(sut.indices), wall_s)
+    return _figures(run, log_dir, tuple(sut.replies), tuple(sut.sent), wall_s)
 
 
 def _settings(lg: Any, run: TokenRun) -> Any:
@@ -243,17 +265,19 @@ def _nothing(indices: Sequence[int]) -> None:
 
 
 def _figures(
-    run: TokenRun, log_dir: Path, replies: tuple[Reply, ...], indices: tuple[int, ...], wall_s: float
+    run: TokenRun, log_dir: Path, replies: tuple[Reply, ...], sent: tuple[Sent, ...], wall_s: float
 ) -> TokenFigures:
     summary = parse_summary((log_dir / SUMMARY_FILE).read_text())
     detail = parse_detail_values((log_dir / DETAIL_FILE).read_text())
     extra = summary.extra
     short = sum(len(r.tokens) < 2 for r in replies)
-    reasons = summary.invalid_reasons + ((f"{short} replies under 2 tokens (no TPOT)",) if short else ())
+    many = short > SHORT_SHARE * len(replies)
+    word = f"{short} of {len(replies)} replies under 2 tokens (no TPOT; bar {SHORT_SHARE:.0%})"
+    reasons = summary.invalid_reasons + ((word,) if many else ())
     bounds = run.bounds if run.scenario == "server" else None
     return TokenFigures(
         scenario=summary.scenario,
-        valid=summary.valid and not short,
+        valid=summary.valid and not many,
         invalid_reasons=reasons,
         ttft_mean_s=_ns(extra.get("Mean First Token latency (ns)")),
         ttft_percentiles_s=_percentiles(extra, _TTFT_PCT),
@@ -263,12 +287,13 @@ def _figures(
         latency_mean_s=summary.mean_latency_s,
         queries=len(replies),
         replies=replies,
-        prompt_indices=indices,
+        prompt_indices=tuple(s.base for s in sent),
         short_replies=short,
         goodput_qps=_goodput(replies, bounds, wall_s) if bounds else None,
         bounds=bounds,
         summary=summary,
         detail={k: v for k, v in detail.items() if k.startswith(("result_", "early_stopping"))},
+        sent=sent,
     )
 
 

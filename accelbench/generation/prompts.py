@@ -11,12 +11,13 @@ Every stack is given the same token ids (never text), so tokenizers cannot make 
 * ``tiny-llama``: random token ids (uniform over the vocabulary, special tokens excluded), lengths
   uniform between ``TINY_LENGTHS``; replies capped at ``TINY_MAX_NEW_TOKENS``.
 
-``make_prompts(model, count, seed)`` is deterministic in its arguments.
+``make_prompts(model, count, seed)`` is deterministic in its arguments. These are the prompts' shapes,
+not what a stack is timed on: every timed query gets a secret salt (``accelbench.generation.feed``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,6 +125,9 @@ class PromptSet:
     max_new_tokens: int
     """The reply cap: a reply ends at EOS or after this many tokens."""
     length_distribution: str
+    salt_head: int = 0
+    """Tokens before the user's text (the template's system prompt and user header): a timed query's salt
+    goes after them (``accelbench.generation.feed``)."""
 
     @property
     def input_tokens(self) -> tuple[int, ...]:
@@ -141,13 +145,35 @@ def make_prompts(model: LlmModel, count: int, seed: int = 0) -> PromptSet:
     return _chat_prompts(model, count, seed, rng)
 
 
+PromptMaker = Callable[[np.random.Generator, int], tuple[int, ...]]
+"""Makes one prompt of a given length (template included) from a random generator."""
+
+
+def prompt_maker(model: LlmModel) -> PromptMaker:
+    """``make_prompts``' recipe for one prompt of a given length: how every timed query's prompt is drawn
+    afresh from a cell's secret seed (``accelbench.generation.feed``)."""
+    if model.name == "tiny-llama":
+        return lambda rng, length: _random_ids(model, rng, length)
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model.folder)
+    prefix, suffix = _template_pieces(tokenizer)
+
+    def make(rng: np.random.Generator, length: int) -> tuple[int, ...]:
+        room = length - len(prefix) - len(suffix)
+        return tuple(prefix + _encode(tokenizer, _message(rng, room))[:room] + suffix)
+
+    return make
+
+
+def _random_ids(model: LlmModel, rng: np.random.Generator, length: int) -> tuple[int, ...]:
+    return tuple(int(t) for t in rng.integers(_FIRST_ORDINARY_ID, model.vocab_size, size=length))
+
+
 def _tiny_prompts(model: LlmModel, count: int, seed: int, rng: np.random.Generator) -> PromptSet:
     low, high = TINY_LENGTHS
     lengths = rng.integers(low, high + 1, size=count)
-    prompts = tuple(
-        tuple(int(t) for t in rng.integers(_FIRST_ORDINARY_ID, model.vocab_size, size=int(n)))
-        for n in lengths
-    )
+    prompts = tuple(_random_ids(model, rng, int(n)) for n in lengths)
     text = f"uniform integer in [{low}, {high}] tokens; ids uniform in [{_FIRST_ORDINARY_ID}, vocab)"
     return PromptSet(model.name, seed, prompts, TINY_MAX_NEW_TOKENS, text)
 
@@ -165,7 +191,7 @@ def _chat_prompts(model: LlmModel, count: int, seed: int, rng: np.random.Generat
         content = _encode(tokenizer, _message(rng, room))[:room]
         prompts.append(tuple(prefix + content + suffix))
     text = f"log-uniform in [{low}, {high}] tokens (ChatML template included)"
-    return PromptSet(model.name, seed, tuple(prompts), SMOLLM2_MAX_NEW_TOKENS, text)
+    return PromptSet(model.name, seed, tuple(prompts), SMOLLM2_MAX_NEW_TOKENS, text, len(prefix))
 
 
 def _template_pieces(tokenizer: Any) -> tuple[list[int], list[int]]:

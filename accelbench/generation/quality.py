@@ -196,6 +196,12 @@ another prompt points to a prefix cache or a cached reply (prefill dominates the
 of a long prompt; a reused prefix skips it: 18 ms against ~470 ms in the feasibility study)."""
 
 
+CONFIRM_ROUNDS = 8
+"""Rounds added when the first ``rounds`` fail; the verdict is on all of them. Under a load average of 11
+on 2 cores honest torch-eager read 5.3 ms repeated against 16.5 ms never-seen over 4 rounds (ratio 0.32,
+stalls on the never-seen calls); a cache reads 0.00-0.10 every time."""
+
+
 def prefix_cache_audit(
     generator: Any, prompt: Sequence[int], max_new_tokens: int, rounds: int = 4
 ) -> ReplyCheck:
@@ -211,27 +217,43 @@ def prefix_cache_audit(
     fast. The two third calls differ in nothing else (the same call before them, the same shapes, the same
     place in the sequence), so an honest stack whose call after a change of prompt length, or whose every
     second call, is slower (torch-compiled on tiny-llama read 4.3 ms after a shorter prompt against 1.7 ms
-    repeated, torch-eager 11.5 ms against 2.8 ms once, both under load) is not taken for a cache. Use a long
-    prompt (prefill must dominate).
+    repeated, torch-eager 11.5 ms against 2.8 ms once, both under load) is not taken for a cache. A failure
+    is measured again (``CONFIRM_ROUNDS`` more rounds), the verdict drawn on all rounds. Use a long prompt
+    (prefill must dominate).
     """
     import statistics
 
     repeat: list[float] = []
     unseen: list[float] = []
-    for number in range(rounds):
+    _cache_rounds(generator, prompt, max_new_tokens, range(rounds), repeat, unseen)
+    if statistics.median(repeat) < CACHE_AUDIT_RATIO * statistics.median(unseen):
+        more = range(rounds, rounds + CONFIRM_ROUNDS)  # a failure is measured again before it counts
+        _cache_rounds(generator, prompt, max_new_tokens, more, repeat, unseen)
+    ratio = statistics.median(repeat) / statistics.median(unseen)
+    detail = (
+        f"repeated-prompt TTFT median {statistics.median(repeat) * 1e3:.2f} ms vs never-seen prompt "
+        f"{statistics.median(unseen) * 1e3:.2f} ms in the same place (ratio {ratio:.2f}, bar "
+        f"{CACHE_AUDIT_RATIO}, {len(repeat)} rounds)"
+    )
+    return ReplyCheck("prefix_cache_audit", ratio >= CACHE_AUDIT_RATIO, ratio, detail)
+
+
+def _cache_rounds(
+    generator: Any,
+    prompt: Sequence[int],
+    max_new_tokens: int,
+    numbers: range,
+    repeat: list[float],
+    unseen: list[float],
+) -> None:
+    """Rounds ``numbers`` of the cache audit: one TTFT appended to ``repeat`` and one to ``unseen`` each."""
+    for number in numbers:
         for repeated in (True, False):
             fresh = fresh_prompt(prompt, 2 * number + (0 if repeated else 1))
             generator.generate(_unseen_like(fresh, 0), max_new_tokens)
             generator.generate(fresh, max_new_tokens)
             third = fresh if repeated else _unseen_like(fresh, 1)
             (repeat if repeated else unseen).append(generator.generate(third, max_new_tokens).first_token_s)
-    ratio = statistics.median(repeat) / statistics.median(unseen)
-    detail = (
-        f"repeated-prompt TTFT median {statistics.median(repeat) * 1e3:.2f} ms vs never-seen prompt "
-        f"{statistics.median(unseen) * 1e3:.2f} ms in the same place (ratio {ratio:.2f}, bar "
-        f"{CACHE_AUDIT_RATIO}, {rounds} rounds)"
-    )
-    return ReplyCheck("prefix_cache_audit", ratio >= CACHE_AUDIT_RATIO, ratio, detail)
 
 
 def _unseen_like(fresh: Sequence[int], kind: int) -> list[int]:

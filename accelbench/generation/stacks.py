@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 from accelbench.errors import UserError
 from accelbench.generation.base import GenerationStack
-from accelbench.registry import GENERATING_STACKS
+from accelbench.registry import GENERATING_STACKS, table
 
 STACKS = GENERATING_STACKS
+"""The built-in generating stacks; ``get_stack`` also finds the plugins (``accelbench.generation_stacks``)."""
 REFERENCE = "torch-eager"
 
 
@@ -30,9 +31,10 @@ class StackStatus:
 
 def get_stack(name: str) -> GenerationStack:
     """An instance of the generating stack ``name``; raises UserError for an unknown name."""
-    if name not in STACKS:
-        raise UserError(f"unknown generating stack {name!r}; choose one of: {', '.join(STACKS)}")
-    module_name, _, class_name = STACKS[name].partition(":")
+    known = table("generating stack")
+    if name not in known:
+        raise UserError(f"unknown generating stack {name!r}; choose one of: {', '.join(known)}")
+    module_name, _, class_name = known[name].partition(":")
     stack: GenerationStack = getattr(importlib.import_module(module_name), class_name)()
     return stack
 

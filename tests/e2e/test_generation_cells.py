@@ -1,6 +1,7 @@
 """The LLM decode driver on tiny-llama with planted stacks: a reply cache is disqualified, a false first
-token fails the quality gate, and the honest reference passes. Runs ``accelbench.cell.generation`` in this
-process (the runner would give each cell a process of its own; the verdicts are the same)."""
+token reported before any work is disqualified (and fails TEST06), and the honest reference passes.
+Runs ``accelbench.cell.generation`` in this process (the runner would give each cell a process of its
+own; the verdicts are the same)."""
 
 from __future__ import annotations
 
@@ -98,9 +99,13 @@ def _measure(tmp_path: Path, stack_ref: str, name: str) -> dict[str, Any]:
 def test_honest_reference_passes_and_planted_stacks_never_rank(tmp_path: Path) -> None:
     honest = _measure(tmp_path, GENERATING_STACKS["torch-eager"], "torch-eager")
     assert honest["status"] in ("ok", "unstable"), honest["reason"]
-    assert honest["audit"]["prefix_cache"]["verdict"] == "pass"
+    assert [honest["audit"][a]["verdict"] for a in ("prefix_cache", "repeat", "first_token")] == ["pass"] * 3
+    assert honest["quality"]["samples_checked"] >= 16 and honest["quality"]["passed"]
     cached = _measure(tmp_path, f"{__name__}:CachingStack", "caching")
-    assert cached["status"] == "disqualified" and "prefix_cache" in cached["reason"], cached["reason"]
+    assert cached["status"] == "disqualified", cached["reason"]
+    assert cached["reason"].startswith("repeat audit") and "prefix_cache" in cached["reason"], cached[
+        "reason"
+    ]
     lying = _measure(tmp_path, f"{__name__}:LyingStack", "lying")
-    assert lying["status"] == "quality_failed" and "test06" in lying["reason"], lying["reason"]
+    assert lying["status"] == "disqualified" and "first_token" in lying["reason"], lying["reason"]
     assert not lying["generation"]["checks"]["test06"]["passed"]

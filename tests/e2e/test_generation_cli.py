@@ -55,6 +55,8 @@ def test_every_generating_stack_gets_token_figures_and_agreement(tiny_llama_run:
         assert 0.0 <= section["agreement"]["identical_share"] <= 1.0
         assert section["precision"] == result["effective_precision"]
         assert result["audit"]["prefix_cache"]["verdict"] == "pass", result["audit"]
+        for audit in ("repeat", "first_token"):  # every stack here is honest (quantized ones: inaccurate)
+            assert result["audit"][audit]["verdict"] == "pass", (result["cell"], result["audit"][audit])
         if result["cell"]["scenario"] == "single-stream":
             ttft, tpot = section["ttft_percentiles_s"], section["tpot_percentiles_s"]
             assert 0 < ttft["p50"] <= ttft["p90"] <= ttft["p99"]

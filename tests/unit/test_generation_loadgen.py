@@ -114,6 +114,17 @@ def test_one_token_replies_make_the_run_invalid(tmp_path: Path) -> None:
     assert any("under 2 tokens" in r for r in figures.invalid_reasons)
 
 
+def test_a_few_one_token_replies_leave_the_run_valid(tmp_path: Path) -> None:
+    class SometimesShort(PlantedGenerator):
+        def _run(self, prompt: Sequence[int], max_new_tokens: int, first: Callable[[int], None]) -> list[int]:
+            tokens = super()._run(prompt, max_new_tokens, first)  # counts the call
+            return tokens[:1] if self.calls % 20 == 0 else tokens
+
+    run = TokenRun("single-stream", min_duration_s=0.1, expected_latency_s=0.02)
+    figures = measure_tokens(SometimesShort(), PROMPTS, 16, run, tmp_path)
+    assert figures.valid and 1 <= figures.short_replies <= 0.1 * figures.queries
+
+
 def test_a_failing_generator_raises_after_loadgen_returns(tmp_path: Path) -> None:
     run = TokenRun("single-stream", min_duration_s=0.1, expected_latency_s=0.06)
     with pytest.raises(RuntimeError, match="planted failure"):

@@ -219,3 +219,21 @@ def test_fresh_prompts_differ_from_the_prompt_and_from_each_other() -> None:
     fresh = [fresh_prompt(prompt, n) for n in range(3)]
     assert all(f != prompt and len(f) == len(prompt) and set(f) <= set(prompt) for f in fresh)
     assert len({tuple(f) for f in fresh}) == 3
+
+
+def test_prefix_cache_audit_measures_a_failure_again_before_it_counts() -> None:
+    class StallsFirst(PlantedPrefill):
+        """Honest, but its never-seen calls stall in the first 4 rounds (a busy machine)."""
+
+        def __init__(self) -> None:
+            super().__init__(reuse=False)
+            self.calls = 0
+
+        def _run(self, prompt: Sequence[int], max_new_tokens: int, first: Callable[[int], None]) -> list[int]:
+            self.calls += 1
+            if self.calls <= 24 and self.calls % 6 == 0:
+                time.sleep(0.4)  # 10x the prefill: below the bar however busy the machine
+            return super()._run(prompt, max_new_tokens, first)
+
+    check = prefix_cache_audit(StallsFirst(), list(range(10, 210)), 4)
+    assert check.passed and "12 rounds" in check.detail, check.detail

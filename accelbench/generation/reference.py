@@ -1,0 +1,67 @@
+"""The reference replies of a generative cell: torch-eager fp32's greedy replies and their logit margins.
+
+Two references: ``prompt_reference`` to the workload's prompts (made once per run and model, kept in the
+run's cache folder: it says which prompts have a reply of 2+ tokens, the timed set), and
+``sent_reference`` to the salted prompts a cell's timed queries were actually sent (made in the cell after
+its timed run, for the replies the quality gate judges: the salts are the cell's secret).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from accelbench.cellspec import write_json_atomic
+from accelbench.generation.base import GenerationContext, GenerationStack, Generator, Reply
+from accelbench.generation.models import LlmModel
+from accelbench.generation.quality import reference_margins
+from accelbench.registry import GENERATING_STACKS, instantiate
+
+REFERENCE = "torch-eager"
+
+
+class Reference:
+    """torch-eager fp32's replies to a list of prompts and their logit margins."""
+
+    def __init__(self, replies: Sequence[Reply], margins: Sequence[Sequence[float]]) -> None:
+        self.replies = tuple(replies)
+        self.margins = [list(m) for m in margins]
+
+
+def _torch_eager(model: LlmModel, ctx: GenerationContext) -> Generator:
+    stack: GenerationStack = instantiate(GENERATING_STACKS[REFERENCE])
+    return stack.prepare(model, ctx)
+
+
+def _replies_and_margins(
+    generator: Generator, prompts: Sequence[Sequence[int]], max_new_tokens: int
+) -> tuple[list[list[int]], list[list[float]]]:
+    replies = [generator.generate(p, max_new_tokens) for p in prompts]
+    margins = reference_margins(generator.model, prompts, replies)  # type: ignore[attr-defined]
+    return [list(r.tokens) for r in replies], margins
+
+
+def _from_tokens(replies: Sequence[Sequence[int]], margins: Sequence[Sequence[float]]) -> Reference:
+    made = [Reply(tuple(tokens), 0.0, 0.0, tokens[0] if tokens else -1) for tokens in replies]
+    return Reference(made, margins)
+
+
+def prompt_reference(
+    model: LlmModel, prompts: Sequence[Sequence[int]], max_new_tokens: int, path: Path, ctx: GenerationContext
+) -> Reference:
+    """The reference replies to ``prompts``, read from ``path`` or made now by torch-eager (and kept there:
+    each run makes its own, so a stored reference never outlives the code that made it)."""
+    if not path.exists():
+        replies, margins = _replies_and_margins(_torch_eager(model, ctx), prompts, max_new_tokens)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, {"replies": replies, "margins": margins})
+    stored = json.loads(path.read_text())
+    return _from_tokens(stored["replies"], stored["margins"])
+
+
+def sent_reference(
+    model: LlmModel, prompts: Sequence[Sequence[int]], max_new_tokens: int, ctx: GenerationContext
+) -> Reference:
+    """The reference replies to ``prompts`` (the salted prompts of judged queries), made now."""
+    return _from_tokens(*_replies_and_margins(_torch_eager(model, ctx), prompts, max_new_tokens))

@@ -1,0 +1,94 @@
+"""Planted LLM cheaters (``tests.e2e.planted_llm``), installed as a third party installs a generating stack
+(the ``accelbench.generation_stacks`` entry point), end up ``disqualified`` with the audit and its numbers
+in the reason, and rank nowhere; torch-eager beside them stays ``ok``. tiny-llama, quick rules.
+
+The prefix-KV cheater is run on smollm2-135m (``test_prefix_kv_reuse_is_disqualified_on_smollm2``): on
+tiny-llama a prefill costs about what a decode step does (a 64-wide model: call overhead), so reusing a
+prefix saves nothing there, and there is nothing to catch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from accelbench.generation.models import missing_packages
+from tests.e2e.planted_llm import LLM_CHEATS
+
+pytestmark = pytest.mark.skipif(bool(missing_packages()), reason=f"llm extra missing: {missing_packages()}")
+
+REPO = Path(__file__).parents[2]
+REASONS = {
+    "planted-llm-reply-cache": ("repeat audit: ",),
+    "planted-llm-early-token": ("repeat audit: ", "first_token audit: "),
+}
+"""The first audit each cheat fails, as its reason begins (the early first token fails both)."""
+
+
+def plugin_env(site: Path) -> dict[str, str]:
+    """An environment in which the cheaters are installed generating stacks (a dist-info with entry
+    points on the path)."""
+    info = site / "planted_llm_cheaters-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: planted-llm-cheaters\nVersion: 1.0\n")
+    lines = "\n".join(f"{name} = {ref}" for name, ref in LLM_CHEATS.items())
+    (info / "entry_points.txt").write_text(f"[accelbench.generation_stacks]\n{lines}\n")
+    path = os.pathsep.join([str(site), str(REPO), os.environ.get("PYTHONPATH", "")])
+    return {**os.environ, "PYTHONPATH": path, "COLUMNS": "250"}
+
+
+def cli(env: dict[str, str], *args: str, timeout_s: float = 1500) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "accelbench", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env)
+
+
+def run(env: dict[str, str], store: Path, workload: str, stacks: tuple[str, ...]) -> dict[str, Any]:
+    args = ["run", "--suite", "tiny", "--workloads", workload, "--stacks", ",".join(stacks)]
+    done = cli(
+        env, *args, "--scenarios", "single-stream", "--rules", "quick", "--no-probe", "--store", str(store)
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    shown = cli(env, "show", "--json", "--store", str(store))
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    document: dict[str, Any] = json.loads(shown.stdout)
+    return document
+
+
+def by_stack(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r["cell"]["stack"]: r for r in document["results"]}
+
+
+def ranked(document: dict[str, Any]) -> set[str]:
+    return {e["stack"] for board in document["leaderboard"] for e in board["entries"]}
+
+
+def test_the_plugin_group_lists_generating_stacks(tmp_path: Path) -> None:
+    env = plugin_env(tmp_path / "site")
+    listed = cli(env, "list", "stacks", timeout_s=300)
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    assert all(name in listed.stdout for name in LLM_CHEATS)
+
+
+@pytest.mark.slow
+def test_llm_cheaters_are_disqualified_and_never_rank(tmp_path: Path) -> None:
+    env = plugin_env(tmp_path / "site")
+    cheats = tuple(REASONS)
+    document = run(env, tmp_path / "store", "tiny-llama", ("torch-eager", *cheats))
+    results = by_stack(document)
+    honest = results["torch-eager"]
+    assert honest["status"] in ("ok", "unstable"), (honest["status"], honest["reason"])
+    for stack, starts in REASONS.items():
+        result = results[stack]
+        assert result["status"] == "disqualified", (stack, result["status"], result["reason"])
+        assert result["reason"].startswith(starts), (stack, result["reason"])
+        assert re.search(r"TTFT ratio 0\.[0-4]\d", result["reason"]) or "TTFT/TPOT 0.0" in result["reason"]
+    assert results["planted-llm-reply-cache"]["audit"]["prefix_cache"]["verdict"] == "pass"  # not immediate
+    assert results["planted-llm-early-token"]["audit"]["first_token"]["verdict"] == "fail"
+    assert ranked(document) <= {"torch-eager"}
