@@ -33,6 +33,7 @@ from accelbench.cli.options import (
     UnverifiedOption,
     VariantSeedOption,
     VariantsOption,
+    chosen_run,
     chosen_store,
 )
 from accelbench.config import RunConfig, load_toml, suite, with_overrides, with_variant_seed
@@ -45,7 +46,6 @@ from accelbench.report import generation as generation_report
 from accelbench.report import serving as serving_report
 from accelbench.report import terminal
 from accelbench.report import training as training_report
-from accelbench.report.export import export_results
 from accelbench.results import Result, to_dict
 from accelbench.store import Store
 
@@ -305,33 +305,9 @@ def show(
     include_unverified: UnverifiedOption = False,
 ) -> None:
     """Show the results of a run: the leaderboard of verified cells, then the unverified ones apart."""
-    with chosen_store(store_path) as store:
-        chosen = _chosen_run(store, run_id)
+    with chosen_store(store_path, read_only=True) as store:
+        chosen = chosen_run(store, run_id)
         _print_results(store, chosen, as_json, include_unverified)
-
-
-@app.command()
-def export(
-    run_id: Annotated[str | None, typer.Argument(help="Run id (default: the latest run).")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="csv | json")] = "csv",
-    output: Annotated[Path, typer.Option("-o", "--output", help="File to write.")] = Path("results.csv"),
-    store_path: StoreOption = None,
-) -> None:
-    """Export the results of a run to CSV or JSON."""
-    with chosen_store(store_path) as store:
-        chosen = _chosen_run(store, run_id)
-        export_results(store.results(chosen), fmt, output)
-    err_console.print(f"wrote {output}")
-
-
-def _chosen_run(store: Store, run_id: str | None) -> str:
-    if run_id:
-        store.run(run_id)  # raises UserError for an unknown id
-        return run_id
-    latest = store.latest_run_id()
-    if latest is None:
-        raise UserError("the store holds no runs yet; start one with: accelbench run")
-    return latest
 
 
 @app.command()
@@ -385,7 +361,7 @@ def probe(
 
 cli_normalize.register(app)  # explain, history, import-mlperf
 cli_tune.register(app)  # tune
-cli_report.register(app)  # report
+cli_report.register(app)  # report, export
 cli_store.register(app)  # store check
 
 
