@@ -39,6 +39,7 @@ from accelbench.cli.options import (
 from accelbench.config import RunConfig, load_toml, suite, with_overrides, with_variant_seed
 from accelbench.errors import UserError
 from accelbench.hardware.detect import Machine, detect_machine, machine_to_dict
+from accelbench.inputs import MAX_PROBE_BUDGET_S, RANGES, positive_finite
 from accelbench.normalize import ranking
 from accelbench.normalize.expressiveness import expressiveness_section
 from accelbench.normalize.serving import serving_comparisons, serving_document
@@ -346,8 +347,9 @@ def probe(
 
     chosen = threads if threads is not None else len(os.sched_getaffinity(0))
     budget = DEFAULT_BUDGET_S if budget_s is None else budget_s
-    if chosen < 1 or budget <= 0:
-        raise UserError("--threads must be at least 1 and --budget-s positive")
+    if not 1 <= chosen <= RANGES["threads"][1]:
+        raise UserError(f"--threads must be from 1 to {RANGES['threads'][1]:g}, got {chosen}")
+    positive_finite("--budget-s", budget, MAX_PROBE_BUDGET_S)
     peaks = measure_peaks(chosen, budget)
     if as_json:
         terminal.print_json(peaks.to_dict())

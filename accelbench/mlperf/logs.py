@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UserError
+from accelbench.inputs import read_input
 
 FORMATS = {":::MLPv0.5.0": "v0.5", ":::MLL ": "v0.6", ":::MLLOG ": "v0.7+"}
 MIN_RUNS = 3
@@ -65,10 +66,7 @@ class Score:
 
 def read_run(path: Path) -> Run:
     """Parse one result log; UserError (one line, naming the file) when it is malformed."""
-    try:
-        text = path.read_bytes().decode("latin-1")
-    except OSError as exc:
-        raise UserError(f"cannot read MLPerf log {path}: {exc.strerror or exc}") from None
+    text = read_input(path, "MLPerf log").decode("latin-1")
     log_format = _format(text, path)
     events = _events(text, log_format, path)
     return _run(events, log_format, path)
@@ -159,7 +157,7 @@ def _v05_value(raw: str | None, path: Path, number: int) -> Any:
         return None
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise UserError(
             f"MLPerf log {path}: line {number} has a value that is not JSON: {raw[:60]!r}"
         ) from None

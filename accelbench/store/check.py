@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from accelbench.errors import UserError
+from accelbench.record_types import check_record
 from accelbench.results import Cell, from_dict
 from accelbench.store import schema as store_schema
 from accelbench.store import sqlite as store_db
@@ -165,6 +166,7 @@ def _document_problem(row: _Row) -> tuple[str, str] | None:
     """``(kind, detail)`` when the document does not load or disagrees with its row."""
     try:
         result = from_dict(json.loads(row.doc_json))
+        check_record(result)
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         return "schema", f"result document does not load ({type(exc).__name__}: {_one_line(exc)})"
     stored = "/".join(map(str, (result.run_id, result.cell.key, result.status)))

@@ -46,6 +46,7 @@ from types import TracebackType
 from typing import Any
 
 from accelbench.errors import UserError
+from accelbench.record_types import check_record
 from accelbench.results import SCHEMA_VERSION, Result, from_dict, to_dict
 from accelbench.store.schema import (
     STORE_SCHEMA_VERSION,
@@ -317,7 +318,9 @@ def _load_result(db_file: Path, run_id: Any, cell_key: Any, doc_json: Any, sha25
     try:
         document = json.loads(doc_json)
         _refuse_newer(document, where)
-        return from_dict(document)
+        result = from_dict(document)
+        check_record(result)
+        return result
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         log.warning("%s skipped: it cannot be read (%s)", where, _one_line(exc))
         return None
