@@ -52,16 +52,15 @@ class ModelSource:
 
 
 def parse_model(text: str) -> ModelSource:
-    """The source named by ``text``, checked in this process: a bad file or function is a UserError."""
+    """The source named by ``text``: an ONNX file is checked here (a bad file is a UserError); a
+    ``module:function`` is user code, checked in a child (``accelbench.workloads.user_check``)."""
     path = Path(text)
     if path.suffix == ".onnx" or path.is_file():
         check_onnx(path)
         return ModelSource("onnx", str(path.resolve()), f"tune-{_slug(path.stem)}")
     if ":" not in text:
         raise UserError(f"model {text!r} is neither an ONNX file nor module:function")
-    source = ModelSource("torch", text, f"tune-{_slug(text.rpartition(':')[2])}", os.getcwd())
-    load_torch_model(source, seed=0)
-    return source
+    return ModelSource("torch", text, f"tune-{_slug(text.rpartition(':')[2])}", os.getcwd())
 
 
 def check_onnx(path: Path) -> Any:

@@ -30,7 +30,7 @@ JSON_VALUES = st.recursive(
 DEEP = "[" * 100_000 + "]" * 100_000
 STORED = (
     st.binary(max_size=32)  # a BLOB
-    | st.integers()
+    | st.integers(min_value=-(2**63), max_value=2**63 - 1)  # what SQLite stores
     | st.just(DEEP)
     | JSON_VALUES.map(lambda v: json.dumps(v, allow_nan=True))
 )
