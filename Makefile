@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml constraints.txt
 run: $(STAMP)
 	$(BIN)/accelbench hw
 	$(BIN)/accelbench run --suite $(SUITE) --store $(STORE)
-	$(BIN)/accelbench report --store $(STORE) -o $(STORE)/report.html
+	$(BIN)/accelbench report --store $(STORE) -o $(STORE)-report.html
 
 test: $(STAMP) chromium lint types unit
 
@@ -55,4 +55,4 @@ gpu-wheels: $(STAMP)
 	$(BIN)/python benchmarks/gpu_check.py wheels "$(GPU_WHEELS)"
 
 clean:
-	rm -rf $(VENV) $(STORE) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(STORE) $(STORE)-report.html .pytest_cache .mypy_cache .ruff_cache
