@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UserError
-from accelbench.inputs import RANGES, parse_toml, range_problem, read_input_text
+from accelbench.inputs import RANGES, check_names, parse_toml, range_problem, read_input_text
 from accelbench.registry import GENERATING_STACKS, STACKS, is_served
 from accelbench.scenarios.rules import SCENARIOS, get_rules
 from accelbench.training import WORKLOADS as TRAINING_WORKLOADS
@@ -36,6 +36,7 @@ DEFAULT_GENERATION_STACKS = ("torch-eager",)
 
 
 def _check_choice(kind: str, values: tuple[str, ...], known: tuple[str, ...]) -> None:
+    check_names(values)
     unknown = [v for v in values if v not in known]
     if unknown:
         raise UserError(f"unknown {kind} {', '.join(unknown)}; known: {', '.join(known)}")

@@ -28,6 +28,8 @@ MAX_NESTING = 64
 """The deepest nesting of arrays/objects (tables) accepted in a JSON or TOML input."""
 MAX_NAME_CHARS = 128
 """The longest name accepted (run ids, stack and workload names)."""
+MAX_MESSAGE_CHARS = 600
+"""The longest error line the CLI prints (what a user typed is quoted in it, cut)."""
 SEED_LIMIT = 2**63
 
 RANGES: dict[str, tuple[float, float, bool]] = {
@@ -133,6 +135,20 @@ def _check_nesting(text: str, where: str) -> None:
             depth = max(0, depth - 1)
     if deepest > MAX_NESTING:
         raise UserError(f"{where} nests more than {MAX_NESTING} levels of arrays or objects")
+
+
+def check_names(names: tuple[str, ...]) -> tuple[str, ...]:
+    """``names`` when each is at most ``MAX_NAME_CHARS`` long; else UserError quoting the start of one."""
+    long = [name for name in names if len(name) > MAX_NAME_CHARS]
+    if long:
+        raise UserError(f"name {long[0][:40]!r}... is longer than {MAX_NAME_CHARS} characters")
+    return names
+
+
+def one_line(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``message`` on one line, cut at ``limit`` characters (a name can be as long as a user makes it)."""
+    text = " ".join(message.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _read_at_most(handle: int, limit: int) -> bytes:

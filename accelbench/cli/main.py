@@ -39,7 +39,7 @@ from accelbench.cli.options import (
 from accelbench.config import RunConfig, load_toml, suite, with_overrides, with_variant_seed
 from accelbench.errors import UserError
 from accelbench.hardware.detect import Machine, detect_machine, machine_to_dict
-from accelbench.inputs import MAX_PROBE_BUDGET_S, RANGES, positive_finite
+from accelbench.inputs import MAX_PROBE_BUDGET_S, RANGES, check_names, one_line, positive_finite
 from accelbench.normalize import ranking
 from accelbench.normalize.expressiveness import expressiveness_section
 from accelbench.normalize.serving import serving_comparisons, serving_document
@@ -66,7 +66,7 @@ def _names(text: str | None) -> tuple[str, ...] | None:
     names = tuple(name.strip() for name in text.split(",") if name.strip())
     if not names:
         raise UserError("an empty list was given")
-    return names
+    return check_names(names)
 
 
 @app.command()
@@ -373,5 +373,5 @@ def main() -> None:
     try:
         app()
     except UserError as err:
-        sys.stderr.write(f"accelbench: error: {' '.join(str(err).split())}\n")
+        sys.stderr.write(f"accelbench: error: {one_line(str(err))}\n")
         sys.exit(2)

@@ -16,6 +16,7 @@ from accelbench import registry, tune
 from accelbench.cli.options import JsonOption, StoreOption, store_dir
 from accelbench.errors import UserError
 from accelbench.hardware.detect import detect_machine
+from accelbench.inputs import check_names
 from accelbench.report import terminal
 from accelbench.report import tune as tune_report
 from accelbench.results import Result
@@ -66,7 +67,7 @@ def tune_command(
 
 
 def _stack_names(text: str) -> tuple[str, ...]:
-    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    names = check_names(tuple(name.strip() for name in text.split(",") if name.strip()))
     if not names:
         raise UserError("--stacks was given an empty list")
     return tune.default_stacks() if names == ("all",) else names

@@ -88,6 +88,8 @@ def open_store(path: Path | str = DEFAULT_STORE_DIR, read_only: bool = False) ->
         return _open_read_only(folder)
     _ensure_writable_dir(folder)
     db_path = folder / DB_NAME
+    if db_path.exists() and not db_path.is_file():  # a FIFO would block the inspection's read
+        raise UserError(f"result store {db_path} is not a regular file")
     with folder_lock(folder):
         if db_path.exists():
             inspect_existing(db_path)

@@ -129,3 +129,33 @@ def test_an_output_inside_the_store(store: Path, parts: list[str], command: list
     args = [*command, "fuzz-run", "-o", str(target), "--store", str(store), *(["--force"] if force else [])]
     assert "inside the result store" in expect_user_error("output-in-store", args, f"-o {target}").stderr
     assert tree_digest(store) == before
+
+
+@FUZZ
+@given(option=st.sampled_from(["--stacks", "--workloads", "--scenarios"]), length=st.integers(129, 20_000))
+def test_a_name_of_any_length_is_one_short_line(store: Path, option: str, length: int) -> None:
+    args = ["run", "--no-probe", "--store", str(store), option, "n" * length]
+    done = expect_user_error("input-name-length", args, "longer than 128 characters")
+    assert len(done.stderr) < 700
+
+
+@FUZZ
+@given(length=st.integers(256, 100_000))
+def test_a_model_name_of_any_length_is_one_short_line(store: Path, length: int) -> None:
+    done = expect_user_error(
+        "input-model-length", ["tune", "m:" + "f" * length, "--store", str(store)], "model"
+    )
+    assert len(done.stderr) < 700
+
+
+@FUZZ
+@given(command=st.sampled_from([["run", "--suite", "tiny", "--no-probe"], ["show"], ["export", "-o", "{out}"],
+                                ["report", "-o", "{out}"], ["store", "check"]]))  # fmt: skip
+def test_a_store_database_that_is_a_fifo(command: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Path(tmp) / "store"
+        store.mkdir()
+        os.mkfifo(store / "results.sqlite")
+        args = [part.replace("{out}", str(Path(tmp) / "out")) for part in command] + ["--store", str(store)]
+        expect_user_error("store-fifo", args, str(store))
+        assert sorted(p.name for p in store.iterdir()) == ["results.sqlite"]
