@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,18 @@ def test_a_budget_must_be_finite_and_positive(value: float) -> None:
     with pytest.raises(UserError, match="--budget-s must be a finite number above 0"):
         inputs.positive_finite("--budget-s", value, inputs.MAX_PROBE_BUDGET_S)
     inputs.positive_finite("--budget-s", 0.5, inputs.MAX_PROBE_BUDGET_S)
+
+
+@pytest.mark.parametrize("stamp", ["true", "false", '"1.5"', "null", "[1]"])
+def test_an_mlperf_log_time_that_is_not_a_number_is_refused(tmp_path: Path, stamp: str) -> None:
+    from accelbench.mlperf.logs import read_run
+
+    path = tmp_path / "result_1.txt"
+    start = '{"time_ms": %s, "event_type": "INTERVAL_START", "key": "run_start", "value": null,'
+    stop = '{"time_ms": 100000, "event_type": "INTERVAL_END", "key": "run_stop", "value": null,'
+    meta = ' "metadata": {"file": "x", "lineno": 1, "status": "success"}}'
+    path.write_text(f":::MLLOG {start % stamp}{meta}\n:::MLLOG {stop}{meta}\n")
+    with pytest.raises(UserError, match=f"line 1 has a time_ms that is not a number: {re.escape(stamp)}"):
+        read_run(path)
+    path.write_text(f":::MLLOG {start % '0'}{meta}\n:::MLLOG {stop}{meta}\n")
+    assert read_run(path).time_s == pytest.approx(100.0)
