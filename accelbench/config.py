@@ -101,6 +101,9 @@ class RunConfig:
             raise UserError(f"serve_url must be an http:// or https:// address, got {self.serve_url[:80]!r}")
         if self.serve_cluster is not None and not _RAY_ADDRESS.match(self.serve_cluster):
             raise UserError(f"serve_cluster must be HOST:PORT or auto, got {self.serve_cluster[:80]!r}")
+        remote = [stack for stack in self.stacks if stack.endswith("@url")]
+        if remote and self.serve_url is None:
+            raise UserError(f"stack {remote[0]} sends its requests to --serve-url, which was not given")
         if not (self.workloads and self.stacks and self.scenarios and self.devices):
             raise UserError("a run needs at least one workload, stack, scenario and device")
         ranged = [p for name in RANGES if (p := range_problem(name, getattr(self, name)))]

@@ -109,3 +109,12 @@ def test_an_mlperf_log_time_that_is_not_a_number_is_refused(tmp_path: Path, stam
         read_run(path)
     path.write_text(f":::MLLOG {start % '0'}{meta}\n:::MLLOG {stop}{meta}\n")
     assert read_run(path).time_s == pytest.approx(100.0)
+
+
+def test_a_url_stack_needs_its_server() -> None:
+    with pytest.raises(UserError, match="onnxruntime@url sends its requests to --serve-url"):
+        with_overrides(suite("tiny"), {"stacks": ["onnxruntime@url"]})
+    served = with_overrides(
+        suite("tiny"), {"stacks": ["onnxruntime@url"], "serve_url": "http://127.0.0.1:8000"}
+    )
+    assert served.stacks == ("onnxruntime@url",)
