@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml constraints.txt
 run: $(STAMP)
 	$(BIN)/accelbench hw
 	$(BIN)/accelbench run --suite $(SUITE) --store $(STORE)
-	$(BIN)/accelbench report --store $(STORE) -o $(STORE)/report.html
+	$(BIN)/accelbench report --store $(STORE) -o $(STORE)-report.html
 
 # make test: the fast set (every stack, driver and server kind still has a real end-to-end test on CPU);
 # make test-all adds the exhaustive variants (@pytest.mark.exhaustive: every stack through the CLI, the
@@ -63,4 +63,4 @@ gpu-wheels: $(STAMP)
 	$(BIN)/python benchmarks/gpu_check.py wheels "$(GPU_WHEELS)"
 
 clean:
-	rm -rf $(VENV) $(STORE) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(STORE) $(STORE)-report.html .pytest_cache .mypy_cache .ruff_cache

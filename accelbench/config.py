@@ -10,13 +10,13 @@ import dataclasses
 import math
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UserError
+from accelbench.inputs import RANGES, check_names, parse_toml, range_problem, read_input_text
 from accelbench.registry import GENERATING_STACKS, STACKS, is_served
 from accelbench.scenarios.rules import SCENARIOS, get_rules
 from accelbench.training import WORKLOADS as TRAINING_WORKLOADS
@@ -36,6 +36,7 @@ DEFAULT_GENERATION_STACKS = ("torch-eager",)
 
 
 def _check_choice(kind: str, values: tuple[str, ...], known: tuple[str, ...]) -> None:
+    check_names(values)
     unknown = [v for v in values if v not in known]
     if unknown:
         raise UserError(f"unknown {kind} {', '.join(unknown)}; known: {', '.join(known)}")
@@ -106,8 +107,15 @@ class RunConfig:
             raise UserError(f"serve_url must be an http:// or https:// address, got {self.serve_url[:80]!r}")
         if self.serve_cluster is not None and not _RAY_ADDRESS.match(self.serve_cluster):
             raise UserError(f"serve_cluster must be HOST:PORT or auto, got {self.serve_cluster[:80]!r}")
+        remote = [stack for stack in self.stacks if stack.endswith("@url")]
+        if remote and self.serve_url is None:
+            raise UserError(f"stack {remote[0]} sends its requests to --serve-url, which was not given")
         if not (self.workloads and self.stacks and self.scenarios and self.devices):
             raise UserError("a run needs at least one workload, stack, scenario and device")
+        ranged = [p for name in RANGES if (p := range_problem(name, getattr(self, name)))]
+        ranged += [p for b in self.batch_sweep if (p := range_problem("batch", b))]
+        if ranged:
+            raise UserError(ranged[0])
 
     def to_dict(self) -> dict[str, Any]:
         """Plain form, stored with the run."""
@@ -199,11 +207,8 @@ def suite(name: str) -> RunConfig:
 
 
 def load_toml(path: Path) -> dict[str, Any]:
-    """Settings from the ``[run]`` table of a TOML file (malformed file -> UserError)."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-        raise UserError(f"cannot read config {path}: {err}") from None
+    """Settings from the ``[run]`` table of a TOML file (malformed, special or huge file -> UserError)."""
+    data = parse_toml(read_input_text(path, "config"), f"config {path}")
     run = data.get("run", data)
     if not isinstance(run, dict):
         raise UserError(f"config {path}: [run] must be a table")

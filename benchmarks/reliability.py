@@ -8,7 +8,12 @@ Three parts, each as a user meets it:
 - ``--kills`` SIGKILLs of ``accelbench run`` at seeded random points, each followed by ``--resume``
   (``tests/e2e/kill_resume.py``): the final run must hold the planned cells once each, nothing lost;
 - ``--rounds`` of four writer processes (``tests/e2e/store_writer.py``) released at one instant on a new
-  store, each registering its run and storing its records: every record of every writer must be there.
+  store, each registering its run and storing its records: every record of every writer must be there;
+- user code that dies in ``accelbench tune module:function`` (``os:abort``, ``faulthandler:_sigsegv``,
+  ``_thread:interrupt_main``): the CLI must exit 0 with the cells' status (a parent crash otherwise), and
+  no process that any command here started may outlive it (found by a marker in the environment);
+- every reading command (``show``, ``export``, ``report``, ``store check``) on the store the kills left,
+  and on an empty ``results.sqlite``: the store's bytes must not change.
 
 Usage: ``python benchmarks/reliability.py [--kills 4] [--rounds 5] [--seed 2026]`` (a few minutes on 2
 cores).
@@ -51,15 +56,85 @@ FAULTS = {
 MEASURED = ("ok", "unverified", "unstable", "disqualified", "invalid")
 
 
-def fuzz(log: Path) -> tuple[int, int, int]:
-    """(inputs judged, tracebacks, pytest exit code) of the fuzz tests."""
-    env = {**os.environ, "ACCELBENCH_RELIABILITY_LOG": str(log)}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/fuzz"],
-        cwd=ROOT, env=env, capture_output=True, text=True,
-    )  # fmt: skip
+MARK_ENV = "ACCELBENCH_RELIABILITY_MARK"
+"""Set in the environment of every command started here: a process that carries it after the commands
+ended was left running by one of them."""
+FUZZ_LIMIT_S = 3600
+"""The fuzz tests take a few minutes; still running after this long is a hang."""
+USER_CODE = ("os:abort", "faulthandler:_sigsegv", "_thread:interrupt_main")
+
+
+def _env(**extra: str) -> dict[str, str]:
+    return {**os.environ, MARK_ENV: str(os.getpid()), **extra}
+
+
+def fuzz(log: Path) -> tuple[int, int, int, int]:
+    """(inputs judged, tracebacks, pytest exit code, hangs) of the fuzz tests."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/fuzz"],
+            cwd=ROOT, env=_env(ACCELBENCH_RELIABILITY_LOG=str(log)), capture_output=True, text=True,
+            timeout=FUZZ_LIMIT_S,
+        )  # fmt: skip
+        code, hangs = done.returncode, 0
+    except subprocess.TimeoutExpired:
+        code, hangs = -1, 1
     entries = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-    return len(entries), sum(1 for e in entries if e["traceback"]), done.returncode
+    return len(entries), sum(1 for e in entries if e["traceback"]), code, hangs
+
+
+def user_code(store: Path) -> tuple[int, int, int]:
+    """(functions tried, parent crashes, hangs) of ``tune`` on model functions that die."""
+    crashes = hangs = 0
+    for function in USER_CODE:
+        command = [sys.executable, "-m", "accelbench", "tune", function, "--stacks", "torch-eager",
+                   "--timeout-s", "60", "--store", str(store), "--json"]  # fmt: skip
+        try:
+            done = subprocess.run(command, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+        except subprocess.TimeoutExpired:
+            hangs += 1
+            continue
+        statuses = (
+            {row["status"] for row in json.loads(done.stdout)["ranking"]} if done.returncode == 0 else set()
+        )
+        crashes += done.returncode != 0 or statuses != {"crashed"}
+    return len(USER_CODE), crashes, hangs
+
+
+def reads(store: Path, folder: Path) -> tuple[int, int]:
+    """(reading commands run, how many changed the store's bytes) on ``store`` and an empty store."""
+    from tests.fuzz.harness import tree_digest
+
+    empty = folder / "empty-store"
+    empty.mkdir(parents=True)
+    (empty / "results.sqlite").touch()
+    commands = [["show"], ["show", "--json"], ["export", "-o", str(folder / "e.csv"), "--force"],
+                ["export", "--format", "json", "-o", str(folder / "e.json"), "--force"],
+                ["report", "-o", str(folder / "r.html"), "--force"], ["store", "check"]]  # fmt: skip
+    changed = 0
+    for target in (store, empty):
+        for command in commands:
+            before = tree_digest(target)
+            subprocess.run([sys.executable, "-m", "accelbench", *command, "--store", str(target)],
+                           cwd=ROOT, env=_env(), capture_output=True, timeout=600)  # fmt: skip
+            changed += tree_digest(target) != before
+    return 2 * len(commands), changed
+
+
+def left_running() -> list[str]:
+    """Processes (pid and command) that carry this script's marker: started by a command that ended."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            environ = (proc / "environ").read_bytes().split(b"\0")
+            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if f"{MARK_ENV}={os.getpid()}".encode() in environ:
+            found.append(f"{proc.name}: {command[:80]}")
+    return found
 
 
 def faults(store: Path) -> tuple[int, int, int, list[str]]:
@@ -138,12 +213,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args()
+    os.environ[MARK_ENV] = str(os.getpid())  # every process started from here on carries it
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        inputs, fuzz_tracebacks, fuzz_code = fuzz(folder / "fuzz.jsonl")
+        inputs, fuzz_tracebacks, fuzz_code, hangs = fuzz(folder / "fuzz.jsonl")
         injected, fault_lost, fault_tracebacks, wrong = faults(folder / "faults" / "store")
         survived, kill_lost, duplicates, clean = kills(folder / "kills", args.kills, args.seed)
         raced, race_lost, race_clean = concurrent(folder / "concurrent", args.rounds)
+        functions, parent_crashes, tune_hangs = user_code(folder / "tune" / "store")
+        read_commands, modified = reads(folder / "kills", folder / "reads")
+        time.sleep(2.0)  # what a command killed on its way out is gone by now
+        left = left_running()
     rows = [
         ("inputs fuzzed", inputs, f"tests/fuzz exit code {fuzz_code}"),
         ("faults injected", injected, "statuses as expected" if not wrong else "; ".join(wrong)),
@@ -153,6 +233,10 @@ def main() -> None:
         ("records lost", fault_lost + kill_lost + race_lost, "goal 0"),
         ("duplicates", duplicates, "goal 0"),
         ("tracebacks shown to the user", fuzz_tracebacks + fault_tracebacks, "goal 0"),
+        ("hangs", hangs + tune_hangs, "goal 0 (fuzz tests, tune on dying user code)"),
+        ("parent crashes", parent_crashes, f"goal 0 (tune on {functions} model functions that die)"),
+        ("processes left", len(left), "goal 0" + (f": {'; '.join(left[:3])}" if left else "")),
+        ("store modified by a read", modified, f"goal 0 ({read_commands} reading commands, 2 stores)"),
     ]  # fmt: skip
     print(f"{'reliability':<30} {'count':>6}  note")
     for name, value, note in rows:

@@ -34,11 +34,13 @@ from accelbench.cli.options import (
     UnverifiedOption,
     VariantSeedOption,
     VariantsOption,
+    chosen_run,
     chosen_store,
 )
 from accelbench.config import RunConfig, load_toml, suite, with_overrides, with_variant_seed
 from accelbench.errors import UserError
 from accelbench.hardware.detect import Machine, detect_machine, machine_to_dict
+from accelbench.inputs import MAX_PROBE_BUDGET_S, RANGES, check_names, one_line, positive_finite
 from accelbench.normalize import ranking
 from accelbench.normalize.expressiveness import expressiveness_section
 from accelbench.normalize.serving import serving_comparisons, serving_document
@@ -46,7 +48,6 @@ from accelbench.report import generation as generation_report
 from accelbench.report import serving as serving_report
 from accelbench.report import terminal
 from accelbench.report import training as training_report
-from accelbench.report.export import export_results
 from accelbench.results import Result, to_dict
 from accelbench.store import Store
 
@@ -66,7 +67,7 @@ def _names(text: str | None) -> tuple[str, ...] | None:
     names = tuple(name.strip() for name in text.split(",") if name.strip())
     if not names:
         raise UserError("an empty list was given")
-    return names
+    return check_names(names)
 
 
 @app.command()
@@ -304,33 +305,9 @@ def show(
     include_unverified: UnverifiedOption = False,
 ) -> None:
     """Show the results of a run: the leaderboard of verified cells, then the unverified ones apart."""
-    with chosen_store(store_path) as store:
-        chosen = _chosen_run(store, run_id)
+    with chosen_store(store_path, read_only=True) as store:
+        chosen = chosen_run(store, run_id)
         _print_results(store, chosen, as_json, include_unverified)
-
-
-@app.command()
-def export(
-    run_id: Annotated[str | None, typer.Argument(help="Run id (default: the latest run).")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="csv | json")] = "csv",
-    output: Annotated[Path, typer.Option("-o", "--output", help="File to write.")] = Path("results.csv"),
-    store_path: StoreOption = None,
-) -> None:
-    """Export the results of a run to CSV or JSON."""
-    with chosen_store(store_path) as store:
-        chosen = _chosen_run(store, run_id)
-        export_results(store.results(chosen), fmt, output)
-    err_console.print(f"wrote {output}")
-
-
-def _chosen_run(store: Store, run_id: str | None) -> str:
-    if run_id:
-        store.run(run_id)  # raises UserError for an unknown id
-        return run_id
-    latest = store.latest_run_id()
-    if latest is None:
-        raise UserError("the store holds no runs yet; start one with: accelbench run")
-    return latest
 
 
 @app.command()
@@ -369,8 +346,9 @@ def probe(
 
     chosen = threads if threads is not None else len(os.sched_getaffinity(0))
     budget = DEFAULT_BUDGET_S if budget_s is None else budget_s
-    if chosen < 1 or budget <= 0:
-        raise UserError("--threads must be at least 1 and --budget-s positive")
+    if not 1 <= chosen <= RANGES["threads"][1]:
+        raise UserError(f"--threads must be from 1 to {RANGES['threads'][1]:g}, got {chosen}")
+    positive_finite("--budget-s", budget, MAX_PROBE_BUDGET_S)
     peaks = measure_peaks(chosen, budget)
     if as_json:
         terminal.print_json(peaks.to_dict())
@@ -384,7 +362,7 @@ def probe(
 
 cli_normalize.register(app)  # explain, history, import-mlperf
 cli_tune.register(app)  # tune
-cli_report.register(app)  # report
+cli_report.register(app)  # report, export
 cli_store.register(app)  # store check
 
 
@@ -394,5 +372,5 @@ def main() -> None:
     try:
         app()
     except UserError as err:
-        sys.stderr.write(f"accelbench: error: {' '.join(str(err).split())}\n")
+        sys.stderr.write(f"accelbench: error: {one_line(str(err))}\n")
         sys.exit(2)

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from accelbench.errors import UserError
 from accelbench.store import DEFAULT_STORE_DIR, Store, open_store
 
 STORE_ENV = "ACCELBENCH_STORE"
@@ -46,6 +47,10 @@ InputSeedOption = Annotated[
         help="Seed of the run's inputs, to replay a run (default: a secret one, stored when the run ends).",
     ),
 ]
+ForceOption = Annotated[
+    bool,
+    typer.Option("--force", help="Replace an existing -o file that is not an earlier output."),
+]
 FleetOption = Annotated[
     str | None, typer.Option(help="Run the cells on a Ray cluster: ray://HOST:PORT, HOST:PORT or auto.")
 ]
@@ -56,6 +61,17 @@ def store_dir(path: Path | None) -> Path:
     return path or Path(os.environ.get(STORE_ENV) or DEFAULT_STORE_DIR)
 
 
-def chosen_store(path: Path | None) -> Store:
-    """The store in the folder ``store_dir`` chooses, opened (created when new)."""
-    return open_store(store_dir(path))
+def chosen_store(path: Path | None, read_only: bool = False) -> Store:
+    """The store in the folder ``store_dir`` chooses, opened (created when new, unless ``read_only``)."""
+    return open_store(store_dir(path), read_only=read_only)
+
+
+def chosen_run(store: Store, run_id: str | None) -> str:
+    """``run_id`` when the store has it, else the latest run; UserError for an unknown id or no runs."""
+    if run_id:
+        store.run(run_id)  # raises UserError for an unknown id
+        return run_id
+    latest = store.latest_run_id()
+    if latest is None:
+        raise UserError("the store holds no runs yet; start one with: accelbench run")
+    return latest

@@ -16,10 +16,12 @@ from accelbench import registry, tune
 from accelbench.cli.options import JsonOption, StoreOption, store_dir
 from accelbench.errors import UserError
 from accelbench.hardware.detect import detect_machine
+from accelbench.inputs import check_names
 from accelbench.report import terminal
 from accelbench.report import tune as tune_report
 from accelbench.results import Result
 from accelbench.store import open_store
+from accelbench.workloads.user_check import check_in_child
 from accelbench.workloads.user_model import parse_model
 
 console = Console(width=None if sys.stdout.isatty() else 180)  # pipes get full tables
@@ -45,6 +47,10 @@ def tune_command(
     source = parse_model(model)
     chosen = _stack_names(stacks) if stacks else tune.default_stacks()
     config = tune.tune_config(source, chosen, scenario, rules, timeout_s)
+    registry.resolve("stack", config.stacks)  # unknown names fail before any user code runs
+    failure = None
+    if source.kind == "torch":  # user code: called in a child, whose crash or hang is the cells' status
+        failure = check_in_child(source.location, source.import_root, config.timeout_s)
     machine = detect_machine()
 
     def progress(result: Result) -> None:
@@ -52,8 +58,7 @@ def tune_command(
             err_console.print(f"{result.cell.stack}: {result.status} {result.reason}"[:200])
 
     with open_store(store_dir(store_path)) as store:
-        registry.resolve("stack", config.stacks)  # unknown names fail before anything is stored
-        ranking = tune.tune(store, source, config, machine, on_result=progress)
+        ranking = tune.tune(store, source, config, machine, on_result=progress, failure=failure)
     if as_json:
         terminal.print_json(tune.ranking_document(ranking))
         return
@@ -62,7 +67,7 @@ def tune_command(
 
 
 def _stack_names(text: str) -> tuple[str, ...]:
-    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    names = check_names(tuple(name.strip() for name in text.split(",") if name.strip()))
     if not names:
         raise UserError("--stacks was given an empty list")
     return tune.default_stacks() if names == ("all",) else names

@@ -26,7 +26,6 @@ import difflib
 import functools
 import logging
 import math
-import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UserError
+from accelbench.inputs import parse_toml, read_input_text
 from accelbench.ranges import PROVENANCES, Range
 
 logger = logging.getLogger(__name__)
@@ -203,20 +203,11 @@ def _csv_chip(row: Mapping[str, str]) -> Chip:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot read chips file {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise UserError(f"chips file {path}: not UTF-8 text") from None
-    return _parse_toml(text, str(path))
+    return _parse_toml(read_input_text(path, "chips file"), str(path))
 
 
 def _parse_toml(text: str, where: str) -> dict[str, Any]:
-    try:
-        document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"chips file {where}: invalid TOML: {exc}") from None
+    document = parse_toml(text, f"chips file {where}")
     unknown = set(document) - {"schema_version", "chip", "amend"}
     if unknown:
         raise UserError(f"chips file {where}: unknown top-level key {sorted(unknown)[0]!r}")

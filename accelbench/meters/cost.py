@@ -70,7 +70,11 @@ def amortised_rate(
 
 def load_cloud_prices(path: Path | None = None) -> tuple[CloudPrice, ...]:
     """Rows of the cloud price table (the packaged copy unless ``path`` is given)."""
-    return cloud_prices() if path is None else parse_cloud_prices(Path(path).read_text())
+    from accelbench.inputs import read_input_text
+
+    if path is None:
+        return cloud_prices()
+    return parse_cloud_prices(read_input_text(Path(path), "cloud price list"))
 
 
 def cloud_rate(

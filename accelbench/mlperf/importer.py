@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UserError
+from accelbench.inputs import parse_json, read_input, read_input_text
 from accelbench.mlperf.history import (
     COLUMNS,
     OPTIONAL_EXTRA_COLUMNS,
@@ -99,11 +100,7 @@ def _base(entry: HistoryEntry) -> str:
 
 def _read_text(path: Path) -> str:
     try:
-        if path.stat().st_size > MAX_CSV_BYTES:
-            raise UserError(f"{path}: larger than {MAX_CSV_BYTES // 2**20} MiB; not an MLPerf history CSV")
-        return path.read_bytes().decode("utf-8-sig")
-    except OSError as exc:
-        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
+        return read_input(path, "MLPerf history CSV", MAX_CSV_BYTES).decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise UserError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
@@ -146,9 +143,9 @@ def _check_header(header: list[str], path: Path) -> None:
 
 def _stored_rows(path: Path) -> list[dict[str, str]]:
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UserError(f"{path} cannot be read ({exc}); left untouched") from None
+        document = parse_json(read_input_text(path, "MLPerf import file"), str(path))
+    except UserError as exc:
+        raise UserError(f"{exc}; left untouched") from None
     if not isinstance(document, dict) or document.get("schema_version") != IMPORT_SCHEMA_VERSION:
         raise UserError(
             f"{path}: not a schema_version {IMPORT_SCHEMA_VERSION} MLPerf import file; left untouched"

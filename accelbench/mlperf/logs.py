@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UserError
+from accelbench.inputs import read_input
 
 FORMATS = {":::MLPv0.5.0": "v0.5", ":::MLL ": "v0.6", ":::MLLOG ": "v0.7+"}
 MIN_RUNS = 3
@@ -65,10 +66,7 @@ class Score:
 
 def read_run(path: Path) -> Run:
     """Parse one result log; UserError (one line, naming the file) when it is malformed."""
-    try:
-        text = path.read_bytes().decode("latin-1")
-    except OSError as exc:
-        raise UserError(f"cannot read MLPerf log {path}: {exc.strerror or exc}") from None
+    text = read_input(path, "MLPerf log").decode("latin-1")
     log_format = _format(text, path)
     events = _events(text, log_format, path)
     return _run(events, log_format, path)
@@ -113,6 +111,8 @@ def _events(text: str, log_format: str, path: Path) -> list[Event]:
     from mlperf_logging.compliance_checker.mlp_parser import ruleset_060, ruleset_070
 
     parser = ruleset_060 if log_format == "v0.6" else ruleset_070
+    if log_format == "v0.7+":
+        _check_times(text, path)
     try:
         lines, failed = parser.parse_generator(text.splitlines())
     except Exception as exc:  # the parsers raise KeyError/TypeError on JSON of the wrong shape
@@ -133,11 +133,35 @@ def _parsed_event(line: Any, scale: float, log_format: str, path: Path) -> Event
         value = {"value": value.get("value"), "metadata": value.get("metadata") or {}}
     if not isinstance(value, dict) or not isinstance(value.get("metadata") or {}, dict):
         raise UserError(f"MLPerf log {path}: line {line.lineno + 1} has no value/metadata object")
-    if not math.isfinite(float(line.timestamp)):
-        raise UserError(f"MLPerf log {path}: line {line.lineno + 1} has a non-finite timestamp")
-    return Event(
-        float(line.timestamp) * scale, str(line.key), value.get("value"), value.get("metadata") or {}
-    )
+    stamp = _timestamp(line.timestamp)
+    if stamp is None:
+        raise UserError(f"MLPerf log {path}: line {line.lineno + 1} has no finite number as its timestamp")
+    return Event(stamp * scale, str(line.key), value.get("value"), value.get("metadata") or {})
+
+
+def _check_times(text: str, path: Path) -> None:
+    """Every v0.7+ line's ``time_ms`` is a JSON number (the parser would read ``true`` as 1 ms)."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        _, mark, payload = line.partition(":::MLLOG ")
+        try:
+            record = json.loads(payload) if mark else None
+        except (ValueError, RecursionError):
+            continue  # the parser names the line
+        stamp = record.get("time_ms") if isinstance(record, dict) else 0
+        if isinstance(stamp, bool) or not isinstance(stamp, int | float):
+            shown = json.dumps(stamp)[:40]
+            raise UserError(f"MLPerf log {path}: line {number} has a time_ms that is not a number: {shown}")
+
+
+def _timestamp(raw: Any) -> float | None:
+    """A log line's time as a finite float; None for anything else (``true`` is not a time)."""
+    if isinstance(raw, bool):
+        return None
+    try:
+        stamp = float(raw)
+    except (TypeError, ValueError):
+        return None
+    return stamp if math.isfinite(stamp) else None
 
 
 def _v05_events(text: str, path: Path) -> list[Event]:
@@ -159,7 +183,7 @@ def _v05_value(raw: str | None, path: Path, number: int) -> Any:
         return None
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise UserError(
             f"MLPerf log {path}: line {number} has a value that is not JSON: {raw[:60]!r}"
         ) from None

@@ -98,7 +98,7 @@ def _local_exists(text: str, folder: Path) -> bool:
     run_id, _, cell_key = text.partition("/")
     if not cell_key or not (folder / DB_NAME).exists():
         return False
-    with open_store(folder) as store:
+    with open_store(folder, read_only=True) as store:
         return run_id in store.run_ids() and cell_key in store.finished_cell_keys(run_id)
 
 
@@ -108,7 +108,7 @@ def _local(text: str, folder: Path, chips: ChipTable) -> Subject:
         raise UserError(f"local result id {text!r} is not RUN_ID/CELL_KEY")
     if not (folder / DB_NAME).exists():
         raise UserError(f"no result store at {folder} (choose one with --store)")
-    with open_store(folder) as store:
+    with open_store(folder, read_only=True) as store:
         run = store.run(run_id)
         result = next((r for r in store.results(run_id) if r.cell.key == cell_key), None)
     if result is None:

@@ -26,6 +26,7 @@ from typing import Any
 
 from accelbench.errors import UserError
 from accelbench.normalize import ranking
+from accelbench.outputs import Kind, write_atomically
 from accelbench.report.headline import headline, rules_of
 from accelbench.results import Result, to_dict
 
@@ -103,19 +104,33 @@ CSV_COLUMNS: tuple[_Column, ...] = (
 
 
 def export_results(results: Sequence[Result], fmt: str, out: Path) -> None:
-    """Write ``results`` to ``out`` as ``csv`` or ``json``; UserError for another format or a bad path."""
+    """Write ``results`` to ``out`` as ``csv`` or ``json`` (through a temporary file and a rename);
+    UserError for another format or a bad path. ``checked_output`` with ``export_kind`` judges ``out``
+    first."""
     if fmt not in FORMATS:
         raise UserError(f"unknown export format {fmt!r}: choose one of {', '.join(FORMATS)}")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with out.open("w", newline="", encoding="utf-8") as stream:
-            if fmt == "json":
-                json.dump([to_dict(r) for r in results], stream, indent=2)
-                stream.write("\n")
-            else:
-                _write_csv(results, stream)
-    except OSError as exc:
-        raise UserError(f"cannot write export file {out}: {exc.strerror or exc}") from None
+
+    def write(stream: Any) -> None:
+        if fmt == "json":
+            json.dump([to_dict(r) for r in results], stream, indent=2)
+            stream.write("\n")
+        else:
+            _write_csv(results, stream)
+
+    write_atomically(out, write, "export file")
+
+
+def export_kind(fmt: str) -> Kind:
+    """How an earlier export in ``fmt`` begins: the CSV header, or a JSON list of result documents."""
+    header = ",".join([*(name for name, _ in CSV_COLUMNS), "rank"]).encode()
+    if fmt == "json":
+        return Kind("JSON export", lambda head: head.lstrip().startswith(b"[") and _json_list(head))
+    return Kind("CSV export", lambda head: head.startswith(header))
+
+
+def _json_list(head: bytes) -> bool:
+    rest = head.lstrip()[1:].lstrip()
+    return rest.startswith(b"]") or rest.startswith(b'{\n    "run_id"')
 
 
 def csv_row(result: Result, rank: int | None = None) -> list[str]:

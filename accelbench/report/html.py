@@ -21,6 +21,7 @@ from typing import Any
 
 from accelbench.errors import UserError
 from accelbench.hardware.chips import ChipTable
+from accelbench.outputs import Kind, write_atomically
 from accelbench.report.documents import load_peaks, normalized_documents
 from accelbench.report.headline import rules_note, rules_of
 from accelbench.report.html_sections import RunData, Section
@@ -72,6 +73,10 @@ def load_runs(store: Store, run_ids: Sequence[str], chips: ChipTable) -> tuple[R
     return tuple(runs)
 
 
+REPORT_KIND = Kind("HTML report", lambda head: b"<title>accelbench report: " in head)
+"""How an earlier report begins (``accelbench.outputs.checked_output`` lets it be replaced)."""
+
+
 def write_report(
     store: Store,
     run_ids: Sequence[str],
@@ -90,10 +95,7 @@ def write_report(
         str(d.run.config.get("rules", "")) for d in runs
     ]
     page, charts = render_page(title, sections, rules_note(rules))
-    output.parent.mkdir(parents=True, exist_ok=True)
-    temporary = output.with_name(output.name + ".tmp")
-    temporary.write_text(page, encoding="utf-8")
-    temporary.replace(output)
+    write_atomically(output, lambda stream: stream.write(page), "report")
     elapsed = time.perf_counter() - started
     return Written(output, output.stat().st_size, charts, tuple(s.key for s in sections), elapsed)
 

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from accelbench.errors import UserError
+from accelbench.record_types import check_record
 from accelbench.results import Cell, from_dict
 from accelbench.store import schema as store_schema
 from accelbench.store import sqlite as store_db
@@ -111,11 +112,26 @@ def _check(folder: Path, db: sqlite3.Connection) -> CheckReport:
     rows = _rows(db, has_checksums)
     runs = dict(db.execute("SELECT run_id, status FROM runs").fetchall())
     problems = [p for row in rows for p in _record_problems(row, runs, has_checksums)]
+    problems += _run_problems(db)
     bad_ids = {p.row_id for p in problems}
     problems += _duplicates([row for row in rows if row.row_id not in bad_ids])
     problems += _orphan_folders(folder, runs, {(row.run_id, row.cell_key) for row in rows})
     notes = () if has_checksums else ("store schema 1 has no checksums; --repair (or any run) adds them",)
     return CheckReport(folder, len(runs), len(rows), tuple(problems), notes=notes)
+
+
+def _run_problems(db: sqlite3.Connection) -> list[Problem]:
+    """Runs whose configuration or machine is not a JSON object (readers take them as empty)."""
+    problems = []
+    for run_id, config, machine in db.execute("SELECT run_id, config_json, machine_json FROM runs"):
+        for name, text in (("config_json", config), ("machine_json", machine)):
+            try:
+                value = json.loads(text) if isinstance(text, str) else text
+            except (ValueError, RecursionError):
+                value = None
+            if not isinstance(value, dict):
+                problems.append(Problem("schema", f"run {run_id}", f"{name} is not a JSON object"))
+    return problems
 
 
 def _has_column(db: sqlite3.Connection, table: str, column: str) -> bool:
@@ -133,6 +149,9 @@ def _record_problems(row: _Row, runs: dict[str, str], has_checksums: bool) -> li
     where = f"{row.run_id}/{row.cell_key}"
     if row.run_id not in runs:
         return [Problem("orphan", where, "record of a run that is not in the store", row.row_id)]
+    if not isinstance(row.doc_json, str):
+        detail = f"result document is {type(row.doc_json).__name__}, not JSON text"
+        return [Problem("schema", where, detail, row.row_id)]
     if row.sha256 is not None and store_schema.doc_sha256(row.doc_json) != row.sha256:
         return [Problem("checksum", where, "stored checksum does not match the document", row.row_id)]
     found = _document_problem(row)
@@ -147,10 +166,11 @@ def _document_problem(row: _Row) -> tuple[str, str] | None:
     """``(kind, detail)`` when the document does not load or disagrees with its row."""
     try:
         result = from_dict(json.loads(row.doc_json))
+        check_record(result)
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         return "schema", f"result document does not load ({type(exc).__name__}: {_one_line(exc)})"
-    stored = "/".join((result.run_id, result.cell.key, result.status))
-    columns = "/".join((row.run_id, row.cell_key, row.status))
+    stored = "/".join(map(str, (result.run_id, result.cell.key, result.status)))
+    columns = "/".join(map(str, (row.run_id, row.cell_key, row.status)))
     if stored != columns:
         return "mismatch", f"document says {stored}, the row's columns say {columns}"
     return None

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
@@ -80,24 +80,54 @@ def inspect_existing(db_path: Path) -> None:
 
 @contextmanager
 def read_only(db_path: Path) -> Iterator[sqlite3.Connection]:
-    """A read-only connection that leaves the folder as it found it: the ``-wal``/``-shm`` files SQLite
-    creates beside a WAL database for a reader are removed again when they did not exist and hold no
-    data. Hold ``folder_lock`` around it, so that no other process opens the store meanwhile."""
-    sidecars = [db_path.with_name(db_path.name + suffix) for suffix in ("-wal", "-shm")]
-    existed = [path.exists() for path in sidecars]
-    try:
-        uri = f"file:{quote(str(db_path.resolve()))}?mode=ro"
-        db = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
-    except sqlite3.Error as exc:
-        raise UserError(f"cannot open result store {db_path}: {exc}") from None
+    """A read-only connection that leaves the folder as it found it (see ``open_read_only``). Hold
+    ``folder_lock`` around it, so that no other process opens the store meanwhile."""
+    db, cleanup = open_read_only(db_path)
     try:
         yield db
     finally:
         db.close()
+        cleanup()
+
+
+def open_read_only(db_path: Path) -> tuple[sqlite3.Connection, Callable[[], None]]:
+    """A ``mode=ro`` connection (rows as ``sqlite3.Row``) and the cleanup to call after closing it: the
+    ``-wal``/``-shm`` files SQLite creates beside a WAL database for a reader are removed again when they
+    did not exist and hold no data."""
+    sidecars = [db_path.with_name(db_path.name + suffix) for suffix in ("-wal", "-shm")]
+    existed = [path.exists() for path in sidecars]
+    try:
+        uri = f"file:{quote(str(db_path.resolve()))}?mode=ro"
+        db = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise UserError(f"cannot open result store {db_path}: {exc}") from None
+    db.row_factory = sqlite3.Row
+
+    def cleanup() -> None:
         wal, shm = sidecars
         if not any(existed) and (not wal.exists() or wal.stat().st_size == 0):
             wal.unlink(missing_ok=True)
             shm.unlink(missing_ok=True)
+
+    return db, cleanup
+
+
+def empty_in_memory() -> sqlite3.Connection:
+    """An empty store of the current schema in memory: what a reader sees where no database is yet."""
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    db.row_factory = sqlite3.Row
+    register_functions(db)
+    migrate(db)
+    return db
+
+
+def stored_version(db_path: Path) -> int:
+    """The store schema version of an existing database (0 when it has no tables yet)."""
+    with read_only(db_path) as db:
+        try:
+            return _current_version(db)
+        except sqlite3.DatabaseError as exc:
+            raise UserError(f"cannot read result store {db_path}: {exc}") from None
 
 
 def _truncation(db_path: Path) -> str | None:

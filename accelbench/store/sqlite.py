@@ -16,17 +16,28 @@ file): the inspection's read-only connection removes the ``-wal``/``-shm`` files
 lock it could remove the ones a process creating the store had just made, which then wrote into a deleted
 WAL file while the others opened a new one (seen: runs and records lost, "disk I/O error", when four
 processes opened one new store at once).
+
+``open_store(path, read_only=True)`` is for the commands that only read (``show``, ``export``, ``report``):
+it creates nothing and opens the database through a ``mode=ro`` connection (a missing folder or an empty
+``results.sqlite`` reads as an empty store kept in memory; only a store of an older schema, which a
+reader cannot query, is migrated first through the read-write path).
+
+A stored run or result that cannot be read (a document that is not JSON text, a field of the wrong type,
+a run's ``config_json`` that is not an object) never stops a reader: ``results`` logs one warning line
+naming it and skips it, ``run`` reads a malformed configuration or machine as empty (with a warning);
+``accelbench store check`` names them and ``--repair`` moves bad results aside.
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import re
 import sqlite3
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -35,8 +46,20 @@ from types import TracebackType
 from typing import Any
 
 from accelbench.errors import UserError
-from accelbench.results import Result, from_dict, to_dict
-from accelbench.store.schema import connect, doc_sha256, inspect_existing, transaction
+from accelbench.record_types import check_record
+from accelbench.results import SCHEMA_VERSION, Result, from_dict, to_dict
+from accelbench.store.schema import (
+    STORE_SCHEMA_VERSION,
+    connect,
+    doc_sha256,
+    empty_in_memory,
+    inspect_existing,
+    open_read_only,
+    stored_version,
+    transaction,
+)
+
+log = logging.getLogger(__name__)
 
 DEFAULT_STORE_DIR = Path("accelbench-results")
 DB_NAME = "results.sqlite"
@@ -56,15 +79,36 @@ class RunRecord:
     status: str
 
 
-def open_store(path: Path | str = DEFAULT_STORE_DIR) -> Store:
-    """Open (creating if needed) the store directory; UserError when unusable, nothing touched."""
+def open_store(path: Path | str = DEFAULT_STORE_DIR, read_only: bool = False) -> Store:
+    """Open (creating if needed) the store directory; UserError when unusable, nothing touched.
+
+    ``read_only``: create nothing and never write (see the module docstring)."""
     folder = Path(path)
+    if read_only:
+        return _open_read_only(folder)
     _ensure_writable_dir(folder)
     db_path = folder / DB_NAME
+    if db_path.exists() and not db_path.is_file():  # a FIFO would block the inspection's read
+        raise UserError(f"result store {db_path} is not a regular file")
     with folder_lock(folder):
         if db_path.exists():
             inspect_existing(db_path)
         return Store(folder, connect(db_path))
+
+
+def _open_read_only(folder: Path) -> Store:
+    db_path = folder / DB_NAME
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"result store path {folder} exists and is not a directory")
+    if not db_path.exists() or (db_path.is_file() and db_path.stat().st_size == 0):
+        return Store(folder, empty_in_memory(), read_only=True)
+    if not db_path.is_file():
+        raise UserError(f"result store {db_path} is not a regular file")
+    with folder_lock(folder):
+        inspect_existing(db_path)
+        if stored_version(db_path) < STORE_SCHEMA_VERSION:
+            return Store(folder, connect(db_path))  # an older schema is migrated once, as any open does
+        return Store(folder, *open_read_only(db_path), read_only=True)
 
 
 @contextmanager
@@ -89,9 +133,17 @@ def folder_lock(folder: Path) -> Iterator[None]:
 class Store:
     """A result store; use ``open_store`` to get one, and close it (or use it as a context manager)."""
 
-    def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
+    def __init__(
+        self,
+        path: Path,
+        connection: sqlite3.Connection,
+        cleanup: Callable[[], None] | None = None,
+        read_only: bool = False,
+    ) -> None:
         self.path = path
         self._db = connection
+        self._cleanup = cleanup
+        self.read_only = read_only
 
     def __enter__(self) -> Store:
         return self
@@ -102,8 +154,10 @@ class Store:
         self.close()
 
     def close(self) -> None:
-        """Close the database connection."""
+        """Close the database connection (a read-only one removes the sidecar files it made)."""
         self._db.close()
+        if self._cleanup is not None:
+            self._cleanup()
 
     def create_run(
         self, run_id: str, config: Mapping[str, Any], machine: Mapping[str, Any], fingerprint: str
@@ -140,7 +194,8 @@ class Store:
             )
 
     def results(self, run_id: str | None = None) -> list[Result]:
-        """The results of one run, or of all runs when ``run_id`` is None, in insertion order."""
+        """The results of one run, or of all runs when ``run_id`` is None, in insertion order; a record
+        that cannot be read is skipped with a warning naming it."""
         with self._reading():
             if run_id is None:
                 rows = self._db.execute(f"SELECT {_LOADED} FROM results ORDER BY id").fetchall()
@@ -148,7 +203,8 @@ class Store:
                 self._run_row(run_id, self._db)
                 query = f"SELECT {_LOADED} FROM results WHERE run_id = ? ORDER BY id"
                 rows = self._db.execute(query, (run_id,)).fetchall()
-        return [_load_result(self.path / DB_NAME, *row) for row in rows]
+        loaded = (_load_result(self.path / DB_NAME, *row) for row in rows)
+        return [result for result in loaded if result is not None]
 
     def run_ids(self) -> list[str]:
         """All run ids, newest first."""
@@ -169,8 +225,8 @@ class Store:
                 run_id=row["run_id"],
                 created_at=row["created_at"],
                 machine_fingerprint=row["machine_fingerprint"],
-                config=json.loads(row["config_json"]),
-                machine=json.loads(row["machine_json"]),
+                config=_stored_mapping(row["config_json"], f"run {run_id}: config_json"),
+                machine=_stored_mapping(row["machine_json"], f"run {run_id}: machine_json"),
                 status=row["status"],
             )
 
@@ -194,10 +250,11 @@ class Store:
             db.execute("UPDATE runs SET config_json = ? WHERE run_id = ?", (_json(config), run_id))
 
     def run_dir(self, run_id: str) -> Path:
-        """The run's folder for raw logs and artifacts, created if missing."""
+        """The run's folder for raw logs and artifacts, created if missing (not by a read-only store)."""
         _check_run_id(run_id)
         folder = self.path / "runs" / run_id
-        folder.mkdir(parents=True, exist_ok=True)
+        if not self.read_only:
+            folder.mkdir(parents=True, exist_ok=True)
         return folder
 
     @contextmanager
@@ -257,14 +314,47 @@ def _result_row(result: Result) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-def _load_result(db_file: Path, run_id: str, cell_key: str, doc_json: str, sha256: str | None) -> Result:
+def _load_result(db_file: Path, run_id: Any, cell_key: Any, doc_json: Any, sha256: Any) -> Result | None:
+    """The stored result, or None (with a warning naming it) when it cannot be read."""
     where = f"{db_file}: stored result {run_id}/{cell_key}"
+    if not isinstance(doc_json, str):
+        log.warning("%s skipped: its document is %s, not JSON text", where, type(doc_json).__name__)
+        return None
     if sha256 is not None and doc_sha256(doc_json) != sha256:
-        raise UserError(f"{where} fails its checksum; see: accelbench store check --repair")
+        log.warning("%s skipped: it fails its checksum (see: accelbench store check --repair)", where)
+        return None
     try:
-        return from_dict(json.loads(doc_json))
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise UserError(f"{where} cannot be read: {exc}") from None
+        document = json.loads(doc_json)
+        _refuse_newer(document, where)
+        result = from_dict(document)
+        check_record(result)
+        return result
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        log.warning("%s skipped: it cannot be read (%s)", where, _one_line(exc))
+        return None
+
+
+def _refuse_newer(document: Any, where: str) -> None:
+    """A result stored by a newer accelbench is not corrupt: UserError (upgrade), never skipped."""
+    version = document.get("schema_version") if isinstance(document, dict) else None
+    if type(version) is int and version > SCHEMA_VERSION:
+        raise UserError(f"{where} has result schema_version {version}, newer than {SCHEMA_VERSION}: upgrade")
+
+
+def _stored_mapping(text: Any, where: str) -> Mapping[str, Any]:
+    """A run's stored JSON object; anything else reads as empty, with a warning."""
+    try:
+        value = json.loads(text) if isinstance(text, str | bytes) else text
+    except (ValueError, RecursionError) as exc:
+        value = f"unreadable ({_one_line(exc)})"
+    if isinstance(value, dict):
+        return value
+    log.warning("%s is not a JSON object (%s): read as empty", where, type(value).__name__)
+    return {}
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200] or type(exc).__name__
 
 
 def _check_run_id(run_id: str) -> None:

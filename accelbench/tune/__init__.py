@@ -76,8 +76,12 @@ def tune(
     config: RunConfig,
     machine: Machine,
     on_result: Callable[[Result], None] = lambda result: None,
+    failure: tuple[str, str] | None = None,
 ) -> Ranking:
-    """Measure ``source`` on every stack of ``config`` (one cell each) and rank the verified ones."""
+    """Measure ``source`` on every stack of ``config`` (one cell each) and rank the verified ones.
+
+    ``failure``: (status, reason) of a model function that crashed or hung in its check
+    (``accelbench.workloads.user_check``): every cell is stored with it, none is run."""
     stacks = registry.resolve("stack", config.stacks)
     run_id = runner.start_run(store, config, machine)
     run_dir = store.run_dir(run_id).resolve()
@@ -88,7 +92,10 @@ def tune(
     for stack, stack_ref in stacks.items():
         cell = Cell(source.name, stack, config.scenarios[0], config.devices[0], config.size)
         planned = PlannedCell(cell, reference, stack_ref)
-        if source.kind == "onnx" and not _reads_onnx(stack_ref):
+        if failure is not None:
+            outcome = {"status": failure[0], "reason": failure[1]}
+            result = result_of(run_id, planned, outcome, machine.fingerprint, now(), 0.0, "")
+        elif source.kind == "onnx" and not _reads_onnx(stack_ref):
             outcome = {"status": "unsupported", "reason": f"{stack} {_NO_CONVERTER}"}
             result = result_of(run_id, planned, outcome, machine.fingerprint, now(), 0.0, "")
         else:

@@ -35,6 +35,8 @@ ONNX_INT_HIGH = 2
 """Integer inputs of an ONNX file are drawn from ``[0, ONNX_INT_HIGH)`` (their valid range is unknown)."""
 MAX_INPUT_BYTES = 1 << 30
 """An ONNX graph input larger than this (symbolic dimensions taken as 1) is refused before any cell runs."""
+MAX_MODEL_CHARS = 4096
+"""The longest MODEL argument accepted (an ONNX path or module:function)."""
 _REF_PREFIX = "model_"
 """Attribute names of this module that rebuild a user's model from its reference."""
 
@@ -52,16 +54,21 @@ class ModelSource:
 
 
 def parse_model(text: str) -> ModelSource:
-    """The source named by ``text``, checked in this process: a bad file or function is a UserError."""
+    """The source named by ``text``: an ONNX file is checked here (a bad file is a UserError); a
+    ``module:function`` is user code, checked in a child (``accelbench.workloads.user_check``)."""
+    if len(text) > MAX_MODEL_CHARS:
+        raise UserError(f"model {text[:40]!r}... is longer than {MAX_MODEL_CHARS} characters")
     path = Path(text)
-    if path.suffix == ".onnx" or path.is_file():
+    try:
+        is_file = path.is_file()
+    except OSError as exc:  # a name too long for the file system
+        raise UserError(f"model {text[:60]!r}: {exc.strerror or exc}") from None
+    if path.suffix == ".onnx" or is_file:
         check_onnx(path)
         return ModelSource("onnx", str(path.resolve()), f"tune-{_slug(path.stem)}")
     if ":" not in text:
         raise UserError(f"model {text!r} is neither an ONNX file nor module:function")
-    source = ModelSource("torch", text, f"tune-{_slug(text.rpartition(':')[2])}", os.getcwd())
-    load_torch_model(source, seed=0)
-    return source
+    return ModelSource("torch", text, f"tune-{_slug(text.rpartition(':')[2])}", os.getcwd())
 
 
 def check_onnx(path: Path) -> Any:
@@ -69,7 +76,8 @@ def check_onnx(path: Path) -> Any:
     import onnx
 
     if not path.is_file():
-        raise UserError(f"ONNX file {path} does not exist")
+        problem = "is not a regular file (a directory, device or FIFO)" if path.exists() else "does not exist"
+        raise UserError(f"ONNX file {path} {problem}")
     try:
         model = onnx.load(str(path))
         onnx.checker.check_model(model, full_check=True)

@@ -10,6 +10,7 @@ title, and no share of peak passes 100% unmarked. A full-page screenshot is kept
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -22,6 +23,8 @@ import pytest
 
 from accelbench.normalize.peak_share import shares_above
 from accelbench.report.headline import QUICK_NOTE
+from accelbench.results import UNVERIFIED_STATUSES
+from accelbench.store import open_store
 from tests.e2e.cli import accelbench
 from tests.unit.report_cases import bar_axes_not_from_zero, chart_documents
 
@@ -36,28 +39,36 @@ def chromium_path() -> str:
     return found
 
 
-VERIFY_ATTEMPTS = 3
-"""Fresh runs the report fixture may take to get one verified (``ok``) cell: on a busy machine the noise
-guard or the timer check can mark a single-stream cell unstable, and an unstable cell has no roofline or
-normalized figures to draw."""
+RANKED_STACK = "torch-eager"
+"""The stack whose measured cell the fixture stores again as ``ok`` when the run did not verify it: on a
+busy machine the noise guard may mark every honest cell ``unstable`` (an unstable cell has no roofline or
+normalized figures to draw), and this file tests the rendering, not an honest cell's status."""
 
 
 @pytest.fixture(scope="module")
 def report_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
-    """A tiny run with one unavailable stack and at least one verified cell, rendered by ``accelbench
-    report``: (store, html, run id)."""
-    statuses: list[list[str]] = []
-    for _ in range(VERIFY_ATTEMPTS):
-        store, run_id, shown = _tiny_run(tmp_path_factory.mktemp("report") / "store")
-        statuses.append([r["status"] for r in shown["results"]])
-        if "ok" in statuses[-1]:
-            break
-    assert "ok" in statuses[-1], f"no verified cell in {VERIFY_ATTEMPTS} runs: {statuses}"
-    output = store / "report.html"
+    """A tiny run with one unavailable stack and one ranked cell, rendered by ``accelbench report``:
+    (store, html, run id). The ranked cell is the run's own measured torch-eager record, stored again
+    through the store API with status ``ok`` whatever status the machine's load gave it."""
+    store, run_id, shown = _tiny_run(tmp_path_factory.mktemp("report") / "store")
+    statuses = {r["cell"]["stack"]: r["status"] for r in shown["results"]}
+    assert statuses["glow"] == "unavailable", statuses
+    assert all(statuses[s] in ("ok", *UNVERIFIED_STATUSES) for s in ("null", RANKED_STACK)), statuses
+    _store_as_ok(store, run_id, RANKED_STACK)
+    output = tmp_path_factory.mktemp("html") / "report.html"
     done = accelbench("report", run_id, "--store", str(store), "-o", str(output), timeout_s=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == str(output)
     return store, output, run_id
+
+
+def _store_as_ok(store_path: Path, run_id: str, stack: str) -> None:
+    """Store the run's measured ``stack`` cell again (same figures) with status ``ok``."""
+    with open_store(store_path) as store:
+        (measured,) = [r for r in store.results(run_id) if r.cell.stack == stack]
+        assert measured.qps and measured.effective_precision not in ("", "none"), measured
+        store.add_result(dataclasses.replace(measured, status="ok", reason=""))
+        assert [r.status for r in store.results(run_id) if r.cell.stack == stack] == ["ok"]
 
 
 def _tiny_run(store: Path) -> tuple[Path, str, dict[str, Any]]:

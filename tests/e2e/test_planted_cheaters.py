@@ -128,7 +128,7 @@ def test_the_goodhart_table_holds_the_honest_stack_only(quick_run: dict[str, Any
 def test_the_html_charts_hold_no_cheater(quick_run: dict[str, Any], plugin_env: dict[str, str]) -> None:
     from playwright.sync_api import sync_playwright
 
-    output = quick_run["store"] / "report.html"
+    output = quick_run["store"].parent / "report.html"
     done = cli(plugin_env, "report", "--store", str(quick_run["store"]), "-o", str(output), timeout_s=300)
     assert done.returncode == 0, done.stderr[-2000:]
     with sync_playwright() as playwright:

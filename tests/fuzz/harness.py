@@ -92,3 +92,14 @@ def expect_usage_error(kind: str, args: list[str], option: str) -> Outcome:
         option in result.stderr or "accelbench: error" in result.stderr
     )
     return result
+
+
+def expect_no_traceback(kind: str, args: list[str], codes: tuple[int, ...] = (0,)) -> Outcome:
+    """A command that must carry on (e.g. skipping a corrupt record): no traceback, an exit code in
+    ``codes``, and no more than one line on stderr per warning."""
+    result = outcome(args)
+    _log(kind, result, "Traceback" not in result.stderr)
+    assert not result.traceback, result.traceback
+    assert result.code in codes, (result.code, result.stderr[-2000:], result.stdout[-500:])
+    assert "Traceback" not in result.stderr, result.stderr
+    return result

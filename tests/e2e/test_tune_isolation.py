@@ -1,0 +1,55 @@
+"""``accelbench tune module:function`` never runs user code in the CLI's process: an abort, a segfault,
+an interrupt or a hang in the function is every cell's status with its reason, the CLI prints its summary
+and exits 0, and nothing the function started outlives the command (``accelbench.workloads.user_check``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from accelbench.store import open_store
+from tests.e2e.cli import accelbench
+
+PID_FILE_ENV = "ACCELBENCH_TEST_PID_FILE"
+
+
+def hangs() -> None:
+    """A model function that never returns (it records its pid first)."""
+    Path(os.environ[PID_FILE_ENV]).write_text(str(os.getpid()))
+    time.sleep(3600)
+
+
+@pytest.mark.parametrize(
+    ("function", "status", "why"),
+    [
+        ("os:abort", "crashed", "killed by SIGABRT"),
+        ("faulthandler:_sigsegv", "crashed", "killed by SIGSEGV"),
+        ("_thread:interrupt_main", "crashed", "KeyboardInterrupt"),
+        ("tests.e2e.test_tune_isolation:hangs", "timeout", "did not return within 5 s"),
+    ],
+)
+def test_user_code_that_dies_or_hangs_is_a_cell_status(
+    tmp_path: Path, function: str, status: str, why: str
+) -> None:
+    store, pid_file = tmp_path / "store", tmp_path / "pid"
+    started = time.monotonic()
+    done = accelbench(
+        "tune", function, "--stacks", "torch-eager,onnxruntime", "--timeout-s", "5", "--json",
+        "--store", str(store), env={PID_FILE_ENV: str(pid_file)}, timeout_s=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert time.monotonic() - started < 120
+    rows = json.loads(done.stdout)["ranking"]
+    assert sorted((r["stack"], r["status"]) for r in rows) == [
+        ("onnxruntime", status),
+        ("torch-eager", status),
+    ]
+    assert all(why in r["reason"] and function in r["reason"] for r in rows), rows
+    with open_store(store, read_only=True) as opened:
+        assert {r.status for r in opened.results()} == {status}
+    if pid_file.exists():  # the hanging child was killed with its session
+        assert not Path(f"/proc/{pid_file.read_text()}").exists()
