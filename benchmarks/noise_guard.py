@@ -219,7 +219,7 @@ def report(cells: list[Cell]) -> None:
         row += "".join(f" {_rate(sum(verdict(c) for c in moved[n]), len(moved[n])):>22}" for n in loads)
         retried = sum(_retried(c, label) for c in cells)
         print(row + f" {_rate(retried, len(cells)):>19}")
-    _details(idle)
+    _details(idle, reference)
 
 
 def _moves(shares: list[float]) -> str:
@@ -243,7 +243,7 @@ def _busy(cell: Cell, label: str) -> bool:
     return cell.old.busy_warning if label == "BEFORE" else cell.new.other_load_cores > 0.25
 
 
-def _details(idle: list[Cell]) -> None:
+def _details(idle: list[Cell], reference: float) -> None:
     new_other = sorted(c.new.other_load_cores for c in idle)
     old_other = sorted(c.old.other_cores for c in idle)
     drifts = sorted(c.new.drift for c in idle)
@@ -258,9 +258,9 @@ def _details(idle: list[Cell]) -> None:
             f"NOTE: in {busy} of {len(idle)} idle cells other processes kept the machine busy (the new "
             "guard's other load past its limit): this machine was not quiet, rerun it on a quiet one"
         )
-    reasons = [c.new.reason for c in idle if c.new.unstable]
-    for reason in reasons:
-        print(f"  AFTER idle alarm: {reason}")
+    for cell in (c for c in idle if c.new.unstable):  # a true alarm moved the headline too
+        move = cell.samples_per_s / reference - 1
+        print(f"  AFTER idle alarm (headline {move:+.1%} off the idle median): {cell.new.reason}")
 
 
 def main() -> None:
