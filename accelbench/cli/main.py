@@ -107,17 +107,9 @@ def run(
     scalars["input_seed"] = input_seed
     per_run = {"variants": variants, "variant_seed": variant_seed, "runs": runs, "nproc": nproc}
     batching = {"batch": batch, "batch_sweep": _batches(batch_sweep)}
-    overrides = _overrides(
-        {
-            **{k: _names(v) for k, v in listed.items()},
-            **scalars,
-            **per_run,
-            **batching,
-            "serve_url": serve_url,
-            "serve_cluster": serve_cluster,
-        },
-        config_file,
-    )
+    named = {k: _names(v) for k, v in listed.items()}
+    served = {"serve_url": serve_url, "serve_cluster": serve_cluster}
+    overrides = _overrides({**named, **scalars, **per_run, **batching, **served}, config_file)
     overrides = cli_serving.served_overrides(overrides, suite(suite_name).stacks, _names(serve) or ())
     machine = detect_machine()
     mode = cli_progress.chosen_mode(quiet or as_json)
