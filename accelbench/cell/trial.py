@@ -43,8 +43,8 @@ from accelbench.stacks.base import CellContext, ModelSpec, Stack
 from accelbench.workloads.base import Inputs, Variant, Workload
 
 AUDIT_STRIDE = 1 << 20
-"""The hot and cold samples of trial slot ``k`` (``_slot``) are numbered from ``k * AUDIT_STRIDE`` in
-the cell's evidence (``Check.origin``), so no two trials' audit samples share a number."""
+"""The pool, hot and cold samples of trial slot ``k`` (``_slot``) are numbered from ``k * AUDIT_STRIDE``
+in the cell's evidence (``Check.origin``), so no two trials' samples share a number."""
 SLOTS_PER_ROUND = 16
 """Trial slots of one round of trials; a server back-off round takes the next 16, so its inputs (drawn
 from the slot's own seed) were never seen by an earlier round's process (nor left in a disk cache)."""
@@ -189,9 +189,11 @@ def run(spec: CellSpec, plan: Plan) -> Evidence:
 
 
 def _renumbered(check: Check, plan: Plan) -> Check:
-    """The check with a trial number unique across the cell, and a hot/cold origin unique too."""
+    """The check with a trial number unique across the cell, and an origin unique too: every trial slot
+    draws its own inputs (its pool included), so pool index ``i`` of two slots is two different inputs,
+    each with its own reference."""
     kind, number = check.origin
-    origin = (kind, number if kind == "pool" else _slot(plan) * AUDIT_STRIDE + number)
+    origin = (kind, _slot(plan) * AUDIT_STRIDE + number)
     return dataclasses.replace(check, trial=_trial_number(plan, check.trial), origin=origin)
 
 

@@ -245,3 +245,17 @@ def test_a_back_off_round_draws_audit_samples_no_earlier_round_saw() -> None:
     slots = [trial._slot(p) for p in plans]
     assert len(set(slots)) == len(plans)  # audit ranges (slot * AUDIT_STRIDE) and trial numbers never repeat
     assert len({trial._trial_number(p, k) for p in plans for k in (0, 1)}) == 2 * len(plans)
+
+
+def test_the_same_pool_index_of_two_trials_is_two_inputs_with_two_references() -> None:
+    """Every trial slot draws its own pool, so a check of pool index 5 in trial 0 and one in trial 1 (or
+    in a back-off round) must not share an origin: the cell's references are keyed by it, and a shared
+    key judged one trial's output against another trial's input (an honest server cell quality_failed)."""
+    from accelbench.audits.probes import Check
+    from accelbench.cell import trial
+
+    plans = [trial.Plan(0, 0, False), trial.Plan(1, 0, False), trial.Plan(0, 0, False, backoff=1)]
+    for kind in ("pool", "hot", "cold"):
+        check = Check(trial=0, position=3, origin=(kind, 5), output=np.zeros(1))
+        origins = {trial._renumbered(check, plan).origin for plan in plans}
+        assert len(origins) == len(plans) and all(o[0] == kind for o in origins)
