@@ -97,3 +97,15 @@ def interrupted_run(store: Store, config: RunConfig, machine: Machine) -> tuple[
     except KeyboardInterrupt:
         return run_id, store.results(run_id)
     raise AssertionError("the run finished without being interrupted")
+
+
+def installed_plugins(site: Path, name: str, group: str, entries: Mapping[str, str]) -> dict[str, str]:
+    """An environment in which ``entries`` (name -> ``module:Class``) are installed plugins of entry-point
+    ``group``: a dist-info called ``name`` in ``site``, put on PYTHONPATH beside the repository."""
+    info = site / f"{name.replace('-', '_')}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    lines = "\n".join(f"{entry} = {ref}" for entry, ref in entries.items())
+    (info / "entry_points.txt").write_text(f"[{group}]\n{lines}\n")
+    path = os.pathsep.join([str(site), str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")])
+    return {**os.environ, "PYTHONPATH": path, "COLUMNS": "250"}

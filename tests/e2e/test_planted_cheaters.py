@@ -8,7 +8,6 @@ not in the Goodhart table. The honest stack beside them stays ``ok``. Under tiny
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.cli import measured_ok
+from tests.e2e.cli import installed_plugins, measured_ok
 from tests.e2e.planted import CHEATS
 from tests.e2e.test_html_report import chromium_path
 
@@ -48,13 +47,7 @@ REASONS: dict[str, str | tuple[str, ...]] = {
 def plugin_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """An environment in which the cheaters are installed plugin stacks (a dist-info with entry points)."""
     site = tmp_path_factory.mktemp("plugin-site")
-    info = site / "planted_cheaters-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: planted-cheaters\nVersion: 1.0\n")
-    lines = "\n".join(f"{name} = {ref}" for name, ref in CHEATS.items())
-    (info / "entry_points.txt").write_text(f"[accelbench.stacks]\n{lines}\n")
-    path = os.pathsep.join([str(site), str(REPO), os.environ.get("PYTHONPATH", "")])
-    return {**os.environ, "PYTHONPATH": path, "COLUMNS": "250"}
+    return installed_plugins(site, "planted-cheaters", "accelbench.stacks", CHEATS)
 
 
 def cli(env: dict[str, str], *args: str, timeout_s: float = 1500) -> subprocess.CompletedProcess[str]:

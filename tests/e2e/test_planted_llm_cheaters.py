@@ -10,7 +10,6 @@ prefix saves nothing there, and there is nothing to catch.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from typing import Any
 import pytest
 
 from accelbench.generation.models import missing_packages
+from tests.e2e.cli import installed_plugins
 from tests.e2e.planted_llm import LLM_CHEATS
 
 pytestmark = pytest.mark.skipif(bool(missing_packages()), reason=f"llm extra missing: {missing_packages()}")
@@ -33,15 +33,8 @@ REASONS = {
 
 
 def plugin_env(site: Path) -> dict[str, str]:
-    """An environment in which the cheaters are installed generating stacks (a dist-info with entry
-    points on the path)."""
-    info = site / "planted_llm_cheaters-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: planted-llm-cheaters\nVersion: 1.0\n")
-    lines = "\n".join(f"{name} = {ref}" for name, ref in LLM_CHEATS.items())
-    (info / "entry_points.txt").write_text(f"[accelbench.generation_stacks]\n{lines}\n")
-    path = os.pathsep.join([str(site), str(REPO), os.environ.get("PYTHONPATH", "")])
-    return {**os.environ, "PYTHONPATH": path, "COLUMNS": "250"}
+    """An environment in which the cheaters are installed generating stacks."""
+    return installed_plugins(site, "planted-llm-cheaters", "accelbench.generation_stacks", LLM_CHEATS)
 
 
 def cli(env: dict[str, str], *args: str, timeout_s: float = 1500) -> subprocess.CompletedProcess[str]:

@@ -13,9 +13,12 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import sys
+import tempfile
 import traceback
-from contextlib import redirect_stderr, redirect_stdout
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,3 +106,12 @@ def expect_no_traceback(kind: str, args: list[str], codes: tuple[int, ...] = (0,
     assert result.code in codes, (result.code, result.stderr[-2000:], result.stdout[-500:])
     assert "Traceback" not in result.stderr, result.stderr
     return result
+
+
+@contextmanager
+def copied_store(store: Path) -> Iterator[Path]:
+    """A throw-away copy of ``store``, for a fuzz example to damage."""
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "store"
+        shutil.copytree(store, copy)
+        yield copy

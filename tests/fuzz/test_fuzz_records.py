@@ -6,11 +6,7 @@ none of them writes to the store."""
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +15,7 @@ from hypothesis import strategies as st
 
 from accelbench.store.schema import doc_sha256
 from accelbench.store.sqlite import DB_NAME
-from tests.fuzz.harness import expect_no_traceback, tree_digest
+from tests.fuzz.harness import copied_store, expect_no_traceback, tree_digest
 
 FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 JSON_VALUES = st.recursive(
@@ -34,14 +30,6 @@ STORED = (
     | st.just(DEEP)
     | JSON_VALUES.map(lambda v: json.dumps(v, allow_nan=True))
 )
-
-
-@contextmanager
-def _copy(store: Path) -> Iterator[Path]:
-    with tempfile.TemporaryDirectory() as tmp:
-        copy = Path(tmp) / "store"
-        shutil.copytree(store, copy)
-        yield copy
 
 
 def _update(store: Path, statement: str, values: tuple[Any, ...]) -> None:
@@ -80,7 +68,7 @@ def _mutated(document: dict[str, Any], path: list[str], value: Any) -> dict[str,
 @example(stored=b"\x00a blob")
 @example(stored=DEEP)
 def test_a_result_document_of_any_shape(store: Path, stored: object) -> None:
-    with _copy(store) as copy:
+    with copied_store(store) as copy:
         checksum = doc_sha256(stored) if isinstance(stored, str) else None
         _update(copy, "UPDATE results SET doc_json = ?, doc_sha256 = ? WHERE id = 2", (stored, checksum))
         assert _read_all(copy, "record-shape") == ["planted 0", "planted 2"]
@@ -91,7 +79,7 @@ def test_a_result_document_of_any_shape(store: Path, stored: object) -> None:
 @FUZZ
 @given(data=st.data(), value=JSON_VALUES)
 def test_a_field_of_the_wrong_type(store: Path, data: st.DataObject, value: object) -> None:
-    with _copy(store) as copy:
+    with copied_store(store) as copy:
         db = sqlite3.connect(copy / DB_NAME)
         document = json.loads(db.execute("SELECT doc_json FROM results WHERE id = 2").fetchone()[0])
         db.close()
@@ -114,7 +102,7 @@ def test_a_field_of_the_wrong_type(store: Path, data: st.DataObject, value: obje
 @example(column="config_json", stored="[]")
 @example(column="machine_json", stored="null")
 def test_a_run_record_of_any_shape(store: Path, column: str, stored: object) -> None:
-    with _copy(store) as copy:
+    with copied_store(store) as copy:
         _update(copy, f"UPDATE runs SET {column} = ?", (stored,))
         assert _read_all(copy, "run-shape") == ["planted 0", "planted 1", "planted 2"]
         expect_no_traceback("run-shape", ["store", "check", "--store", str(copy)], (0, 1))

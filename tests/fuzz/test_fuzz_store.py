@@ -4,11 +4,8 @@ the store answers exit code 2 with one line naming the file, no traceback, and t
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -17,7 +14,7 @@ from hypothesis import strategies as st
 from accelbench.results import SCHEMA_VERSION
 from accelbench.store.schema import doc_sha256
 from accelbench.store.sqlite import DB_NAME
-from tests.fuzz.harness import expect_user_error, outcome, tree_digest
+from tests.fuzz.harness import copied_store, expect_user_error, outcome, tree_digest
 
 FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 COMMANDS = (
@@ -27,18 +24,10 @@ COMMANDS = (
 )
 
 
-@contextmanager
-def _copy(store: Path) -> Iterator[Path]:
-    with tempfile.TemporaryDirectory() as tmp:
-        copy = Path(tmp) / "store"
-        shutil.copytree(store, copy)
-        yield copy
-
-
 @FUZZ
 @given(data=st.data(), command=st.sampled_from(COMMANDS))
 def test_truncated_store_file(store: Path, data: st.DataObject, command: list[str]) -> None:
-    with _copy(store) as copy:
+    with copied_store(store) as copy:
         db_file = copy / DB_NAME
         content = db_file.read_bytes()
         db_file.write_bytes(content[: data.draw(st.integers(min_value=1, max_value=len(content) - 1))])
@@ -52,7 +41,7 @@ def test_truncated_store_file(store: Path, data: st.DataObject, command: list[st
 def test_corrupted_store_file(store: Path, data: st.DataObject, command: list[str]) -> None:
     """Random bytes overwritten: either nothing that matters was hit (the command works and the store
     checks clean), or the command names the file on one line."""
-    with _copy(store) as copy:
+    with copied_store(store) as copy:
         db_file = copy / DB_NAME
         content = bytearray(db_file.read_bytes())
         at = data.draw(st.integers(min_value=0, max_value=len(content) - 1))
@@ -72,7 +61,7 @@ def test_corrupted_store_file(store: Path, data: st.DataObject, command: list[st
 
 
 def test_a_result_from_a_newer_schema(store: Path) -> None:
-    with _copy(store) as copy:
+    with copied_store(store) as copy:
         db = sqlite3.connect(copy / DB_NAME, isolation_level=None)
         text, row_id = db.execute("SELECT doc_json, id FROM results ORDER BY id LIMIT 1").fetchone()
         newer = json.dumps({**json.loads(text), "schema_version": SCHEMA_VERSION + 1, "a_new_section": {}})
