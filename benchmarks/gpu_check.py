@@ -186,16 +186,17 @@ def run_command(out: Path, args: argparse.Namespace, workloads: Sequence[str]) -
     """``accelbench run`` of the check: the cells on ``DEVICE`` under ``RULES``, JSON on stdout."""
     command = [sys.executable, "-m", "accelbench", "run", "--workloads", ",".join(workloads)]
     command += ["--stacks", args.stacks, "--scenarios", args.scenarios, "--devices", DEVICE]
-    command += ["--rules", RULES, "--store", str(out / "store"), "--no-probe", "--json"]
+    command += ["--rules", args.rules, "--store", str(out / "store"), "--no-probe", "--json"]
     return command + (["--timeout-s", str(args.timeout_s)] if args.timeout_s else [])
 
 
 def run_cells(out: Path, command: list[str], env: dict[str, str]) -> dict[str, Any] | None:
     """Run ``command``; its JSON to ``results.json``, stderr to ``run.log``; None (and a line) on failure."""
-    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO)
-    (out / "run.log").write_text(done.stderr, encoding="utf-8")
+    log = out / "run.log"  # written as the run goes (a line per cell), so a lease cut short keeps it
+    with log.open("w", encoding="utf-8") as stderr:
+        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env, cwd=REPO)
     if done.returncode != 0:
-        tail = last_line(done.stderr)
+        tail = last_line(log.read_text(encoding="utf-8"))
         say(out, f"gpu-check: accelbench run exited {done.returncode}: {tail} (run.log has the rest)")
         return None
     (out / "results.json").write_text(done.stdout, encoding="utf-8")
@@ -305,6 +306,7 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     run.add_argument("--workloads", default=",".join(WORKLOADS))
     run.add_argument("--stacks", default=",".join(STACKS))
     run.add_argument("--scenarios", default=",".join(SCENARIOS))
+    run.add_argument("--rules", default=RULES, help="standard (3 trials) or quick (1 trial, shorter)")
     run.add_argument("--timeout-s", type=float, default=None, help="wall-clock limit per cell")
     wheels = steps.add_parser("wheels", help="download the carried wheels (needs a registry)")
     wheels.add_argument("dest", type=Path)

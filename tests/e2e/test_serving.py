@@ -287,33 +287,39 @@ def test_serve_url_with_nothing_there_is_unavailable_and_the_run_goes_on(tmp_pat
 )
 def test_a_server_killed_mid_run_crashes_its_cell_and_leaves_nothing(served: str, tmp_path: Path) -> None:
     """The acceptance test: SIGKILL to every process of the server while LoadGen drives it; the other
-    cell of the run is measured."""
+    cell of the run is measured. A server that never got ready (a slow machine: CI once) is another
+    question than the one asked here: the run is tried once more, and the cell's reason is shown."""
     for server, reason in SKIPS.items():
         if server in served and reason:
             pytest.skip(reason)
-    store = tmp_path / "store"
-    run = subprocess.Popen(
-        [sys.executable, "-m", "accelbench", "run", "--suite", "tiny", "--workloads", "resnet50",
-         "--stacks", f"{served},null", "--scenarios", "server", "--no-probe", "--store", str(store)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
-    killed = _kill_server_once_serving(store, *SERVERS[served], timeout_s=600)
-    _, err = run.communicate(timeout=900)
-    assert run.returncode == 0, err[-3000:]
-    assert killed, "the server never became ready"
-    results = _results(store)
-    cell = results[f"{served}/server"]
+    for attempt in range(2):
+        store = tmp_path / f"store{attempt}"
+        run = subprocess.Popen(
+            [sys.executable, "-m", "accelbench", "run", "--suite", "tiny", "--workloads", "resnet50",
+             "--stacks", f"{served},null", "--scenarios", "server", "--no-probe", "--store", str(store)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "COLUMNS": "200"},
+        )  # fmt: skip
+        killed = _kill_server_once_serving(store, run, *SERVERS[served], timeout_s=600)
+        _, err = run.communicate(timeout=900)
+        assert run.returncode == 0, err[-3000:]
+        results = _results(store)
+        cell = results[f"{served}/server"]
+        if killed or "not ready after" not in cell["reason"]:
+            break
+    assert killed, f"the server never became ready: {cell['status']}: {cell['reason']}"
     assert cell["status"] == "crashed", cell["reason"]
     assert "connect" in cell["reason"].lower() or "disconnected" in cell["reason"].lower(), cell["reason"]
     assert _null_measured(results["null/server"])
     _assert_nothing_left(store)
 
 
-def _kill_server_once_serving(store: Path, log_name: str, ready: bytes, timeout_s: float) -> bool:
+def _kill_server_once_serving(
+    store: Path, run: subprocess.Popen[str], log_name: str, ready: bytes, timeout_s: float
+) -> bool:
     """Wait for the cell's server log to say ready, let LoadGen run a few seconds, then SIGKILL every
-    process of the server's session."""
+    process of the server's session; False when the run ends (or the time is up) before that."""
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and run.poll() is None:
         found = store.glob(f"runs/*/cells/*/serving/{log_name}-*.log")
         logs = [path for path in found if ready in path.read_bytes()]
         if logs:
