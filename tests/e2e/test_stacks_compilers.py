@@ -252,6 +252,7 @@ def test_runner_cell_is_ok(stack: str, precision: str, runner_results: dict[str,
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive  # 127-172 s (CI): make test keeps tvm end to end; make test-all tunes (issue 29)
 def test_runner_cells_tvm_tuned_tune_once_and_reuse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """One tuning (the slowest thing in the suite) serves both checks: the first cell of the run tunes,
     the second reuses its records; both pass the quality gate against the fp32 reference."""
