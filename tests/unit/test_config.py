@@ -13,12 +13,13 @@ from accelbench.errors import UserError
 
 def test_suites_plan_what_the_readme_says() -> None:
     default = suite("default")
-    assert default.workloads == ("resnet50", "bert-base", "minilm-l6", "smollm2-135m")
+    assert default.workloads == ("resnet50", "bert-base", "minilm-l6")  # smollm2: the llm suite
     assert default.stacks == ("null", "torch-eager", "onnxruntime")  # inductor: quick and tiny suites
     assert "torch-inductor" in suite("quick").stacks
     assert default.scenarios == ("single-stream", "offline") and default.size == "standard"
-    assert default.generation_scenarios == ("single-stream",)
-    assert default.generation_stacks == ("torch-eager",)
+    assert suite("llm").workloads == ("smollm2-135m",)
+    assert suite("llm").generation_scenarios == ("single-stream",)
+    assert suite("llm").generation_stacks == ("torch-eager",)
     tiny = suite("tiny")
     assert tiny.size == "tiny" and tiny.generation_stacks == tuple(registry.GENERATING_STACKS)
 

@@ -23,9 +23,12 @@ def test_tiny_llama_runs_on_every_generating_stack_and_resnet_on_the_inference_o
     assert resnet == {"null", "torch-eager", "torch-inductor", "onnxruntime"}
 
 
-def test_default_suite_runs_smollm2_single_stream_on_its_stacks() -> None:
-    llm = [c.cell for c in plan(suite("default")) if c.cell.workload == "smollm2-135m"]
-    assert [(c.stack, c.scenario) for c in llm] == [("torch-eager", "single-stream")]
+def test_llm_suite_runs_smollm2_single_stream_on_its_stacks_and_default_leaves_it_out() -> None:
+    llm = [c.cell for c in plan(suite("llm"))]
+    assert [(c.workload, c.stack, c.scenario) for c in llm] == [
+        ("smollm2-135m", "torch-eager", "single-stream")
+    ]
+    assert not [c for c in plan(suite("default")) if c.cell.workload == "smollm2-135m"]
 
 
 def test_chosen_stacks_split_by_task_and_multi_stream_is_not_an_llm_scenario() -> None:
