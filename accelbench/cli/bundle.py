@@ -1,0 +1,60 @@
+"""The CLI commands of results that travel: ``bundle`` (write a run's archive) and ``verify`` (check one).
+
+``register(app)`` adds them to the typer app of ``accelbench.cli``. Exit codes: ``verify`` 0 when every
+claim matched, 1 when one differs; 2 (``UserError``, one line) for bad input: an unknown run id, an
+unwritable or refused ``-o``, a file that is not a readable bundle.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from accelbench.cli.options import ForceOption, StoreOption, chosen_run, chosen_store
+
+
+def bundle(
+    run_id: Annotated[str, typer.Argument(help="The run to bundle.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Archive to write: .tar.gz or .zip.")],
+    sign_key: Annotated[
+        Path | None, typer.Option("--sign-key", help="OpenSSH ed25519 private key file to sign with.")
+    ] = None,
+    store_path: StoreOption = None,
+    force: ForceOption = False,
+) -> None:
+    """Write one archive of a run: results, logs, audit evidence, machine, versions and a SHA-256 MANIFEST."""
+    from accelbench.bundle import write_bundle
+
+    with chosen_store(store_path, read_only=True) as store:
+        count = write_bundle(store, chosen_run(store, run_id), output, sign_key, force)
+    signed = "signed" if sign_key else "UNSIGNED (give --sign-key to sign)"
+    typer.echo(f"wrote {output}: {count} files and their MANIFEST, {signed}")
+
+
+def verify(
+    file: Annotated[Path, typer.Argument(help="A bundle written by accelbench bundle.")],
+    trust_key: Annotated[
+        Path | None,
+        typer.Option("--trust-key", help="OpenSSH ed25519 public key the bundle must be signed with."),
+    ] = None,
+) -> None:
+    """Check a bundle's hashes and signature and derive its figures, verdicts and statuses again."""
+    from accelbench.bundle import read_archive
+    from accelbench.bundle import verify as verify_archive
+    from accelbench.bundle.signing import trusted_key
+    from accelbench.report.bundles import verification_lines
+
+    trusted = trusted_key(trust_key) if trust_key else None
+    verification = verify_archive(read_archive(file), trusted)
+    for line in verification_lines(verification):
+        typer.echo(line)
+    if not verification.passed:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``bundle`` and ``verify`` to the CLI app."""
+    app.command()(bundle)
+    app.command()(verify)
