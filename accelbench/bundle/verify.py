@@ -145,8 +145,16 @@ def _figures(claims: Stored, found: rederive.Derived | None) -> Finding:
         return Finding(
             claims.key, "figures", True, f"{found.figures.metric} {value:.6g} from {trials} trial log(s)"
         )
-    text = "; ".join(f"{name} {d!r} from the logs, stored {s!r}" for name, d, s in diffs)
+    text = "; ".join(f"{name} {_shown(d)} from the logs, stored {_shown(s)}" for name, d, s in diffs)
     return Finding(claims.key, "figures", False, text)
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(map(_shown, value)) + "]"
+    return repr(value)
 
 
 def _computes(stack: str) -> bool:

@@ -1,0 +1,192 @@
+"""``accelbench bundle`` and ``verify`` as a user runs them: one real run (null and torch-eager stacks,
+quick rules) bundled, verified, and tampered with three ways, each caught with its reason."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from accelbench.bundle.archive import read_archive, write_archive
+from accelbench.store import open_store
+from tests.e2e.cli import accelbench
+
+RUN = ("run", "--suite", "tiny", "--workloads", "resnet50", "--stacks", "null,torch-eager",
+       "--scenarios", "single-stream", "--rules", "quick", "--no-probe", "--quiet")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """A store holding two runs of the same cells, with 1 and 2 threads: (store, run ids oldest first)."""
+    store = tmp_path_factory.mktemp("bundles") / "store"
+    for threads in ("1", "2"):
+        done = accelbench(*RUN, "--threads", threads, "--store", str(store))
+        assert done.returncode == 0, done.stderr[-3000:]
+    with open_store(store, read_only=True) as opened:
+        return store, opened.run_ids()[::-1]
+
+
+@pytest.fixture(scope="module")
+def bundle(runs: tuple[Path, list[str]], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    store, ids = runs
+    target = tmp_path_factory.mktemp("out") / "run.tar.gz"
+    done = accelbench("bundle", ids[0], "-o", str(target), "--store", str(store))
+    assert done.returncode == 0 and "UNSIGNED" in done.stdout, done.stderr
+    return target
+
+
+def _tampered(source: Path, target: Path, edit: Any) -> Path:
+    """A copy of ``source`` with ``edit(files)`` applied and the MANIFEST hashed again."""
+    files = dict(read_archive(source).files)
+    files.pop("MANIFEST")
+    edit(files)
+    write_archive(target, files)
+    return target
+
+
+def _doc_of(files: dict[str, bytes], stack: str) -> tuple[str, dict[str, Any]]:
+    for path, data in files.items():
+        if path.startswith("results/"):
+            doc = json.loads(data)
+            if doc["cell"]["stack"] == stack:
+                return path, doc
+    raise AssertionError(stack)
+
+
+def _differs(bundle_file: Path) -> list[str]:
+    done = accelbench("verify", str(bundle_file))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "NOT VERIFIED" in done.stdout.splitlines()[-1]
+    return [line for line in done.stdout.splitlines() if line.startswith("DIFFERS")]
+
+
+def test_a_fresh_bundle_verifies_and_holds_no_local_path(runs: tuple[Path, list[str]], bundle: Path) -> None:
+    done = accelbench("verify", str(bundle))
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[-1].endswith("VERIFIED") and "(UNSIGNED)" in lines[-1]
+    assert sum(line.startswith("match") and "figures: latency_p90_s" in line for line in lines) == 2
+    assert sum("  audit " in line for line in lines) == 5 and sum(" status: " in line for line in lines) == 2
+    files = read_archive(bundle).files
+    manifest = files["MANIFEST"].decode().splitlines()
+    assert len(manifest) == len(files) - 1 and json.loads(files["bundle.json"])["signed"] is False
+    assert any(p.endswith("/mlperf_log_detail.txt") for p in files)
+    assert isinstance(json.loads(files["run.json"])["config"]["input_seed"], int)
+    store = str(runs[0].parent)
+    leaked = [p for p, data in files.items() if store.encode() in data or str(Path.home()).encode() in data]
+    assert leaked == [] and not any(p.endswith((".pt", ".onnx", ".bin")) for p in files)
+
+
+def test_an_edited_figure_is_caught(bundle: Path, tmp_path: Path) -> None:
+    def edit(files: dict[str, bytes]) -> None:
+        path, doc = _doc_of(files, "torch-eager")
+        doc["figures"]["value"] *= 0.5
+        files[path] = json.dumps(doc).encode()
+
+    (line,) = _differs(_tampered(bundle, tmp_path / "figure.tar.gz", edit))
+    assert "torch-eager" in line and "figures: value " in line and "from the logs, stored" in line
+    assert "trial_values" not in line  # only the edited figure differs
+
+
+def test_an_edited_log_line_is_caught(bundle: Path, tmp_path: Path) -> None:
+    def edit(files: dict[str, bytes]) -> None:
+        # the last attempt's trial is the scored one (a disturbed first attempt is measured again)
+        path = sorted(p for p in files if "torch-eager" in p and p.endswith("mlperf_log_summary.txt"))[-1]
+        lines = files[path].decode().splitlines(keepends=True)
+        (number,) = [n for n, line in enumerate(lines) if line.startswith("50.00 percentile latency")]
+        lines[number] = "50.00 percentile latency (ns)   : 1000\n"
+        files[path] = "".join(lines).encode()
+
+    lines = _differs(_tampered(bundle, tmp_path / "log.tar.gz", edit))
+    (line,) = [line for line in lines if "figures:" in line]
+    assert "torch-eager" in line and "figures: p50_s 1e-06 from the logs, stored 0.0" in line
+
+
+def test_a_verdict_its_evidence_contradicts_is_caught(bundle: Path, tmp_path: Path) -> None:
+    def edit(files: dict[str, bytes]) -> None:
+        path, doc = _doc_of(files, "torch-eager")
+        caching = doc["audit"]["caching"]
+        caching.update(repeated_min_s=caching["unique_min_s"] / 10, repeats_faster_share=1.0, limit=100.0)
+        files[path] = json.dumps(doc).encode()
+
+    lines = _differs(_tampered(bundle, tmp_path / "verdict.tar.gz", edit))
+    assert any("audit caching: fail from its evidence; stored pass" in line for line in lines), lines
+    assert any(" status: disqualified from the evidence (caching audit" in line for line in lines), lines
+
+
+def test_an_edited_file_without_a_new_manifest_is_caught(bundle: Path, tmp_path: Path) -> None:
+    files = dict(read_archive(bundle).files)  # the MANIFEST kept as written
+    files["run.json"] = files["run.json"].replace(b'"status"', b'"status" ', 1)
+    stale = tmp_path / "stale.zip"
+    with zipfile.ZipFile(stale, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    assert _differs(stale) == ["DIFFERS  bundle  manifest: run.json: SHA-256 differs from the MANIFEST"]
+
+
+def test_a_signed_bundle_names_its_key_and_a_rehashed_edit_breaks_it(
+    runs: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()
+    private = tmp_path / "id_ed25519"
+    private.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+        )
+    )
+    public = tmp_path / "id_ed25519.pub"
+    public.write_bytes(
+        key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    )
+    store, ids = runs
+    signed = tmp_path / "signed.zip"
+    done = accelbench("bundle", ids[0], "-o", str(signed), "--sign-key", str(private), "--store", str(store))
+    assert done.returncode == 0, done.stderr
+    checked = accelbench("verify", str(signed), "--trust-key", str(public))
+    assert checked.returncode == 0, checked.stdout
+    assert "signature: signed by SHA256:" in checked.stdout and "(trusted)" in checked.stdout
+
+    def edit(files: dict[str, bytes]) -> None:
+        files["run.json"] = files["run.json"].replace(b'"status"', b'"status" ', 1)
+        files["SIGNATURE"] = read_archive(signed).files["SIGNATURE"]
+
+    lines = _differs(_tampered(signed, tmp_path / "resigned.zip", edit))
+    assert len(lines) == 1 and "signature: signature by SHA256:" in lines[0] and "does not match" in lines[0]
+
+
+@pytest.mark.parametrize("content", [b"not an archive at all", b"\x1f\x8b\x08\x00truncated"])
+def test_garbage_is_a_one_line_error(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "bad.tar.gz"
+    path.write_bytes(content)
+    done = accelbench("verify", str(path))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert done.stderr.startswith("accelbench: error: ") and "not a readable bundle archive" in done.stderr
+
+
+def test_a_truncated_bundle_is_a_one_line_error(bundle: Path, tmp_path: Path) -> None:
+    path = tmp_path / "cut.tar.gz"
+    path.write_bytes(bundle.read_bytes()[: bundle.stat().st_size // 2])
+    done = accelbench("verify", str(path))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_bad_bundle_requests_are_one_line_errors(runs: tuple[Path, list[str]], tmp_path: Path) -> None:
+    store, ids = runs
+    unknown = accelbench("bundle", "no-such-run", "-o", str(tmp_path / "a.tar.gz"), "--store", str(store))
+    missing_folder = accelbench(
+        "bundle", ids[0], "-o", str(tmp_path / "nope" / "a.tar.gz"), "--store", str(store)
+    )
+    suffix = accelbench("bundle", ids[0], "-o", str(tmp_path / "a.rar"), "--store", str(store))
+    for done, fragment in (
+        (unknown, "no-such-run"),
+        (missing_folder, "missing or not writable"),
+        (suffix, ".zip"),
+    ):
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert fragment in done.stderr
