@@ -1,4 +1,5 @@
-"""The CLI commands of results that travel: ``bundle`` (write a run's archive) and ``verify`` (check one).
+"""The CLI commands of results that travel: ``bundle`` (write a run's archive), ``verify`` (check one) and
+``compare`` (two runs or bundles side by side).
 
 ``register(app)`` adds them to the typer app of ``accelbench.cli``. Exit codes: ``verify`` 0 when every
 claim matched, 1 when one differs; 2 (``UserError``, one line) for bad input: an unknown run id, an
@@ -12,7 +13,16 @@ from typing import Annotated
 
 import typer
 
-from accelbench.cli.options import ForceOption, StoreOption, chosen_run, chosen_store
+from accelbench.cli.options import (
+    ChipsOption,
+    ForceOption,
+    JsonOption,
+    StoreOption,
+    UnverifiedOption,
+    chosen_run,
+    chosen_store,
+    store_dir,
+)
 
 
 def bundle(
@@ -54,7 +64,36 @@ def verify(
         raise typer.Exit(1)
 
 
+def compare(
+    a: Annotated[str, typer.Argument(help="A bundle file or a run id in the store.")],
+    b: Annotated[str, typer.Argument(help="A bundle file or a run id in the store.")],
+    chips_file: ChipsOption = None,
+    store_path: StoreOption = None,
+    include_unverified: UnverifiedOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Two runs side by side on their shared cells: headlines with intervals, the ratio as factors."""
+    from rich.console import Console
+
+    from accelbench.bundle.compare import compare as compare_sides
+    from accelbench.bundle.compare import side_of
+    from accelbench.hardware.chips import load_chips
+    from accelbench.report.bundles import comparison_document, comparison_renderables
+    from accelbench.report.terminal import print_json
+
+    folder = store_dir(store_path)
+    sides = side_of(a, folder), side_of(b, folder)
+    pairings = compare_sides(*sides, load_chips(chips_file), include_unverified)
+    if as_json:
+        print_json(comparison_document(a, b, pairings))
+        return
+    console = Console(width=160)
+    for item in comparison_renderables(pairings):
+        console.print(item)
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``bundle`` and ``verify`` to the CLI app."""
+    """Add ``bundle``, ``verify`` and ``compare`` to the CLI app."""
     app.command()(bundle)
     app.command()(verify)
+    app.command()(compare)

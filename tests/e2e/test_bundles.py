@@ -190,3 +190,56 @@ def test_bad_bundle_requests_are_one_line_errors(runs: tuple[Path, list[str]], t
     ):
         assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert fragment in done.stderr
+
+
+def test_compare_explains_the_thread_ratio_as_factors_that_multiply_back(
+    runs: tuple[Path, list[str]], bundle: Path, tmp_path: Path
+) -> None:
+    store, ids = runs
+    done = accelbench("compare", str(bundle), ids[1], "--store", str(store), "--include-unverified", "--json")
+    assert done.returncode == 0, done.stderr
+    cells = {c["key"]: c for c in json.loads(done.stdout)["cells"]}
+    with open_store(store, read_only=True) as opened:
+        qps = [{r.cell.key: r.qps for r in opened.results(run_id)} for run_id in ids]
+    assert set(cells) == set(qps[0]) and len(cells) == 2
+    for key, cell in cells.items():
+        assert cell["differences"] == ["threads 1 vs 2"] and cell["refused"] is None
+        main = cell["explanation"]["decompositions"][0]
+        ratio = cell["explanation"]["ratio"]["central"]
+        assert ratio == pytest.approx(qps[1][key] / qps[0][key], rel=1e-12)
+        assert main["product_of_central_values"] == pytest.approx(ratio, rel=1e-12)
+        assert main["factors"][0]["name"] == "chips"
+        assert cell["headline"]["a"]["metric"] == "latency_p90_s" and len(cell["headline"]["b"]["ci"]) == 2
+
+
+def test_compare_refuses_what_does_not_compare(
+    runs: tuple[Path, list[str]], bundle: Path, tmp_path: Path
+) -> None:
+    import dataclasses
+
+    from accelbench.bundle.compare import compare, side_of
+    from accelbench.errors import UserError
+    from accelbench.hardware.chips import load_chips
+
+    store, ids = runs
+    a, b = side_of(ids[0], store), side_of(ids[1], store)
+    with pytest.raises(UserError, match=r"ran rules 'quick'.*rules 'standard'"):
+        compare(a, dataclasses.replace(b, rules="standard"), load_chips())
+    other = {k.replace("resnet50", "bert-base"): d for k, d in b.docs.items()}
+    with pytest.raises(UserError, match=r"no shared cell \(.*: resnet50; .*: bert-base\)"):
+        compare(a, dataclasses.replace(b, docs=other), load_chips())
+    lowered = {k: {**d, "effective_precision": "bf16"} for k, d in b.docs.items()}
+    pairings = compare(a, dataclasses.replace(b, docs=lowered), load_chips(), include_unverified=True)
+    refused = {p.key.split("/")[3]: p.refused for p in pairings}
+    assert refused["torch-eager"] == "precision classes differ: fp32 vs bf16", refused
+    assert all(why.startswith("precision classes differ") for why in refused.values()), refused
+    assert all(p.explanation is None for p in pairings)
+
+    def edit(files: dict[str, bytes]) -> None:
+        path, doc = _doc_of(files, "torch-eager")
+        doc["figures"]["value"] *= 0.5
+        files[path] = json.dumps(doc).encode()
+
+    tampered = _tampered(bundle, tmp_path / "tampered.tar.gz", edit)
+    done = accelbench("compare", str(tampered), ids[1], "--store", str(store))
+    assert done.returncode == 2 and "does not verify (1 claim(s) differ)" in done.stderr, done.stderr
