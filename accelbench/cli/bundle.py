@@ -1,5 +1,5 @@
-"""The CLI commands of results that travel: ``bundle`` (write a run's archive), ``verify`` (check one) and
-``compare`` (two runs or bundles side by side).
+"""The CLI commands of results that travel: ``bundle`` (write a run's archive), ``verify`` (check one),
+``compare`` (two runs or bundles side by side) and ``publish`` (a static site from many bundles).
 
 ``register(app)`` adds them to the typer app of ``accelbench.cli``. Exit codes: ``verify`` 0 when every
 claim matched, 1 when one differs; 2 (``UserError``, one line) for bad input: an unknown run id, an
@@ -8,6 +8,7 @@ unwritable or refused ``-o``, a file that is not a readable bundle.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Annotated
 
@@ -92,8 +93,44 @@ def compare(
         console.print(item)
 
 
+def publish(
+    folder: Annotated[Path, typer.Argument(help="Folder of bundles (*.tar.gz, *.tgz, *.zip).")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Folder of the site to write.")],
+    chips_file: ChipsOption = None,
+) -> None:
+    """Write a static offline results site from many bundles: leaderboards of verified cells, filters."""
+    from accelbench.bundle.publish import entries_of
+    from accelbench.hardware.chips import load_chips
+    from accelbench.report.site import site_html
+
+    entries, listed = entries_of(folder, load_chips(chips_file))
+    _site_folder(output)
+    (output / "bundles").mkdir(exist_ok=True)
+    for item in listed:
+        shutil.copyfile(folder / item.name, output / "bundles" / item.name)
+    (output / "index.html").write_text(site_html(entries, listed))
+    verified = sum(item.verified for item in listed)
+    typer.echo(f"wrote {output / 'index.html'}: {len(listed)} bundle(s), {verified} verified")
+
+
+def _site_folder(output: Path) -> None:
+    """``output`` as a new or empty folder, or an earlier site; UserError (one line) otherwise."""
+    from accelbench.errors import UserError
+
+    if output.exists() and not output.is_dir():
+        raise UserError(f"-o {output}: it exists and is not a folder")
+    earlier = output.is_dir() and any(output.iterdir()) and not (output / "index.html").is_file()
+    if earlier:
+        raise UserError(f"-o {output}: a folder that is not empty and holds no earlier site")
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"-o {output}: cannot create it ({exc.strerror or exc})") from None
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``bundle``, ``verify`` and ``compare`` to the CLI app."""
+    """Add ``bundle``, ``verify``, ``compare`` and ``publish`` to the CLI app."""
     app.command()(bundle)
     app.command()(verify)
     app.command()(compare)
+    app.command()(publish)

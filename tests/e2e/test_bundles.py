@@ -243,3 +243,55 @@ def test_compare_refuses_what_does_not_compare(
     tampered = _tampered(bundle, tmp_path / "tampered.tar.gz", edit)
     done = accelbench("compare", str(tampered), ids[1], "--store", str(store))
     assert done.returncode == 2 and "does not verify (1 claim(s) differ)" in done.stderr, done.stderr
+
+
+def test_publish_three_bundles_opens_offline_with_working_filters(
+    runs: tuple[Path, list[str]], bundle: Path, tmp_path: Path
+) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from tests.e2e.test_html_report import chromium_path
+
+    store, ids = runs
+    folder = tmp_path / "bundles"
+    folder.mkdir()
+    (folder / "a.tar.gz").write_bytes(bundle.read_bytes())
+    done = accelbench("bundle", ids[1], "-o", str(folder / "b.zip"), "--store", str(store))
+    assert done.returncode == 0, done.stderr
+
+    def edit(files: dict[str, bytes]) -> None:
+        path, doc = _doc_of(files, "torch-eager")
+        doc["figures"]["value"] *= 0.5
+        files[path] = json.dumps(doc).encode()
+
+    _tampered(bundle, folder / "c.tar.gz", edit)
+    site = tmp_path / "site"
+    done = accelbench("publish", str(folder), "-o", str(site))
+    assert done.returncode == 0 and "3 bundle(s), 2 verified" in done.stdout, done.stdout + done.stderr
+    expected_ranked = 0
+    with open_store(store, read_only=True) as opened:
+        expected_ranked = sum(r.status == "ok" for run_id in ids for r in opened.results(run_id))
+    problems: list[str] = []
+    requests: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
+        page = browser.new_page()
+        page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+        page.on("request", lambda request: requests.append(request.url))
+        page.goto((site / "index.html").resolve().as_uri(), wait_until="load")
+        bundles = page.locator("#bundles tr").all_inner_texts()[1:]
+        assert [line.split("\t")[:2] for line in bundles] == [
+            ["a.tar.gz", "VERIFIED"], ["b.zip", "VERIFIED"], ["c.tar.gz", "NOT VERIFIED"],
+        ]  # fmt: skip
+        assert page.locator("table.leaderboard tr[data-rules]").count() == expected_ranked
+        assert "c.tar.gz" not in " ".join(page.locator("table.leaderboard").all_inner_texts())
+        assert page.locator("#cells tr[data-rules]:visible").count() == 6  # 2 cells x 3 bundles
+        page.select_option("#filter-precision", "fp32")
+        shown = page.locator("#cells tr[data-rules]:visible").all_inner_texts()
+        assert len(shown) == 3 and all("torch-eager" in row for row in shown), shown
+        page.select_option("#filter-precision", "all")
+        page.select_option("#filter-rules", "quick")
+        assert page.locator("#cells tr[data-rules]:visible").count() == 6
+        browser.close()
+    assert problems == [] and all(url.startswith("file://") for url in requests), (problems, requests)
+    assert (site / "bundles" / "c.tar.gz").read_bytes() == (folder / "c.tar.gz").read_bytes()
