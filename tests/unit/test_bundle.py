@@ -1,0 +1,71 @@
+"""The bundle package's pure parts: scrubbing, the archive and its manifest, the scored trials, and the
+audit verdicts judged again from stored evidence with the code's own limits."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from accelbench.bundle import rejudge
+from accelbench.bundle.archive import manifest_text, parse_manifest, read_archive, write_archive
+from accelbench.bundle.collect import Scrubber
+from accelbench.bundle.rederive import scored_trials
+from accelbench.errors import UserError
+
+
+def test_scrubber_replaces_whole_folders_only_and_drops_url_credentials() -> None:
+    scrub = Scrubber.of({"store": Path("/data/me/store"), "home": Path("/data/me"), "root": Path("/")})
+    text = "/data/me/store/runs/x /data/me/notes /data/meta http://user:pw@host:8000/v2 /"
+    assert scrub.text(text) == "<store>/runs/x <home>/notes /data/meta http://host:8000/v2 /"
+
+
+@pytest.mark.parametrize("name", ["out.tar.gz", "out.zip"])
+def test_archive_round_trip_with_its_manifest(tmp_path: Path, name: str) -> None:
+    files = {"bundle.json": b"{}", "cells/x/loadgen/a0-t0/mlperf_log_summary.txt": b"log\n"}
+    write_archive(tmp_path / name, files, signature=b"sig")
+    read = read_archive(tmp_path / name).files
+    assert read == {**files, "MANIFEST": manifest_text(files).encode(), "SIGNATURE": b"sig"}
+    hashes = parse_manifest(read["MANIFEST"].decode())
+    assert hashes["bundle.json"] == "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+
+
+@pytest.mark.parametrize("member", ["../evil", "/etc/passwd"])
+def test_archive_refuses_members_that_climb_out(tmp_path: Path, member: str) -> None:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        info = tarfile.TarInfo(member)
+        info.size = 1
+        archive.addfile(info, io.BytesIO(b"x"))
+    path = tmp_path / "evil.tar.gz"
+    path.write_bytes(buffer.getvalue())
+    with pytest.raises(UserError, match="unsafe or repeated path"):
+        read_archive(path)
+
+
+def test_scored_trials_are_the_last_attempt_and_back_off_round_with_reruns() -> None:
+    root = "cells/c/loadgen/"
+    names = ["a0-t0", "a0-t1", "a1-t0", "a1-t1", "a1-t0-b1", "a1-t1-b1", "a1-t1-b1-r", "a1-t0-search"]
+    files = {f"{root}{n}/mlperf_log_summary.txt": b"" for n in names}
+    assert scored_trials(files, "c") == [f"{root}a1-t0-b1", f"{root}a1-t1-b1-r"]
+
+
+def test_caching_is_judged_by_the_code_limit_not_the_stored_one() -> None:
+    entry = {"unique_min_s": 1.0, "repeated_min_s": 0.1, "repeats_faster_share": 1.0, "limit": 100.0}
+    assert rejudge.verdict("caching", {**entry, "verdict": "pass"}).outcome == "fail"
+    assert rejudge.verdict("caching", {"verdict": "pass"}).outcome == "inconclusive"
+
+
+def test_repeat_output_and_precision_are_judged_from_their_evidence() -> None:
+    window = {"ratio_low": 1.3, "limit": 9.0}
+    assert rejudge.verdict("repeat", {"pairs": 16, "windows": [window]}).outcome == "fail"
+    assert rejudge.verdict("repeat", {"pairs": 16, "windows": [{"ratio_low": 1.1}]}).outcome == "pass"
+    assert rejudge.verdict("repeat", {"pairs": 3, "windows": []}).outcome == "inconclusive"
+    assert rejudge.verdict("output", {"checked": 33}).outcome == "pass"
+    assert rejudge.verdict("output", {}).outcome == "inconclusive"
+    assert rejudge.verdict("output", {"checked": 33, "failed_check": {"problem": "x"}}).outcome == "fail"
+    bf16_error = {"declared": "fp32", "max_norm_abs_err": 4e-3, "samples": 45}
+    judged = rejudge.verdict("precision", bf16_error)
+    assert judged.outcome == "fail" and judged.evidence["consistent_with"] == "bf16 or fp16"
