@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.bundle.archive import read_archive
-from accelbench.bundle.fields import cell_key, stored
+from accelbench.bundle.fields import Stored, cell_key, headline, stored
 from accelbench.bundle.verify import verify
 from accelbench.errors import UserError
 from accelbench.hardware.chips import ChipTable
@@ -83,8 +83,8 @@ def compare(a: Side, b: Side, chips: ChipTable, include_unverified: bool = False
 def _pairing(key: str, a: Side, b: Side, chips: ChipTable, include_unverified: bool) -> Pairing:
     doc_a, doc_b = a.docs[key], b.docs[key]
     claims_a, claims_b = stored(doc_a, f"{a.label} {key}"), stored(doc_b, f"{b.label} {key}")
-    heads = (_headline(doc_a), _headline(doc_b))
-    differ = _differences(doc_a, doc_b, claims_a.machine_fingerprint, claims_b.machine_fingerprint)
+    heads = (headline(claims_a), headline(claims_b))
+    differ = _differences(claims_a, claims_b)
     base = Pairing(key, claims_a.status, claims_b.status, *heads, None, differences=differ)
     if claims_a.effective_precision != claims_b.effective_precision:
         why = f"precision classes differ: {claims_a.effective_precision} vs {claims_b.effective_precision}"
@@ -112,22 +112,16 @@ def _subject(side: Side, key: str, chips: ChipTable) -> Subject:
     return from_result(f"{side.run_id}/{key}", result, match_device(machine, result.cell.device, chips))
 
 
-def _differences(
-    a: Mapping[str, Any], b: Mapping[str, Any], machine_a: str, machine_b: str
-) -> tuple[str, ...]:
-    found = [f"machine {machine_a} vs {machine_b}"] if machine_a != machine_b else []
-    settings_a, settings_b = a.get("settings") or {}, b.get("settings") or {}
-    for name in ("threads", "batch_size"):
-        if settings_a.get(name) != settings_b.get(name):
-            found.append(f"{name} {settings_a.get(name)} vs {settings_b.get(name)}")
+def _differences(a: Stored, b: Stored) -> tuple[str, ...]:
+    found = (
+        [f"machine {a.machine_fingerprint} vs {b.machine_fingerprint}"]
+        if a.machine_fingerprint != b.machine_fingerprint
+        else []
+    )
+    for name, left, right in (("threads", a.threads, b.threads), ("batch_size", a.batch_size, b.batch_size)):
+        if left != right:
+            found.append(f"{name} {left} vs {right}")
     return tuple(found)
-
-
-def _headline(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    figures = doc.get("figures")
-    if not isinstance(figures, Mapping):
-        return None
-    return {"metric": figures.get("metric"), "value": figures.get("value"), "ci": figures.get("ci")}
 
 
 def _bundle_side(path: Path) -> Side:

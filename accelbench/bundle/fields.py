@@ -35,6 +35,7 @@ class Stored:
     effective_precision: str
     rules: str
     threads: int | None
+    batch_size: int | None
     machine_fingerprint: str
     curve: tuple[Mapping[str, Any], ...]
     """An LLM endpoint cell's ``curve`` points (issue 31), when the document has them."""
@@ -66,9 +67,17 @@ def stored(doc: Mapping[str, Any], where: str) -> Stored:
         effective_precision=str(plain.get("effective_precision") or ""),
         rules=str(settings.get("rules") or (plain.get("loadgen") or {}).get("rules") or ""),
         threads=settings.get("threads") if isinstance(settings.get("threads"), int) else None,
+        batch_size=settings.get("batch_size") if isinstance(settings.get("batch_size"), int) else None,
         machine_fingerprint=str(plain.get("machine_fingerprint") or ""),
         curve=tuple(doc.get("curve") or ()),
     )
+
+
+def headline(claims: Stored) -> dict[str, Any] | None:
+    """LoadGen's headline of a cell as stored: ``metric``, ``value`` and ``ci``; None when unmeasured."""
+    if claims.figures is None:
+        return None
+    return {k: claims.figures.get(k) for k in ("metric", "value", "ci")}
 
 
 def cell_key(doc: Mapping[str, Any]) -> str:
