@@ -21,6 +21,7 @@ from accelbench.bundle.collect import FORMAT
 from accelbench.bundle.fields import Stored, stored
 from accelbench.errors import UserError
 from accelbench.hardware.detect import machine_from_dict
+from accelbench.scenarios.rules import RULES
 
 BUNDLE = "bundle"
 NOT_CHECKED = "not checked"
@@ -118,6 +119,9 @@ def _cell(archive: Archive, path: str, folders: Mapping[str, Any], cores: int | 
     computes = _computes(claims.stack)
     found = rederive.derived(archive.files, str(folder), _batch(claims), computes) if folder else None
     findings = [_figures(claims, found)]
+    if claims.curve:
+        why = "not derived yet: the requests.jsonl it came from travels in the bundle (docs/bundles.md)"
+        findings.append(Finding(claims.key, "curve", None, f"{len(claims.curve)} point(s) stored; {why}"))
     verdicts = [rejudge.verdict(n, e) for n, e in (claims.audit or {}).items() if _is_entry(e)]
     verdicts = verdicts or [rejudge.unaudited()]
     for judged in verdicts if claims.audit else ():
@@ -140,6 +144,9 @@ def _figures(claims: Stored, found: rederive.Derived | None) -> Finding:
         return Finding(claims.key, "figures", matched, "no LoadGen logs in the bundle for this cell")
     diffs = rederive.differences(found.figures, claims.figures)
     trials = len(found.trials)
+    rules = RULES.get(claims.rules)
+    if rules is not None and trials != rules.trials:
+        diffs.append(("trials (stored: the rule set's count)", trials, rules.trials))
     if not diffs:
         value = found.figures.value
         return Finding(

@@ -17,9 +17,11 @@ def verification_lines(verification: Verification) -> list[str]:
     lines = [f"{MARKS[f.matched]:<8} {f.where}  {f.check}: {f.detail}" for f in verification.findings]
     differs = sum(f.matched is False for f in verification.findings)
     matched = sum(f.matched is True for f in verification.findings)
+    notes = sum(f.matched is None for f in verification.findings)
     signed = "signed" if verification.signed else "UNSIGNED"
     verdict = "VERIFIED" if verification.passed else f"NOT VERIFIED: {differs} claim(s) differ"
-    lines.append(f"bundle of run {verification.run_id} ({signed}): {matched} claim(s) match; {verdict}")
+    counts = f"{matched} claim(s) match, {notes} note(s)"
+    lines.append(f"bundle of run {verification.run_id} ({signed}): {counts}; {verdict}")
     return lines
 
 

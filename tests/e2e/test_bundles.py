@@ -67,7 +67,7 @@ def test_a_fresh_bundle_verifies_and_holds_no_local_path(runs: tuple[Path, list[
     done = accelbench("verify", str(bundle))
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
-    assert lines[-1].endswith("VERIFIED") and "(UNSIGNED)" in lines[-1]
+    assert lines[-1].endswith("; VERIFIED") and "(UNSIGNED)" in lines[-1]
     assert sum(line.startswith("match") and "figures: latency_p90_s" in line for line in lines) == 2
     assert sum("  audit " in line for line in lines) == 5 and sum(" status: " in line for line in lines) == 2
     files = read_archive(bundle).files
