@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench import registry
+from accelbench.audits.verdict import INCONCLUSIVE, Verdict
 from accelbench.bundle import rederive, rejudge, signing
 from accelbench.bundle.archive import MANIFEST, SIGNATURE, Archive, parse_manifest, sha256_hex
 from accelbench.bundle.collect import FORMAT
@@ -117,12 +118,15 @@ def _cell(archive: Archive, path: str, folders: Mapping[str, Any], cores: int | 
         return [Finding(path, "document", False, str(exc).splitlines()[0])]
     folder = folders.get(claims.key)
     computes = _computes(claims.stack)
-    found = rederive.derived(archive.files, str(folder), _batch(claims), computes) if folder else None
+    try:
+        found = rederive.derived(archive.files, str(folder), _batch(claims), computes) if folder else None
+    except UserError as exc:
+        return [Finding(claims.key, "figures", False, str(exc))]
     findings = [_figures(claims, found)]
     if claims.curve:
         why = "not derived yet: the requests.jsonl it came from travels in the bundle (docs/bundles.md)"
         findings.append(Finding(claims.key, "curve", None, f"{len(claims.curve)} point(s) stored; {why}"))
-    verdicts = [rejudge.verdict(n, e) for n, e in (claims.audit or {}).items() if _is_entry(e)]
+    verdicts = [_judged(n, e) for n, e in (claims.audit or {}).items() if _is_entry(e)]
     verdicts = verdicts or [rejudge.unaudited()]
     for judged in verdicts if claims.audit else ():
         said = str((claims.audit or {})[judged.audit].get("verdict"))
@@ -131,11 +135,22 @@ def _cell(archive: Archive, path: str, folders: Mapping[str, Any], cores: int | 
     if found is None:
         return [*findings, Finding(claims.key, "status", None, f"{claims.status}: no LoadGen logs to judge")]
     figures = rederive.with_sut_timer(found.figures, claims.figures)
-    unstable = rejudge.unstable_reason(claims.noise, figures, cores, computes)
-    failures = rejudge.quality_failures(claims.quality, claims.sanity)
+    try:
+        unstable = rejudge.unstable_reason(claims.noise, figures, cores, computes)
+        failures = rejudge.quality_failures(claims.quality, claims.sanity)
+    except (TypeError, ValueError, AttributeError, KeyError) as exc:
+        return [*findings, Finding(claims.key, "status", False, f"noise or quality record unreadable: {exc}")]
     status, why = rejudge.status(verdicts, failures, found.invalid_reasons, unstable)
     detail = f"{status} from the evidence ({why or 'every audit passed'}); stored {claims.status}"
     return [*findings, Finding(claims.key, "status", status == claims.status, detail)]
+
+
+def _judged(name: str, entry: Mapping[str, Any]) -> Verdict:
+    """The audit judged again; evidence of the wrong shape makes it inconclusive (never a traceback)."""
+    try:
+        return rejudge.verdict(name, entry)
+    except (TypeError, ValueError, AttributeError, KeyError) as exc:
+        return Verdict(name, INCONCLUSIVE, f"evidence unreadable: {exc}")
 
 
 def _figures(claims: Stored, found: rederive.Derived | None) -> Finding:

@@ -69,3 +69,31 @@ def test_repeat_output_and_precision_are_judged_from_their_evidence() -> None:
     bf16_error = {"declared": "fp32", "max_norm_abs_err": 4e-3, "samples": 45}
     judged = rejudge.verdict("precision", bf16_error)
     assert judged.outcome == "fail" and judged.evidence["consistent_with"] == "bf16 or fp16"
+
+
+def test_verify_turns_evidence_of_the_wrong_shape_into_findings_never_a_traceback(tmp_path: Path) -> None:
+    import json
+
+    from accelbench.bundle import verify
+    from accelbench.bundle.collect import FORMAT
+
+    golden = json.loads((Path(__file__).parents[1] / "golden" / "result_v7.json").read_text())
+    golden["audit"]["repeat"]["windows"] = 5  # not a list of windows
+    header = {"format": FORMAT, "run_id": "r", "cells": {}, "signed": False}
+    files = {
+        "bundle.json": json.dumps(header).encode(),
+        "run.json": b'{"run_id": "r", "machine_fingerprint": "x", "config": {}}',
+        "machine.json": b"{}",
+        "results/000.json": json.dumps(golden).encode(),
+        "results/001.json": b"[1, 2]",
+    }
+    write_archive(tmp_path / "b.zip", files)
+    checked = verify(read_archive(tmp_path / "b.zip"))
+    found = {(f.where, f.check): f for f in checked.findings}
+    key = "resnet18/standard/v3-width97/onnxruntime/cpu/single-stream"
+    assert found[("bundle", "manifest")].matched is True
+    assert found[("bundle", "machine")].matched is False  # facts that do not load
+    assert found[(key, "figures")].matched is False  # figures stored, no log to derive them from
+    repeat = found[(key, "audit repeat")]
+    assert repeat.matched is False and repeat.detail == "inconclusive from its evidence; stored pass"
+    assert found[("results/001.json", "document")].matched is False and not checked.passed
