@@ -97,3 +97,23 @@ def test_verify_turns_evidence_of_the_wrong_shape_into_findings_never_a_tracebac
     repeat = found[(key, "audit repeat")]
     assert repeat.matched is False and repeat.detail == "inconclusive from its evidence; stored pass"
     assert found[("results/001.json", "document")].matched is False and not checked.passed
+
+
+def test_a_cell_folder_travels_as_its_logs_and_jsonl_records_only(tmp_path: Path) -> None:
+    from accelbench.bundle.collect import _cell_files
+
+    cell = tmp_path / "cells" / "c"
+    (cell / "loadgen" / "a0-t0").mkdir(parents=True)
+    (cell / "loadgen" / "a0-t0" / "mlperf_log_summary.txt").write_text(f"log at {tmp_path}/x\n")
+    (cell / "loadgen" / "a0-t0" / "mlperf_log_trace.json").write_text("{}")
+    (cell / "deep" / "er").mkdir(parents=True)
+    (cell / "requests.jsonl").write_text('{"id": 1}\n')
+    (cell / "deep" / "er" / "more.jsonl").write_text('{"id": 2}\n')
+    for other in ("model.onnx", "spec.json", "stderr.txt", "weights.safetensors"):
+        (cell / other).write_text(str(tmp_path))
+    files = _cell_files(cell, "cells/c", Scrubber.of({"run": tmp_path}))
+    assert files == {
+        "cells/c/loadgen/a0-t0/mlperf_log_summary.txt": b"log at <run>/x\n",
+        "cells/c/requests.jsonl": b'{"id": 1}\n',
+        "cells/c/deep/er/more.jsonl": b'{"id": 2}\n',
+    }
