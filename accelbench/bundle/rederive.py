@@ -20,7 +20,8 @@ from accelbench.errors import UserError
 from accelbench.results import Figures
 from accelbench.scenarios.figures import figures_of
 from accelbench.scenarios.loadgen import Measurement
-from accelbench.scenarios.loadgen_log import parse_detail, parse_detail_values, parse_summary
+from accelbench.scenarios.loadgen_log import Summary, parse_detail, parse_detail_values, parse_summary
+from accelbench.scenarios.rules import Rules
 
 TRIAL = re.compile(r"a(\d+)-t(\d+)(?:-b(\d+))?(-r)?")
 COMPARED = (
@@ -45,6 +46,7 @@ class Derived:
     figures: Figures
     trials: tuple[str, ...]
     invalid_reasons: tuple[str, ...]
+    summaries: tuple[Summary, ...] = ()
 
 
 def scored_trials(files: Mapping[str, bytes], folder: str) -> list[str]:
@@ -84,7 +86,27 @@ def derived(files: Mapping[str, bytes], folder: str, batch: int, computes: bool)
         for n, m in enumerate(measurements)
         if not m.summary.valid
     )
-    return Derived(found, tuple(trials), invalid)
+    return Derived(found, tuple(trials), invalid, tuple(m.summary for m in measurements))
+
+
+def rule_breaches(found: Derived, rules: Rules, scenario: str) -> list[str]:
+    """How the scored trials' LoadGen settings fall short of ``rules`` or ran another scenario."""
+    breaches = []
+    for trial, summary in zip(found.trials, found.summaries, strict=True):
+        name = trial.rsplit("/", 1)[-1]
+        if summary.scenario != scenario:
+            breaches.append(f"{name} ran {summary.scenario}, not {scenario}")
+        if summary.min_duration_s < rules.min_duration_for(scenario) - 1e-9:
+            breaches.append(
+                f"{name} min duration {summary.min_duration_s:g} s < {rules.min_duration_for(scenario):g} s"
+            )
+        wanted = rules.min_queries_for(scenario)
+        count = summary.samples_per_query if scenario == "offline" else summary.min_query_count
+        if count < wanted:
+            breaches.append(
+                f"{name} {'samples' if scenario == 'offline' else 'min queries'} {count} < {wanted}"
+            )
+    return breaches
 
 
 def with_sut_timer(found: Figures, stored: Mapping[str, object] | None) -> Figures:

@@ -122,7 +122,7 @@ def _cell(archive: Archive, path: str, folders: Mapping[str, Any], cores: int | 
         found = rederive.derived(archive.files, str(folder), _batch(claims), computes) if folder else None
     except UserError as exc:
         return [Finding(claims.key, "figures", False, str(exc))]
-    findings = [_figures(claims, found)]
+    findings = [_figures(claims, found), *_rules(claims, found)]
     if claims.curve:
         why = "not derived yet: the requests.jsonl it came from travels in the bundle (docs/bundles.md)"
         findings.append(Finding(claims.key, "curve", None, f"{len(claims.curve)} point(s) stored; {why}"))
@@ -143,6 +143,18 @@ def _cell(archive: Archive, path: str, folders: Mapping[str, Any], cores: int | 
     status, why = rejudge.status(verdicts, failures, found.invalid_reasons, unstable)
     detail = f"{status} from the evidence ({why or 'every audit passed'}); stored {claims.status}"
     return [*findings, Finding(claims.key, "status", status == claims.status, detail)]
+
+
+def _rules(claims: Stored, found: rederive.Derived | None) -> list[Finding]:
+    """The scored trials ran the cell's scenario with at least its rule set's duration and queries."""
+    rules = RULES.get(claims.rules)
+    if found is None:
+        return []
+    if rules is None:
+        return [Finding(claims.key, "rules", False, f"unknown rule set {claims.rules!r}")]
+    breaches = rederive.rule_breaches(found, rules, claims.scenario)
+    detail = "; ".join(breaches) or f"every scored trial ran {claims.scenario} under the {rules.name} rules"
+    return [Finding(claims.key, "rules", not breaches, detail)]
 
 
 def _judged(name: str, entry: Mapping[str, Any]) -> Verdict:

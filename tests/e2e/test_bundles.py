@@ -105,6 +105,17 @@ def test_an_edited_log_line_is_caught(bundle: Path, tmp_path: Path) -> None:
     assert "torch-eager" in line and "figures: p50_s 1e-06 from the logs, stored 0.0" in line
 
 
+def test_a_claimed_rule_set_the_logs_do_not_meet_is_caught(bundle: Path, tmp_path: Path) -> None:
+    def edit(files: dict[str, bytes]) -> None:
+        path, doc = _doc_of(files, "torch-eager")
+        doc["settings"]["rules"] = "official"
+        files[path] = json.dumps(doc).encode()
+
+    lines = _differs(_tampered(bundle, tmp_path / "rules.tar.gz", edit))
+    (line,) = [line for line in lines if " rules: " in line]
+    assert "torch-eager" in line and "min duration 1 s < 600 s" in line, line
+
+
 def test_a_verdict_its_evidence_contradicts_is_caught(bundle: Path, tmp_path: Path) -> None:
     def edit(files: dict[str, bytes]) -> None:
         path, doc = _doc_of(files, "torch-eager")
