@@ -78,6 +78,7 @@ def write_archive(target: Path, files: Mapping[str, bytes], signature: bytes | N
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(_packed(kind, members))
+        os.chmod(temporary, 0o644)  # a bundle is meant to be shared (mkstemp makes it 0600)
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
