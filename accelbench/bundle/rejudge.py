@@ -19,16 +19,19 @@ from accelbench.meters import noise
 from accelbench.results import Figures
 
 
-def verdict(name: str, entry: Mapping[str, Any]) -> Verdict:
-    """The verdict of the audit ``name`` judged again from its stored ``entry``."""
+def verdict(name: str, entry: Mapping[str, Any], precision_name: str = "fp32") -> Verdict:
+    """The verdict of the audit ``name`` judged again from its stored ``entry`` (``precision_name``: the
+    cell's effective precision, which sets the alternate-seed audit's quality bar)."""
     judges = {
         "output": _output,
         "repeat": _repeat,
         "caching": _caching,
-        "alternate_seed": _alternate_seed,
         "precision": _precision,
     }
-    outcome = judges[name](entry) if name in judges else str(entry.get("verdict"))
+    if name == "alternate_seed":
+        outcome = _alternate_seed(entry, precision_name)
+    else:
+        outcome = judges[name](entry) if name in judges else str(entry.get("verdict"))
     return Verdict(name, outcome, str(entry.get("reason", "")), _evidence(name, entry))
 
 
@@ -38,9 +41,17 @@ def unaudited() -> Verdict:
     return Verdict("output", INCONCLUSIVE, why)
 
 
-def quality_failures(quality: Mapping[str, Any] | None, sanity: Mapping[str, Any] | None) -> list[str]:
-    """The metrics of the quality gate and sanity check whose value is below their threshold."""
-    return [str(q["metric"]) for q in (quality, sanity) if q is not None and not _at_least(q)]
+def quality_failures(
+    quality: Mapping[str, Any] | None, sanity: Mapping[str, Any] | None, precision_name: str
+) -> list[str]:
+    """The metrics of the quality gate (judged by this code's bar for ``precision_name``, never the stored
+    threshold) and of the sanity check (its stored threshold: the workload's own) whose value is short."""
+    failed = []
+    if quality is not None and not _number(quality, "value") >= _bar(quality, precision_name):
+        failed.append(str(quality["metric"]))
+    if sanity is not None and not _at_least(sanity):
+        failed.append(str(sanity["metric"]))
+    return failed
 
 
 def unstable_reason(
@@ -91,10 +102,19 @@ def _caching(entry: Mapping[str, Any]) -> str:
     return FAIL if cached else PASS
 
 
-def _alternate_seed(entry: Mapping[str, Any]) -> str:
-    if math.isnan(_number(entry, "value") + _number(entry, "threshold")):
+def _alternate_seed(entry: Mapping[str, Any], precision_name: str) -> str:
+    value = _number(entry, "value")
+    if math.isnan(value):
         return INCONCLUSIVE
-    return PASS if _at_least(entry) else FAIL
+    return PASS if value >= _bar(entry, precision_name) else FAIL
+
+
+def _bar(entry: Mapping[str, Any], precision_name: str) -> float:
+    """The quality bar of the entry's metric at ``precision_name`` (``meters.quality``); ValueError for
+    a metric the gate does not know."""
+    from accelbench.meters.quality import threshold_for
+
+    return threshold_for(str(entry.get("metric")), precision_name)
 
 
 def _precision(entry: Mapping[str, Any]) -> str:

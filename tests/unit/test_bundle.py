@@ -117,3 +117,13 @@ def test_a_cell_folder_travels_as_its_logs_and_jsonl_records_only(tmp_path: Path
         "cells/c/requests.jsonl": b'{"id": 1}\n',
         "cells/c/deep/er/more.jsonl": b'{"id": 2}\n',
     }
+
+
+def test_quality_bars_are_this_codes_for_the_precision_not_the_stored_threshold() -> None:
+    lowered = {"metric": "top1", "value": 0.95, "threshold": 0.5, "verdict": "pass"}
+    assert rejudge.verdict("alternate_seed", lowered, "fp32").outcome == "fail"
+    assert rejudge.verdict("alternate_seed", lowered, "bf16").outcome == "pass"  # bf16's bar is 0.9
+    assert rejudge.quality_failures(lowered, None, "fp32") == ["top1"]
+    assert rejudge.quality_failures({**lowered, "value": 0.995}, None, "fp32") == []
+    sanity = {"metric": "ranking", "value": 0.4, "threshold": 0.5}
+    assert rejudge.quality_failures(None, sanity, "fp32") == ["ranking"]
