@@ -27,6 +27,7 @@ class Stored:
     status: str
     reason: str
     figures: Mapping[str, Any] | None
+    server_search: Mapping[str, Any] | None
     loadgen: Mapping[str, Any] | None
     audit: Mapping[str, Any] | None
     quality: Mapping[str, Any] | None
@@ -59,6 +60,7 @@ def stored(doc: Mapping[str, Any], where: str) -> Stored:
         status=result.status,
         reason=result.reason,
         figures=plain.get("figures"),
+        server_search=plain.get("server_search"),
         loadgen=plain.get("loadgen"),
         audit=plain.get("audit"),
         quality=plain.get("quality"),

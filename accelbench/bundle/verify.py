@@ -16,7 +16,7 @@ from typing import Any
 
 from accelbench import registry
 from accelbench.audits.verdict import INCONCLUSIVE, Verdict
-from accelbench.bundle import rederive, rejudge, signing
+from accelbench.bundle import rederive, rejudge, search, signing
 from accelbench.bundle.archive import MANIFEST, SIGNATURE, Archive, parse_manifest, sha256_hex
 from accelbench.bundle.collect import FORMAT
 from accelbench.bundle.fields import Stored, stored
@@ -122,7 +122,7 @@ def _cell(archive: Archive, path: str, folders: Mapping[str, Any], cores: int | 
         found = rederive.derived(archive.files, str(folder), _batch(claims), computes) if folder else None
     except UserError as exc:
         return [Finding(claims.key, "figures", False, str(exc))]
-    findings = [_figures(claims, found), *_rules(claims, found)]
+    findings = [_figures(claims, found), *_rules(claims, found), *_search(archive, claims, folder, found)]
     if claims.curve:
         why = "not derived yet: the requests.jsonl it came from travels in the bundle (docs/bundles.md)"
         findings.append(Finding(claims.key, "curve", None, f"{len(claims.curve)} point(s) stored; {why}"))
@@ -144,6 +144,22 @@ def _cell(archive: Archive, path: str, folders: Mapping[str, Any], cores: int | 
     status, why = rejudge.status(verdicts, failures, found.invalid_reasons, unstable)
     detail = f"{status} from the evidence ({why or 'every audit passed'}); stored {claims.status}"
     return [*findings, Finding(claims.key, "status", status == claims.status, detail)]
+
+
+def _search(archive: Archive, claims: Stored, folder: Any, found: rederive.Derived | None) -> list[Finding]:
+    """A server cell's max-QPS search derived from its probes' logs."""
+    if claims.scenario != "server" or found is None:
+        return []
+    try:
+        derived = search.derived_search(archive.files, str(folder), found.trials)
+    except ValueError as exc:
+        return [Finding(claims.key, "server search", False, f"probe log unreadable: {exc}")]
+    if derived is None:
+        return [Finding(claims.key, "server search", False, "no probe logs in the bundle")]
+    diffs = search.search_differences(derived, claims.server_search)
+    text = "; ".join(f"{name} {_shown(d)} from the logs, stored {_shown(s)}" for name, d, s in diffs)
+    detail = text or f"max QPS {derived.max_qps:.6g} from {len(derived.probes)} probe log(s)"
+    return [Finding(claims.key, "server search", not diffs, detail)]
 
 
 def _rules(claims: Stored, found: rederive.Derived | None) -> list[Finding]:

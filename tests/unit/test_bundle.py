@@ -127,3 +127,28 @@ def test_quality_bars_are_this_codes_for_the_precision_not_the_stored_threshold(
     assert rejudge.quality_failures({**lowered, "value": 0.995}, None, "fp32") == []
     sanity = {"metric": "ranking", "value": 0.4, "threshold": 0.5}
     assert rejudge.quality_failures(None, sanity, "fp32") == ["ranking"]
+
+
+def test_a_server_search_is_rebuilt_from_its_probe_logs_and_back_off_rounds() -> None:
+    from accelbench.bundle.search import derived_search, search_differences
+    from accelbench.scenarios.server_search import BACKOFF
+
+    golden = Path(__file__).parents[1] / "golden" / "loadgen"
+    valid = (golden / "server_summary.txt").read_bytes()  # VALID at 464.526 QPS
+    invalid = (golden / "server_over_bound_summary.txt").read_bytes()  # INVALID at 461.924 QPS
+    root = "cells/c/loadgen/"
+    files = {
+        f"{root}a0-t0-search/p0/mlperf_log_summary.txt": invalid,
+        f"{root}a0-t0-search/p1/mlperf_log_summary.txt": valid,
+        f"{root}a0-t0/mlperf_log_summary.txt": invalid,  # the scored round that backed off
+        f"{root}a0-t0-b1/mlperf_log_summary.txt": valid,
+    }
+    found = derived_search(files, "c", [f"{root}a0-t0-b1"])
+    assert found is not None
+    assert found.max_qps == pytest.approx(461.924 * BACKOFF)
+    assert [(p.target_qps, p.valid) for p in found.probes] == [(461.924, False), (464.526, True)]
+    assert found.bracket == pytest.approx((461.924 * BACKOFF, 461.924))
+    stored = found.to_dict()
+    assert search_differences(found, stored) == []
+    claimed = {**stored, "max_qps": 464.526}
+    assert search_differences(found, claimed) == [("max_qps", found.max_qps, 464.526)]
