@@ -118,7 +118,7 @@ def _cell_files(folder: Path, prefix: str, scrub: Scrubber) -> dict[str, bytes]:
     chosen: list[Path] = []
     loadgen = folder / "loadgen"
     if loadgen.is_dir():
-        chosen += [t / n for t in sorted(loadgen.iterdir()) if t.is_dir() for n in LOG_NAMES]
+        chosen += sorted(p for name in LOG_NAMES for p in loadgen.rglob(name))  # server probes: -search/p<N>
     chosen += sorted(folder.rglob("*.jsonl"))
     return {
         f"{prefix}/{p.relative_to(folder).as_posix()}": scrub.text(p.read_text(errors="replace")).encode()
