@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 
 from accelbench import registry, runner
+from accelbench.cli import bundle as cli_bundle
 from accelbench.cli import listing as cli_list
 from accelbench.cli import normalize as cli_normalize
 from accelbench.cli import progress as cli_progress
@@ -356,6 +357,7 @@ cli_normalize.register(app)  # explain, history, import-mlperf
 cli_tune.register(app)  # tune
 cli_report.register(app)  # report, export
 cli_store.register(app)  # store check
+cli_bundle.register(app)  # bundle, verify
 
 
 def main() -> None:

@@ -1,0 +1,150 @@
+"""``accelbench compare A B``: two runs (bundles, or run ids in a store) side by side on the cells they share.
+
+Each shared cell (same workload, size, variant, stack, device and scenario) gets LoadGen's headline of
+both sides with its interval across trials, and ``explain``'s decomposition of the throughput ratio B / A
+into chips x transistors x node x architecture + software (``accelbench.normalize.explain``), whose
+central values multiply back to the ratio. What does not compare is refused, saying why: different rule
+sets (the whole comparison), no shared cell (the workloads of each side are named), and per cell a
+different effective precision. A bundle is verified first (``accelbench.bundle.verify``) and refused when
+a claim differs. Only verified (``ok``) cells are explained unless ``include_unverified`` (marked).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from accelbench.bundle.archive import read_archive
+from accelbench.bundle.fields import Stored, cell_key, headline, stored
+from accelbench.bundle.verify import verify
+from accelbench.errors import UserError
+from accelbench.hardware.chips import ChipTable
+from accelbench.hardware.detect import machine_from_dict
+from accelbench.hardware.match import match_device
+from accelbench.normalize.explain import Explanation, explain
+from accelbench.normalize.subjects import Subject, from_result
+from accelbench.results import from_dict, to_dict
+from accelbench.store import open_store
+
+
+@dataclass(frozen=True, slots=True)
+class Side:
+    """One side of a comparison: a run's rules, machine facts and result documents by cell key."""
+
+    label: str
+    run_id: str
+    rules: str
+    machine: Mapping[str, Any]
+    docs: Mapping[str, Mapping[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Pairing:
+    """One shared cell: both statuses and headlines, and the explanation (None with the refusal)."""
+
+    key: str
+    status_a: str
+    status_b: str
+    headline_a: Mapping[str, Any] | None
+    headline_b: Mapping[str, Any] | None
+    explanation: Explanation | None
+    refused: str = ""
+    differences: tuple[str, ...] = ()
+    """Settings that differ between the sides (threads, batch, machine): what the residual holds."""
+
+
+def side_of(text: str, store: Path) -> Side:
+    """A bundle file (a path ending .tar.gz, .tgz or .zip that exists) or a run id in ``store``."""
+    path = Path(text)
+    if path.suffix in (".zip", ".tgz", ".gz") or path.is_file():
+        return _bundle_side(path)
+    with open_store(store, read_only=True) as opened:
+        run = opened.run(text)
+        docs = {r.cell.key: to_dict(r) for r in opened.results(text)}
+    return Side(text, text, str(run.config.get("rules", "")), run.machine, docs)
+
+
+def compare(a: Side, b: Side, chips: ChipTable, include_unverified: bool = False) -> tuple[Pairing, ...]:
+    """The shared cells of ``a`` and ``b``, each explained or refused; UserError when nothing compares."""
+    if a.rules != b.rules:
+        raise UserError(f"not comparable: {a.label} ran rules {a.rules!r}, {b.label} rules {b.rules!r}")
+    shared = sorted(set(a.docs) & set(b.docs))
+    if not shared:
+        raise UserError(
+            f"not comparable: no shared cell ({a.label}: {_workloads(a)}; {b.label}: {_workloads(b)})"
+        )
+    return tuple(_pairing(key, a, b, chips, include_unverified) for key in shared)
+
+
+def _pairing(key: str, a: Side, b: Side, chips: ChipTable, include_unverified: bool) -> Pairing:
+    doc_a, doc_b = a.docs[key], b.docs[key]
+    claims_a, claims_b = stored(doc_a, f"{a.label} {key}"), stored(doc_b, f"{b.label} {key}")
+    heads = (headline(claims_a), headline(claims_b))
+    differ = _differences(claims_a, claims_b)
+    base = Pairing(key, claims_a.status, claims_b.status, *heads, None, differences=differ)
+    if claims_a.effective_precision != claims_b.effective_precision:
+        why = f"precision classes differ: {claims_a.effective_precision} vs {claims_b.effective_precision}"
+        return dataclasses.replace(base, refused=why)
+    unverified = [c.status for c in (claims_a, claims_b) if c.status != "ok"]
+    if unverified and not include_unverified:
+        return dataclasses.replace(
+            base, refused=f"unverified ({', '.join(unverified)}): only ok cells compare"
+        )
+    try:
+        subjects = [_subject(side, key, chips) for side in (a, b)]
+    except UserError as exc:
+        return dataclasses.replace(base, refused=str(exc))
+    return dataclasses.replace(base, explanation=explain(*subjects))
+
+
+def _subject(side: Side, key: str, chips: ChipTable) -> Subject:
+    result = from_dict(side.docs[key])
+    if result.status != "ok":  # --include-unverified: explained, and marked UNVERIFIED by the caller
+        result = dataclasses.replace(result, status="ok")
+    try:
+        machine = machine_from_dict(side.machine)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise UserError(f"{side.label}: the machine facts cannot be read ({exc})") from None
+    return from_result(f"{side.run_id}/{key}", result, match_device(machine, result.cell.device, chips))
+
+
+def _differences(a: Stored, b: Stored) -> tuple[str, ...]:
+    found = (
+        [f"machine {a.machine_fingerprint} vs {b.machine_fingerprint}"]
+        if a.machine_fingerprint != b.machine_fingerprint
+        else []
+    )
+    for name, left, right in (("threads", a.threads, b.threads), ("batch_size", a.batch_size, b.batch_size)):
+        if left != right:
+            found.append(f"{name} {left} vs {right}")
+    return tuple(found)
+
+
+def _bundle_side(path: Path) -> Side:
+    archive = read_archive(path)
+    checked = verify(archive)
+    if not checked.passed:
+        differ = sum(f.matched is False for f in checked.findings)
+        raise UserError(f"{path} does not verify ({differ} claim(s) differ): see accelbench verify {path}")
+    run = json.loads(archive.files["run.json"])
+    docs = {}
+    for name, data in archive.files.items():
+        if name.startswith("results/") and name.endswith(".json"):
+            doc = json.loads(data)
+            docs[cell_key(doc)] = doc
+    config = run.get("config") or {}
+    return Side(
+        path.name,
+        str(run.get("run_id")),
+        str(config.get("rules", "")),
+        json.loads(archive.files["machine.json"]),
+        docs,
+    )
+
+
+def _workloads(side: Side) -> str:
+    return ", ".join(sorted({key.split("/")[0] for key in side.docs})) or "no cells"
