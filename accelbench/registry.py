@@ -70,9 +70,15 @@ GENERATING_STACKS: Mapping[str, str] = {
     "openvino-genai-gguf": "accelbench.generation.openvino_genai:OpenvinoGenaiGguf",
     "llama-cpp": "accelbench.generation.llama_cpp:LlamaCpp",
     "llama-cpp-f32": "accelbench.generation.llama_cpp:LlamaCppF32",
+    "llm@url": "accelbench.endpoint.stack:UrlEndpoint",
+    "llm@transformers": "accelbench.endpoint.stack:TransformersEndpoint",
+    "llm@transformers-cb": "accelbench.endpoint.stack:TransformersCbEndpoint",
+    "llm@vllm": "accelbench.endpoint.stack:VllmEndpoint",
+    "llm@sglang": "accelbench.endpoint.stack:SglangEndpoint",
 }
 """The stacks that generate (``accelbench.generation.base.GenerationStack``): they run the generative
-workloads (``tiny-llama``, ``smollm2-135m``); a name in both tables is the same software both ways."""
+workloads (``tiny-llama``, ``smollm2-135m``); a name in both tables is the same software both ways. The
+``llm@<server>`` entries are the endpoint stacks (``accelbench.endpoint``): a served LLM's curve."""
 
 _GROUPS = {
     "workload": "accelbench.workloads",
@@ -109,7 +115,8 @@ def all_stack_names() -> tuple[str, ...]:
     """What ``--stacks all`` means: every inference stack (plugins included) but the served deployments
     (each starts a server per cell: name them, or use ``--serve``), then the generating-only ones."""
     inference = [name for name in table("stack") if not is_served(name)]
-    return (*inference, *(name for name in table("generating stack") if name not in inference))
+    generating = [name for name in table("generating stack") if not is_served(name)]
+    return (*inference, *(name for name in generating if name not in inference))
 
 
 def resolve_any_stack(names: tuple[str, ...]) -> None:

@@ -96,6 +96,10 @@ def run(
     serve: cli_serving.ServeOption = None,
     serve_url: cli_serving.ServeUrlOption = None,
     serve_cluster: cli_serving.ServeClusterOption = None,
+    concurrency: cli_serving.ConcurrencyOption = None,
+    output_tokens: cli_serving.OutputTokensOption = None,
+    endpoint_requests: cli_serving.EndpointRequestsOption = None,
+    api_key_env: cli_serving.ApiKeyEnvOption = None,
     store_path: StoreOption = None,
     as_json: JsonOption = False,
     include_unverified: UnverifiedOption = False,
@@ -108,7 +112,10 @@ def run(
     per_run = {"variants": variants, "variant_seed": variant_seed, "runs": runs, "nproc": nproc}
     batching = {"batch": batch, "batch_sweep": _batches(batch_sweep)}
     named = {k: _names(v) for k, v in listed.items()}
-    served = {"serve_url": serve_url, "serve_cluster": serve_cluster}
+    served: dict[str, Any] = {"serve_url": serve_url, "serve_cluster": serve_cluster}
+    served["api_key_env"] = api_key_env
+    served |= {"concurrency": cli_serving.concurrencies(concurrency), "output_tokens": output_tokens}
+    served["endpoint_requests"] = endpoint_requests
     overrides = _overrides({**named, **scalars, **per_run, **batching, **served}, config_file)
     overrides = cli_serving.served_overrides(overrides, suite(suite_name).stacks, _names(serve) or ())
     machine = detect_machine()
