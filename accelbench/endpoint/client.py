@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelbench.endpoint.records import OK, RequestRecord
-from accelbench.endpoint.sse import SseError, chunk_text, parse_line, usage_of, visible
+from accelbench.endpoint.sse import (
+    SseError,
+    chunk_text,
+    error_of,
+    finish_reason,
+    parse_line,
+    usage_of,
+    visible,
+)
 
 PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
 ERROR_CHARS = 300
@@ -86,8 +94,12 @@ class _Stream:
     first_content_s: float | None = None
     filler: bool = False
     usage: dict[str, int] = field(default_factory=dict)
+    finish_reason: str = ""
 
     def add(self, chunk: dict[str, Any], at_s: float) -> None:
+        if error_of(chunk):
+            raise SseError(f"error event: {error_of(chunk)}")
+        self.finish_reason = finish_reason(chunk) or self.finish_reason
         text = chunk_text(chunk)
         self.usage.update(usage_of(chunk) or {})
         if not text:
@@ -125,6 +137,8 @@ async def send(
                 status, error = "not streaming", f"Content-Type {r.headers.get('Content-Type', '?')}"
             else:
                 await _read(r, stream, clock0)
+                if not stream.finish_reason:
+                    status, error = "truncated", "the stream ended without a finish_reason"
     except (TimeoutError, aiohttp.ClientError, SseError, OSError) as err:
         status, error = type(err).__name__, _one_line(str(err)) or type(err).__name__
     end_s = time.perf_counter() - clock0
@@ -133,7 +147,7 @@ async def send(
         slot.concurrency, slot.index, slot.role, prompt.salt, slot.issue_s, send_s, stream.first_content_s,
         end_s, tuple(stream.chunk_s), text, count_tokens(text) if text else 0,
         stream.usage.get("completion_tokens"), stream.usage.get("prompt_tokens"), status, error,
-        stream.filler,
+        stream.finish_reason, stream.filler,
     )  # fmt: skip
 
 

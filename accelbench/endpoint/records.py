@@ -48,6 +48,8 @@ class RequestRecord:
     """``ok``, or ``http <code>`` / the error's class name."""
     error: str
     """The error text (one line), empty when ``ok``."""
+    finish_reason: str = ""
+    """The last ``finish_reason`` the stream gave (``length``, ``stop``; empty: none)."""
     filler_first_chunk: bool = False
     """The first text chunk was whitespace or punctuation only (it did not stop the TTFT clock)."""
 

@@ -57,6 +57,21 @@ def chunk_text(chunk: dict[str, Any]) -> str:
     return piece if isinstance(piece, str) else ""
 
 
+def finish_reason(chunk: dict[str, Any]) -> str:
+    """``choices[0].finish_reason`` when the chunk gives one, else ""."""
+    choices = chunk.get("choices") or []
+    reason = choices[0].get("finish_reason") if choices and isinstance(choices[0], dict) else None
+    return reason if isinstance(reason, str) else ""
+
+
+def error_of(chunk: dict[str, Any]) -> str:
+    """The error an event carries instead of a chunk (``{"error": ...}``), else ""."""
+    error = chunk.get("error")
+    if isinstance(error, dict):
+        return str(error.get("message") or error)
+    return str(error) if error else ""
+
+
 def visible(text: str) -> bool:
     """True when ``text`` holds a letter, digit or symbol: whitespace or punctuation only is filler,
     which does not stop the TTFT clock (MLPerf Endpoints' genuine first token)."""
