@@ -6,6 +6,7 @@ no figure between two points is implied).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from accelbench import audits
@@ -58,7 +59,7 @@ def outcome(
         "goodput_tpot_bound_s": limits.tpot_s,
         "max_tokens": settings.max_tokens,
         "length_distribution": length_text(settings.lengths),
-        "requests_file": f"{spec.cell_dir}/requests.jsonl",
+        "requests_file": _relative(Path(spec.cell_dir) / "requests.jsonl", Path(spec.run_dir)),
         "duration_s": duration_s,
     }
     return {
@@ -79,3 +80,8 @@ def outcome(
         "generation": generation,
         "warnings": [],
     }
+
+
+def _relative(path: Path, run_dir: Path) -> str:
+    """``path`` against the run folder when it is inside it."""
+    return str(path.relative_to(run_dir)) if path.is_relative_to(run_dir) else str(path)

@@ -12,11 +12,27 @@ from accelbench.endpoint.figures import Bounds, itl_s, point, tpot_s, ttft_s, us
 from accelbench.endpoint.records import CurvePoint, RequestRecord
 from accelbench.endpoint.sse import SseError, chunk_text, finish_reason, parse_line, usage_of, visible
 
-CONTRACT = (
-    "concurrency requests output_tokens_per_s tokens_per_s_per_user ttft_p50_s ttft_p90_s ttft_p99_s "
-    "tpot_p50_s tpot_p90_s tpot_p99_s itl_p50_s itl_p90_s itl_p99_s e2e_p50_s e2e_p90_s e2e_p99_s "
-    "requests_per_s goodput_requests_per_s error_rate"
-).split()
+CONTRACT = [
+    "concurrency",
+    "requests",
+    "output_tokens_per_s",
+    "tokens_per_s_per_user",
+    "ttft_p50_s",
+    "ttft_p90_s",
+    "ttft_p99_s",
+    "tpot_p50_s",
+    "tpot_p90_s",
+    "tpot_p99_s",
+    "itl_p50_s",
+    "itl_p90_s",
+    "itl_p99_s",
+    "e2e_p50_s",
+    "e2e_p90_s",
+    "e2e_p99_s",
+    "requests_per_s",
+    "goodput_requests_per_s",
+    "error_rate",
+]
 
 
 def _record(
@@ -92,9 +108,14 @@ def test_audits_catch_repeated_salts_filler_and_padding() -> None:
     assert audits.salts(repeated).outcome == "fail"
     filler = [_record(0, [1, 2], 8, salt=f"{i:x}", filler_first_chunk=i < 3) for i in range(8)]
     assert audits.first_chunk(filler).outcome == "fail"
-    padded = [*honest[:7], _record(0, [1, 2], 30, salt="z", usage_output_tokens=8)]
-    verdict = audits.token_count(padded, max_tokens=8)
-    assert verdict.outcome == "fail" and verdict.evidence["padded"] == 1
+    padded = [*honest[:6], *(_record(0, [1, 2], 13, salt=f"p{i}", usage_output_tokens=8) for i in range(2))]
+    verdict = audits.token_count(padded, max_tokens=8)  # 13 > 8 x 1.25 + 2 on 2 of 8 replies
+    assert verdict.outcome == "fail" and verdict.evidence["padded"] == 2
+    assert audits.token_count([*honest[:7], padded[-1]], max_tokens=8).outcome == "fail"  # 1 of 8 padded
+    retokenized = [*honest[:7], _record(0, [1, 2], 11, salt="r", usage_output_tokens=8)]
+    assert audits.token_count(retokenized, max_tokens=8).outcome == "pass"  # 3 of 67 tokens
+    inflated = [_record(0, [1, 2], 8, salt=f"{i:x}", usage_output_tokens=10) for i in range(8)]
+    assert audits.token_count(inflated, max_tokens=8).outcome == "fail"
 
 
 times = st.floats(min_value=0.0, max_value=100.0, allow_nan=False)
