@@ -33,6 +33,7 @@ from accelbench.endpoint.client import Target
 from accelbench.endpoint.driver import TIMED, Load, run_point
 from accelbench.endpoint.prompts import salted, seeded_texts
 from accelbench.endpoint.records import CurvePoint, RequestRecord
+from accelbench.endpoint.repeat import repeat_records
 from accelbench.endpoint.stack import URL, EndpointStack
 from accelbench.errors import Unavailable
 from accelbench.generation.loadgen_tokens import scaled_bounds
@@ -83,24 +84,43 @@ def measure(spec: CellSpec) -> dict[str, Any]:
     workload = instantiate(spec.workload_ref)
     model = load_model(workload.model, Path(spec.store_cache_dir or spec.cache_dir))
     settings = settings_of(spec, tuple(workload.lengths))
-    count = token_counter(model)
+    tokenizer = _tokenizer(model)
+    count = token_counter(tokenizer)
     bounds = scaled_bounds(model.params, workload.server_floor_ttft_s, workload.server_floor_tpot_s)
     limits = point_figures.Bounds(bounds.ttft_s, bounds.tpot_s)
     with serving(stack, spec, model, settings) as target:
         started = time.perf_counter()
-        warm_up(target, model, spec, settings, count)
-        curve, records, stopped = ladder(target, model, spec, settings, count, limits)
+        warm_up(target, tokenizer, spec, settings, count)
+        curve, records, stopped = ladder(target, tokenizer, spec, settings, count, limits)
         duration_s = time.perf_counter() - started
-    write_records(Path(spec.cell_dir) / RECORDS_FILE, records)
-    return outcome(spec, stack, model, settings, curve, records, limits, stopped, duration_s)
+        audited = [] if stopped or not curve else _repeats(target, tokenizer, spec, settings, curve, count)
+    write_records(Path(spec.cell_dir) / RECORDS_FILE, [*records, *audited])
+    return outcome(spec, stack, model, settings, curve, (records, audited), limits, stopped, duration_s)
 
 
-def token_counter(model: LlmModel) -> Callable[[str], int]:
-    """Counts a reply's tokens with the model's own tokenizer (no special tokens added)."""
+def _tokenizer(model: LlmModel) -> Any:
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(model.folder)
+    return AutoTokenizer.from_pretrained(model.folder)
+
+
+def token_counter(tokenizer: Any) -> Callable[[str], int]:
+    """Counts a reply's tokens with the model's own tokenizer (no special tokens added)."""
     return lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def _repeats(
+    target: Target,
+    tokenizer: Any,
+    spec: CellSpec,
+    settings: Settings,
+    curve: Sequence[CurvePoint],
+    count: Callable[[str], int],
+) -> list[RequestRecord]:
+    """The repeat audit's requests: the first point's texts seen again (``accelbench.endpoint.repeat``)."""
+    first = curve[0].concurrency
+    texts = seeded_texts(spec.input_seed, settings.lengths, settings.requests_at(first), "point", first)
+    return repeat_records(target, tokenizer, spec.input_seed, texts, settings.lengths, count)
 
 
 @contextlib.contextmanager
@@ -144,12 +164,9 @@ def remote_model_id(url: str, name: str, key: str | None) -> str:
 
 
 def warm_up(
-    target: Target, model: LlmModel, spec: CellSpec, settings: Settings, count: Callable[[str], int]
+    target: Target, tokenizer: Any, spec: CellSpec, settings: Settings, count: Callable[[str], int]
 ) -> None:
     """One greedy request; Unavailable with its one-line reason when it fails."""
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model.folder)
     prompts = salted(
         tokenizer, spec.input_seed, seeded_texts(spec.input_seed, settings.lengths, 1, "warm-up"), "warm-up"
     )
@@ -160,16 +177,13 @@ def warm_up(
 
 def ladder(
     target: Target,
-    model: LlmModel,
+    tokenizer: Any,
     spec: CellSpec,
     settings: Settings,
     count: Callable[[str], int],
     limits: point_figures.Bounds,
 ) -> tuple[list[CurvePoint], list[RequestRecord], str]:
     """The curve's points and every request; the reason the ladder stopped early ("" if it did not)."""
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model.folder)
     curve: list[CurvePoint] = []
     records: list[RequestRecord] = []
     for concurrency in concurrencies(settings.ladder, curve):

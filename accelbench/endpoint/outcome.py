@@ -15,6 +15,7 @@ from accelbench.endpoint import audits as endpoint_audits
 from accelbench.endpoint.figures import Bounds
 from accelbench.endpoint.prompts import SALT_BITS, length_text
 from accelbench.endpoint.records import CurvePoint, RequestRecord
+from accelbench.endpoint.repeat import repeat_verdict
 from accelbench.endpoint.stack import EndpointStack
 from accelbench.generation.models import LlmModel
 
@@ -39,14 +40,16 @@ def outcome(
     model: LlmModel,
     settings: Any,
     curve: Sequence[CurvePoint],
-    records: Sequence[RequestRecord],
+    records: tuple[Sequence[RequestRecord], Sequence[RequestRecord]],
     limits: Bounds,
     stopped: str,
     duration_s: float,
 ) -> dict[str, Any]:
-    """The cell's outcome document."""
-    verdicts = endpoint_audits.verdicts(records, settings.max_tokens)
-    status, reason = audits.cell_status(verdicts, [], invalid_reasons(curve, records, stopped), "")
+    """The cell's outcome document (``records``: the curve's, then the repeat audit's)."""
+    timed, audited = records
+    verdicts = endpoint_audits.verdicts([*timed, *audited], settings.max_tokens)
+    verdicts += (repeat_verdict(audited),) if audited else ()  # none: the ladder stopped (invalid)
+    status, reason = audits.cell_status(verdicts, [], invalid_reasons(curve, timed, stopped), "")
     best = max(curve, key=lambda p: p.output_tokens_per_s) if curve else None
     generation = {
         "endpoint": stack.name,

@@ -65,7 +65,8 @@ def test_the_curve_has_a_point_per_concurrency_with_every_figure(url_run: tuple[
         assert point["error_rate"] == 0 and point["output_tokens_per_s"] > 0
         assert 0 < point["ttft_p50_s"] <= point["ttft_p99_s"] <= point["e2e_p99_s"]
         assert point["tokens_per_s_per_user"] == pytest.approx(1 / point["tpot_p90_s"])
-    assert result["audit"]["salts"]["verdict"] == "pass"
+    names = ("salts", "first_chunk", "token_count", "repeat")
+    assert [result["audit"][name]["verdict"] for name in names] == ["pass"] * 4
     assert "api_key" not in json.dumps(result["settings"]).replace("api_key_env", "")
 
 
@@ -76,8 +77,10 @@ def test_every_request_is_recorded_and_counted_with_the_tokenizer(
 
     tokenizer = AutoTokenizer.from_pretrained(served.model.folder)
     _, records = url_run
-    assert len(records) == 8 and all(r.ok for r in records)
-    assert len({r.salt for r in records}) == 8 and all(len(r.salt) == 32 for r in records)
+    assert [r.role for r in records].count("timed") == 8 and all(r.ok for r in records)
+    # the repeat audit's pairs: the first point's 4 texts seen again, 4 never seen
+    assert [r.role for r in records[8:]] == ["seen", "unseen"] * 4
+    assert len({r.salt for r in records}) == 16 and all(len(r.salt) == 32 for r in records)
     for record in records:
         assert record.output_tokens == len(tokenizer(record.text, add_special_tokens=False)["input_ids"])
         # a remote server gets no generation_config: EOS may end a reply before max_tokens
@@ -105,3 +108,29 @@ def test_an_unreachable_endpoint_is_an_unavailable_cell_in_one_line(served: Serv
     assert result["status"] == "unavailable"
     assert result["reason"].startswith(f"{url}/v1/chat/completions: ClientConnectorError")
     assert "\n" not in result["reason"] and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("mode", "outcome"), [("ok", "pass"), ("cache", "fail")])
+def test_the_repeat_audit_catches_a_cache_that_strips_the_salt(
+    served: Served, mode: str, outcome: str
+) -> None:
+    """Seen texts re-salted against never-seen ones at the same load, on the stdlib stub (0.2 s per
+    prompt it has not seen with the salt's hex digits stripped; at once for one it has)."""
+    from transformers import AutoTokenizer
+
+    from accelbench.endpoint.client import Target
+    from accelbench.endpoint.driver import Load, run_point
+    from accelbench.endpoint.prompts import salted, seeded_texts
+    from accelbench.endpoint.repeat import repeat_records, repeat_verdict
+    from tests.unit.endpoint_stub import stub
+
+    tokenizer = AutoTokenizer.from_pretrained(served.model.folder)
+    texts = seeded_texts(7, (8, 48), 6, "point", 1)
+    with stub(mode) as url:
+        target = Target(url, "tiny-llama")
+        run_point(target, salted(tokenizer, 7, texts, "point", 1), Load(1, 6), len)
+        audited = repeat_records(target, tokenizer, 7, texts, (8, 48), len)
+    assert [r.role for r in audited[:4]] == ["seen", "unseen", "seen", "unseen"]
+    assert len({r.salt for r in audited}) == 12
+    verdict = repeat_verdict(audited)
+    assert verdict.outcome == outcome, verdict.reason

@@ -1,10 +1,13 @@
 """A stdlib OpenAI-style streaming server for the endpoint client's tests: each ``mode`` is one kind
-of server (honest, 401, not streaming, dying mid-stream, a filler first chunk, wrong model)."""
+of server (honest, 401, not streaming, dying mid-stream, a filler first chunk, wrong model, a reply
+cache that strips the salt)."""
 
 from __future__ import annotations
 
 import json
+import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,6 +39,10 @@ class _Handler(BaseHTTPRequestHandler):
         mode = self.server.mode
         if self.server.key and self.headers.get("Authorization") != f"Bearer {self.server.key}":
             return self._send(401, "application/json", b'{"error": "invalid api key"}\n')
+        if mode == "cache" and self._cached(request):
+            pass  # a reply cache that strips the salt's hex digits: seen content answers at once
+        elif mode == "cache":
+            time.sleep(0.2)
         if mode == "json":
             return self._send(200, "application/json", b'{"choices": [{"text": "Hello"}]}')
         self.send_response(200)
@@ -54,6 +61,12 @@ class _Handler(BaseHTTPRequestHandler):
         if mode != "nodone":
             self.wfile.write(b"data: [DONE]\n\n")
 
+    def _cached(self, request: dict[str, Any]) -> bool:
+        key = re.sub(r"[0-9a-f]{8,}", "", json.dumps(request.get("messages") or request.get("prompt")))
+        seen = key in self.server.seen
+        self.server.seen.add(key)
+        return seen
+
     def _send(self, code: int, kind: str, body: bytes) -> None:
         self.send_response(code)
         self.send_header("Content-Type", kind)
@@ -69,6 +82,7 @@ class _Server(ThreadingHTTPServer):
     models: tuple[str, ...] = ("tiny-llama",)
     usage = 0
     bodies: list[dict[str, Any]]
+    seen: set[str]
 
 
 @contextmanager
@@ -78,6 +92,7 @@ def stub(
     """A running stub server; yields its base URL."""
     server = _Server(("127.0.0.1", 0), _Handler)
     server.mode, server.key, server.models, server.usage, server.bodies = mode, key, models, usage, []
+    server.seen = set()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from accelbench.endpoint import audits
 from accelbench.endpoint.figures import Bounds, itl_s, point, tpot_s, ttft_s, usage_disagrees
 from accelbench.endpoint.records import CurvePoint, RequestRecord
+from accelbench.endpoint.repeat import repeat_verdict
 from accelbench.endpoint.sse import SseError, chunk_text, finish_reason, parse_line, usage_of, visible
 
 CONTRACT = [
@@ -146,3 +147,26 @@ def test_figure_properties(drawn: list[RequestRecord], ttft_bound: float, tpot_b
     ok = [r for r in drawn if r.ok]
     if ok:  # a reply's first content never comes after its end
         assert found.ttft_p99_s <= max(r.end_s - r.issue_s for r in ok) + 1e-9
+
+
+def _pair(seen_ttft: float, unseen_ttft: float, i: int) -> list[RequestRecord]:
+    return [
+        _record(0.0, [seen_ttft, seen_ttft + 0.1], 2, role="seen", salt=f"s{i}", index=2 * i),
+        _record(0.0, [unseen_ttft, unseen_ttft + 0.1], 2, role="unseen", salt=f"u{i}", index=2 * i + 1),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("ttfts", "outcome"),
+    [
+        ([(0.50, 0.52), (0.61, 0.55), (0.48, 0.50), (0.55, 0.57), (0.52, 0.49), (0.50, 0.51)], "pass"),
+        ([(0.02, 0.50), (0.01, 0.61), (0.02, 0.48), (0.03, 0.55), (0.02, 0.52), (0.02, 0.50)], "fail"),
+        # noise: half of the seen ones twice as fast, the rest slower: not a cache
+        ([(0.2, 0.5), (0.2, 0.5), (0.2, 0.5), (0.9, 0.5), (0.9, 0.5), (0.9, 0.5)], "pass"),
+        ([(0.2, 0.5), (0.2, 0.5)], "inconclusive"),
+    ],
+)
+def test_repeat_verdict(ttfts: list[tuple[float, float]], outcome: str) -> None:
+    records = [r for i, (a, b) in enumerate(ttfts) for r in _pair(a, b, i)]
+    verdict = repeat_verdict(records)
+    assert verdict.audit == "repeat" and verdict.outcome == outcome, verdict.reason
