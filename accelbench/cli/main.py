@@ -44,6 +44,7 @@ from accelbench.inputs import MAX_PROBE_BUDGET_S, RANGES, check_names, one_line,
 from accelbench.normalize import ranking
 from accelbench.normalize.expressiveness import expressiveness_section
 from accelbench.normalize.serving import serving_comparisons, serving_document
+from accelbench.report import endpoint as endpoint_report
 from accelbench.report import generation as generation_report
 from accelbench.report import serving as serving_report
 from accelbench.report import terminal
@@ -117,7 +118,9 @@ def run(
     served |= {"concurrency": cli_serving.concurrencies(concurrency), "output_tokens": output_tokens}
     served["endpoint_requests"] = endpoint_requests
     overrides = _overrides({**named, **scalars, **per_run, **batching, **served}, config_file)
-    overrides = cli_serving.served_overrides(overrides, suite(suite_name).stacks, _names(serve) or ())
+    chosen = suite(suite_name)
+    llm = cli_serving.generative(overrides.get("workloads") or chosen.workloads)
+    overrides = cli_serving.served_overrides(overrides, chosen.stacks, _names(serve) or (), llm)
     machine = detect_machine()
     mode = cli_progress.chosen_mode(quiet or as_json)
     with _fleet_executor(fleet) as executor, chosen_store(store_path) as store:
@@ -234,6 +237,7 @@ def _print_results(store: Store, run_id: str, as_json: bool, include_unverified:
     for table in (
         training_report.training_table(results),
         generation_report.generation_table(results),
+        endpoint_report.curve_table(results),
         served,
     ):
         if table is not None:

@@ -51,12 +51,13 @@ ServeClusterOption = Annotated[
 ]
 
 
-def with_served(stacks: Sequence[str], servers: Sequence[str]) -> tuple[str, ...]:
-    """``stacks`` followed by the registered ``<stack>@<server>`` of every one of ``servers``."""
+def with_served(stacks: Sequence[str], servers: Sequence[str], llm: bool = False) -> tuple[str, ...]:
+    """``stacks`` followed by the registered ``<stack>@<server>`` of every one of ``servers`` (and, when
+    the run has an LLM workload, the endpoint stack ``llm@<server>`` of each that has one)."""
     known, generating = registry.table("stack"), registry.table("generating stack")
     served = [f"{stack}@{server}" for server in servers for stack in stacks if "@" not in stack]
     found = [name for name in served if name in known]
-    found += [f"llm@{server}" for server in servers if f"llm@{server}" in generating]
+    found += [f"llm@{server}" for server in servers if llm and f"llm@{server}" in generating]
     given = [*found, *(name for name in stacks if "@" in name)]
     missing = [s for s in servers if not any(name.endswith(f"@{s}") for name in given)]
     if missing:
@@ -64,6 +65,12 @@ def with_served(stacks: Sequence[str], servers: Sequence[str]) -> tuple[str, ...
         chosen = ", ".join(stacks)
         raise UserError(f"no served variant of {chosen} on {', '.join(missing)}; served stacks: {there}")
     return tuple(dict.fromkeys([*stacks, *found]))
+
+
+def generative(workloads: Sequence[str]) -> bool:
+    """Whether one of ``workloads`` is an LLM workload (``accelbench.generation.workload``)."""
+    known = registry.table("workload")
+    return any(known.get(name, "").startswith("accelbench.generation.") for name in workloads)
 
 
 def concurrencies(text: str | None) -> tuple[int, ...] | None:
@@ -77,13 +84,13 @@ def concurrencies(text: str | None) -> tuple[int, ...] | None:
 
 
 def served_overrides(
-    overrides: Mapping[str, Any], suite_stacks: Sequence[str], servers: Sequence[str]
+    overrides: Mapping[str, Any], suite_stacks: Sequence[str], servers: Sequence[str], llm: bool = False
 ) -> dict[str, Any]:
     """``overrides`` with ``stacks`` (the given ones, else the suite's) extended by their served variants
     on ``servers``, plus ``<stack>@url`` when ``serve_url`` is set; unchanged when neither is asked."""
     wanted = [*servers, *(["url"] if overrides.get("serve_url") else [])]
     chosen = overrides.get("stacks") or suite_stacks
-    stacks = with_served(chosen, wanted) if wanted else tuple(chosen)
+    stacks = with_served(chosen, wanted, llm) if wanted else tuple(chosen)
     if overrides.get("serve_cluster") and not any("@ray-serve" in name for name in stacks):
         raise UserError(
             "--serve-cluster deploys the Ray Serve stacks: add --serve ray-serve (or ray-serve-nobatch)"
