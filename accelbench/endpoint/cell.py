@@ -12,7 +12,8 @@
    for two points), a closed loop of fresh salted prompts (``accelbench.endpoint.driver``), the
    point's figures (``accelbench.endpoint.figures``). A point where every request failed ends the
    ladder (the server is gone); the points done are kept.
-4. Every request is a line of ``requests.jsonl`` in the cell's folder; the audits
+4. Every request is a line of ``requests.jsonl`` in the cell's folder, written after each point (a
+   cell that times out keeps the points it finished there); the audits
    (``accelbench.endpoint.audits``) judge them; the status follows ``audits.cell_status``.
 """
 
@@ -29,13 +30,16 @@ from typing import Any
 
 from accelbench.cellspec import CellSpec
 from accelbench.endpoint import figures as point_figures
-from accelbench.endpoint.client import Target
+from accelbench.endpoint.accuracy import Accuracy, accuracy, judged
+from accelbench.endpoint.client import Prompt, Target
 from accelbench.endpoint.driver import TIMED, Load, run_point
+from accelbench.endpoint.outcome import Found, outcome
 from accelbench.endpoint.prompts import salted, seeded_texts
 from accelbench.endpoint.records import CurvePoint, RequestRecord
 from accelbench.endpoint.repeat import repeat_records
 from accelbench.endpoint.stack import URL, EndpointStack
 from accelbench.errors import Unavailable
+from accelbench.generation.base import GenerationContext
 from accelbench.generation.loadgen_tokens import scaled_bounds
 from accelbench.generation.models import LlmModel, load_model
 from accelbench.registry import instantiate
@@ -75,8 +79,6 @@ def settings_of(spec: CellSpec, lengths: tuple[int, int]) -> Settings:
 
 def measure(spec: CellSpec) -> dict[str, Any]:
     """The outcome document of an endpoint cell (see the module text)."""
-    from accelbench.endpoint.outcome import outcome
-
     stack: EndpointStack = instantiate(spec.stack_ref)
     reason = stack.unavailable_reason(spec.cell.device)
     if reason:
@@ -88,14 +90,31 @@ def measure(spec: CellSpec) -> dict[str, Any]:
     count = token_counter(tokenizer)
     bounds = scaled_bounds(model.params, workload.server_floor_ttft_s, workload.server_floor_tpot_s)
     limits = point_figures.Bounds(bounds.ttft_s, bounds.tpot_s)
+    (Path(spec.cell_dir) / RECORDS_FILE).unlink(missing_ok=True)
     with serving(stack, spec, model, settings) as target:
         started = time.perf_counter()
         warm_up(target, tokenizer, spec, settings, count)
         curve, records, stopped = ladder(target, tokenizer, spec, settings, count, limits)
         duration_s = time.perf_counter() - started
         audited = [] if stopped or not curve else _repeats(target, tokenizer, spec, settings, curve, count)
-    write_records(Path(spec.cell_dir) / RECORDS_FILE, [*records, *audited])
-    return outcome(spec, stack, model, settings, curve, (records, audited), limits, stopped, duration_s)
+    append_records(Path(spec.cell_dir) / RECORDS_FILE, audited)
+    checked = _accuracy(model, tokenizer, spec, settings, records)
+    found = Found(curve, records, audited, stopped, duration_s, checked)
+    return outcome(spec, stack, model, settings, found, limits)
+
+
+def _accuracy(
+    model: LlmModel, tokenizer: Any, spec: CellSpec, settings: Settings, records: Sequence[RequestRecord]
+) -> Accuracy:
+    """The lowest and highest points' replies against the fp32 reference (``endpoint.accuracy``)."""
+    prompts: dict[str, Prompt] = {}
+    for c in sorted({r.concurrency for r in records}):
+        texts = seeded_texts(spec.input_seed, settings.lengths, settings.requests_at(c), "point", c)
+        prompts |= {p.salt: p for p in salted(tokenizer, spec.input_seed, texts, "point", c)}
+    ctx = GenerationContext(
+        Path(spec.store_cache_dir or spec.cache_dir) / "llm-stacks", threads=spec.threads or 1
+    )
+    return accuracy(model, tokenizer, judged(records, prompts), prompts, settings.max_tokens, ctx)
 
 
 def _tokenizer(model: LlmModel) -> Any:
@@ -192,6 +211,7 @@ def ladder(
         prompts = salted(tokenizer, spec.input_seed, texts, "point", concurrency)
         done = run_point(target, prompts, Load(concurrency, settings.max_tokens), count, [TIMED] * n)
         records += done
+        append_records(Path(spec.cell_dir) / RECORDS_FILE, done)  # kept should the cell time out later
         curve.append(point_figures.point(concurrency, done, limits))
         if not any(r.ok for r in done):
             return (
@@ -222,9 +242,9 @@ def saturated(curve: Sequence[CurvePoint]) -> bool:
     return all(p.output_tokens_per_s < SATURATION_GAIN * best for p in curve[-2:])
 
 
-def write_records(path: Path, records: Sequence[RequestRecord]) -> None:
-    """``requests.jsonl``: one record per line."""
+def append_records(path: Path, records: Sequence[RequestRecord]) -> None:
+    """Add ``records`` to ``requests.jsonl``, one per line (written point by point)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as out:
+    with open(path, "a") as out:
         for record in records:
             out.write(json.dumps(record.to_dict(), sort_keys=True) + "\n")

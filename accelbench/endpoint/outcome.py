@@ -6,12 +6,14 @@ no figure between two points is implied).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from accelbench import audits
 from accelbench.cellspec import CellSpec
 from accelbench.endpoint import audits as endpoint_audits
+from accelbench.endpoint.accuracy import Accuracy
 from accelbench.endpoint.figures import Bounds
 from accelbench.endpoint.prompts import SALT_BITS, length_text
 from accelbench.endpoint.records import CurvePoint, RequestRecord
@@ -34,22 +36,31 @@ def invalid_reasons(curve: Sequence[CurvePoint], records: Sequence[RequestRecord
     return reasons + ([f"ladder stopped: {stopped}"] if stopped else [])
 
 
+@dataclass(frozen=True, slots=True)
+class Found:
+    """What the cell measured: the curve, the curve's and the repeat audit's requests, the reason the
+    ladder stopped early ("" if it did not), its duration, and the accuracy check."""
+
+    curve: Sequence[CurvePoint]
+    timed: Sequence[RequestRecord]
+    audited: Sequence[RequestRecord]
+    stopped: str
+    duration_s: float
+    accuracy: Accuracy
+
+
 def outcome(
-    spec: CellSpec,
-    stack: EndpointStack,
-    model: LlmModel,
-    settings: Any,
-    curve: Sequence[CurvePoint],
-    records: tuple[Sequence[RequestRecord], Sequence[RequestRecord]],
-    limits: Bounds,
-    stopped: str,
-    duration_s: float,
+    spec: CellSpec, stack: EndpointStack, model: LlmModel, settings: Any, found: Found, limits: Bounds
 ) -> dict[str, Any]:
-    """The cell's outcome document (``records``: the curve's, then the repeat audit's)."""
-    timed, audited = records
+    """The cell's outcome document."""
+    curve, timed, audited = found.curve, found.timed, found.audited
     verdicts = endpoint_audits.verdicts([*timed, *audited], settings.max_tokens)
     verdicts += (repeat_verdict(audited),) if audited else ()  # none: the ladder stopped (invalid)
-    status, reason = audits.cell_status(verdicts, [], invalid_reasons(curve, timed, stopped), "")
+    failures = (
+        [] if found.accuracy.passed else [f"accuracy vs fp32 reference {found.accuracy.mean_share:.2f}"]
+    )
+    invalid = invalid_reasons(curve, timed, found.stopped)
+    status, reason = audits.cell_status(verdicts, failures, invalid, "")
     best = max(curve, key=lambda p: p.output_tokens_per_s) if curve else None
     generation = {
         "endpoint": stack.name,
@@ -63,7 +74,8 @@ def outcome(
         "max_tokens": settings.max_tokens,
         "length_distribution": length_text(settings.lengths),
         "requests_file": _relative(Path(spec.cell_dir) / "requests.jsonl", Path(spec.run_dir)),
-        "duration_s": duration_s,
+        "duration_s": found.duration_s,
+        "accuracy": found.accuracy.to_dict(),
     }
     return {
         "status": status,

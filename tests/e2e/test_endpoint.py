@@ -65,6 +65,9 @@ def test_the_curve_has_a_point_per_concurrency_with_every_figure(url_run: tuple[
         assert point["error_rate"] == 0 and point["output_tokens_per_s"] > 0
         assert 0 < point["ttft_p50_s"] <= point["ttft_p99_s"] <= point["e2e_p99_s"]
         assert point["tokens_per_s_per_user"] == pytest.approx(1 / point["tpot_p90_s"])
+    accuracy = result["generation"]["accuracy"]
+    assert accuracy["passed"] and accuracy["concurrencies"] == [1, 4] and len(accuracy["shares"]) == 8
+    assert accuracy["mean_share"] >= 0.6
     names = ("salts", "first_chunk", "token_count", "repeat")
     assert [result["audit"][name]["verdict"] for name in names] == ["pass"] * 4
     assert "api_key" not in json.dumps(result["settings"]).replace("api_key_env", "")
@@ -99,6 +102,7 @@ def test_llm_at_transformers_starts_and_stops_its_server(served: Served) -> None
     assert list(log.rglob("transformers.log"))
 
 
+@pytest.mark.exhaustive  # 25-50 s; the client's unit tests cover the unreachable server's status
 def test_an_unreachable_endpoint_is_an_unavailable_cell_in_one_line(served: Served) -> None:
     url = f"http://127.0.0.1:{free_port()}"
     done = accelbench("run", "--workloads", "tiny-llama", "--stacks", "llm@url", "--serve-url", url, *SIZES,
