@@ -90,7 +90,7 @@ def _generative_cells(config: RunConfig, workload: str, workload_ref: str) -> li
         return []
     stacks = config.generation_stacks or config.stacks
     scenarios = config.generation_scenarios or config.scenarios
-    generating = registry.table("generating stack")
+    generating = {**registry.table("generating stack"), **registry.table("endpoint stack")}
     return [
         PlannedCell(
             Cell(workload, stack, scenario, device, config.size, "canonical"),

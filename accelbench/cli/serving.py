@@ -54,7 +54,7 @@ ServeClusterOption = Annotated[
 def with_served(stacks: Sequence[str], servers: Sequence[str], llm: bool = False) -> tuple[str, ...]:
     """``stacks`` followed by the registered ``<stack>@<server>`` of every one of ``servers`` (and, when
     the run has an LLM workload, the endpoint stack ``llm@<server>`` of each that has one)."""
-    known, generating = registry.table("stack"), registry.table("generating stack")
+    known, generating = registry.table("stack"), registry.table("endpoint stack")
     served = [f"{stack}@{server}" for server in servers for stack in stacks if "@" not in stack]
     found = [name for name in served if name in known]
     found += [f"llm@{server}" for server in servers if llm and f"llm@{server}" in generating]

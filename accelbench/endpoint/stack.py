@@ -20,6 +20,16 @@ class EndpointStack:
     weight_format: ClassVar[str] = "server's"
 
     @property
+    def layers(self) -> dict[str, str]:
+        """What runs the model: the server's (accelbench only measures its endpoint)."""
+        served = "served behind an OpenAI-compatible endpoint"
+        return {
+            "framework": f"{self.server} ({served})",
+            "compiler": "the server's",
+            "platform": "the server's",
+        }
+
+    @property
     def name(self) -> str:
         """``llm@<server>``."""
         return f"llm@{self.server}"
