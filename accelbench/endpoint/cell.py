@@ -157,11 +157,19 @@ def serving(stack: EndpointStack, spec: CellSpec, model: LlmModel, settings: Set
     most = max(settings.ladder or (AUTO_MAX,))
     try:
         url, model_id = server.start(
-            model.folder, Path(spec.cell_dir), ServerSettings(most, settings.max_tokens, spec.threads or 1)
+            model.folder,
+            Path(spec.cell_dir),
+            ServerSettings(most, settings.max_tokens, server_threads(spec.threads)),
         )
         yield Target(url, model_id, settings.api, key, server.extra_body(settings.max_tokens))
     finally:
         server.stop()
+
+
+def server_threads(threads: int) -> int:
+    """The server's intra-op threads: half the cell's (the client shares the machine; on a loaded 2-core
+    machine two threads stall each other: ``docs/llm.md``), at least one."""
+    return max(1, threads // 2)
 
 
 def remote_model_id(url: str, name: str, key: str | None) -> str:
