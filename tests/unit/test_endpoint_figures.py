@@ -170,3 +170,33 @@ def test_repeat_verdict(ttfts: list[tuple[float, float]], outcome: str) -> None:
     records = [r for i, (a, b) in enumerate(ttfts) for r in _pair(a, b, i)]
     verdict = repeat_verdict(records)
     assert verdict.audit == "repeat" and verdict.outcome == outcome, verdict.reason
+
+
+def _point(concurrency: int, tokens_per_s: float, error_rate: float = 0.0) -> CurvePoint:
+    values = dict.fromkeys(CONTRACT, 0.0) | {"concurrency": concurrency, "requests": 4}
+    return CurvePoint(**{**values, "output_tokens_per_s": tokens_per_s, "error_rate": error_rate})  # type: ignore[arg-type]
+
+
+def test_the_automatic_ladder_doubles_until_two_points_gain_under_ten_percent() -> None:
+    from accelbench.endpoint.cell import concurrencies
+
+    rates = {1: 7.4, 2: 7.7, 4: 11.4, 8: 16.1, 16: 14.5, 32: 17.0, 64: 99.0}
+    curve: list[CurvePoint] = []
+    for c in concurrencies((), curve):
+        curve.append(_point(c, rates[c]))
+    assert [p.concurrency for p in curve] == [1, 2, 4, 8, 16, 32]  # 16 and 32 under 1.1 x 16.1
+    assert list(concurrencies((3, 5), [])) == [3, 5]
+
+
+def test_failed_requests_and_a_stopped_ladder_are_invalid_reasons() -> None:
+    from accelbench.endpoint.outcome import invalid_reasons
+
+    records = [
+        _record(0, [1, 2], 4, concurrency=4),
+        _record(0, [], 0, status="ClientConnectorError", concurrency=4),
+    ]
+    reasons = invalid_reasons([_point(1, 5.0), _point(4, 3.0, 0.5)], records, "every request failed at 8")
+    assert reasons == [
+        "concurrency 4: 1 of 4 requests failed (ClientConnectorError: boom)",
+        "ladder stopped: every request failed at 8",
+    ]
