@@ -142,6 +142,8 @@ async def send(
     except (TimeoutError, aiohttp.ClientError, SseError, OSError) as err:
         status, error = type(err).__name__, _one_line(str(err)) or type(err).__name__
     end_s = time.perf_counter() - clock0
+    if target.api_key:  # a server that echoes the key in its error does not get it stored
+        error = error.replace(target.api_key, "***")
     text = "".join(stream.pieces)
     return RequestRecord(
         slot.concurrency, slot.index, slot.role, prompt.salt, slot.issue_s, send_s, stream.first_content_s,

@@ -38,7 +38,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.bodies.append(request)
         mode = self.server.mode
         if self.server.key and self.headers.get("Authorization") != f"Bearer {self.server.key}":
-            return self._send(401, "application/json", b'{"error": "invalid api key"}\n')
+            given = self.headers.get("Authorization", "").encode()
+            return self._send(401, "application/json", b'{"error": "invalid api key: ' + given + b'"}\n')
         if mode == "cache" and self._cached(request):
             pass  # a reply cache that strips the salt's hex digits: seen content answers at once
         elif mode == "cache":

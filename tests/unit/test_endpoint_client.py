@@ -52,7 +52,7 @@ def test_the_api_key_goes_in_the_header_and_a_wrong_one_is_401() -> None:
         (good,) = run_point(Target(url, "tiny-llama", api_key="s3cret"), _prompts(1), Load(1, 6), _words)
         (bad,) = run_point(Target(url, "tiny-llama", api_key="nope"), _prompts(1), Load(1, 6), _words)
     assert good.ok
-    assert bad.status == "http 401" and bad.error == '{"error": "invalid api key"}'
+    assert bad.status == "http 401" and bad.error == '{"error": "invalid api key: Bearer ***"}'
     assert "nope" not in repr(Target(url, "m", api_key="nope"))
 
 
