@@ -33,25 +33,31 @@ class Accuracy:
     shares: tuple[float, ...]
     concurrencies: tuple[int, ...]
     passed: bool
+    fillers: int = 0
+    """Judged replies whose first chunk was whitespace/punctuation only."""
+    fake_fillers: int = 0
+    """... of which the reference reply does not begin with that chunk (a filler, not the model's)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The stored form (the ``generation`` section's ``accuracy``)."""
         return {
             "mean_share": round(self.mean_share, 4), "shares": [round(s, 4) for s in self.shares],
             "concurrencies": list(self.concurrencies), "bar": MIN_AGREEMENT, "passed": self.passed,
-            "reference": "torch-eager fp32, greedy",
+            "reference": "torch-eager fp32, greedy", "fillers": self.fillers,
+            "fake_fillers": self.fake_fillers,
         }  # fmt: skip
 
 
 def judged(records: Sequence[RequestRecord], prompts: dict[str, Prompt]) -> list[RequestRecord]:
-    """Up to ``JUDGED`` ok replies of the lowest and of the highest concurrency."""
+    """Up to ``JUDGED`` ok replies of the lowest and of the highest concurrency, those with a filler
+    first chunk first (the ``first_chunk`` audit judges them by the reference)."""
     points = sorted({r.concurrency for r in records})
     ends = points[:1] + points[-1:] if len(points) > 1 else points
-    return [
-        r
-        for c in ends
-        for r in [r for r in records if r.concurrency == c and r.ok and r.salt in prompts][:JUDGED]
-    ]
+    chosen = []
+    for c in ends:
+        candidates = [r for r in records if r.concurrency == c and r.ok and r.salt in prompts]
+        chosen += sorted(candidates, key=lambda r: not r.filler_first_chunk)[:JUDGED]
+    return chosen
 
 
 def shared_share(reply: str, reference: str) -> float:
@@ -86,6 +92,7 @@ def accuracy(
     ]
     shares = tuple(shared_share(r.text, t) for r, t in zip(chosen, texts, strict=True))
     mean = sum(shares) / len(shares) if shares else 0.0
-    return Accuracy(
-        mean, shares, tuple(sorted({r.concurrency for r in chosen})), bool(shares) and mean >= MIN_AGREEMENT
-    )
+    fillers = [(r, t) for r, t in zip(chosen, texts, strict=True) if r.filler_first_chunk]
+    fake = sum(not t.startswith(r.first_chunk_text) for r, t in fillers)
+    concurrencies = tuple(sorted({r.concurrency for r in chosen}))
+    return Accuracy(mean, shares, concurrencies, bool(shares) and mean >= MIN_AGREEMENT, len(fillers), fake)

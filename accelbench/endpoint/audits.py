@@ -2,7 +2,9 @@
 
 - ``salts``: every request of the cell had a salt of its own (the prompts the server saw were all new).
 - ``first_chunk``: replies whose first text chunk was whitespace or punctuation only (a filler that
-  would stop a naive TTFT clock; it does not stop ours). More than ``FILLER_SHARE`` of them fails.
+  would stop a naive TTFT clock; it does not stop ours). The model may begin so itself (SmolLM2 often
+  echoes the salt's ``[``): a judged reply's first chunk is a filler when the fp32 reference reply
+  does not begin with it; one such fails. Without a judged one, more than ``FILLER_SHARE`` fails.
 - ``token_count``: the server's total ``usage`` against the client's total count with the model's
   tokenizer (more than ``USAGE_SHARE`` apart fails: a server that over-reports its tokens), and
   replies longer than ``max_tokens`` by the client's count beyond the re-tokenizing slack (padding:
@@ -14,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from accelbench.audits.verdict import FAIL, PASS, Verdict
+from accelbench.endpoint.accuracy import Accuracy
 from accelbench.endpoint.figures import usage_disagrees
 from accelbench.endpoint.records import RequestRecord
 
@@ -35,15 +38,18 @@ def salts(records: Sequence[RequestRecord]) -> Verdict:
     )
 
 
-def first_chunk(records: Sequence[RequestRecord]) -> Verdict:
-    """Share of ok replies whose first chunk was filler."""
+def first_chunk(records: Sequence[RequestRecord], accuracy: Accuracy) -> Verdict:
+    """Filler first chunks: fails when a judged one is not how the reference reply begins, or (none
+    judged) when more than ``FILLER_SHARE`` of the ok replies have one."""
     ok = [r for r in records if r.ok]
     filler = sum(r.filler_first_chunk for r in ok)
     share = filler / len(ok) if ok else 0.0
-    outcome = FAIL if share > FILLER_SHARE else PASS
+    fake = accuracy.fake_fillers > 0 or (not accuracy.fillers and share > FILLER_SHARE)
+    outcome = FAIL if fake else PASS
     reason = f"{filler} of {len(ok)} replies began with a whitespace/punctuation-only chunk"
-    reason += f" (bar {FILLER_SHARE:.0%})"
-    return Verdict("first_chunk", outcome, reason, {"filler": filler, "share": round(share, 4)})
+    reason += f"; {accuracy.fake_fillers} of {accuracy.fillers} judged ones not the reference's start"
+    evidence = {"filler": filler, "share": round(share, 4), "fake_judged": accuracy.fake_fillers}
+    return Verdict("first_chunk", outcome, reason, evidence)
 
 
 def token_count(records: Sequence[RequestRecord], max_tokens: int) -> Verdict:
@@ -70,6 +76,6 @@ def token_count(records: Sequence[RequestRecord], max_tokens: int) -> Verdict:
     )
 
 
-def verdicts(records: Sequence[RequestRecord], max_tokens: int) -> tuple[Verdict, ...]:
-    """Every audit of the cell's requests."""
-    return salts(records), first_chunk(records), token_count(records, max_tokens)
+def verdicts(records: Sequence[RequestRecord], max_tokens: int, accuracy: Accuracy) -> tuple[Verdict, ...]:
+    """Every audit of the cell's requests (``accuracy``: the judged replies against the reference)."""
+    return salts(records), first_chunk(records, accuracy), token_count(records, max_tokens)

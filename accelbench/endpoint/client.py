@@ -149,7 +149,7 @@ async def send(
         slot.concurrency, slot.index, slot.role, prompt.salt, slot.issue_s, send_s, stream.first_content_s,
         end_s, tuple(stream.chunk_s), text, count_tokens(text) if text else 0,
         stream.usage.get("completion_tokens"), stream.usage.get("prompt_tokens"), status, error,
-        stream.finish_reason, stream.filler,
+        stream.finish_reason, stream.filler, stream.pieces[0] if stream.pieces else "",
     )  # fmt: skip
 
 

@@ -54,7 +54,7 @@ def outcome(
 ) -> dict[str, Any]:
     """The cell's outcome document."""
     curve, timed, audited = found.curve, found.timed, found.audited
-    verdicts = endpoint_audits.verdicts([*timed, *audited], settings.max_tokens)
+    verdicts = endpoint_audits.verdicts([*timed, *audited], settings.max_tokens, found.accuracy)
     verdicts += (repeat_verdict(audited),) if audited else ()  # none: the ladder stopped (invalid)
     failures = (
         [] if found.accuracy.passed else [f"accuracy vs fp32 reference {found.accuracy.mean_share:.2f}"]

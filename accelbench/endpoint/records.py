@@ -52,6 +52,8 @@ class RequestRecord:
     """The last ``finish_reason`` the stream gave (``length``, ``stop``; empty: none)."""
     filler_first_chunk: bool = False
     """The first text chunk was whitespace or punctuation only (it did not stop the TTFT clock)."""
+    first_chunk_text: str = ""
+    """The first text chunk (the accuracy check tells a genuine ``[`` from a filler by it)."""
 
     @property
     def ok(self) -> bool:

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from accelbench.endpoint import audits
+from accelbench.endpoint.accuracy import Accuracy, judged, shared_share
 from accelbench.endpoint.figures import Bounds, itl_s, point, tpot_s, ttft_s, usage_disagrees
 from accelbench.endpoint.records import CurvePoint, RequestRecord
 from accelbench.endpoint.repeat import repeat_verdict
@@ -104,11 +105,16 @@ def test_usage_disagreement_allows_eos_and_retokenizing() -> None:
 
 def test_audits_catch_repeated_salts_filler_and_padding() -> None:
     honest = [_record(0, [1, 2], 8, salt=f"{i:x}", index=i) for i in range(8)]
-    assert [v.outcome for v in audits.verdicts(honest, max_tokens=8)] == ["pass", "pass", "pass"]
+    judged = Accuracy(1.0, (1.0,) * 4, (1, 8), True)
+    assert [v.outcome for v in audits.verdicts(honest, 8, judged)] == ["pass", "pass", "pass"]
     repeated = [*honest, _record(0, [1, 2], 8, salt="0")]
     assert audits.salts(repeated).outcome == "fail"
     filler = [_record(0, [1, 2], 8, salt=f"{i:x}", filler_first_chunk=i < 3) for i in range(8)]
-    assert audits.first_chunk(filler).outcome == "fail"
+    assert audits.first_chunk(filler, judged).outcome == "fail"  # 3 of 8, none judged: the share decides
+    genuine = Accuracy(1.0, (1.0,) * 4, (1, 8), True, fillers=2, fake_fillers=0)
+    assert audits.first_chunk(filler, genuine).outcome == "pass"  # the model itself begins with "["
+    fake = Accuracy(1.0, (1.0,) * 4, (1, 8), True, fillers=2, fake_fillers=1)
+    assert audits.first_chunk(filler[3:], fake).outcome == "fail"
     padded = [*honest[:6], *(_record(0, [1, 2], 13, salt=f"p{i}", usage_output_tokens=8) for i in range(2))]
     verdict = audits.token_count(padded, max_tokens=8)  # 13 > 8 x 1.25 + 2 on 2 of 8 replies
     assert verdict.outcome == "fail" and verdict.evidence["padded"] == 2
@@ -200,3 +206,16 @@ def test_failed_requests_and_a_stopped_ladder_are_invalid_reasons() -> None:
         "concurrency 4: 1 of 4 requests failed (ClientConnectorError: boom)",
         "ladder stopped: every request failed at 8",
     ]
+
+
+def test_accuracy_shares_and_the_judged_replies() -> None:
+    assert shared_share(" The cat sat", "The cat ran") == 8 / 11
+    assert shared_share("anything", "") == 1.0 and shared_share("", "abc") == 0.0
+    records = [
+        _record(0, [1, 2], 4, salt=f"{c}-{i}", concurrency=c, filler_first_chunk=i == 5)
+        for c in (1, 2, 8)
+        for i in range(6)
+    ]
+    prompts = {r.salt: None for r in records}
+    chosen = judged(records, prompts)  # type: ignore[arg-type]
+    assert [r.salt for r in chosen] == ["1-5", "1-0", "1-1", "1-2", "8-5", "8-0", "8-1", "8-2"]
