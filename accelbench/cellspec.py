@@ -62,6 +62,14 @@ class CellSpec:
     """The remote v2 server of the ``<stack>@url`` stacks (``--serve-url``), else None."""
     serve_cluster: str | None = None
     """The Ray cluster of the Ray Serve stacks (``--serve-cluster``), else None (a local Ray)."""
+    concurrency: tuple[int, ...] = ()
+    """Endpoint cells (``accelbench.endpoint``): the concurrencies of the curve (empty: automatic)."""
+    endpoint_requests: int = 0
+    """Endpoint cells: requests per point at least (0: max(10, 2 x concurrency))."""
+    output_tokens: int = 0
+    """Endpoint cells: tokens per reply (0: ``accelbench.endpoint.cell.DEFAULT_OUTPUT_TOKENS``)."""
+    api_key_env: str = ""
+    """Endpoint cells: the environment variable holding the API key (empty: ``ACCELBENCH_API_KEY``)."""
     store_cache_dir: str = ""
     """The results store's cache folder, kept across runs (the LLM models and their conversions); empty:
     ``cache_dir``."""
@@ -84,6 +92,7 @@ class CellSpec:
             fields["input_seed"] = input_seed
         fields["cell"] = Cell(**fields["cell"])
         fields["batch_sweep"] = tuple(fields.get("batch_sweep", ()))
+        fields["concurrency"] = tuple(fields.get("concurrency", ()))
         return cls(**fields)
 
 

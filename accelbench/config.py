@@ -85,6 +85,15 @@ class RunConfig:
     serve_url: str | None = None
     """``--serve-url``: the v2 server (``http://host:port``) that the ``<stack>@url`` stacks send their
     requests to; accelbench neither starts nor stops it (docs/serving.md)."""
+    concurrency: tuple[int, ...] = ()
+    """``--concurrency``: the endpoint cells' concurrencies (``llm@...`` stacks); empty: automatic."""
+    endpoint_requests: int = 0
+    """``--endpoint-requests``: requests per point of an endpoint cell at least (0: max(10, 2 x c))."""
+    output_tokens: int = 0
+    """``--output-tokens``: tokens per reply of an endpoint cell (0: 128)."""
+    api_key_env: str = ""
+    """``--api-key-env``: the environment variable with the endpoint's API key (empty:
+    ``ACCELBENCH_API_KEY``); the key itself is never stored."""
     serve_cluster: str | None = None
     """``--serve-cluster``: the Ray cluster (``HOST:PORT`` of its head, or ``auto``) where the Ray Serve
     stacks deploy their model instead of a Ray of their own (docs/serving.md)."""
@@ -101,6 +110,14 @@ class RunConfig:
             raise UserError("variants and variant_seed must be >= 0")
         if self.input_seed is not None and not 0 <= self.input_seed < 1 << 63:
             raise UserError(f"input_seed must be a whole number in [0, 2**63), got {self.input_seed}")
+        if any(c < 1 or c > 4096 for c in self.concurrency):
+            raise UserError(f"concurrency values must be in [1, 4096], got {list(self.concurrency)}")
+        if self.endpoint_requests < 0 or self.output_tokens < 0:
+            raise UserError("endpoint_requests and output_tokens must be >= 0")
+        if self.api_key_env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env):
+            raise UserError(
+                f"api_key_env must be an environment variable name, got {self.api_key_env[:80]!r}"
+            )
         if (self.batch is not None and self.batch < 1) or any(b < 1 for b in self.batch_sweep):
             raise UserError("batch sizes must be at least 1")
         if self.serve_url is not None and not self.serve_url.startswith(("http://", "https://")):

@@ -74,12 +74,28 @@ GENERATING_STACKS: Mapping[str, str] = {
 """The stacks that generate (``accelbench.generation.base.GenerationStack``): they run the generative
 workloads (``tiny-llama``, ``smollm2-135m``); a name in both tables is the same software both ways."""
 
+ENDPOINT_STACKS: Mapping[str, str] = {
+    "llm@url": "accelbench.endpoint.stack:UrlEndpoint",
+    "llm@transformers": "accelbench.endpoint.stack:TransformersEndpoint",
+    "llm@transformers-cb": "accelbench.endpoint.stack:TransformersCbEndpoint",
+    "llm@vllm": "accelbench.endpoint.stack:VllmEndpoint",
+    "llm@sglang": "accelbench.endpoint.stack:SglangEndpoint",
+}
+"""The endpoint stacks (``accelbench.endpoint.stack``): an LLM served behind an OpenAI-compatible
+endpoint, measured as a curve; they run the generative workloads like the generating stacks."""
+
 _GROUPS = {
     "workload": "accelbench.workloads",
     "stack": "accelbench.stacks",
     "generating stack": "accelbench.generation_stacks",
+    "endpoint stack": "accelbench.endpoint_stacks",
 }
-_BUILTIN = {"workload": WORKLOADS, "stack": STACKS, "generating stack": GENERATING_STACKS}
+_BUILTIN = {
+    "workload": WORKLOADS,
+    "stack": STACKS,
+    "generating stack": GENERATING_STACKS,
+    "endpoint stack": ENDPOINT_STACKS,
+}
 
 
 def table(kind: str) -> dict[str, str]:
@@ -114,7 +130,7 @@ def all_stack_names() -> tuple[str, ...]:
 
 def resolve_any_stack(names: tuple[str, ...]) -> None:
     """UserError for a name that is neither an inference nor a generating stack."""
-    known = {*table("stack"), *table("generating stack")}
+    known = {*table("stack"), *table("generating stack"), *table("endpoint stack")}
     unknown = [name for name in names if name not in known]
     if unknown:
         raise UserError(f"unknown stack {', '.join(unknown)!s}; known: {', '.join(sorted(known))}")

@@ -90,7 +90,7 @@ def _generative_cells(config: RunConfig, workload: str, workload_ref: str) -> li
         return []
     stacks = config.generation_stacks or config.stacks
     scenarios = config.generation_scenarios or config.scenarios
-    generating = registry.table("generating stack")
+    generating = {**registry.table("generating stack"), **registry.table("endpoint stack")}
     return [
         PlannedCell(
             Cell(workload, stack, scenario, device, config.size, "canonical"),
@@ -100,9 +100,15 @@ def _generative_cells(config: RunConfig, workload: str, workload_ref: str) -> li
         for stack in stacks
         if stack in generating
         for device in config.devices
-        for scenario in scenarios
-        if scenario in generation_workload.SCENARIOS
+        for scenario in _scenarios_of(stack, scenarios)
     ]
+
+
+def _scenarios_of(stack: str, scenarios: tuple[str, ...]) -> list[str]:
+    """The generative scenarios a stack runs: an endpoint stack (``llm@...``) measures its whole curve
+    once, under the first of them."""
+    known = [s for s in scenarios if s in generation_workload.SCENARIOS]
+    return known[:1] if stack.startswith("llm@") else known
 
 
 def _generates(workload_ref: str) -> bool:

@@ -99,6 +99,10 @@ def cell_spec(
         batch_sweep=config.batch_sweep,
         serve_url=config.serve_url,
         serve_cluster=config.serve_cluster,
+        concurrency=config.concurrency,
+        endpoint_requests=config.endpoint_requests,
+        output_tokens=config.output_tokens,
+        api_key_env=config.api_key_env,
         store_cache_dir=str(run_dir.parent.parent / "cache"),  # run_dir is <store>/runs/<run id>
     )
 

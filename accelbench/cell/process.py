@@ -52,12 +52,19 @@ GENERATION_DRIVER = "accelbench.cell.generation:measure"
 """The driver of every cell of a generative workload (``accelbench.generation.workload``)."""
 
 
-def driver(scenario: str, workload_ref: str = "") -> Callable[[CellSpec], dict[str, Any]]:
-    """The driver function of ``scenario`` (of a generative workload: ``GENERATION_DRIVER``);
+ENDPOINT_DRIVER = "accelbench.endpoint.cell:measure"
+"""The driver of a generative workload's cell on an endpoint stack (``llm@...``: a served LLM's curve)."""
+
+
+def driver(
+    scenario: str, workload_ref: str = "", stack_ref: str = ""
+) -> Callable[[CellSpec], dict[str, Any]]:
+    """The driver function of ``scenario`` (of a generative workload: ``GENERATION_DRIVER``, or
+    ``ENDPOINT_DRIVER`` on an endpoint stack);
     ``Unsupported`` for a scenario without one."""
     reference = DRIVERS.get(scenario)
     if workload_ref and _generates(workload_ref):
-        reference = GENERATION_DRIVER
+        reference = ENDPOINT_DRIVER if stack_ref.startswith("accelbench.endpoint.") else GENERATION_DRIVER
     if reference is None:
         raise Unsupported(f"no driver for scenario {scenario!r} (known: {', '.join(DRIVERS)})")
     module, _, function = reference.partition(":")
@@ -75,7 +82,7 @@ def _generates(workload_ref: str) -> bool:
 def outcome_of(spec: CellSpec) -> dict[str, Any]:
     """The outcome document of the cell; exceptions are turned into statuses."""
     try:
-        return driver(spec.cell.scenario, spec.workload_ref)(spec)
+        return driver(spec.cell.scenario, spec.workload_ref, spec.stack_ref)(spec)
     except CellError as err:
         return {"status": err.status, "reason": str(err)}
     except MemoryError:

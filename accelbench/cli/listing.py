@@ -27,18 +27,20 @@ def workload_rows() -> list[dict[str, Any]]:
 
 def stack_rows() -> list[dict[str, Any]]:
     """Every registered stack: available here (on the CPU) or why not, its layers and devices, and its
-    tasks (``inference``: the inference and training workloads; ``generation``: the LLM workloads)."""
+    tasks (``inference``: the inference and training workloads; ``generation``: the LLM workloads;
+    ``endpoint``: an LLM served behind an OpenAI-compatible endpoint, measured as a curve)."""
     inference, generating = registry.table("stack"), registry.table("generating stack")
+    endpoint = registry.table("endpoint stack")
     rows = []
-    for name in registry.all_stack_names():
-        reference = inference.get(name) or generating[name]
+    for name in [*registry.all_stack_names(), *endpoint]:
+        reference = inference.get(name) or generating.get(name) or endpoint[name]
         try:
             stack = registry.instantiate(reference)
             reason = stack.unavailable_reason("cpu")
             layers, devices = dict(stack.layers), list(getattr(stack, "devices", ("cpu",)))
         except Exception as err:  # a broken plugin is listed, not fatal
             reason, layers, devices = f"does not load: {err}", {}, []
-        tables = (("inference", inference), ("generation", generating))
+        tables = (("inference", inference), ("generation", generating), ("endpoint", endpoint))
         tasks = [task for task, table in tables if name in table]
         rows.append(
             {

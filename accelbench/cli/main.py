@@ -45,6 +45,7 @@ from accelbench.inputs import MAX_PROBE_BUDGET_S, RANGES, check_names, one_line,
 from accelbench.normalize import ranking
 from accelbench.normalize.expressiveness import expressiveness_section
 from accelbench.normalize.serving import serving_comparisons, serving_document
+from accelbench.report import endpoint as endpoint_report
 from accelbench.report import generation as generation_report
 from accelbench.report import serving as serving_report
 from accelbench.report import terminal
@@ -97,6 +98,10 @@ def run(
     serve: cli_serving.ServeOption = None,
     serve_url: cli_serving.ServeUrlOption = None,
     serve_cluster: cli_serving.ServeClusterOption = None,
+    concurrency: cli_serving.ConcurrencyOption = None,
+    output_tokens: cli_serving.OutputTokensOption = None,
+    endpoint_requests: cli_serving.EndpointRequestsOption = None,
+    api_key_env: cli_serving.ApiKeyEnvOption = None,
     store_path: StoreOption = None,
     as_json: JsonOption = False,
     include_unverified: UnverifiedOption = False,
@@ -109,9 +114,14 @@ def run(
     per_run = {"variants": variants, "variant_seed": variant_seed, "runs": runs, "nproc": nproc}
     batching = {"batch": batch, "batch_sweep": _batches(batch_sweep)}
     named = {k: _names(v) for k, v in listed.items()}
-    served = {"serve_url": serve_url, "serve_cluster": serve_cluster}
+    served: dict[str, Any] = {"serve_url": serve_url, "serve_cluster": serve_cluster}
+    served["api_key_env"] = api_key_env
+    served |= {"concurrency": cli_serving.concurrencies(concurrency), "output_tokens": output_tokens}
+    served["endpoint_requests"] = endpoint_requests
     overrides = _overrides({**named, **scalars, **per_run, **batching, **served}, config_file)
-    overrides = cli_serving.served_overrides(overrides, suite(suite_name).stacks, _names(serve) or ())
+    chosen = suite(suite_name)
+    llm = cli_serving.generative(overrides.get("workloads") or chosen.workloads)
+    overrides = cli_serving.served_overrides(overrides, chosen.stacks, _names(serve) or (), llm)
     machine = detect_machine()
     mode = cli_progress.chosen_mode(quiet or as_json)
     with _fleet_executor(fleet) as executor, chosen_store(store_path) as store:
@@ -228,6 +238,7 @@ def _print_results(store: Store, run_id: str, as_json: bool, include_unverified:
     for table in (
         training_report.training_table(results),
         generation_report.generation_table(results),
+        endpoint_report.curve_table(results),
         served,
     ):
         if table is not None:

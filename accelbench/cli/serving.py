@@ -4,7 +4,9 @@ A served deployment is the stack ``<stack>@<server>`` (``onnxruntime@ray-serve``
 the in-process stacks and adds, for each, every ``<stack>@<server>`` that is registered, so the
 serving overhead (served over in-process) is measured in one run. Stacks with no served variant stay
 in-process only; a server no chosen stack has is a UserError naming the served stacks there are.
-``--serve-cluster`` without a Ray Serve stack among them is a UserError too.
+``--serve-cluster`` without a Ray Serve stack among them is a UserError too. For the LLM workloads, a
+server of ``accelbench.endpoint.servers`` (``transformers``, ``transformers-cb``) adds the endpoint
+stack ``llm@<server>``, and ``--serve-url`` adds ``llm@url`` (an OpenAI-compatible endpoint's curve).
 """
 
 from __future__ import annotations
@@ -24,6 +26,23 @@ ServeOption = Annotated[
 ServeUrlOption = Annotated[
     str | None, typer.Option("--serve-url", help="Also send each stack's requests to this running v2 server.")
 ]
+ConcurrencyOption = Annotated[
+    str | None,
+    typer.Option(help="Served LLMs (llm@...): the curve's concurrencies, e.g. 1,2,4,8 (default: automatic)."),
+]
+OutputTokensOption = Annotated[
+    int | None, typer.Option("--output-tokens", help="Served LLMs: tokens per reply (default 128).")
+]
+EndpointRequestsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--endpoint-requests", help="Served LLMs: requests per point at least (default max(10, 2c))."
+    ),
+]
+ApiKeyEnvOption = Annotated[
+    str | None,
+    typer.Option("--api-key-env", help="Served LLMs: env variable with the API key (ACCELBENCH_API_KEY)."),
+]
 ServeClusterOption = Annotated[
     str | None,
     typer.Option(
@@ -32,28 +51,46 @@ ServeClusterOption = Annotated[
 ]
 
 
-def with_served(stacks: Sequence[str], servers: Sequence[str]) -> tuple[str, ...]:
-    """``stacks`` followed by the registered ``<stack>@<server>`` of every one of ``servers``."""
-    known = registry.table("stack")
+def with_served(stacks: Sequence[str], servers: Sequence[str], llm: bool = False) -> tuple[str, ...]:
+    """``stacks`` followed by the registered ``<stack>@<server>`` of every one of ``servers`` (and, when
+    the run has an LLM workload, the endpoint stack ``llm@<server>`` of each that has one)."""
+    known, generating = registry.table("stack"), registry.table("endpoint stack")
     served = [f"{stack}@{server}" for server in servers for stack in stacks if "@" not in stack]
     found = [name for name in served if name in known]
+    found += [f"llm@{server}" for server in servers if llm and f"llm@{server}" in generating]
     given = [*found, *(name for name in stacks if "@" in name)]
     missing = [s for s in servers if not any(name.endswith(f"@{s}") for name in given)]
     if missing:
-        there = ", ".join(sorted(name for name in known if "@" in name)) or "none"
+        there = ", ".join(sorted(name for name in {*known, *generating} if "@" in name)) or "none"
         chosen = ", ".join(stacks)
         raise UserError(f"no served variant of {chosen} on {', '.join(missing)}; served stacks: {there}")
     return tuple(dict.fromkeys([*stacks, *found]))
 
 
+def generative(workloads: Sequence[str]) -> bool:
+    """Whether one of ``workloads`` is an LLM workload (``accelbench.generation.workload``)."""
+    known = registry.table("workload")
+    return any(known.get(name, "").startswith("accelbench.generation.") for name in workloads)
+
+
+def concurrencies(text: str | None) -> tuple[int, ...] | None:
+    """``--concurrency 1,2,4`` as numbers; UserError for anything else."""
+    if text is None:
+        return None
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise UserError(f"--concurrency takes comma-separated whole numbers, got {text[:80]!r}") from None
+
+
 def served_overrides(
-    overrides: Mapping[str, Any], suite_stacks: Sequence[str], servers: Sequence[str]
+    overrides: Mapping[str, Any], suite_stacks: Sequence[str], servers: Sequence[str], llm: bool = False
 ) -> dict[str, Any]:
     """``overrides`` with ``stacks`` (the given ones, else the suite's) extended by their served variants
     on ``servers``, plus ``<stack>@url`` when ``serve_url`` is set; unchanged when neither is asked."""
     wanted = [*servers, *(["url"] if overrides.get("serve_url") else [])]
     chosen = overrides.get("stacks") or suite_stacks
-    stacks = with_served(chosen, wanted) if wanted else tuple(chosen)
+    stacks = with_served(chosen, wanted, llm) if wanted else tuple(chosen)
     if overrides.get("serve_cluster") and not any("@ray-serve" in name for name in stacks):
         raise UserError(
             "--serve-cluster deploys the Ray Serve stacks: add --serve ray-serve (or ray-serve-nobatch)"

@@ -206,6 +206,11 @@ def _encode(tokenizer: Any, text: str) -> list[int]:
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
+def seeded_message(rng: np.random.Generator, tokens: int) -> str:
+    """A request and seeded sentences of about ``tokens`` words (the served-LLM prompts' text too)."""
+    return _message(rng, tokens)
+
+
 def _message(rng: np.random.Generator, tokens: int) -> str:
     """A request and enough seeded sentences to fill ``tokens`` tokens (one word is a token or more)."""
     parts = [str(rng.choice(_REQUESTS))]

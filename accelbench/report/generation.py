@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.table import Table
 
+from accelbench.report.endpoint import is_curve
 from accelbench.report.section_table import section_table
 from accelbench.results import Result
 
@@ -37,7 +38,8 @@ _LEFT = ("workload", "stack", "scenario", "status", "precision / weights", "agre
 
 def generation_table(results: Sequence[Result]) -> Table | None:
     """One row per generative result; None when there is none."""
-    return section_table(results, lambda r: r.generation, TITLE, COLUMNS, _LEFT, _row)
+    decode = [r for r in results if not is_curve(r)]  # endpoint cells: report.endpoint's table
+    return section_table(decode, lambda r: r.generation, TITLE, COLUMNS, _LEFT, _row)
 
 
 def _row(result: Result, section: Mapping[str, Any]) -> list[str]:

@@ -22,7 +22,8 @@ Value = tuple[float, float, float]
 """(central, low, high) of one bar."""
 LINEAR_LABEL = "linear axis from 0"
 LOG_LABEL = "log scale"
-_LAYOUT = {"template": "plotly_white", "height": 440, "margin": {"l": 70, "r": 20, "t": 130, "b": 80}}
+LAYOUT = {"template": "plotly_white", "height": 440, "margin": {"l": 70, "r": 20, "t": 130, "b": 80}}
+"""The charts' common layout (the served-LLM charts of ``html_endpoint`` too)."""
 _AXES = {
     "latency_p90_s": "p90 latency, ms, lower is better (95% CI across trials)",
     "latency_p99_per_query_s": "p99 latency per query, ms, lower is better (95% CI across trials)",
@@ -138,7 +139,7 @@ def leaderboard_figure(title: str, entries: Sequence[Entry]) -> go.Figure:
         title=title,
         yaxis={"title": chosen[0].axis if chosen else "", "type": "linear", "rangemode": "tozero"},
         updatemenus=[_menu(buttons, 1.28), _menu(_scale_buttons(), 1.16)],
-        **_LAYOUT,
+        **LAYOUT,
     )
     return figure
 
@@ -236,7 +237,7 @@ def _search_figure(
         figure.add_annotation(
             x=1, xref="paper", xanchor="right", y=bound_s * 1e3, text=f"p99 bound {bound_s * 1e3:.3g} ms"
         )
-    figure.update_layout(title=title, **{**_LAYOUT, "margin": {"l": 70, "r": 20, "t": 70, "b": 60}})
+    figure.update_layout(title=title, **{**LAYOUT, "margin": {"l": 70, "r": 20, "t": 70, "b": 60}})
     figure.update_xaxes(title="target QPS (LoadGen server, Poisson arrivals)", rangemode="tozero")
     figure.update_yaxes(title=axis, rangemode="tozero")
     return figure

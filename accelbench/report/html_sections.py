@@ -19,7 +19,7 @@ from accelbench.normalize import ranking
 from accelbench.normalize.peak_share import machine_peak, suspect_reasons
 from accelbench.normalize.serving import serving_comparisons
 from accelbench.probe.roofline import MeasuredPeaks
-from accelbench.report import html_charts, html_leaderboard, terminal
+from accelbench.report import html_charts, html_endpoint, html_leaderboard, terminal
 from accelbench.report import roofline as roofline_report
 from accelbench.report import serving as serving_report
 from accelbench.report.columns import leaderboard_tables
@@ -163,6 +163,7 @@ def _group_parts(
         server = html_leaderboard.server_search_figure(f"{name}: server QPS search; {note}", entries)
         parts += [server] if server is not None else []
         parts += html_leaderboard.token_search_figures(f"{name}: server QPS search; {note}", entries)
+    parts += html_endpoint.curve_figures(name, [r for _, r in members])
     for data in runs:
         mine = [r for d, r in members if d is data]
         if mine:

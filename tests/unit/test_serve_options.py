@@ -86,3 +86,34 @@ def test_the_serve_proxy_listens_on_loopback_unless_the_cluster_is_elsewhere() -
         == ("127.0.0.1", "127.0.0.1")
     )
     assert proxy_hosts("10.0.0.2:6379") == ("0.0.0.0", "10.0.0.2")
+
+
+def test_an_llm_run_gets_the_endpoint_stacks_of_its_servers() -> None:
+    from accelbench.cli.serving import concurrencies, generative, served_overrides
+
+    assert generative(("smollm2-135m",)) and not generative(("resnet50",))
+    assert with_served(["torch-eager"], ["transformers-cb", "url"], llm=True) == (
+        "torch-eager",
+        "llm@transformers-cb",
+        "llm@url",
+    )
+    with pytest.raises(UserError, match=r"^no served variant of torch-eager on transformers;"):
+        with_served(["torch-eager"], ["transformers"], llm=False)
+    given = served_overrides({"stacks": ("llm@url",), "serve_url": "http://h:1"}, ("null",), (), llm=True)
+    assert given["stacks"] == ("llm@url",)
+    assert concurrencies("1,2, 8") == (1, 2, 8) and concurrencies(None) is None
+    with pytest.raises(UserError, match="--concurrency takes comma-separated whole numbers"):
+        concurrencies("1,x")
+
+
+@pytest.mark.parametrize(
+    ("setting", "problem"),
+    [
+        ({"concurrency": (0, 2)}, "concurrency values must be in"),
+        ({"api_key_env": "A B"}, "api_key_env must be an environment variable name"),
+        ({"output_tokens": -1}, "endpoint_requests and output_tokens must be >= 0"),
+    ],
+)
+def test_endpoint_settings_are_checked(setting: dict[str, object], problem: str) -> None:
+    with pytest.raises(UserError, match=problem):
+        with_overrides(suite("tiny"), setting)

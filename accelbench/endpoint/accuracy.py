@@ -1,0 +1,98 @@
+"""The accuracy check of a served LLM: its replies at the lowest and the highest point of the curve
+against torch-eager fp32's greedy replies to the same salted prompts (``accelbench.generation.reference``).
+
+``JUDGED`` ok replies of each of the two points are judged. A reply agrees by the share of the
+reference's text (EOS and special tokens dropped) that it repeats from its start: text, not ids, so
+the client's re-tokenizing cannot count against it, and a server that runs on past EOS (``transformers
+serve`` with ``eos_token_id: -1``) is judged on the reference's length. The check passes when the mean
+share reaches ``MIN_AGREEMENT`` (greedy decoding on other kernels may leave the reference at a near
+tie; a server of another model, or of garbage, shares little).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from accelbench.endpoint.client import Prompt
+from accelbench.endpoint.records import RequestRecord
+from accelbench.generation.base import GenerationContext
+from accelbench.generation.models import LlmModel
+from accelbench.generation.reference import sent_reference
+
+JUDGED = 4
+MIN_AGREEMENT = 0.6
+
+
+@dataclass(frozen=True, slots=True)
+class Accuracy:
+    """The judged replies' agreement with the reference."""
+
+    mean_share: float
+    shares: tuple[float, ...]
+    concurrencies: tuple[int, ...]
+    passed: bool
+    fillers: int = 0
+    """Judged replies whose first chunk was whitespace/punctuation only."""
+    fake_fillers: int = 0
+    """... of which the reference reply does not begin with that chunk (a filler, not the model's)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form (the ``generation`` section's ``accuracy``)."""
+        return {
+            "mean_share": round(self.mean_share, 4), "shares": [round(s, 4) for s in self.shares],
+            "concurrencies": list(self.concurrencies), "bar": MIN_AGREEMENT, "passed": self.passed,
+            "reference": "torch-eager fp32, greedy", "fillers": self.fillers,
+            "fake_fillers": self.fake_fillers,
+        }  # fmt: skip
+
+
+def judged(records: Sequence[RequestRecord], prompts: dict[str, Prompt]) -> list[RequestRecord]:
+    """Up to ``JUDGED`` ok replies of the lowest and of the highest concurrency, those with a filler
+    first chunk first (the ``first_chunk`` audit judges them by the reference)."""
+    points = sorted({r.concurrency for r in records})
+    ends = points[:1] + points[-1:] if len(points) > 1 else points
+    chosen = []
+    for c in ends:
+        candidates = [r for r in records if r.concurrency == c and r.ok and r.salt in prompts]
+        chosen += sorted(candidates, key=lambda r: not r.filler_first_chunk)[:JUDGED]
+    return chosen
+
+
+def shared_share(reply: str, reference: str) -> float:
+    """The share of ``reference`` that ``reply`` repeats from its start."""
+    if not reference:
+        return 1.0
+    reply, reference = reply.lstrip(), reference.lstrip()
+    if not reference:
+        return 1.0
+    same = 0
+    for a, b in zip(reply, reference, strict=False):
+        if a != b:
+            break
+        same += 1
+    return same / len(reference)
+
+
+def accuracy(
+    model: LlmModel,
+    tokenizer: Any,
+    chosen: Sequence[RequestRecord],
+    prompts: dict[str, Prompt],
+    max_tokens: int,
+    ctx: GenerationContext,
+) -> Accuracy:
+    """The chosen replies against torch-eager fp32's replies to their prompts."""
+    ids = [list(tokenizer(prompts[r.salt].text, add_special_tokens=False)["input_ids"]) for r in chosen]
+    reference = sent_reference(model, ids, max_tokens, ctx) if ids else None
+    texts = [
+        tokenizer.decode(list(reply.tokens), skip_special_tokens=True)
+        for reply in (reference.replies if reference else ())
+    ]
+    shares = tuple(shared_share(r.text, t) for r, t in zip(chosen, texts, strict=True))
+    mean = sum(shares) / len(shares) if shares else 0.0
+    fillers = [(r, t) for r, t in zip(chosen, texts, strict=True) if r.filler_first_chunk]
+    fake = sum(not t.startswith(r.first_chunk_text) for r, t in fillers)
+    concurrencies = tuple(sorted({r.concurrency for r in chosen}))
+    return Accuracy(mean, shares, concurrencies, bool(shares) and mean >= MIN_AGREEMENT, len(fillers), fake)

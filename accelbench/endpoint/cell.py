@@ -1,0 +1,258 @@
+"""The driver of an endpoint cell: a served LLM's throughput-vs-interactivity curve (issue 31).
+
+1. The server: ``llm@url`` sends to ``--serve-url`` (accelbench starts nothing; the model id is the
+   workload's model name, which the server's ``/v1/models`` must list when it answers); ``llm@<server>``
+   starts the server on loopback from the fp32 folder of ``accelbench.generation.models`` and stops it
+   whatever happens. The API key is read from the environment variable ``--api-key-env`` names.
+2. One greedy warm-up request (``transformers serve`` CB takes its generation config from the first
+   one); a failure there (refused, 401, wrong model, not streaming) makes the cell ``unavailable`` with
+   the one-line reason.
+3. The curve: for each concurrency of the ladder (``--concurrency``; else 1, 2, 4, ... up to
+   ``AUTO_MAX``, stopping once system tokens/s gains less than ``SATURATION_GAIN`` over the best so far
+   for two points), a closed loop of fresh salted prompts (``accelbench.endpoint.driver``), the
+   point's figures (``accelbench.endpoint.figures``). A point where every request failed ends the
+   ladder (the server is gone); the points done are kept.
+4. Every request is a line of ``requests.jsonl`` in the cell's folder, written after each point (a
+   cell that times out keeps the points it finished there); the audits
+   (``accelbench.endpoint.audits``) judge them; the status follows ``audits.cell_status``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from accelbench.cellspec import CellSpec
+from accelbench.endpoint import figures as point_figures
+from accelbench.endpoint.accuracy import Accuracy, accuracy, judged
+from accelbench.endpoint.client import Prompt, Target
+from accelbench.endpoint.driver import TIMED, Load, run_point
+from accelbench.endpoint.outcome import Found, outcome
+from accelbench.endpoint.prompts import salted, seeded_texts
+from accelbench.endpoint.records import CurvePoint, RequestRecord
+from accelbench.endpoint.repeat import repeat_records
+from accelbench.endpoint.stack import URL, EndpointStack
+from accelbench.errors import Unavailable
+from accelbench.generation.base import GenerationContext
+from accelbench.generation.loadgen_tokens import scaled_bounds
+from accelbench.generation.models import LlmModel, load_model
+from accelbench.registry import instantiate
+
+AUTO_MAX = 32
+SATURATION_GAIN = 1.1
+DEFAULT_OUTPUT_TOKENS = 128
+DEFAULT_API_KEY_ENV = "ACCELBENCH_API_KEY"
+RECORDS_FILE = "requests.jsonl"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """How the curve is measured (stored in the result's settings)."""
+
+    ladder: tuple[int, ...]
+    """The concurrencies asked (empty: chosen automatically)."""
+    requests: int
+    """Requests per point at least (0: max(10, 2 x concurrency)); never fewer than the concurrency."""
+    max_tokens: int
+    api: str
+    api_key_env: str
+    lengths: tuple[int, int]
+
+    def requests_at(self, concurrency: int) -> int:
+        """The requests of the point at ``concurrency``."""
+        return max(self.requests or max(10, 2 * concurrency), concurrency)
+
+
+def settings_of(spec: CellSpec, lengths: tuple[int, int]) -> Settings:
+    """The settings a cell spec asks for."""
+    return Settings(
+        tuple(spec.concurrency), spec.endpoint_requests, spec.output_tokens or DEFAULT_OUTPUT_TOKENS,
+        "chat", spec.api_key_env or DEFAULT_API_KEY_ENV, lengths,
+    )  # fmt: skip
+
+
+def measure(spec: CellSpec) -> dict[str, Any]:
+    """The outcome document of an endpoint cell (see the module text)."""
+    stack: EndpointStack = instantiate(spec.stack_ref)
+    reason = stack.unavailable_reason(spec.cell.device)
+    if reason:
+        raise Unavailable(reason)
+    workload = instantiate(spec.workload_ref)
+    model = load_model(workload.model, Path(spec.store_cache_dir or spec.cache_dir))
+    settings = settings_of(spec, tuple(workload.lengths))
+    tokenizer = _tokenizer(model)
+    count = token_counter(tokenizer)
+    bounds = scaled_bounds(model.params, workload.server_floor_ttft_s, workload.server_floor_tpot_s)
+    limits = point_figures.Bounds(bounds.ttft_s, bounds.tpot_s)
+    (Path(spec.cell_dir) / RECORDS_FILE).unlink(missing_ok=True)
+    with serving(stack, spec, model, settings) as target:
+        started = time.perf_counter()
+        warm_up(target, tokenizer, spec, settings, count)
+        curve, records, stopped = ladder(target, tokenizer, spec, settings, count, limits)
+        duration_s = time.perf_counter() - started
+        audited = [] if stopped or not curve else _repeats(target, tokenizer, spec, settings, curve, count)
+    append_records(Path(spec.cell_dir) / RECORDS_FILE, audited)
+    checked = _accuracy(model, tokenizer, spec, settings, records)
+    found = Found(curve, records, audited, stopped, duration_s, checked)
+    return outcome(spec, stack, model, settings, found, limits)
+
+
+def _accuracy(
+    model: LlmModel, tokenizer: Any, spec: CellSpec, settings: Settings, records: Sequence[RequestRecord]
+) -> Accuracy:
+    """The lowest and highest points' replies against the fp32 reference (``endpoint.accuracy``)."""
+    prompts: dict[str, Prompt] = {}
+    for c in sorted({r.concurrency for r in records}):
+        texts = seeded_texts(spec.input_seed, settings.lengths, settings.requests_at(c), "point", c)
+        prompts |= {p.salt: p for p in salted(tokenizer, spec.input_seed, texts, "point", c)}
+    ctx = GenerationContext(
+        Path(spec.store_cache_dir or spec.cache_dir) / "llm-stacks", threads=spec.threads or 1
+    )
+    return accuracy(model, tokenizer, judged(records, prompts), prompts, settings.max_tokens, ctx)
+
+
+def _tokenizer(model: LlmModel) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(model.folder)
+
+
+def token_counter(tokenizer: Any) -> Callable[[str], int]:
+    """Counts a reply's tokens with the model's own tokenizer (no special tokens added)."""
+    return lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def _repeats(
+    target: Target,
+    tokenizer: Any,
+    spec: CellSpec,
+    settings: Settings,
+    curve: Sequence[CurvePoint],
+    count: Callable[[str], int],
+) -> list[RequestRecord]:
+    """The repeat audit's requests: the first point's texts seen again (``accelbench.endpoint.repeat``)."""
+    first = curve[0].concurrency
+    texts = seeded_texts(spec.input_seed, settings.lengths, settings.requests_at(first), "point", first)
+    return repeat_records(target, tokenizer, spec.input_seed, texts, settings.lengths, count)
+
+
+@contextlib.contextmanager
+def serving(stack: EndpointStack, spec: CellSpec, model: LlmModel, settings: Settings) -> Iterator[Target]:
+    """The target of the cell's requests while the server (started here, or remote) serves."""
+    key = os.environ.get(settings.api_key_env) or None
+    if stack.server == URL:
+        if not spec.serve_url:
+            raise Unavailable(f"{stack.name} sends its requests to --serve-url, and the run has none")
+        yield Target(spec.serve_url, remote_model_id(spec.serve_url, model.name, key), settings.api, key)
+        return
+    from accelbench.endpoint.servers import ServerSettings, get_server
+
+    server = get_server(stack.server)
+    most = max(settings.ladder or (AUTO_MAX,))
+    try:
+        url, model_id = server.start(
+            model.folder,
+            Path(spec.cell_dir),
+            ServerSettings(most, settings.max_tokens, server_threads(spec.threads)),
+        )
+        yield Target(url, model_id, settings.api, key, server.extra_body(settings.max_tokens))
+    finally:
+        server.stop()
+
+
+def server_threads(threads: int) -> int:
+    """The server's intra-op threads: half the cell's (the client shares the machine; on a loaded 2-core
+    machine two threads stall each other: ``docs/llm.md``), at least one."""
+    return max(1, threads // 2)
+
+
+def remote_model_id(url: str, name: str, key: str | None) -> str:
+    """``name``, after checking that ``GET /v1/models`` (when it answers) lists it."""
+    import urllib.request
+
+    base = url.rstrip("/").removesuffix("/v1")
+    request = urllib.request.Request(
+        f"{base}/v1/models", headers={"Authorization": f"Bearer {key}"} if key else {}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            listed = [str(m.get("id")) for m in json.loads(answer.read()).get("data", [])]
+    except Exception:  # no /v1/models (or not JSON): the warm-up request decides
+        return name
+    if listed and name not in listed:
+        raise Unavailable(f"the server at {base} serves {', '.join(listed[:5])}, not {name}")
+    return name
+
+
+def warm_up(
+    target: Target, tokenizer: Any, spec: CellSpec, settings: Settings, count: Callable[[str], int]
+) -> None:
+    """One greedy request; Unavailable with its one-line reason when it fails."""
+    prompts = salted(
+        tokenizer, spec.input_seed, seeded_texts(spec.input_seed, settings.lengths, 1, "warm-up"), "warm-up"
+    )
+    (record,) = run_point(target, prompts, Load(1, min(settings.max_tokens, 8)), count)
+    if not record.ok:
+        raise Unavailable(f"{target.endpoint}: {record.status}: {record.error}".rstrip(": "))
+
+
+def ladder(
+    target: Target,
+    tokenizer: Any,
+    spec: CellSpec,
+    settings: Settings,
+    count: Callable[[str], int],
+    limits: point_figures.Bounds,
+) -> tuple[list[CurvePoint], list[RequestRecord], str]:
+    """The curve's points and every request; the reason the ladder stopped early ("" if it did not)."""
+    curve: list[CurvePoint] = []
+    records: list[RequestRecord] = []
+    for concurrency in concurrencies(settings.ladder, curve):
+        n = settings.requests_at(concurrency)
+        texts = seeded_texts(spec.input_seed, settings.lengths, n, "point", concurrency)
+        prompts = salted(tokenizer, spec.input_seed, texts, "point", concurrency)
+        done = run_point(target, prompts, Load(concurrency, settings.max_tokens), count, [TIMED] * n)
+        records += done
+        append_records(Path(spec.cell_dir) / RECORDS_FILE, done)  # kept should the cell time out later
+        curve.append(point_figures.point(concurrency, done, limits))
+        if not any(r.ok for r in done):
+            return (
+                curve,
+                records,
+                f"every request failed at concurrency {concurrency}: {done[0].status}: {done[0].error}",
+            )
+    return curve, records, ""
+
+
+def concurrencies(asked: Sequence[int], curve: Sequence[CurvePoint]) -> Iterator[int]:
+    """The ladder: ``asked``, else 1, 2, 4, ... up to ``AUTO_MAX`` until two points gain less than
+    ``SATURATION_GAIN`` over the best before them (``curve`` grows as the points are measured)."""
+    if asked:
+        yield from asked
+        return
+    concurrency = 1
+    while concurrency <= AUTO_MAX and not saturated(curve):
+        yield concurrency
+        concurrency *= 2
+
+
+def saturated(curve: Sequence[CurvePoint]) -> bool:
+    """The last two points gained less than ``SATURATION_GAIN`` over the best point before them."""
+    if len(curve) < 3:
+        return False
+    best = max(p.output_tokens_per_s for p in curve[:-2])
+    return all(p.output_tokens_per_s < SATURATION_GAIN * best for p in curve[-2:])
+
+
+def append_records(path: Path, records: Sequence[RequestRecord]) -> None:
+    """Add ``records`` to ``requests.jsonl``, one per line (written point by point)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as out:
+        for record in records:
+            out.write(json.dumps(record.to_dict(), sort_keys=True) + "\n")

@@ -1,0 +1,170 @@
+"""The streaming client of an OpenAI-compatible endpoint: one request in, one ``RequestRecord`` out.
+
+``/v1/chat/completions`` (messages) or ``/v1/completions`` (the chat template's text), ``stream: true``,
+greedy, ``max_tokens`` and the server's own extra fields (``Target.extra_body``: no field outside the
+OpenAI schema is sent otherwise; ``transformers serve`` answers 422 to one). A new connection per
+request (llama.cpp drops kept-alive connections after 5 s). The API key comes from an environment
+variable and goes in the ``Authorization`` header only: it is never logged, stored or put in an error.
+Every failure becomes the record's ``status`` and one-line ``error``; nothing here raises.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from accelbench.endpoint.records import OK, RequestRecord
+from accelbench.endpoint.sse import (
+    SseError,
+    chunk_text,
+    error_of,
+    finish_reason,
+    parse_line,
+    usage_of,
+    visible,
+)
+
+PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
+ERROR_CHARS = 300
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where and how requests are sent (never stored: it holds the API key)."""
+
+    url: str
+    """The server's base address, ``http://host:port`` (a trailing ``/v1`` is accepted)."""
+    model: str
+    api: str = "chat"
+    """``chat`` or ``completions``."""
+    api_key: str | None = field(default=None, repr=False)
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+    timeout_s: float = 600.0
+
+    @property
+    def endpoint(self) -> str:
+        """The full address requests are posted to."""
+        base = self.url.rstrip("/")
+        base = base[: -len("/v1")] if base.endswith("/v1") else base
+        return base + PATHS[self.api]
+
+    def headers(self) -> dict[str, str]:
+        """The request headers (with the key, when there is one)."""
+        found = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        return {**found, "Authorization": f"Bearer {self.api_key}"} if self.api_key else found
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """A salted request: the chat messages and the same as the chat template's text."""
+
+    salt: str
+    messages: tuple[Mapping[str, str], ...]
+    text: str
+    """The chat template applied to ``messages`` (the ``/v1/completions`` prompt)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """Where a request stands in the load: its point, number and role, and when it became due."""
+
+    concurrency: int
+    index: int
+    role: str
+    issue_s: float
+
+
+def body(target: Target, prompt: Prompt, max_tokens: int) -> dict[str, Any]:
+    """The JSON body of ``prompt`` for ``target``'s API."""
+    common = {"model": target.model, "stream": True, "max_tokens": max_tokens, "temperature": 0.0}
+    common["stream_options"] = {"include_usage": True}
+    if target.api == "chat":
+        return {**common, "messages": [dict(m) for m in prompt.messages], **target.extra_body}
+    return {**common, "prompt": prompt.text, **target.extra_body}
+
+
+@dataclass(slots=True)
+class _Stream:
+    """What has arrived so far."""
+
+    pieces: list[str] = field(default_factory=list)
+    chunk_s: list[float] = field(default_factory=list)
+    first_content_s: float | None = None
+    filler: bool = False
+    usage: dict[str, int] = field(default_factory=dict)
+    finish_reason: str = ""
+
+    def add(self, chunk: dict[str, Any], at_s: float) -> None:
+        if error_of(chunk):
+            raise SseError(f"error event: {error_of(chunk)}")
+        self.finish_reason = finish_reason(chunk) or self.finish_reason
+        text = chunk_text(chunk)
+        self.usage.update(usage_of(chunk) or {})
+        if not text:
+            return
+        if not self.pieces and not visible(text):
+            self.filler = True
+        self.pieces.append(text)
+        self.chunk_s.append(at_s)
+        if self.first_content_s is None and visible(text):
+            self.first_content_s = at_s
+
+
+async def send(
+    session: Any,
+    target: Target,
+    prompt: Prompt,
+    max_tokens: int,
+    slot: Slot,
+    count_tokens: Callable[[str], int],
+    clock0: float,
+) -> RequestRecord:
+    """Send ``prompt`` on the aiohttp ``session`` and record the reply (times from ``clock0``)."""
+    import aiohttp
+
+    stream = _Stream()
+    send_s = time.perf_counter() - clock0
+    status, error = OK, ""
+    try:
+        async with session.post(
+            target.endpoint, json=body(target, prompt, max_tokens), headers=target.headers()
+        ) as r:
+            if r.status != 200:
+                status, error = f"http {r.status}", _one_line(await r.text())
+            elif "text/event-stream" not in r.headers.get("Content-Type", ""):
+                status, error = "not streaming", f"Content-Type {r.headers.get('Content-Type', '?')}"
+            else:
+                await _read(r, stream, clock0)
+                if not stream.finish_reason:
+                    status, error = "truncated", "the stream ended without a finish_reason"
+    except (TimeoutError, aiohttp.ClientError, SseError, OSError) as err:
+        status, error = type(err).__name__, _one_line(str(err)) or type(err).__name__
+    end_s = time.perf_counter() - clock0
+    if target.api_key:  # a server that echoes the key in its error does not get it stored
+        error = error.replace(target.api_key, "***")
+    text = "".join(stream.pieces)
+    return RequestRecord(
+        slot.concurrency, slot.index, slot.role, prompt.salt, slot.issue_s, send_s, stream.first_content_s,
+        end_s, tuple(stream.chunk_s), text, count_tokens(text) if text else 0,
+        stream.usage.get("completion_tokens"), stream.usage.get("prompt_tokens"), status, error,
+        stream.finish_reason, stream.filler, stream.pieces[0] if stream.pieces else "",
+    )  # fmt: skip
+
+
+async def _read(response: Any, stream: _Stream, clock0: float) -> None:
+    """Read SSE lines until ``[DONE]`` or the connection closes."""
+    async for line in response.content:
+        event = parse_line(line)
+        if event is None:
+            continue
+        if event.done:
+            return
+        assert event.chunk is not None
+        stream.add(event.chunk, time.perf_counter() - clock0)
+
+
+def _one_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return (lines[0] if lines else "")[:ERROR_CHARS]

@@ -1,0 +1,55 @@
+"""The salted prompts of an endpoint cell: a fixed system prompt, then the salt, then seeded text.
+
+Every request gets its own salt of ``SALT_BITS`` bits drawn from the cell's secret input seed
+(``CellSpec.input_seed``), rendered as hex digits at the head of the user message, right after the
+system prompt: a server's prefix cache may reuse the system prompt (honest: every request shares it),
+never a whole prompt. The user text's length is drawn log-uniform between the workload's prompt lengths
+(words; ``length_text`` states it); ``transformers serve`` CB shares cache pages of 256 tokens, and the
+salt sits inside the first page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from accelbench.cell.seeds import sub_seed
+from accelbench.endpoint.client import Prompt
+from accelbench.generation.prompts import seeded_message
+
+SYSTEM_PROMPT = "You are a helpful assistant. Answer the request in plain prose."
+SALT_BITS = 126
+"""Two 63-bit keyed draws of the input seed: 32 hex digits."""
+
+
+def salt_hex(input_seed: int, *parts: object) -> str:
+    """The salt of the request named by ``parts``: 32 hex digits from the cell's input seed."""
+    high, low = sub_seed(input_seed, "salt", *parts, 0), sub_seed(input_seed, "salt", *parts, 1)
+    return f"{high:016x}{low:016x}"
+
+
+def length_text(lengths: tuple[int, int]) -> str:
+    """The stated distribution of the user text's length."""
+    return f"log-uniform in [{lengths[0]}, {lengths[1]}] words after the salt (system prompt fixed)"
+
+
+def make_prompt(tokenizer: Any, salt: str, text: str) -> Prompt:
+    """The prompt with ``salt`` after the system prompt and ``text`` after it."""
+    messages = ({"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": f"[{salt}] {text}"})
+    templated = tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+    return Prompt(salt, messages, str(templated))
+
+
+def seeded_texts(input_seed: int, lengths: tuple[int, int], count: int, *parts: object) -> list[str]:
+    """``count`` user texts drawn from the input seed (the stream named by ``parts``)."""
+    rng = np.random.default_rng(sub_seed(input_seed, "text", *parts))
+    low, high = lengths
+    words = np.exp(rng.uniform(np.log(low), np.log(high + 1), size=count)).astype(int).clip(low, high)
+    return [seeded_message(rng, int(n)) for n in words]
+
+
+def salted(tokenizer: Any, input_seed: int, texts: Sequence[str], *parts: object) -> list[Prompt]:
+    """``texts`` each with a fresh salt (stream ``parts``, request number)."""
+    return [make_prompt(tokenizer, salt_hex(input_seed, *parts, i), t) for i, t in enumerate(texts)]

@@ -1,0 +1,118 @@
+"""The stored records of an endpoint cell: one ``RequestRecord`` per request (``requests.jsonl`` in the
+cell's folder) and one ``CurvePoint`` per concurrency (the result's ``curve``).
+
+Times are seconds on the client's monotonic clock from the start of the point; the keys of ``to_dict``
+are the stored JSON keys (a contract with the planted servers' tests and the peer-agreement script).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+OK = "ok"
+"""``RequestRecord.status`` of a reply that streamed to its end with HTTP 200."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """One request as the client saw it."""
+
+    concurrency: int
+    index: int
+    """The request's number within its point (0, 1, ...)."""
+    role: str
+    """``timed`` (a scored request), or the repeat audit's ``seen`` / ``unseen``."""
+    salt: str
+    """The prompt's salt (hex digits), unique per request of a cell."""
+    issue_s: float
+    """When the request became due (a closed loop: when a slot freed); client queueing counts."""
+    send_s: float
+    """When the client started sending it."""
+    first_content_s: float | None
+    """When the first chunk with visible content arrived (None: none did)."""
+    end_s: float
+    """When the stream ended (or failed)."""
+    chunk_s: tuple[float, ...]
+    """When each chunk that carried text arrived."""
+    text: str
+    """The reply's text, the pieces joined."""
+    output_tokens: int
+    """The reply's tokens counted by the client with the model's tokenizer."""
+    usage_output_tokens: int | None
+    """``usage.completion_tokens`` as the server reported it (None: not reported)."""
+    usage_prompt_tokens: int | None
+    status: str
+    """``ok``, or ``http <code>`` / the error's class name."""
+    error: str
+    """The error text (one line), empty when ``ok``."""
+    finish_reason: str = ""
+    """The last ``finish_reason`` the stream gave (``length``, ``stop``; empty: none)."""
+    filler_first_chunk: bool = False
+    """The first text chunk was whitespace or punctuation only (it did not stop the TTFT clock)."""
+    first_chunk_text: str = ""
+    """The first text chunk (the accuracy check tells a genuine ``[`` from a filler by it)."""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the reply streamed to its end with HTTP 200."""
+        return self.status == OK
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form (one line of ``requests.jsonl``)."""
+        document = dataclasses.asdict(self)
+        document["chunk_s"] = list(self.chunk_s)
+        return document
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RequestRecord:
+        """Inverse of ``to_dict``."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        fields = {k: v for k, v in data.items() if k in names}
+        fields["chunk_s"] = tuple(fields.get("chunk_s", ()))
+        return cls(**fields)
+
+
+@dataclass(frozen=True, slots=True)
+class CurvePoint:
+    """The figures of one fixed-concurrency point (seconds, tokens, per second)."""
+
+    concurrency: int
+    requests: int
+    output_tokens_per_s: float
+    """System output tokens per second: every ok reply's client-counted tokens over the point's span."""
+    tokens_per_s_per_user: float
+    """1 / p90 TPOT (0 when no reply has two tokens)."""
+    ttft_p50_s: float
+    ttft_p90_s: float
+    ttft_p99_s: float
+    tpot_p50_s: float
+    tpot_p90_s: float
+    tpot_p99_s: float
+    itl_p50_s: float
+    itl_p90_s: float
+    itl_p99_s: float
+    e2e_p50_s: float
+    e2e_p90_s: float
+    e2e_p99_s: float
+    requests_per_s: float
+    goodput_requests_per_s: float
+    """Ok replies within the TTFT and TPOT bounds, per second."""
+    error_rate: float
+    output_tokens: int = 0
+    duration_s: float = 0.0
+    filler_first_chunks: int = 0
+    usage_disagreements: int = 0
+    """Replies whose server ``usage`` differs from the client's count by more than an EOS token."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form (one entry of the result's ``curve``)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CurvePoint:
+        """Inverse of ``to_dict`` (unknown keys ignored)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})

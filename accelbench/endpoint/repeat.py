@@ -1,0 +1,71 @@
+"""The repeat audit of a served LLM: does the server answer content it has seen from a cache that
+ignores the salt?
+
+After the curve, ``PAIRS`` pairs go at concurrency 1, interleaved: a *seen* prompt (the text of a
+request the curve sent, with a fresh salt) then an *unseen* one (a never-sent text of the same word
+count, fresh salt). An honest server, prefix cache included, cannot reuse anything past the system
+prompt (the salt follows it, inside the first cache page), so both kinds take the same time. A server
+that keys its cache on the prompt without the salt answers the seen ones at once. It fails when the
+seen prompts' median TTFT is below ``FAST_RATIO`` of the unseen ones' and the seen one of a pair was
+the faster in at least ``FASTER_SHARE`` of the pairs (two conditions: one slow outlier cannot fail an
+honest server on a busy machine).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS, Verdict
+from accelbench.endpoint.client import Target
+from accelbench.endpoint.driver import Load, run_point
+from accelbench.endpoint.figures import ttft_s
+from accelbench.endpoint.prompts import salted, seeded_texts
+from accelbench.endpoint.records import RequestRecord
+
+PAIRS = 6
+FAST_RATIO = 0.5
+FASTER_SHARE = 0.8
+AUDIT_TOKENS = 8
+SEEN, UNSEEN = "seen", "unseen"
+
+
+def repeat_records(
+    target: Target,
+    tokenizer: Any,
+    input_seed: int,
+    sent_texts: Sequence[str],
+    lengths: tuple[int, int],
+    count: Callable[[str], int],
+) -> list[RequestRecord]:
+    """The audit's requests: seen and unseen interleaved, at concurrency 1."""
+    pairs = min(PAIRS, len(sent_texts))
+    seen = list(sent_texts[:pairs])
+    unseen = seeded_texts(input_seed, lengths, pairs, "repeat-unseen")
+    texts = [text for pair in zip(seen, unseen, strict=True) for text in pair]
+    prompts = salted(tokenizer, input_seed, texts, "repeat")
+    roles = [SEEN, UNSEEN] * pairs
+    return run_point(target, prompts, Load(1, AUDIT_TOKENS), count, roles)
+
+
+def repeat_verdict(records: Sequence[RequestRecord]) -> Verdict:
+    """Seen against unseen TTFT (see the module text)."""
+    pairs = [(records[i], records[i + 1]) for i in range(0, len(records) - 1, 2)]
+    timed = [(ttft_s(a), ttft_s(b)) for a, b in pairs if a.ok and b.ok]
+    both = [(a, b) for a, b in timed if a is not None and b is not None]
+    if len(both) < 3:
+        return Verdict("repeat", INCONCLUSIVE, f"only {len(both)} seen/unseen pairs answered")
+    seen = statistics.median(a for a, _ in both)
+    unseen = statistics.median(b for _, b in both)
+    ratio = seen / unseen if unseen > 0 else 1.0
+    faster = sum(a < b for a, b in both) / len(both)
+    identical = sum(records[i].text == records[i + 1].text for i in range(0, len(records) - 1, 2))
+    evidence = {"ratio": round(ratio, 4), "faster_share": round(faster, 4), "pairs": len(both)}
+    evidence["bar"] = FAST_RATIO
+    reason = (
+        f"seen prompts' median TTFT {seen * 1e3:.1f} ms vs unseen {unseen * 1e3:.1f} ms (x{ratio:.2f}, "
+        f"bar x{FAST_RATIO}); seen faster in {faster:.0%} of {len(both)} pairs"
+    )
+    failed = ratio < FAST_RATIO and faster >= FASTER_SHARE
+    return Verdict("repeat", FAIL if failed else PASS, reason, {**evidence, "identical_pairs": identical})

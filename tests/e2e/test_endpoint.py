@@ -1,0 +1,140 @@
+"""Served LLMs end to end (issue 31): ``transformers serve`` with continuous batching started once
+(module fixture, the tiny Llama), accelbench's ``llm@url`` curve against it, ``llm@transformers``
+started by accelbench itself, and an unreachable endpoint as a cell status. Tiny sizes: 4 requests per
+point, 8 tokens per reply."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from accelbench.endpoint.records import RequestRecord
+from accelbench.endpoint.servers import ServerSettings, TransformersCbServer
+from accelbench.generation.models import LlmModel, load_model, missing_packages
+from accelbench.serving.process import free_port
+from tests.e2e.cli import accelbench, run_document
+
+REASON = TransformersCbServer().unavailable_reason() or (missing_packages() and "llm extra missing")
+pytestmark = pytest.mark.skipif(bool(REASON), reason=str(REASON))
+SIZES = ("--concurrency", "1,4", "--endpoint-requests", "4", "--output-tokens", "8", "--no-probe")
+
+
+@dataclass(frozen=True)
+class Served:
+    store: Path
+    url: str
+    model: LlmModel
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """transformers serve (CB) on the tiny Llama built in the store's cache, where the cells find it."""
+    store = tmp_path_factory.mktemp("store")
+    model = load_model("tiny-llama", store / "cache")
+    server = TransformersCbServer()
+    url, model_id = server.start(model.folder, store / "server", ServerSettings(4, 8, 1))
+    assert model_id == "tiny-llama"
+    try:
+        yield Served(store, url, model)
+    finally:
+        server.stop()
+    assert server._process.leftovers == []
+
+
+@pytest.fixture(scope="module")
+def url_run(served: Served) -> tuple[dict[str, Any], list[RequestRecord]]:
+    """``accelbench run --stacks llm@url --serve-url URL`` at the server: the result and its records."""
+    args = ("--workloads", "tiny-llama", "--stacks", "llm@url", "--serve-url", served.url, *SIZES)
+    (result,) = run_document(served.store, *args)["results"]
+    run_dir = served.store / "runs" / result["run_id"]
+    lines = (run_dir / result["generation"]["requests_file"]).read_text().splitlines()
+    return result, [RequestRecord.from_dict(json.loads(line)) for line in lines]
+
+
+def test_the_curve_has_a_point_per_concurrency_with_every_figure(url_run: tuple[dict[str, Any], Any]) -> None:
+    result, _ = url_run
+    assert result["status"] == "ok", result["reason"]
+    curve = result["generation"]["curve"]
+    assert [p["concurrency"] for p in curve] == [1, 4] and [p["requests"] for p in curve] == [4, 4]
+    for point in curve:
+        assert point["error_rate"] == 0 and point["output_tokens_per_s"] > 0
+        assert 0 < point["ttft_p50_s"] <= point["ttft_p99_s"] <= point["e2e_p99_s"]
+        assert point["tokens_per_s_per_user"] == pytest.approx(1 / point["tpot_p90_s"])
+    accuracy = result["generation"]["accuracy"]
+    assert accuracy["passed"] and accuracy["concurrencies"] == [1, 4] and len(accuracy["shares"]) == 8
+    assert accuracy["mean_share"] >= 0.6
+    names = ("salts", "first_chunk", "token_count", "repeat")
+    assert [result["audit"][name]["verdict"] for name in names] == ["pass"] * 4
+    assert "api_key" not in json.dumps(result["settings"]).replace("api_key_env", "")
+
+
+def test_every_request_is_recorded_and_counted_with_the_tokenizer(
+    url_run: tuple[dict[str, Any], Any], served: Served
+) -> None:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(served.model.folder)
+    _, records = url_run
+    assert [r.role for r in records].count("timed") == 8 and all(r.ok for r in records)
+    # the repeat audit's pairs: the first point's 4 texts seen again, 4 never seen
+    assert [r.role for r in records[8:]] == ["seen", "unseen"] * 4
+    assert len({r.salt for r in records}) == 16 and all(len(r.salt) == 32 for r in records)
+    for record in records:
+        assert record.output_tokens == len(tokenizer(record.text, add_special_tokens=False)["input_ids"])
+        # a remote server gets no generation_config: EOS may end a reply before max_tokens
+        assert record.finish_reason in ("stop", "length") and record.usage_output_tokens is not None
+        assert record.usage_output_tokens <= 8 and abs(record.usage_output_tokens - record.output_tokens) <= 2
+        assert record.send_s <= record.first_content_s <= record.end_s  # type: ignore[operator]
+        assert record.chunk_s and record.chunk_s[-1] <= record.end_s
+
+
+def test_llm_at_transformers_starts_and_stops_its_server(served: Served) -> None:
+    args = ("--workloads", "tiny-llama", "--stacks", "llm@transformers", *SIZES)
+    (result,) = run_document(served.store, *args)["results"]
+    assert result["status"] == "ok", result["reason"]
+    assert [p["concurrency"] for p in result["generation"]["curve"]] == [1, 4]
+    log = served.store / "runs" / result["run_id"]
+    assert list(log.rglob("transformers.log"))
+
+
+@pytest.mark.exhaustive  # 25-50 s; the client's unit tests cover the unreachable server's status
+def test_an_unreachable_endpoint_is_an_unavailable_cell_in_one_line(served: Served) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    done = accelbench("run", "--workloads", "tiny-llama", "--stacks", "llm@url", "--serve-url", url, *SIZES,
+                      "--json", "--store", str(served.store))  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    (result,) = json.loads(done.stdout)["results"]
+    assert result["status"] == "unavailable"
+    assert result["reason"].startswith(f"{url}/v1/chat/completions: ClientConnectorError")
+    assert "\n" not in result["reason"] and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("mode", "outcome"), [("ok", "pass"), ("cache", "fail")])
+def test_the_repeat_audit_catches_a_cache_that_strips_the_salt(
+    served: Served, mode: str, outcome: str
+) -> None:
+    """Seen texts re-salted against never-seen ones at the same load, on the stdlib stub (0.2 s per
+    prompt it has not seen with the salt's hex digits stripped; at once for one it has)."""
+    from transformers import AutoTokenizer
+
+    from accelbench.endpoint.client import Target
+    from accelbench.endpoint.driver import Load, run_point
+    from accelbench.endpoint.prompts import salted, seeded_texts
+    from accelbench.endpoint.repeat import repeat_records, repeat_verdict
+    from tests.unit.endpoint_stub import stub
+
+    tokenizer = AutoTokenizer.from_pretrained(served.model.folder)
+    texts = seeded_texts(7, (8, 48), 6, "point", 1)
+    with stub(mode) as url:
+        target = Target(url, "tiny-llama")
+        run_point(target, salted(tokenizer, 7, texts, "point", 1), Load(1, 6), len)
+        audited = repeat_records(target, tokenizer, 7, texts, (8, 48), len)
+    assert [r.role for r in audited[:4]] == ["seen", "unseen", "seen", "unseen"]
+    assert len({r.salt for r in audited}) == 12
+    verdict = repeat_verdict(audited)
+    assert verdict.outcome == outcome, verdict.reason

@@ -1,0 +1,46 @@
+"""The served-LLM curve table: a row per stored point, figures formatted, decode table left alone."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from accelbench.report.endpoint import curve_table
+from accelbench.report.generation import generation_table
+from accelbench.results import Cell, Result
+
+
+def _result(points: list[dict[str, float]]) -> Result:
+    cell = Cell("smollm2-135m", "llm@url", "single-stream", "cpu", "standard", "canonical")
+    return Result("r1", cell, "ok", generation={"endpoint": "llm@url", "curve": points})
+
+
+def test_one_row_per_point_and_none_in_the_decode_table() -> None:
+    point = {"concurrency": 8, "requests": 16, "output_tokens_per_s": 16.06, "tokens_per_s_per_user": 2.55}
+    point |= {
+        "ttft_p50_s": 7.117,
+        "ttft_p90_s": 8.5,
+        "tpot_p50_s": 0.392,
+        "tpot_p90_s": 0.45,
+        "error_rate": 0.0,
+    }
+    result = _result([{**point, "concurrency": 1}, point])
+    table = curve_table([result])
+    assert table is not None and table.row_count == 2
+    console = Console(width=250, record=True)
+    console.print(table)
+    text = console.export_text()
+    assert "16.1" in text and "7117 / 8500" in text and "392 / 450" in text and "0%" in text
+    assert generation_table([result]) is None
+    assert curve_table([]) is None
+
+
+def test_the_html_step_chart_draws_the_measured_points_only() -> None:
+    from accelbench.report.html_endpoint import curve_figures
+
+    low = {"concurrency": 1, "output_tokens_per_s": 7.4, "tokens_per_s_per_user": 8.0, "ttft_p90_s": 0.8}
+    high = {"concurrency": 8, "output_tokens_per_s": 16.1, "tokens_per_s_per_user": 2.55, "tpot_p90_s": 0.45}
+    pareto, latency = curve_figures("smollm2-135m", [_result([low, high])])
+    (trace,) = pareto.data
+    assert list(trace.x) == [2.55, 8.0] and list(trace.y) == [16.1, 7.4] and trace.line.shape == "hv"
+    assert [list(t.y) for t in latency.data] == [[800.0, 0.0], [0.0, 450.0]]
+    assert curve_figures("x", []) == []
