@@ -332,14 +332,14 @@ def from_dict(doc: Mapping[str, Any]) -> Result:
         raise ValueError(f"result schema_version {version!r} is not {SCHEMA_VERSION} (or 1-6, upgraded)")
     data = dict(doc)
     data["cell"] = Cell(**data["cell"])
-    data["latency"] = _optional(Latency, data.get("latency"))
-    data["loadgen"] = _optional(LoadgenVerdict, data.get("loadgen"))
-    data["quality"] = _optional(Quality, data.get("quality"))
-    data["sanity"] = _optional(Quality, data.get("sanity"))
-    data["noise"] = _optional(NoiseProbe, data.get("noise"))
-    data["energy"] = _optional(Energy, data.get("energy"))
-    data["device_memory"] = _optional(DeviceMemory, data.get("device_memory"))
-    data["figures"] = _optional(Figures, data.get("figures"))
+    data["latency"] = record_of(Latency, data.get("latency"))
+    data["loadgen"] = record_of(LoadgenVerdict, data.get("loadgen"))
+    data["quality"] = record_of(Quality, data.get("quality"))
+    data["sanity"] = record_of(Quality, data.get("sanity"))
+    data["noise"] = record_of(NoiseProbe, data.get("noise"))
+    data["energy"] = record_of(Energy, data.get("energy"))
+    data["device_memory"] = record_of(DeviceMemory, data.get("device_memory"))
+    data["figures"] = record_of(Figures, data.get("figures"))
     data["trial_p50_s"] = tuple(data.get("trial_p50_s", ()))
     data["warnings"] = tuple(data.get("warnings", ()))
     return Result(**data)
@@ -388,7 +388,8 @@ def _legacy_status(doc: Mapping[str, Any]) -> tuple[str, str]:
     return "ok", doc.get("reason", "")
 
 
-def _optional(kind: type, value: Mapping[str, Any] | None) -> Any:
+def record_of(kind: type, value: Mapping[str, Any] | None) -> Any:
+    """The record ``kind`` of a stored mapping (lists as tuples), or None for None."""
     if value is None:
         return None
     fields = dict(value)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,8 +68,9 @@ from accelbench.generation.timing_audits import first_token_audit, repeat_audit
 from accelbench.generation.workload import SCENARIOS, GenerativeWorkload
 from accelbench.meters import noise
 from accelbench.meters.window import CellMeters, Metered
+from accelbench.outcome import Head, Outcome
 from accelbench.registry import instantiate
-from accelbench.results import LoadgenVerdict, NoiseProbe, Quality
+from accelbench.results import Figures, LoadgenVerdict, NoiseProbe, Quality, json_plain
 from accelbench.scenarios import server_search
 from accelbench.scenarios.rules import Rules, get_rules
 from accelbench.versions import with_python
@@ -85,8 +86,8 @@ reaches 3-4x this capacity (torch-eager, tiny-llama: VALID at 19.9 QPS from 7.0)
 of it added a 143 s probe to a 150 s search."""
 
 
-def measure(spec: CellSpec) -> dict[str, Any]:
-    """The outcome document of a generative cell (see the module text)."""
+def measure(spec: CellSpec) -> Outcome:
+    """The outcome of a generative cell (see the module text)."""
     scenario = spec.cell.scenario
     if scenario not in SCENARIOS:
         raise Unsupported(f"LLM decode runs {', '.join(SCENARIOS)}, not {scenario}")
@@ -314,6 +315,28 @@ def _facts(
     }
 
 
+@dataclass(frozen=True, slots=True)
+class TokensBody:
+    """The token driver's part of a cell's outcome: LoadGen's verdict and figures of the scored run, the
+    server search, the audits' section and the ``generation`` section (``accelbench.generation.figures``)."""
+
+    loadgen: LoadgenVerdict
+    figures: Figures
+    generation: Mapping[str, Any]
+    server_search: Mapping[str, Any] | None = None
+    audit: Mapping[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The body's keys of the stored document."""
+        return {
+            "loadgen": json_plain(dataclasses.asdict(self.loadgen)),
+            "figures": json_plain(dataclasses.asdict(self.figures)),
+            "server_search": json_plain(self.server_search) if self.server_search is not None else None,
+            "audit": json_plain(self.audit) if self.audit is not None else None,
+            "generation": json_plain(self.generation),
+        }
+
+
 def _outcome(
     spec: CellSpec,
     stack: GenerationStack,
@@ -323,8 +346,8 @@ def _outcome(
     feeds: _Feeds,
     keep: Sequence[int],
     measured: _Measured,
-) -> dict[str, Any]:
-    """Judge the scored run's replies and assemble the outcome document."""
+) -> Outcome:
+    """Judge the scored run's replies and assemble the outcome."""
     run, rules = measured.run, get_rules(spec.rules)
     judged = _judge(spec, generator, model, prompts, feeds, measured)
     found = token_figures.figures_of([run], float(measured.search["max_qps"]) if measured.search else None)
@@ -334,40 +357,44 @@ def _outcome(
     energy = measured.metered.energy
     if energy is not None and generation["output_tokens"]:
         generation["energy_per_output_token_j"] = energy.energy_j / generation["output_tokens"]
+    log_dir = str(measured.log_dir.relative_to(spec.run_dir))
     verdict = LoadgenVerdict(
-        spec.cell.scenario, run.valid, run.invalid_reasons, found.qps, run.queries, spec.rules,
-        rules.official, str(measured.log_dir.relative_to(spec.run_dir)),
-    )  # fmt: skip
-    quality = judged.quality
-    gate = Quality(
-        "identical_token_share", quality.identical_share, quality.threshold, quality.passed, judged.prompts,
-        quality.detail,
-    )  # fmt: skip
-    return {
-        "status": judged.status,
-        "reason": judged.reason,
-        "loadgen": dataclasses.asdict(verdict),
-        "figures": dataclasses.asdict(found),
-        "server_search": measured.search,
-        "quality": dataclasses.asdict(gate),
-        "effective_precision": generator.precision,
-        "compile_s": measured.prepare_s,
-        "noise": dataclasses.asdict(measured.probe),
-        "warnings": [w for w in measured.metered.warnings if w],
-        "versions": {
-            **with_python(("accelbench", "numpy", "torch", "mlcommons-loadgen")),
-            **stack.versions(),
-        },
-        "settings": {
+        scenario=spec.cell.scenario,
+        valid=run.valid,
+        invalid_reasons=run.invalid_reasons,
+        qps=found.qps,
+        queries=run.queries,
+        rules=spec.rules,
+        official=rules.official,
+        log_dir=log_dir,
+    )
+    agreed = judged.quality
+    head = Head(
+        status=judged.status,
+        reason=judged.reason,
+        quality=Quality(
+            metric="identical_token_share",
+            value=agreed.identical_share,
+            threshold=agreed.threshold,
+            passed=agreed.passed,
+            samples_checked=judged.prompts,
+            detail=agreed.detail,
+        ),
+        effective_precision=generator.precision,
+        compile_s=measured.prepare_s,
+        noise=measured.probe,
+        energy=energy,
+        warnings=tuple(w for w in measured.metered.warnings if w),
+        versions={**with_python(("accelbench", "numpy", "torch", "mlcommons-loadgen")), **stack.versions()},
+        settings={
             "threads": spec.threads,
             "rules": spec.rules,
             "seed": spec.seed,
             "stack": dict(generator.details),
         },
-        "energy": dataclasses.asdict(energy) if energy is not None else None,
-        "audit": audits.section(judged.verdicts, salt_tokens=feeds.place.salt_tokens),
-        "generation": generation,
-    }
+    )
+    audit = audits.section(judged.verdicts, salt_tokens=feeds.place.salt_tokens)
+    return Outcome(head, TokensBody(verdict, found, generation, measured.search, audit))
 
 
 def _gate(agreed: bool, checks: Sequence[ReplyCheck]) -> list[tuple[str, bool]]:

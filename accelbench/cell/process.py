@@ -11,6 +11,7 @@ is observed by the parent.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import logging
@@ -18,12 +19,12 @@ import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from accelbench.cell import seeds
 from accelbench.cellspec import CellSpec, write_json_atomic
 from accelbench.errors import CellError, Unsupported
 from accelbench.meters import memory
+from accelbench.outcome import Outcome
 
 _LOADGEN = "accelbench.cell.inference:measure"
 DRIVERS: Mapping[str, str] = {
@@ -43,8 +44,9 @@ def main(argv: Sequence[str], input_seed: int | None = None) -> int:
     seed = input_seed if input_seed is not None else seeds.checked(int(sys.stdin.readline()))
     spec = CellSpec.from_dict(json.loads(Path(argv[0]).read_text()), input_seed=seed)
     outcome = outcome_of(spec)
-    outcome["peak_rss_bytes"] = max(outcome.get("peak_rss_bytes") or 0, memory.peak_rss_bytes())
-    write_json_atomic(Path(spec.result_path), outcome)
+    peak_rss_bytes = max(outcome.head.peak_rss_bytes or 0, memory.peak_rss_bytes())
+    head = dataclasses.replace(outcome.head, peak_rss_bytes=peak_rss_bytes)
+    write_json_atomic(Path(spec.result_path), dataclasses.replace(outcome, head=head).to_dict())
     return 0
 
 
@@ -52,7 +54,7 @@ GENERATION_DRIVER = "accelbench.cell.generation:measure"
 """The driver of every cell of a generative workload (``accelbench.generation.workload``)."""
 
 
-def driver(scenario: str, workload_ref: str = "") -> Callable[[CellSpec], dict[str, Any]]:
+def driver(scenario: str, workload_ref: str = "") -> Callable[[CellSpec], Outcome]:
     """The driver function of ``scenario`` (of a generative workload: ``GENERATION_DRIVER``);
     ``Unsupported`` for a scenario without one."""
     reference = DRIVERS.get(scenario)
@@ -61,7 +63,7 @@ def driver(scenario: str, workload_ref: str = "") -> Callable[[CellSpec], dict[s
     if reference is None:
         raise Unsupported(f"no driver for scenario {scenario!r} (known: {', '.join(DRIVERS)})")
     module, _, function = reference.partition(":")
-    found: Callable[[CellSpec], dict[str, Any]] = getattr(importlib.import_module(module), function)
+    found: Callable[[CellSpec], Outcome] = getattr(importlib.import_module(module), function)
     return found
 
 
@@ -72,19 +74,19 @@ def _generates(workload_ref: str) -> bool:
     return generates(instantiate(workload_ref))
 
 
-def outcome_of(spec: CellSpec) -> dict[str, Any]:
-    """The outcome document of the cell; exceptions are turned into statuses."""
+def outcome_of(spec: CellSpec) -> Outcome:
+    """The outcome of the cell; exceptions are turned into statuses."""
     try:
         return driver(spec.cell.scenario, spec.workload_ref)(spec)
     except CellError as err:
-        return {"status": err.status, "reason": str(err)}
+        return Outcome.failed(err.status, str(err))
     except MemoryError:
         traceback.print_exc()
-        return {"status": "oom", "reason": "MemoryError in the cell process"}
+        return Outcome.failed("oom", "MemoryError in the cell process")
     except Exception as err:
         traceback.print_exc()
         first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-        return {"status": "crashed", "reason": f"{type(err).__name__}: {first}"[:500]}
+        return Outcome.failed("crashed", f"{type(err).__name__}: {first}"[:500])
 
 
 if __name__ == "__main__":

@@ -208,9 +208,10 @@ def _spec(tmp_path: Path, run_rules: str) -> CellSpec:
 
 
 def test_a_cell_stores_its_rules_and_precision(tmp_path: Path, tf32_switches: object) -> None:
-    outcome = measure(_spec(tmp_path, "quick"))
+    outcome = measure(_spec(tmp_path, "quick")).to_dict()
     section = outcome["training"]
     assert outcome["status"] == "ok", outcome["reason"]
+    assert outcome["latency"] is None and outcome["loadgen"] is None
     assert section["rules"] == "short" and "not MLPerf Training's rules" in section["rules_summary"]
     assert outcome["effective_precision"] == section["precision"]["name"] == "fp32"
     assert section["precision"]["matmul_allow_tf32"] is section["precision"]["cudnn_allow_tf32"] is False
