@@ -22,11 +22,13 @@ from accelbench.results import Cell
 
 @dataclass(frozen=True, slots=True)
 class PlannedCell:
-    """A cell with the references its process will import."""
+    """A cell with the references its process will import: its workload, its stack and the driver that
+    measures it (``accelbench.registry.DRIVERS``, resolved once by the planner)."""
 
     cell: Cell
     workload_ref: str
     stack_ref: str
+    driver_ref: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +39,8 @@ class CellSpec:
     cell: Cell
     workload_ref: str
     stack_ref: str
+    driver_ref: str
+    """The driver the cell process calls (``PlannedCell.driver_ref``)."""
     rules: str
     threads: int
     seed: int

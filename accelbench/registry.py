@@ -74,17 +74,31 @@ GENERATING_STACKS: Mapping[str, str] = {
 """The stacks that generate (``accelbench.generation.base.GenerationStack``): they run the generative
 workloads (``tiny-llama``, ``smollm2-135m``); a name in both tables is the same software both ways."""
 
+DRIVERS: Mapping[str, str] = {
+    "loadgen": "accelbench.cell.inference:measure",
+    "tokens": "accelbench.cell.generation:measure",
+    "train-to-quality": "accelbench.training.measure:measure",
+}
+"""The cell drivers: name -> ``module:function`` taking the ``CellSpec`` and returning its
+``accelbench.outcome.Outcome``. A workload names its driver (``driver``, a class attribute); the planner
+resolves it once (``driver_of``) and the cell process calls it. Adding a driver is one line here, the
+workloads that name it, and its cells' plan (``accelbench.runner.PLANS``)."""
+
+DEFAULT_DRIVER = "loadgen"
+"""The driver of a workload that names none (and of one that does not load: its cells record why)."""
+
 _GROUPS = {
     "workload": "accelbench.workloads",
     "stack": "accelbench.stacks",
     "generating stack": "accelbench.generation_stacks",
+    "driver": "accelbench.drivers",
 }
-_BUILTIN = {"workload": WORKLOADS, "stack": STACKS, "generating stack": GENERATING_STACKS}
+_BUILTIN = {"workload": WORKLOADS, "stack": STACKS, "generating stack": GENERATING_STACKS, "driver": DRIVERS}
 
 
 def table(kind: str) -> dict[str, str]:
-    """Built-in and plugin entries of ``kind`` (``workload``, ``stack`` or ``generating stack``): name ->
-    reference. A plugin cannot replace a built-in name."""
+    """Built-in and plugin entries of ``kind`` (``workload``, ``stack``, ``generating stack`` or
+    ``driver``): name -> reference. A plugin cannot replace a built-in name."""
     merged = dict(_BUILTIN[kind])
     for entry in entry_points(group=_GROUPS[kind]):
         merged.setdefault(entry.name, entry.value)
@@ -98,6 +112,17 @@ def resolve(kind: str, names: tuple[str, ...]) -> dict[str, str]:
     if unknown:
         raise UserError(f"unknown {kind} {', '.join(unknown)!s}; known: {', '.join(sorted(known))}")
     return {name: known[name] for name in names}
+
+
+def driver_of(workload_ref: str) -> str:
+    """The name of the driver the workload ``workload_ref`` declares (``DEFAULT_DRIVER`` when it declares
+    none or does not load: its cells are recorded with the reason); UserError for an unknown driver."""
+    try:
+        name = str(getattr(instantiate(workload_ref), "driver", DEFAULT_DRIVER))
+    except Exception:  # a workload that does not load is recorded per cell
+        return DEFAULT_DRIVER
+    resolve("driver", (name,))
+    return name
 
 
 def is_served(name: str) -> bool:

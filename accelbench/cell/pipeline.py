@@ -87,6 +87,7 @@ def cell_spec(
         cell=planned.cell,
         workload_ref=planned.workload_ref,
         stack_ref=planned.stack_ref,
+        driver_ref=planned.driver_ref,
         rules=config.rules,
         threads=effective_threads(config),
         seed=config.seed,

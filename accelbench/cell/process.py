@@ -2,9 +2,8 @@
 
 Run as ``python -m accelbench.cell.process SPEC.json`` (the parent is ``accelbench.cell.isolation``,
 which passes the input seed apart; run by hand, the cell reads it from its standard input).
-The scenario's driver (``DRIVERS``, keyed by scenario) measures the cell: the LoadGen scenarios
-through ``accelbench.cell.inference``, ``train-to-quality`` through ``accelbench.training.measure``;
-every cell of a generative workload through ``accelbench.cell.generation`` (``GENERATION_DRIVER``).
+The driver the planner chose from the workload's declaration (``CellSpec.driver_ref``, one of
+``accelbench.registry.DRIVERS``) measures the cell and returns its typed ``Outcome``.
 Any exception becomes a status (``unavailable``, ``unsupported``, ``oom``, ``crashed``); a hard crash
 is observed by the parent.
 """
@@ -12,29 +11,19 @@ is observed by the parent.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import logging
 import sys
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from accelbench.cell import seeds
 from accelbench.cellspec import CellSpec, write_json_atomic
-from accelbench.errors import CellError, Unsupported
+from accelbench.errors import CellError
 from accelbench.meters import memory
 from accelbench.outcome import Outcome
-
-_LOADGEN = "accelbench.cell.inference:measure"
-DRIVERS: Mapping[str, str] = {
-    "single-stream": _LOADGEN,
-    "multi-stream": _LOADGEN,
-    "server": _LOADGEN,
-    "offline": _LOADGEN,
-    "train-to-quality": "accelbench.training.measure:measure",
-}
-"""The driver of each scenario, ``module:function`` taking the ``CellSpec``, imported when used."""
+from accelbench.registry import load
 
 
 def main(argv: Sequence[str], input_seed: int | None = None) -> int:
@@ -50,34 +39,16 @@ def main(argv: Sequence[str], input_seed: int | None = None) -> int:
     return 0
 
 
-GENERATION_DRIVER = "accelbench.cell.generation:measure"
-"""The driver of every cell of a generative workload (``accelbench.generation.workload``)."""
-
-
-def driver(scenario: str, workload_ref: str = "") -> Callable[[CellSpec], Outcome]:
-    """The driver function of ``scenario`` (of a generative workload: ``GENERATION_DRIVER``);
-    ``Unsupported`` for a scenario without one."""
-    reference = DRIVERS.get(scenario)
-    if workload_ref and _generates(workload_ref):
-        reference = GENERATION_DRIVER
-    if reference is None:
-        raise Unsupported(f"no driver for scenario {scenario!r} (known: {', '.join(DRIVERS)})")
-    module, _, function = reference.partition(":")
-    found: Callable[[CellSpec], Outcome] = getattr(importlib.import_module(module), function)
+def driver(spec: CellSpec) -> Callable[[CellSpec], Outcome]:
+    """The driver function the planner chose for the cell (``CellSpec.driver_ref``)."""
+    found: Callable[[CellSpec], Outcome] = load(spec.driver_ref)
     return found
-
-
-def _generates(workload_ref: str) -> bool:
-    from accelbench.generation.workload import generates
-    from accelbench.registry import instantiate
-
-    return generates(instantiate(workload_ref))
 
 
 def outcome_of(spec: CellSpec) -> Outcome:
     """The outcome of the cell; exceptions are turned into statuses."""
     try:
-        return driver(spec.cell.scenario, spec.workload_ref)(spec)
+        return driver(spec)(spec)
     except CellError as err:
         return Outcome.failed(err.status, str(err))
     except MemoryError:

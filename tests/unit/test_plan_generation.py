@@ -19,6 +19,8 @@ def test_tiny_llama_runs_on_every_generating_stack_and_resnet_on_the_inference_o
     assert {c.cell.scenario for c in llm} == {"single-stream", "offline"}
     assert all(c.stack_ref == registry.GENERATING_STACKS[c.cell.stack] for c in llm)
     assert all(c.cell.variant == "canonical" for c in llm)
+    assert {c.driver_ref for c in llm} == {registry.DRIVERS["tokens"]}
+    assert {c.driver_ref for c in cells if c.cell.workload == "resnet50"} == {registry.DRIVERS["loadgen"]}
     resnet = {c.cell.stack for c in cells if c.cell.workload == "resnet50"}
     assert resnet == {"null", "torch-eager", "torch-inductor", "onnxruntime"}
 

@@ -59,6 +59,9 @@ def test_training_workloads_are_planned_only_with_train_to_quality() -> None:
     assert ("topics-minilm", "train-to-quality") in pairs
     assert ("resnet50", "single-stream") in pairs
     assert not {pair for pair in pairs if (pair[0] in training.WORKLOADS) != (pair[1] == training.SCENARIO)}
+    drivers = {p.cell.workload: p.driver_ref for p in runner.plan(config)}
+    assert drivers["digits-resnet"] == "accelbench.training.measure:measure"
+    assert drivers["resnet50"] == "accelbench.cell.inference:measure"
 
 
 def test_olympic_mean_drops_fastest_and_slowest_and_unconverged_counts_as_slowest() -> None:
@@ -196,6 +199,7 @@ def _spec(tmp_path: Path, run_rules: str) -> CellSpec:
         cell=cell,
         workload_ref=WORKLOADS["digits-resnet"],
         stack_ref="",
+        driver_ref="accelbench.training.measure:measure",
         rules=run_rules,
         threads=1,
         seed=0,
