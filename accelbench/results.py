@@ -37,7 +37,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from accelbench.sections import ServerSearch, TrainingFigures, VariantInfo
+
 SCHEMA_VERSION = 7
+
+SECTIONS: Mapping[str, Any] = {
+    "variant_info": VariantInfo,
+    "training": TrainingFigures,
+    "server_search": ServerSearch,
+}
+"""The typed sections (``accelbench.sections``), each with its ``to_dict`` and ``from_dict``."""
 
 STATUSES = (
     "ok",
@@ -272,11 +281,11 @@ class Result:
     stderr_tail: str = ""
     energy: Energy | None = None
     device_memory: DeviceMemory | None = None
-    variant_info: Mapping[str, Any] | None = None
+    variant_info: VariantInfo | None = None
     audit: Mapping[str, Any] | None = None
-    training: Mapping[str, Any] | None = None
+    training: TrainingFigures | None = None
     figures: Figures | None = None
-    server_search: Mapping[str, Any] | None = None
+    server_search: ServerSearch | None = None
     """The probes of the server QPS search (``accelbench.scenarios.server_search``)."""
     generation: Mapping[str, Any] | None = None
     """LLM decode figures of a generative workload's cell (``accelbench.generation.figures``)."""
@@ -308,9 +317,12 @@ def to_dict(result: Result) -> dict[str, Any]:
     doc["settings"] = dict(result.settings)
     if result.energy is not None:
         doc["energy"]["domains"] = dict(result.energy.domains)
-    for section in ("variant_info", "audit", "training", "server_search", "generation"):
-        value = getattr(result, section)
-        doc[section] = None if value is None else json_plain(value)
+    for name in ("audit", "generation"):
+        value = getattr(result, name)
+        doc[name] = None if value is None else json_plain(value)
+    for name in SECTIONS:
+        record = getattr(result, name)
+        doc[name] = None if record is None else record.to_dict()
     return doc
 
 
@@ -340,6 +352,9 @@ def from_dict(doc: Mapping[str, Any]) -> Result:
     data["energy"] = record_of(Energy, data.get("energy"))
     data["device_memory"] = record_of(DeviceMemory, data.get("device_memory"))
     data["figures"] = record_of(Figures, data.get("figures"))
+    for name, kind in SECTIONS.items():
+        section = data.get(name)
+        data[name] = None if section is None else kind.from_dict(section)
     data["trial_p50_s"] = tuple(data.get("trial_p50_s", ()))
     data["warnings"] = tuple(data.get("warnings", ()))
     return Result(**data)

@@ -73,6 +73,7 @@ from accelbench.registry import instantiate
 from accelbench.results import Figures, LoadgenVerdict, NoiseProbe, Quality, json_plain
 from accelbench.scenarios import server_search
 from accelbench.scenarios.rules import Rules, get_rules
+from accelbench.sections import ServerSearch
 from accelbench.versions import with_python
 
 ATTEMPTS = 2
@@ -162,8 +163,8 @@ class _Measured:
 
     run: TokenFigures
     """The scored LoadGen run (server: the search's VALID probe at its max QPS, else its last)."""
-    search: dict[str, Any] | None
-    """The stored server search (``_search_document``)."""
+    search: ServerSearch | None
+    """The stored server search (``_search_record``)."""
     probe: NoiseProbe
     metered: Metered
     prepare_s: float
@@ -204,7 +205,7 @@ def _measure(
     latency_s: float,
     bounds: ServerBounds,
     log_dir: Path,
-) -> tuple[dict[str, Any] | None, TokenFigures]:
+) -> tuple[ServerSearch | None, TokenFigures]:
     """The scenario's LoadGen run (server: the search, then the scored run at its max QPS)."""
     minimum = max(rules.min_queries_for("single-stream"), MIN_TOKEN_QUERIES)
     timed = feeds.timed
@@ -227,16 +228,19 @@ def _measure(
     best = [
         f for f, p in zip(probes, search.probes, strict=True) if p.valid and p.target_qps == search.max_qps
     ]
-    return _search_document(search, probes), best[0] if best else probes[-1]
+    return _search_record(search, probes), best[0] if best else probes[-1]
 
 
-def _search_document(search: server_search.Search, runs: Sequence[TokenFigures]) -> dict[str, Any]:
+def _search_record(search: server_search.Search, runs: Sequence[TokenFigures]) -> ServerSearch:
     """The stored search, each probe with LoadGen's p99 TTFT and TPOT too (the report's curves)."""
-    document = search.to_dict()
-    for probe, run in zip(document["probes"], runs, strict=True):
-        probe["ttft_p99_s"] = run.ttft_percentiles_s.get(99.0)
-        probe["tpot_p99_s"] = run.tpot_percentiles_s.get(99.0)
-    return document
+    record = search.record()
+    probes = tuple(
+        dataclasses.replace(
+            probe, ttft_p99_s=run.ttft_percentiles_s.get(99.0), tpot_p99_s=run.tpot_percentiles_s.get(99.0)
+        )
+        for probe, run in zip(record.probes, runs, strict=True)
+    )
+    return dataclasses.replace(record, probes=probes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,7 +286,7 @@ def _judge(
     )
     failures = [name for name, passed in _gate(quality.passed, checks) if not passed]
     invalid = [] if run.valid else [f"{spec.cell.scenario}: {'; '.join(run.invalid_reasons) or 'no reason'}"]
-    if measured.search and float(measured.search["max_qps"]) <= 0:
+    if measured.search and measured.search.max_qps <= 0:
         invalid.append(f"no target QPS met p99 TTFT {_ms(run)} and TPOT bounds")
     status, why = audits.cell_status(verdicts, failures, invalid, noise.unstable_reason(measured.probe))
     return _Judgement(quality, len(replies), checks, verdicts, status, why)
@@ -323,7 +327,7 @@ class TokensBody:
     loadgen: LoadgenVerdict
     figures: Figures
     generation: Mapping[str, Any]
-    server_search: Mapping[str, Any] | None = None
+    server_search: ServerSearch | None = None
     audit: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -331,7 +335,7 @@ class TokensBody:
         return {
             "loadgen": json_plain(dataclasses.asdict(self.loadgen)),
             "figures": json_plain(dataclasses.asdict(self.figures)),
-            "server_search": json_plain(self.server_search) if self.server_search is not None else None,
+            "server_search": self.server_search.to_dict() if self.server_search is not None else None,
             "audit": json_plain(self.audit) if self.audit is not None else None,
             "generation": json_plain(self.generation),
         }
@@ -350,7 +354,7 @@ def _outcome(
     """Judge the scored run's replies and assemble the outcome."""
     run, rules = measured.run, get_rules(spec.rules)
     judged = _judge(spec, generator, model, prompts, feeds, measured)
-    found = token_figures.figures_of([run], float(measured.search["max_qps"]) if measured.search else None)
+    found = token_figures.figures_of([run], measured.search.max_qps if measured.search else None)
     prompt_tokens = [len(sent.prompt) for sent in run.sent]
     facts = _facts(generator, model, prompts, keep, measured.prepare_s)
     generation = token_figures.section(run, prompt_tokens, judged.quality, judged.checks, facts)

@@ -36,6 +36,7 @@ from accelbench.results import Figures, Latency, LoadgenVerdict, NoiseProbe, Qua
 from accelbench.scenarios import figures, server_search
 from accelbench.scenarios.loadgen import Measurement
 from accelbench.scenarios.rules import Rules, get_rules
+from accelbench.sections import VariantInfo
 from accelbench.stacks.base import Stack
 from accelbench.versions import with_python
 from accelbench.workloads.base import Workload
@@ -172,7 +173,7 @@ class LoadgenBody:
     trial_p50_s: tuple[float, ...]
     server_search: server_search.Search | None = None
     audit: Mapping[str, Any] | None = None
-    variant_info: Mapping[str, Any] | None = None
+    variant_info: VariantInfo | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The body's keys of the stored document."""
@@ -183,7 +184,7 @@ class LoadgenBody:
             "trial_p50_s": list(self.trial_p50_s),
             "server_search": self.server_search.to_dict() if self.server_search else None,
             "audit": json_plain(self.audit) if self.audit is not None else None,
-            "variant_info": json_plain(self.variant_info) if self.variant_info is not None else None,
+            "variant_info": self.variant_info.to_dict() if self.variant_info is not None else None,
         }
 
 
@@ -212,7 +213,7 @@ def _body(
     found: Figures,
     search: server_search.Search | None,
     audit: Mapping[str, Any] | None,
-    variant_info: Mapping[str, Any] | None,
+    variant_info: VariantInfo | None,
 ) -> LoadgenBody:
     from accelbench import stats
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.results import HEADLINES, Result
+from accelbench.sections import ServerSearch
 
 LOADGEN = "LoadGen"
 SUT_TIMER = "SUT timer"
@@ -128,9 +129,8 @@ def _batch(settings: Mapping[str, Any]) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def _bound_s(search: Mapping[str, Any] | None) -> float | None:
-    value = (search or {}).get("bound_s")
-    return float(value) if isinstance(value, int | float) else None
+def _bound_s(search: ServerSearch | None) -> float | None:
+    return search.bound_s if search is not None else None
 
 
 def sort_key(result: Result) -> tuple[float, str]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import platform
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,8 @@ from accelbench.errors import Unsupported
 from accelbench.meters.window import combined_energy
 from accelbench.outcome import Head, Outcome
 from accelbench.registry import instantiate
-from accelbench.results import Energy, Quality, json_plain
+from accelbench.results import Energy, Quality
+from accelbench.sections import TrainingFigures
 from accelbench.training import rules, summary
 from accelbench.training.distributed import GroupOutcome, Job, run_group
 from accelbench.training.loop import RunRecord, check_stack
@@ -85,8 +85,9 @@ def _outcome(
 ) -> Outcome:
     target = workload.recipe(spec.cell.size).target
     section = {**training_section(main, baseline, nproc, target, spec), **_honesty(main, training_rules)}
-    passed = section["olympic_mean_s"] is not None
-    converged = section["runs_converged"]
+    figures = TrainingFigures.from_dict(section)
+    passed = figures.olympic_mean_s is not None
+    converged = figures.runs_converged
     reason = "" if passed else f"{converged} of {len(main.runs)} runs reached top-1 {target}: no olympic mean"
     head = Head(
         status="ok" if passed else "quality_failed",
@@ -99,7 +100,7 @@ def _outcome(
         versions=_versions(),
         settings=_settings(spec, workload, nproc, threads),
     )
-    return Outcome(head, TrainingBody(section))
+    return Outcome(head, TrainingBody(figures))
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,11 +108,11 @@ class TrainingBody:
     """The train-to-quality driver's part of a cell's outcome: the ``training`` section (module text);
     a training cell has no latency nor LoadGen verdict."""
 
-    training: Mapping[str, Any]
+    training: TrainingFigures
 
     def to_dict(self) -> dict[str, Any]:
         """The body's keys of the stored document."""
-        return {"latency": None, "loadgen": None, "training": json_plain(self.training)}
+        return {"latency": None, "loadgen": None, "training": self.training.to_dict()}
 
 
 def training_section(

@@ -9,6 +9,7 @@ from accelbench.cell.generation import TokensBody
 from accelbench.cell.inference import LoadgenBody
 from accelbench.outcome import Head, Outcome
 from accelbench.results import from_dict, to_dict
+from accelbench.sections import SearchProbe, ServerSearch, TrainingFigures
 from accelbench.training.measure import TrainingBody
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "result_v7.json"
@@ -43,16 +44,36 @@ def test_the_token_and_training_bodies_write_their_sections() -> None:
     stored = _stored()
     result = from_dict(stored)
     assert result.loadgen and result.figures and result.generation is not None
-    tokens = TokensBody(result.loadgen, result.figures, result.generation, {"max_qps": 2.5}, result.audit)
-    document = tokens.to_dict()
+    probe = SearchProbe(2.5, True, 0.4, 2.4, (), ttft_p99_s=0.3, tpot_p99_s=None)
+    search = ServerSearch(1.0, 2.5, (2.5, None), 0.1, (probe,), 0.9)
+    tokens = TokensBody(result.loadgen, result.figures, result.generation, search, result.audit)
+    document = json.loads(json.dumps(tokens.to_dict()))
     assert document["generation"] == stored["generation"] and document["audit"] == stored["audit"]
-    assert document["server_search"] == {"max_qps": 2.5} and document["figures"] == stored["figures"]
-    training = TrainingBody({"runs": ({"seed": 3},), "olympic_mean_s": None}).to_dict()
-    assert training == {
-        "latency": None,
-        "loadgen": None,
-        "training": {"runs": [{"seed": 3}], "olympic_mean_s": None},
+    assert document["figures"] == stored["figures"]
+    assert document["server_search"]["probes"] == [
+        {
+            "target_qps": 2.5,
+            "valid": True,
+            "p99_s": 0.4,
+            "completed_qps": 2.4,
+            "reasons": [],
+            "ttft_p99_s": 0.3,
+        }
+    ]
+    assert ServerSearch.from_dict(document["server_search"]) == search
+    run = {
+        "seed": 3,
+        "time_to_quality_s": 2.0,
+        "converged": False,
+        "quality": 0.5,
+        "epochs": 4,
+        "samples": 64,
     }
+    section = {"runs": [run], "olympic_mean_s": None, "runs_converged": 0, "target": 0.9, "nproc": 1}
+    training = TrainingBody(TrainingFigures.from_dict(section)).to_dict()
+    assert (training["latency"], training["loadgen"]) == (None, None)
+    assert training["training"]["runs"] == [{**run, "energy_j": None, "log_file": ""}]
+    assert TrainingFigures.from_dict(training["training"]) == TrainingFigures.from_dict(section)
 
 
 def test_a_failed_outcome_is_a_status_and_a_reason_that_loads() -> None:

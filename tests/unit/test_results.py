@@ -53,7 +53,7 @@ def test_golden_loads_into_a_fully_populated_result() -> None:
     assert energy.energy_j == sum(energy.domains.values()) == 150.78125
     assert energy.energy_per_query_j == energy.energy_j / energy.samples
     assert energy.power_w == energy.energy_j / energy.window_s
-    assert result.variant_info is not None and result.variant_info["seed"] == 1234
+    assert result.variant_info is not None and result.variant_info.drawn_seed == 1234
     assert result.audit is not None
     assert {result.audit[name]["verdict"] for name in ("output", "repeat", "caching", "precision")} == {
         "pass"

@@ -16,6 +16,7 @@ from accelbench.errors import Unsupported, UserError
 from accelbench.registry import WORKLOADS
 from accelbench.report.export import export_results
 from accelbench.results import Cell, Result
+from accelbench.sections import TrainingFigures
 from accelbench.training import data, mllog, precision, rules, summary
 from accelbench.training.loop import STACKS, Group, RunRecord, Trainer
 from accelbench.training.measure import measure
@@ -134,7 +135,16 @@ def test_training_results_render_and_export(tmp_path: Path) -> None:
     from accelbench.report.training import training_table
 
     section = {
-        "runs": [{"seed": 0}],
+        "runs": [
+            {
+                "seed": 0,
+                "time_to_quality_s": 1.5,
+                "converged": True,
+                "quality": 0.98,
+                "epochs": 2,
+                "samples": 100,
+            }
+        ],
         "olympic_mean_s": 1.5,
         "runs_converged": 1,
         "target": 0.97,
@@ -145,7 +155,7 @@ def test_training_results_render_and_export(tmp_path: Path) -> None:
         "energy_j": 3.0,
     }
     cell = Cell("digits-resnet", "torch-eager", "train-to-quality", size="tiny")
-    result = Result("r1", cell, "ok", training=section)
+    result = Result("r1", cell, "ok", training=TrainingFigures.from_dict(section))
     console = Console(record=True, width=200)
     console.print(training_table([result]))
     text = console.export_text()
