@@ -37,11 +37,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from accelbench.sections import ServerSearch, TrainingFigures, VariantInfo
+from accelbench.result_upgrade import upgrade
+from accelbench.sections import GenerationFigures, ServerSearch, TrainingFigures, VariantInfo
 
 SCHEMA_VERSION = 7
 
 SECTIONS: Mapping[str, Any] = {
+    "generation": GenerationFigures,
     "variant_info": VariantInfo,
     "training": TrainingFigures,
     "server_search": ServerSearch,
@@ -287,7 +289,7 @@ class Result:
     figures: Figures | None = None
     server_search: ServerSearch | None = None
     """The probes of the server QPS search (``accelbench.scenarios.server_search``)."""
-    generation: Mapping[str, Any] | None = None
+    generation: GenerationFigures | None = None
     """LLM decode figures of a generative workload's cell (``accelbench.generation.figures``)."""
     schema_version: int = SCHEMA_VERSION
 
@@ -301,6 +303,31 @@ class Result:
         if self.figures is not None:
             return self.figures.value if self.figures.metric == "max_qps" else self.figures.qps
         return self.loadgen.qps if self.loadgen else None
+
+    @property
+    def node_id(self) -> str:
+        """The fleet node that measured the cell (``settings.fleet_node.node_id``); "" for a local cell."""
+        node = self.settings.get("fleet_node")
+        return str(node.get("node_id", "")) if isinstance(node, Mapping) else ""
+
+    @property
+    def node_machine(self) -> Mapping[str, Any] | None:
+        """The fleet node's machine record (``settings.fleet_node.machine``), None for a local cell."""
+        node = self.settings.get("fleet_node")
+        machine = node.get("machine") if isinstance(node, Mapping) else None
+        return machine if isinstance(machine, Mapping) else None
+
+    @property
+    def rules_setting(self) -> str:
+        """The rule set in the cell's settings (``settings.rules``), "" when not recorded."""
+        value = self.settings.get("rules")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def batch_size(self) -> int | None:
+        """Samples per call the cell settled on (``settings.batch_size``), None when not recorded."""
+        value = self.settings.get("batch_size")
+        return value if isinstance(value, int) else None
 
     @property
     def headline(self) -> tuple[str, float] | None:
@@ -317,9 +344,7 @@ def to_dict(result: Result) -> dict[str, Any]:
     doc["settings"] = dict(result.settings)
     if result.energy is not None:
         doc["energy"]["domains"] = dict(result.energy.domains)
-    for name in ("audit", "generation"):
-        value = getattr(result, name)
-        doc[name] = None if value is None else json_plain(value)
+    doc["audit"] = None if result.audit is None else json_plain(result.audit)
     for name in SECTIONS:
         record = getattr(result, name)
         doc[name] = None if record is None else record.to_dict()
@@ -339,7 +364,7 @@ def from_dict(doc: Mapping[str, Any]) -> Result:
     """Rebuild a result from its stored document (version 1 is upgraded); ValueError on an unknown schema."""
     version = doc.get("schema_version")
     if version in (1, 2, 3, 4, 5, 6):
-        doc = upgrade(doc)
+        doc = upgrade(doc, SCHEMA_VERSION)
     elif version != SCHEMA_VERSION:
         raise ValueError(f"result schema_version {version!r} is not {SCHEMA_VERSION} (or 1-6, upgraded)")
     data = dict(doc)
@@ -358,49 +383,6 @@ def from_dict(doc: Mapping[str, Any]) -> Result:
     data["trial_p50_s"] = tuple(data.get("trial_p50_s", ()))
     data["warnings"] = tuple(data.get("warnings", ()))
     return Result(**data)
-
-
-def upgrade(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """A version-1 to -6 document as the current version: missing sections null, status re-derived
-    (versions 1-3; from version 4 the status already follows the audits)."""
-    upgraded = dict(doc)
-    sections = (
-        "energy",
-        "device_memory",
-        "variant_info",
-        "audit",
-        "training",
-        "figures",
-        "server_search",
-        "generation",
-    )
-    for section in sections:
-        upgraded.setdefault(section, None)
-    if upgraded.get("status") == "ok" and doc.get("schema_version") not in (4, 5, 6):
-        upgraded["status"], upgraded["reason"] = _legacy_status(upgraded)
-    upgraded["schema_version"] = SCHEMA_VERSION
-    return upgraded
-
-
-def _legacy_status(doc: Mapping[str, Any]) -> tuple[str, str]:
-    """The status an ``ok`` document of schema 1-3 gets under version 4's rules, with the reason."""
-    audit = doc.get("audit") or {}
-    flagged = sorted(
-        name for name, entry in audit.items() if isinstance(entry, Mapping) and entry.get("flagged")
-    )
-    if flagged:
-        return "disqualified", f"{', '.join(flagged)} audit flagged this result (stored under schema 3)"
-    loadgen = doc.get("loadgen") or {}
-    if loadgen and not loadgen.get("valid", True):
-        reasons = "; ".join(loadgen.get("invalid_reasons") or ()) or "no reason given"
-        return "invalid", f"LoadGen INVALID: {reasons}"
-    noise = doc.get("noise") or {}
-    if noise.get("unstable"):
-        return (
-            "unstable",
-            f"unstable: reference probe drifted {noise.get('drift', 0.0):.0%} during the measurement",
-        )
-    return "ok", doc.get("reason", "")
 
 
 def record_of(kind: type, value: Mapping[str, Any] | None) -> Any:

@@ -227,3 +227,102 @@ class TrainingFigures:
                 **{**base, "time_to_quality_s": tuple(base["time_to_quality_s"])}
             )
         return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenBounds:
+    """The p99 TTFT and TPOT bounds of an LLM server cell, and where they come from."""
+
+    ttft_s: float
+    tpot_s: float
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class TokenAgreement:
+    """The replies' token agreement with the reference (``accelbench.generation.quality.Agreement``)."""
+
+    identical_share: float
+    identical_replies: int
+    replies: int
+    first_divergence: tuple[int | None, ...]
+    tie_divergences: int
+    threshold: float
+    passed: bool
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyCheckFigures:
+    """One reply check of a generative cell (TEST06, TEST09)."""
+
+    passed: bool
+    value: float
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationFigures:
+    """The ``generation`` section of an LLM decode cell (``accelbench.generation.figures.section``):
+    the model and its conversion, LoadGen's token figures of the scored run, the quality checks."""
+
+    model: str
+    model_description: str
+    params: int
+    precision: str
+    weight_format: str
+    conversion_s: float | None
+    prepare_s: float
+    timed_prompts: int
+    prompts: int
+    max_new_tokens: int
+    length_distribution: str
+    kv_cache_bytes_per_token_fp32: int | None
+    scenario: str
+    valid: bool
+    invalid_reasons: tuple[str, ...]
+    queries: int
+    output_tokens: int
+    mean_prompt_tokens: float | None
+    mean_output_tokens: float | None
+    ttft_mean_s: float | None
+    ttft_percentiles_s: Mapping[str, float]
+    tpot_mean_s: float | None
+    tpot_percentiles_s: Mapping[str, float]
+    latency_mean_s: float | None
+    tokens_per_s: float | None
+    decode_tokens_per_s: float | None
+    prefill_tokens_per_s_sut: float | None
+    goodput_qps_sut: float | None
+    bounds: TokenBounds | None
+    agreement: TokenAgreement
+    checks: Mapping[str, ReplyCheckFigures]
+    energy_per_output_token_j: float | None = None
+    """Only with an energy figure (the key is absent otherwise)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored ``generation`` section."""
+        document = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        for name in ("bounds", "agreement"):
+            record = document[name]
+            document[name] = None if record is None else _plain(dataclasses.asdict(record))
+        document["checks"] = {name: dataclasses.asdict(check) for name, check in self.checks.items()}
+        for name in ("invalid_reasons", "ttft_percentiles_s", "tpot_percentiles_s"):
+            document[name] = _plain(document[name])
+        if self.energy_per_output_token_j is None:
+            del document["energy_per_output_token_j"]
+        return document
+
+    @classmethod
+    def from_dict(cls, document: Mapping[str, Any]) -> GenerationFigures:
+        """A stored ``generation`` section."""
+        values = dict(document)
+        bounds, agreement = values.get("bounds"), dict(values["agreement"])
+        agreement["first_divergence"] = tuple(agreement["first_divergence"])
+        values["bounds"] = None if bounds is None else TokenBounds(**bounds)
+        values["agreement"] = TokenAgreement(**agreement)
+        values["checks"] = {name: ReplyCheckFigures(**c) for name, c in (values.get("checks") or {}).items()}
+        values["invalid_reasons"] = tuple(values.get("invalid_reasons") or ())
+        values["ttft_percentiles_s"] = dict(values.get("ttft_percentiles_s") or {})
+        values["tpot_percentiles_s"] = dict(values.get("tpot_percentiles_s") or {})
+        return cls(**values)

@@ -73,7 +73,7 @@ from accelbench.registry import instantiate
 from accelbench.results import Figures, LoadgenVerdict, NoiseProbe, Quality, json_plain
 from accelbench.scenarios import server_search
 from accelbench.scenarios.rules import Rules, get_rules
-from accelbench.sections import ServerSearch
+from accelbench.sections import GenerationFigures, ServerSearch
 from accelbench.versions import with_python
 
 ATTEMPTS = 2
@@ -326,7 +326,7 @@ class TokensBody:
 
     loadgen: LoadgenVerdict
     figures: Figures
-    generation: Mapping[str, Any]
+    generation: GenerationFigures
     server_search: ServerSearch | None = None
     audit: Mapping[str, Any] | None = None
 
@@ -337,7 +337,7 @@ class TokensBody:
             "figures": json_plain(dataclasses.asdict(self.figures)),
             "server_search": self.server_search.to_dict() if self.server_search is not None else None,
             "audit": json_plain(self.audit) if self.audit is not None else None,
-            "generation": json_plain(self.generation),
+            "generation": self.generation.to_dict(),
         }
 
 
@@ -357,10 +357,12 @@ def _outcome(
     found = token_figures.figures_of([run], measured.search.max_qps if measured.search else None)
     prompt_tokens = [len(sent.prompt) for sent in run.sent]
     facts = _facts(generator, model, prompts, keep, measured.prepare_s)
-    generation = token_figures.section(run, prompt_tokens, judged.quality, judged.checks, facts)
+    section = token_figures.section(run, prompt_tokens, judged.quality, judged.checks, facts)
+    generation = GenerationFigures.from_dict(section)
     energy = measured.metered.energy
-    if energy is not None and generation["output_tokens"]:
-        generation["energy_per_output_token_j"] = energy.energy_j / generation["output_tokens"]
+    if energy is not None and generation.output_tokens:
+        per_token_j = energy.energy_j / generation.output_tokens
+        generation = dataclasses.replace(generation, energy_per_output_token_j=per_token_j)
     log_dir = str(measured.log_dir.relative_to(spec.run_dir))
     verdict = LoadgenVerdict(
         scenario=spec.cell.scenario,

@@ -210,15 +210,15 @@ def server_search_figure(title: str, entries: Sequence[Entry]) -> go.Figure | No
 def token_search_figures(title: str, entries: Sequence[Entry]) -> list[go.Figure]:
     """TTFT-vs-QPS and TPOT-vs-QPS curves (p99) of every LLM server search, each bound drawn."""
     searched = [
-        (e.label, s, e.result.generation or {})
+        (e.label, s, g)
         for e in entries
-        if (s := e.result.server_search) and s.probes and e.result.generation is not None
+        if (s := e.result.server_search) and s.probes and (g := e.result.generation) is not None
     ]
     if not searched:
         return []
     figures = []
     for key, bound_key, axis in TOKEN_CURVES:
-        bounds = {float(g["bounds"][bound_key]) for _, _, g in searched if g.get("bounds")}
+        bounds = {getattr(g.bounds, bound_key) for _, _, g in searched if g.bounds is not None}
         pairs = [(label, search) for label, search, _ in searched]
         figures.append(_search_figure(f"{title}: {axis.split(',')[0]}", pairs, key, bounds, axis))
     return figures

@@ -59,8 +59,12 @@ def test_golden_loads_into_a_fully_populated_result() -> None:
         "pass"
     }
     generation = result.generation
-    assert generation is not None and generation["agreement"]["identical_share"] == 1.0
-    assert generation["ttft_percentiles_s"]["p90"] < generation["latency_mean_s"]
+    assert generation is not None and generation.agreement.identical_share == 1.0
+    assert (
+        generation.latency_mean_s is not None
+        and generation.ttft_percentiles_s["p90"] < generation.latency_mean_s
+    )
+    assert generation.checks["test06"].passed and generation.energy_per_output_token_j is not None
     assert json.loads(json.dumps(to_dict(result))) == _golden()
 
 
