@@ -38,11 +38,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelbench.result_upgrade import upgrade
-from accelbench.sections import GenerationFigures, ServerSearch, TrainingFigures, VariantInfo
+from accelbench.sections import AuditSection, GenerationFigures, ServerSearch, TrainingFigures, VariantInfo
 
 SCHEMA_VERSION = 7
 
 SECTIONS: Mapping[str, Any] = {
+    "audit": AuditSection,
     "generation": GenerationFigures,
     "variant_info": VariantInfo,
     "training": TrainingFigures,
@@ -284,7 +285,7 @@ class Result:
     energy: Energy | None = None
     device_memory: DeviceMemory | None = None
     variant_info: VariantInfo | None = None
-    audit: Mapping[str, Any] | None = None
+    audit: AuditSection | None = None
     training: TrainingFigures | None = None
     figures: Figures | None = None
     server_search: ServerSearch | None = None
@@ -344,7 +345,6 @@ def to_dict(result: Result) -> dict[str, Any]:
     doc["settings"] = dict(result.settings)
     if result.energy is not None:
         doc["energy"]["domains"] = dict(result.energy.domains)
-    doc["audit"] = None if result.audit is None else json_plain(result.audit)
     for name in SECTIONS:
         record = getattr(result, name)
         doc[name] = None if record is None else record.to_dict()

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,7 +73,7 @@ from accelbench.registry import instantiate
 from accelbench.results import Figures, LoadgenVerdict, NoiseProbe, Quality, json_plain
 from accelbench.scenarios import server_search
 from accelbench.scenarios.rules import Rules, get_rules
-from accelbench.sections import GenerationFigures, ServerSearch
+from accelbench.sections import AuditSection, GenerationFigures, ServerSearch
 from accelbench.versions import with_python
 
 ATTEMPTS = 2
@@ -328,7 +328,7 @@ class TokensBody:
     figures: Figures
     generation: GenerationFigures
     server_search: ServerSearch | None = None
-    audit: Mapping[str, Any] | None = None
+    audit: AuditSection | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The body's keys of the stored document."""
@@ -336,7 +336,7 @@ class TokensBody:
             "loadgen": json_plain(dataclasses.asdict(self.loadgen)),
             "figures": json_plain(dataclasses.asdict(self.figures)),
             "server_search": self.server_search.to_dict() if self.server_search is not None else None,
-            "audit": json_plain(self.audit) if self.audit is not None else None,
+            "audit": self.audit.to_dict() if self.audit is not None else None,
             "generation": self.generation.to_dict(),
         }
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from accelbench.results import Figures, Latency, LoadgenVerdict, NoiseProbe, Qua
 from accelbench.scenarios import figures, server_search
 from accelbench.scenarios.loadgen import Measurement
 from accelbench.scenarios.rules import Rules, get_rules
-from accelbench.sections import VariantInfo
+from accelbench.sections import AuditSection, VariantInfo
 from accelbench.stacks.base import Stack
 from accelbench.versions import with_python
 from accelbench.workloads.base import Workload
@@ -132,7 +132,7 @@ class _Judged:
 
     verdicts: tuple[audits.Verdict, ...]
     quality: Quality | None
-    section: dict[str, Any] | None
+    section: AuditSection | None
 
 
 def _judge(stack: Stack, workload: Workload, evidence: Sequence[trial.Evidence], rules: Rules) -> _Judged:
@@ -172,7 +172,7 @@ class LoadgenBody:
     figures: Figures
     trial_p50_s: tuple[float, ...]
     server_search: server_search.Search | None = None
-    audit: Mapping[str, Any] | None = None
+    audit: AuditSection | None = None
     variant_info: VariantInfo | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -183,7 +183,7 @@ class LoadgenBody:
             "figures": json_plain(dataclasses.asdict(self.figures)),
             "trial_p50_s": list(self.trial_p50_s),
             "server_search": self.server_search.to_dict() if self.server_search else None,
-            "audit": json_plain(self.audit) if self.audit is not None else None,
+            "audit": self.audit.to_dict() if self.audit is not None else None,
             "variant_info": self.variant_info.to_dict() if self.variant_info is not None else None,
         }
 
@@ -212,7 +212,7 @@ def _body(
     evidence: Sequence[trial.Evidence],
     found: Figures,
     search: server_search.Search | None,
-    audit: Mapping[str, Any] | None,
+    audit: AuditSection | None,
     variant_info: VariantInfo | None,
 ) -> LoadgenBody:
     from accelbench import stats

@@ -55,9 +55,7 @@ def test_golden_loads_into_a_fully_populated_result() -> None:
     assert energy.power_w == energy.energy_j / energy.window_s
     assert result.variant_info is not None and result.variant_info.drawn_seed == 1234
     assert result.audit is not None
-    assert {result.audit[name]["verdict"] for name in ("output", "repeat", "caching", "precision")} == {
-        "pass"
-    }
+    assert {result.audit.outcome(name) for name in ("output", "repeat", "caching", "precision")} == {"pass"}
     generation = result.generation
     assert generation is not None and generation.agreement.identical_share == 1.0
     assert (
