@@ -10,11 +10,8 @@ stacks included.
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from accelbench.results import Cell
@@ -89,10 +86,3 @@ class CellSpec:
         fields["cell"] = Cell(**fields["cell"])
         fields["batch_sweep"] = tuple(fields.get("batch_sweep", ()))
         return cls(**fields)
-
-
-def write_json_atomic(path: Path, document: Any) -> None:
-    """Write ``document`` as JSON to ``path`` via a temporary file and an atomic rename."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(document, indent=1, sort_keys=True))
-    os.replace(tmp, path)

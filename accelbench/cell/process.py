@@ -19,10 +19,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from accelbench.cell import seeds
-from accelbench.cellspec import CellSpec, write_json_atomic
+from accelbench.cellspec import CellSpec
 from accelbench.errors import CellError
 from accelbench.meters import memory
 from accelbench.outcome import Outcome
+from accelbench.outputs import write_json_atomic
 from accelbench.registry import load
 
 
