@@ -81,8 +81,9 @@ DRIVERS: Mapping[str, str] = {
 }
 """The cell drivers: name -> ``module:function`` taking the ``CellSpec`` and returning its
 ``accelbench.outcome.Outcome``. A workload names its driver (``driver``, a class attribute); the planner
-resolves it once (``driver_of``) and the cell process calls it. Adding a driver is one line here, the
-workloads that name it, and its cells' plan (``accelbench.runner.PLANS``)."""
+resolves it once (``driver_of``; a stack may name its own, ``stack_driver``) and the cell process calls
+it. Adding a driver is its module, one line here and the workloads (or stacks) that name it
+(``docs/adding-a-driver.md``)."""
 
 DEFAULT_DRIVER = "loadgen"
 """The driver of a workload that names none (and of one that does not load: its cells record why)."""
@@ -123,6 +124,17 @@ def driver_of(workload_ref: str) -> str:
         return DEFAULT_DRIVER
     resolve("driver", (name,))
     return name
+
+
+def stack_driver(stack_ref: str) -> str | None:
+    """The driver a stack class declares for its cells (``driver``: a stack that is measured its own
+    way, such as a served model's endpoint), None when the workload's driver measures it (or the stack
+    does not load: its cells are recorded unavailable)."""
+    try:
+        declared = getattr(load(stack_ref), "driver", None)
+    except Exception:  # a stack that does not import is recorded per cell
+        return None
+    return str(declared) if declared else None
 
 
 def is_served(name: str) -> bool:

@@ -97,7 +97,7 @@ def _inference_cells(
             Cell(workload, stack, scenario, device, config.size, variant),
             workload_ref,
             stacks[stack],
-            declared.driver_ref,
+            _driver_ref(declared, stacks[stack]),
         )
         for stack in config.stacks
         if stack in stacks
@@ -119,7 +119,7 @@ def _generative_cells(
             Cell(workload, stack, scenario, device, config.size, "canonical"),
             workload_ref,
             generating[stack],
-            declared.driver_ref,
+            _driver_ref(declared, generating[stack]),
         )
         for stack in stacks
         if stack in generating
@@ -127,6 +127,12 @@ def _generative_cells(
         for scenario in scenarios
         if scenario in declared.scenarios
     ]
+
+
+def _driver_ref(declared: Declared, stack_ref: str) -> str:
+    """The driver of a (workload, stack) cell: the stack's own when it names one, else the workload's."""
+    name = registry.stack_driver(stack_ref)
+    return registry.resolve("driver", (name,))[name] if name else declared.driver_ref
 
 
 PLANS: Mapping[str, Callable[[RunConfig, str, str, Declared], list[PlannedCell]]] = {

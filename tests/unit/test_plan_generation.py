@@ -71,3 +71,28 @@ def test_a_workload_without_a_cell_is_left_out_when_others_have_cells() -> None:
     config = with_overrides(suite("default"), {"stacks": ("onnxruntime",)})
     cells = plan(config)
     assert {c.cell.workload for c in cells} == {"resnet50", "bert-base", "minilm-l6"}  # no generating stack
+
+
+class DrivenStack:
+    """A stack measured its own way (as a served model's endpoint would be): it names its driver."""
+
+    driver = "train-to-quality"
+
+
+class MisdrivenStack:
+    driver = "nope"
+
+
+def test_a_stack_that_names_its_driver_overrides_the_workloads() -> None:
+    from accelbench import runner
+
+    declared = runner.Declared("tokens", registry.DRIVERS["tokens"], ("single-stream",))
+    own = f"{__name__}:DrivenStack"
+    assert registry.stack_driver(own) == "train-to-quality"
+    assert runner._driver_ref(declared, own) == registry.DRIVERS["train-to-quality"]
+    plain = registry.GENERATING_STACKS["torch-eager"]
+    assert registry.stack_driver(plain) is None
+    assert runner._driver_ref(declared, plain) == registry.DRIVERS["tokens"]
+    assert registry.stack_driver("no.such.module:Stack") is None
+    with pytest.raises(UserError, match="unknown driver nope"):
+        runner._driver_ref(declared, f"{__name__}:MisdrivenStack")
