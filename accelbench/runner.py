@@ -19,7 +19,6 @@ import secrets
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Protocol
 
 from accelbench import registry
@@ -263,8 +262,3 @@ def pending_count(store: Store, run_id: str, config: RunConfig) -> int:
     """How many planned cells of ``run_id`` have no result yet."""
     done = store.finished_cell_keys(run_id)
     return sum(1 for p in plan(config) if p.cell.key not in done)
-
-
-def run_folder(store: Store, run_id: str) -> Path:
-    """The folder that holds a run's logs, caches and private HOME."""
-    return store.run_dir(run_id)
