@@ -1,5 +1,8 @@
 """Result records: the immutable outcome of one cell, and its stored (JSON) form.
 
+A result is a driver's outcome (``accelbench.outcome``: head and body) plus the run facts; its sections
+are typed records (``accelbench.sections``, ``SECTIONS``), older documents upgraded (``result_upgrade``).
+
 Schema history (bump ``SCHEMA_VERSION`` and add a line for every change of the stored document):
     1  first format: cell, status, latency, throughput, LoadGen verdict, quality, precision,
        compile time, memory, noise probe, machine, versions, settings.
