@@ -114,11 +114,11 @@ def training_section(runs: Sequence[RunData]) -> Section | None:
     found = [(d.run.run_id, r, r.training) for d in runs for r in d.results if r.training is not None]
     if not found:
         return None
-    keys = [
+    keys = sorted(  # by name, as the stored documents' keys
         f.name
         for f in dataclasses.fields(TrainingFigures)
         if any(_scalar(getattr(t, f.name)) and getattr(t, f.name) != "" for _, _, t in found)
-    ]
+    )
     rows = [
         (f"{run_id}/{r.cell.key}", r.status, *(_number(getattr(t, k)) for k in keys))
         for run_id, r, t in found
