@@ -1,37 +1,14 @@
-"""The LLM decode driver: measure one generative cell (single-stream, offline, server) in the cell process.
-
-1. The reference: torch-eager fp32's greedy replies to the workload's seeded prompts, made once per run
-   and model and kept in the run's cache folder (``accelbench.generation.reference``). Prompts whose
-   reference reply has fewer than 2 tokens are left out of the timed set (no TPOT).
-2. The stack prepares its generator (conversion and compilation timed apart: ``compile_s`` and the
-   section's ``conversion_s``), then a warm-up reply to every timed prompt (new prompt lengths build
-   kernels) and ``CALIBRATION_REPLIES`` timed ones, whose median latency sizes LoadGen's runs.
-3. Between two noise probes, in one meter window: LoadGen in token mode
-   (``accelbench.generation.loadgen_tokens``). Every query, warm-up and calibration included, is sent a
-   prompt drawn afresh from the cell's secret input seed (``spec.input_seed``) at the length of a timed
-   prompt, with a salt, so no two are equal but the repeats the feed slips in at drawn distances, each
-   beside a never-seen control of the same length (``accelbench.generation.feed``). Single-stream runs
-   at least ``MIN_TOKEN_QUERIES`` queries; offline one query of every timed prompt (at least
-   ``MIN_TOKEN_QUERIES`` samples); server first searches the highest target QPS that LoadGen reports
-   VALID under the workload's p99 TTFT and TPOT bounds (``accelbench.scenarios.server_search``, each
-   probe a LoadGen run of at least the rule set's server query count); the scored figures are the VALID
-   probe's at that QPS (no VALID probe: the last one's, and the cell is ``invalid``). A measurement the
-   noise guard judges disturbed runs once more.
-4. The replies LoadGen's queries got are judged: ``JUDGED_REPLIES`` replies to never-seen prompts,
-   drawn at random, against torch-eager's replies to the same salted prompts (made after the run): token
-   agreement (threshold per precision class) and TEST09 (mean length within 10%); every reply: TEST06
-   (EOS at most once and last, or the cap; the first token reported is the first returned). They make
-   the quality gate. Three audits, whose failure disqualifies: ``repeat`` (repeats against their
-   controls) and ``first_token`` (TTFT against the reply's own TPOT) over the scored run
-   (``accelbench.generation.timing_audits``), and ``prefix_cache`` after it
-   (``quality.prefix_cache_audit``: immediate repeats). The status follows ``audits.cell_status``.
+"""The LLM decode driver (``tokens``): measure one generative cell (single-stream, offline, server) in the
+cell process and return its ``Outcome`` with a ``TokensBody``. The steps (the reference replies, the
+stack's preparation and calibration, LoadGen in token mode between two noise probes, the quality gate and
+the three audits) are told in ``docs/llm.md`` ("How a generative cell is measured").
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,7 +47,7 @@ from accelbench.meters import noise
 from accelbench.meters.window import CellMeters, Metered
 from accelbench.outcome import Head, Outcome
 from accelbench.registry import instantiate
-from accelbench.results import Figures, LoadgenVerdict, NoiseProbe, Quality, json_plain
+from accelbench.results import Figures, LoadgenVerdict, NoiseProbe, Quality, json_plain, record_of
 from accelbench.scenarios import server_search
 from accelbench.scenarios.rules import Rules, get_rules
 from accelbench.sections import AuditSection, GenerationFigures, ServerSearch
@@ -287,7 +264,8 @@ def _judge(
     failures = [name for name, passed in _gate(quality.passed, checks) if not passed]
     invalid = [] if run.valid else [f"{spec.cell.scenario}: {'; '.join(run.invalid_reasons) or 'no reason'}"]
     if measured.search and measured.search.max_qps <= 0:
-        invalid.append(f"no target QPS met p99 TTFT {_ms(run)} and TPOT bounds")
+        ttft = f"{run.bounds.ttft_s * 1e3:g} ms" if run.bounds else "?"
+        invalid.append(f"no target QPS met p99 TTFT {ttft} and TPOT bounds")
     status, why = audits.cell_status(verdicts, failures, invalid, noise.unstable_reason(measured.probe))
     return _Judgement(quality, len(replies), checks, verdicts, status, why)
 
@@ -339,6 +317,18 @@ class TokensBody:
             "audit": self.audit.to_dict() if self.audit is not None else None,
             "generation": self.generation.to_dict(),
         }
+
+    @classmethod
+    def from_dict(cls, document: Mapping[str, Any]) -> TokensBody:
+        """The body of an outcome document (the head's keys are ignored)."""
+        search, audit = document.get("server_search"), document.get("audit")
+        return cls(
+            loadgen=record_of(LoadgenVerdict, document["loadgen"]),
+            figures=record_of(Figures, document["figures"]),
+            generation=GenerationFigures.from_dict(document["generation"]),
+            server_search=ServerSearch.from_dict(search) if search is not None else None,
+            audit=AuditSection.from_dict(audit) if audit is not None else None,
+        )
 
 
 def _outcome(
@@ -405,8 +395,3 @@ def _outcome(
 
 def _gate(agreed: bool, checks: Sequence[ReplyCheck]) -> list[tuple[str, bool]]:
     return [("token agreement", agreed), *((c.name, c.passed) for c in checks)]
-
-
-def _ms(run: TokenFigures) -> str:
-    bounds = run.bounds
-    return f"{bounds.ttft_s * 1e3:g} ms" if bounds else "?"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,11 +32,11 @@ from accelbench.meters import noise
 from accelbench.meters.window import combined_energy, max_memory
 from accelbench.outcome import Head, Outcome
 from accelbench.registry import instantiate
-from accelbench.results import Figures, Latency, LoadgenVerdict, NoiseProbe, Quality, json_plain
+from accelbench.results import Figures, Latency, LoadgenVerdict, NoiseProbe, Quality, json_plain, record_of
 from accelbench.scenarios import figures, server_search
 from accelbench.scenarios.loadgen import Measurement
 from accelbench.scenarios.rules import Rules, get_rules
-from accelbench.sections import AuditSection, VariantInfo
+from accelbench.sections import AuditSection, ServerSearch, VariantInfo
 from accelbench.stacks.base import Stack
 from accelbench.versions import with_python
 from accelbench.workloads.base import Workload
@@ -171,7 +171,7 @@ class LoadgenBody:
     loadgen: LoadgenVerdict
     figures: Figures
     trial_p50_s: tuple[float, ...]
-    server_search: server_search.Search | None = None
+    server_search: ServerSearch | None = None
     audit: AuditSection | None = None
     variant_info: VariantInfo | None = None
 
@@ -186,6 +186,20 @@ class LoadgenBody:
             "audit": self.audit.to_dict() if self.audit is not None else None,
             "variant_info": self.variant_info.to_dict() if self.variant_info is not None else None,
         }
+
+    @classmethod
+    def from_dict(cls, document: Mapping[str, Any]) -> LoadgenBody:
+        """The body of an outcome document (the head's keys are ignored)."""
+        search, audit, info = (document.get(k) for k in ("server_search", "audit", "variant_info"))
+        return cls(
+            latency=record_of(Latency, document["latency"]),
+            loadgen=record_of(LoadgenVerdict, document["loadgen"]),
+            figures=record_of(Figures, document["figures"]),
+            trial_p50_s=tuple(document.get("trial_p50_s", ())),
+            server_search=ServerSearch.from_dict(search) if search is not None else None,
+            audit=AuditSection.from_dict(audit) if audit is not None else None,
+            variant_info=VariantInfo.from_dict(info) if info is not None else None,
+        )
 
 
 def _head(spec: CellSpec, stack: Stack, evidence: Sequence[trial.Evidence], probe: NoiseProbe) -> Head:
@@ -224,7 +238,7 @@ def _body(
         loadgen=_median_trial(trials).to_verdict(rules, log_rel),
         figures=found,
         trial_p50_s=tuple(_trial_p50_s(t) for t in trials),
-        server_search=search,
+        server_search=search.record() if search else None,
         audit=audit,
         variant_info=variant_info,
     )

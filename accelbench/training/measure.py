@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import platform
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,11 @@ class TrainingBody:
     def to_dict(self) -> dict[str, Any]:
         """The body's keys of the stored document."""
         return {"latency": None, "loadgen": None, "training": self.training.to_dict()}
+
+    @classmethod
+    def from_dict(cls, document: Mapping[str, Any]) -> TrainingBody:
+        """The body of an outcome document (the head's keys are ignored)."""
+        return cls(TrainingFigures.from_dict(document["training"]))
 
 
 def training_section(

@@ -35,6 +35,7 @@ def test_a_loadgen_outcome_is_the_stored_document_without_the_run_facts() -> Non
     document = Outcome(Head.from_dict(stored), body).to_dict()
     expected = {k: v for k, v in stored.items() if k not in (*RUN_FACTS, "generation", "training")}
     assert json.loads(json.dumps(document)) == expected
+    assert LoadgenBody.from_dict(document) == body and Head.from_dict(document) == Head.from_dict(stored)
     facts = {k: stored[k] for k in RUN_FACTS}
     rebuilt = from_dict({**document, **facts, "generation": stored["generation"]})
     assert to_dict(rebuilt) == to_dict(result)
@@ -61,6 +62,7 @@ def test_the_token_and_training_bodies_write_their_sections() -> None:
         }
     ]
     assert ServerSearch.from_dict(document["server_search"]) == search
+    assert TokensBody.from_dict(document) == tokens
     run = {
         "seed": 3,
         "time_to_quality_s": 2.0,
@@ -74,6 +76,7 @@ def test_the_token_and_training_bodies_write_their_sections() -> None:
     assert (training["latency"], training["loadgen"]) == (None, None)
     assert training["training"]["runs"] == [{**run, "energy_j": None, "log_file": ""}]
     assert TrainingFigures.from_dict(training["training"]) == TrainingFigures.from_dict(section)
+    assert TrainingBody.from_dict(training) == TrainingBody(TrainingFigures.from_dict(section))
 
 
 def test_a_failed_outcome_is_a_status_and_a_reason_that_loads() -> None:
