@@ -83,7 +83,7 @@ DRIVERS: Mapping[str, str] = {
 ``accelbench.outcome.Outcome``. A workload names its driver (``driver``, a class attribute); the planner
 resolves it once (``driver_of``; a stack may name its own, ``stack_driver``) and the cell process calls
 it. Adding a driver is its module, one line here and the workloads (or stacks) that name it
-(``docs/adding-a-driver.md``)."""
+(``docs/adding-a-driver.md``); there is no plugin group for drivers (``_GROUPS``)."""
 
 DEFAULT_DRIVER = "loadgen"
 """The driver of a workload that names none (and of one that does not load: its cells record why)."""
@@ -92,16 +92,17 @@ _GROUPS = {
     "workload": "accelbench.workloads",
     "stack": "accelbench.stacks",
     "generating stack": "accelbench.generation_stacks",
-    "driver": "accelbench.drivers",
 }
+"""The plugin groups. Drivers have none: a driver judges its cells (audits, quality gate, status), so a
+plugin that brought its own could rank a stack no audit ever saw; a new driver is a built-in row."""
 _BUILTIN = {"workload": WORKLOADS, "stack": STACKS, "generating stack": GENERATING_STACKS, "driver": DRIVERS}
 
 
 def table(kind: str) -> dict[str, str]:
     """Built-in and plugin entries of ``kind`` (``workload``, ``stack``, ``generating stack`` or
-    ``driver``): name -> reference. A plugin cannot replace a built-in name."""
+    ``driver``, built-in only): name -> reference. A plugin cannot replace a built-in name."""
     merged = dict(_BUILTIN[kind])
-    for entry in entry_points(group=_GROUPS[kind]):
+    for entry in entry_points(group=_GROUPS[kind]) if kind in _GROUPS else ():
         merged.setdefault(entry.name, entry.value)
     return merged
 

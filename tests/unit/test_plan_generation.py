@@ -96,3 +96,25 @@ def test_a_stack_that_names_its_driver_overrides_the_workloads() -> None:
     assert registry.stack_driver("no.such.module:Stack") is None
     with pytest.raises(UserError, match="unknown driver nope"):
         runner._driver_ref(declared, f"{__name__}:MisdrivenStack")
+
+
+def test_a_plugin_cannot_bring_its_own_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A vendor's package registers a driver that would write its own verdict: the table ignores it, and a
+    stack naming it is a UserError, while its stack itself is listed."""
+    from importlib.metadata import EntryPoint
+
+    from accelbench import runner
+
+    def planted(group: str) -> list[EntryPoint]:
+        return [EntryPoint("judge-myself", "vendor.judge:measure", group)]
+
+    monkeypatch.setattr(registry, "entry_points", planted)
+    assert registry.table("stack")["judge-myself"] == "vendor.judge:measure"
+    assert registry.table("driver") == dict(registry.DRIVERS)
+    declared = runner.Declared("loadgen", registry.DRIVERS["loadgen"], ("offline",))
+    with pytest.raises(UserError, match="unknown driver judge-myself"):
+        runner._driver_ref(declared, f"{__name__}:SelfJudgingStack")
+
+
+class SelfJudgingStack:
+    driver = "judge-myself"
