@@ -10,11 +10,8 @@ stacks included.
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from accelbench.results import Cell
@@ -22,11 +19,13 @@ from accelbench.results import Cell
 
 @dataclass(frozen=True, slots=True)
 class PlannedCell:
-    """A cell with the references its process will import."""
+    """A cell with the references its process will import: its workload, its stack and the driver that
+    measures it (``accelbench.registry.DRIVERS``, resolved once by the planner)."""
 
     cell: Cell
     workload_ref: str
     stack_ref: str
+    driver_ref: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +36,8 @@ class CellSpec:
     cell: Cell
     workload_ref: str
     stack_ref: str
+    driver_ref: str
+    """The driver the cell process calls (``PlannedCell.driver_ref``)."""
     rules: str
     threads: int
     seed: int
@@ -94,10 +95,3 @@ class CellSpec:
         fields["batch_sweep"] = tuple(fields.get("batch_sweep", ()))
         fields["concurrency"] = tuple(fields.get("concurrency", ()))
         return cls(**fields)
-
-
-def write_json_atomic(path: Path, document: Any) -> None:
-    """Write ``document`` as JSON to ``path`` via a temporary file and an atomic rename."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(document, indent=1, sort_keys=True))
-    os.replace(tmp, path)

@@ -14,13 +14,14 @@ failed or interrupted write leaves the earlier file whole.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from accelbench.errors import UserError
 
@@ -91,3 +92,11 @@ def _head(path: Path) -> bytes:
         return os.read(handle, HEAD_BYTES) if stat.S_ISREG(os.fstat(handle).st_mode) else b""
     finally:
         os.close(handle)
+
+
+def write_json_atomic(path: Path, document: Any) -> None:
+    """Write ``document`` as JSON to ``path`` via a temporary file and an atomic rename (the cell's spec
+    and outcome, the run's peaks, the LLM references: files of the run, not a command's output)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(document, indent=1, sort_keys=True))
+    os.replace(tmp, path)

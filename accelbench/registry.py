@@ -84,6 +84,21 @@ ENDPOINT_STACKS: Mapping[str, str] = {
 """The endpoint stacks (``accelbench.endpoint.stack``): an LLM served behind an OpenAI-compatible
 endpoint, measured as a curve; they run the generative workloads like the generating stacks."""
 
+DRIVERS: Mapping[str, str] = {
+    "loadgen": "accelbench.cell.inference:measure",
+    "tokens": "accelbench.cell.generation:measure",
+    "train-to-quality": "accelbench.training.measure:measure",
+    "endpoint": "accelbench.endpoint.cell:measure",
+}
+"""The cell drivers: name -> ``module:function`` taking the ``CellSpec`` and returning its
+``accelbench.outcome.Outcome``. A workload names its driver (``driver``, a class attribute); the planner
+resolves it once (``driver_of``; a stack may name its own, ``stack_driver``) and the cell process calls
+it. Adding a driver is its module, one line here and the workloads (or stacks) that name it
+(``docs/adding-a-driver.md``); there is no plugin group for drivers (``_GROUPS``)."""
+
+DEFAULT_DRIVER = "loadgen"
+"""The driver of a workload that names none (and of one that does not load: its cells record why)."""
+
 _GROUPS = {
     "workload": "accelbench.workloads",
     "stack": "accelbench.stacks",
@@ -95,14 +110,17 @@ _BUILTIN = {
     "stack": STACKS,
     "generating stack": GENERATING_STACKS,
     "endpoint stack": ENDPOINT_STACKS,
+    "driver": DRIVERS,
 }
+"""The plugin groups. Drivers have none: a driver judges its cells (audits, quality gate, status), so a
+plugin that brought its own could rank a stack no audit ever saw; a new driver is a built-in row."""
 
 
 def table(kind: str) -> dict[str, str]:
-    """Built-in and plugin entries of ``kind`` (``workload``, ``stack`` or ``generating stack``): name ->
-    reference. A plugin cannot replace a built-in name."""
+    """Built-in and plugin entries of ``kind`` (``workload``, ``stack``, ``generating stack`` or
+    ``driver``, built-in only): name -> reference. A plugin cannot replace a built-in name."""
     merged = dict(_BUILTIN[kind])
-    for entry in entry_points(group=_GROUPS[kind]):
+    for entry in entry_points(group=_GROUPS[kind]) if kind in _GROUPS else ():
         merged.setdefault(entry.name, entry.value)
     return merged
 
@@ -114,6 +132,28 @@ def resolve(kind: str, names: tuple[str, ...]) -> dict[str, str]:
     if unknown:
         raise UserError(f"unknown {kind} {', '.join(unknown)!s}; known: {', '.join(sorted(known))}")
     return {name: known[name] for name in names}
+
+
+def driver_of(workload_ref: str) -> str:
+    """The name of the driver the workload ``workload_ref`` declares (``DEFAULT_DRIVER`` when it declares
+    none or does not load: its cells are recorded with the reason); UserError for an unknown driver."""
+    try:
+        name = str(getattr(instantiate(workload_ref), "driver", DEFAULT_DRIVER))
+    except Exception:  # a workload that does not load is recorded per cell
+        return DEFAULT_DRIVER
+    resolve("driver", (name,))
+    return name
+
+
+def stack_driver(stack_ref: str) -> str | None:
+    """The driver a stack class declares for its cells (``driver``: a stack that is measured its own
+    way, such as a served model's endpoint), None when the workload's driver measures it (or the stack
+    does not load: its cells are recorded unavailable)."""
+    try:
+        declared = getattr(load(stack_ref), "driver", None)
+    except Exception:  # a stack that does not import is recorded per cell
+        return None
+    return str(declared) if declared else None
 
 
 def is_served(name: str) -> bool:

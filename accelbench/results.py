@@ -1,5 +1,8 @@
 """Result records: the immutable outcome of one cell, and its stored (JSON) form.
 
+A result is a driver's outcome (``accelbench.outcome``: head and body) plus the run facts; its sections
+are typed records (``accelbench.sections``, ``SECTIONS``), older documents upgraded (``result_upgrade``).
+
 Schema history (bump ``SCHEMA_VERSION`` and add a line for every change of the stored document):
     1  first format: cell, status, latency, throughput, LoadGen verdict, quality, precision,
        compile time, memory, noise probe, machine, versions, settings.
@@ -37,7 +40,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from accelbench.result_upgrade import upgrade
+from accelbench.sections import AuditSection, GenerationFigures, ServerSearch, TrainingFigures, VariantInfo
+
 SCHEMA_VERSION = 7
+
+SECTIONS: Mapping[str, Any] = {
+    "audit": AuditSection,
+    "generation": GenerationFigures,
+    "variant_info": VariantInfo,
+    "training": TrainingFigures,
+    "server_search": ServerSearch,
+}
+"""The typed sections (``accelbench.sections``), each with its ``to_dict`` and ``from_dict``."""
 
 STATUSES = (
     "ok",
@@ -272,13 +287,13 @@ class Result:
     stderr_tail: str = ""
     energy: Energy | None = None
     device_memory: DeviceMemory | None = None
-    variant_info: Mapping[str, Any] | None = None
-    audit: Mapping[str, Any] | None = None
-    training: Mapping[str, Any] | None = None
+    variant_info: VariantInfo | None = None
+    audit: AuditSection | None = None
+    training: TrainingFigures | None = None
     figures: Figures | None = None
-    server_search: Mapping[str, Any] | None = None
+    server_search: ServerSearch | None = None
     """The probes of the server QPS search (``accelbench.scenarios.server_search``)."""
-    generation: Mapping[str, Any] | None = None
+    generation: GenerationFigures | None = None
     """LLM decode figures of a generative workload's cell (``accelbench.generation.figures``)."""
     schema_version: int = SCHEMA_VERSION
 
@@ -292,6 +307,31 @@ class Result:
         if self.figures is not None:
             return self.figures.value if self.figures.metric == "max_qps" else self.figures.qps
         return self.loadgen.qps if self.loadgen else None
+
+    @property
+    def node_id(self) -> str:
+        """The fleet node that measured the cell (``settings.fleet_node.node_id``); "" for a local cell."""
+        node = self.settings.get("fleet_node")
+        return str(node.get("node_id", "")) if isinstance(node, Mapping) else ""
+
+    @property
+    def node_machine(self) -> Mapping[str, Any] | None:
+        """The fleet node's machine record (``settings.fleet_node.machine``), None for a local cell."""
+        node = self.settings.get("fleet_node")
+        machine = node.get("machine") if isinstance(node, Mapping) else None
+        return machine if isinstance(machine, Mapping) else None
+
+    @property
+    def rules_setting(self) -> str:
+        """The rule set in the cell's settings (``settings.rules``), "" when not recorded."""
+        value = self.settings.get("rules")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def batch_size(self) -> int | None:
+        """Samples per call the cell settled on (``settings.batch_size``), None when not recorded."""
+        value = self.settings.get("batch_size")
+        return value if isinstance(value, int) else None
 
     @property
     def headline(self) -> tuple[str, float] | None:
@@ -308,9 +348,9 @@ def to_dict(result: Result) -> dict[str, Any]:
     doc["settings"] = dict(result.settings)
     if result.energy is not None:
         doc["energy"]["domains"] = dict(result.energy.domains)
-    for section in ("variant_info", "audit", "training", "server_search", "generation"):
-        value = getattr(result, section)
-        doc[section] = None if value is None else json_plain(value)
+    for name in SECTIONS:
+        record = getattr(result, name)
+        doc[name] = None if record is None else record.to_dict()
     return doc
 
 
@@ -327,68 +367,29 @@ def from_dict(doc: Mapping[str, Any]) -> Result:
     """Rebuild a result from its stored document (version 1 is upgraded); ValueError on an unknown schema."""
     version = doc.get("schema_version")
     if version in (1, 2, 3, 4, 5, 6):
-        doc = upgrade(doc)
+        doc = upgrade(doc, SCHEMA_VERSION)
     elif version != SCHEMA_VERSION:
         raise ValueError(f"result schema_version {version!r} is not {SCHEMA_VERSION} (or 1-6, upgraded)")
     data = dict(doc)
     data["cell"] = Cell(**data["cell"])
-    data["latency"] = _optional(Latency, data.get("latency"))
-    data["loadgen"] = _optional(LoadgenVerdict, data.get("loadgen"))
-    data["quality"] = _optional(Quality, data.get("quality"))
-    data["sanity"] = _optional(Quality, data.get("sanity"))
-    data["noise"] = _optional(NoiseProbe, data.get("noise"))
-    data["energy"] = _optional(Energy, data.get("energy"))
-    data["device_memory"] = _optional(DeviceMemory, data.get("device_memory"))
-    data["figures"] = _optional(Figures, data.get("figures"))
+    data["latency"] = record_of(Latency, data.get("latency"))
+    data["loadgen"] = record_of(LoadgenVerdict, data.get("loadgen"))
+    data["quality"] = record_of(Quality, data.get("quality"))
+    data["sanity"] = record_of(Quality, data.get("sanity"))
+    data["noise"] = record_of(NoiseProbe, data.get("noise"))
+    data["energy"] = record_of(Energy, data.get("energy"))
+    data["device_memory"] = record_of(DeviceMemory, data.get("device_memory"))
+    data["figures"] = record_of(Figures, data.get("figures"))
+    for name, kind in SECTIONS.items():
+        section = data.get(name)
+        data[name] = None if section is None else kind.from_dict(section)
     data["trial_p50_s"] = tuple(data.get("trial_p50_s", ()))
     data["warnings"] = tuple(data.get("warnings", ()))
     return Result(**data)
 
 
-def upgrade(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """A version-1 to -6 document as the current version: missing sections null, status re-derived
-    (versions 1-3; from version 4 the status already follows the audits)."""
-    upgraded = dict(doc)
-    sections = (
-        "energy",
-        "device_memory",
-        "variant_info",
-        "audit",
-        "training",
-        "figures",
-        "server_search",
-        "generation",
-    )
-    for section in sections:
-        upgraded.setdefault(section, None)
-    if upgraded.get("status") == "ok" and doc.get("schema_version") not in (4, 5, 6):
-        upgraded["status"], upgraded["reason"] = _legacy_status(upgraded)
-    upgraded["schema_version"] = SCHEMA_VERSION
-    return upgraded
-
-
-def _legacy_status(doc: Mapping[str, Any]) -> tuple[str, str]:
-    """The status an ``ok`` document of schema 1-3 gets under version 4's rules, with the reason."""
-    audit = doc.get("audit") or {}
-    flagged = sorted(
-        name for name, entry in audit.items() if isinstance(entry, Mapping) and entry.get("flagged")
-    )
-    if flagged:
-        return "disqualified", f"{', '.join(flagged)} audit flagged this result (stored under schema 3)"
-    loadgen = doc.get("loadgen") or {}
-    if loadgen and not loadgen.get("valid", True):
-        reasons = "; ".join(loadgen.get("invalid_reasons") or ()) or "no reason given"
-        return "invalid", f"LoadGen INVALID: {reasons}"
-    noise = doc.get("noise") or {}
-    if noise.get("unstable"):
-        return (
-            "unstable",
-            f"unstable: reference probe drifted {noise.get('drift', 0.0):.0%} during the measurement",
-        )
-    return "ok", doc.get("reason", "")
-
-
-def _optional(kind: type, value: Mapping[str, Any] | None) -> Any:
+def record_of(kind: type, value: Mapping[str, Any] | None) -> Any:
+    """The record ``kind`` of a stored mapping (lists as tuples), or None for None."""
     if value is None:
         return None
     fields = dict(value)

@@ -16,21 +16,21 @@ import dataclasses
 import logging
 import re
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Protocol
 
-from accelbench import registry, training
+from accelbench import registry
 from accelbench.cell import seeds
 from accelbench.cell.pipeline import run_cell
 from accelbench.cellspec import PlannedCell
 from accelbench.config import RunConfig
 from accelbench.errors import UserError
-from accelbench.generation import workload as generation_workload
 from accelbench.hardware.detect import Machine, machine_to_dict
+from accelbench.generation import workload as generation_workload
 from accelbench.results import Cell, Result
+from accelbench.scenarios.rules import LOADGEN_SCENARIOS
 from accelbench.store import Store
 
 log = logging.getLogger(__name__)
@@ -46,13 +46,14 @@ def new_run_id() -> str:
 def plan(config: RunConfig) -> list[PlannedCell]:
     """Every (workload, stack, device, scenario) cell of the configuration, names resolved.
 
-    With ``config.variants`` = N each canonical cell is followed by its N variant cells (not for stacks
-    that do not compute, such as the null stack: their time does not depend on the model). A generative
-    workload (``accelbench.generation.workload``) runs on the generating stacks among
-    ``config.generation_stacks`` (or ``config.stacks``), in its scenarios among
-    ``config.generation_scenarios`` (or ``config.scenarios``), canonical only; the other workloads run on
-    the inference stacks. A workload without a cell is left out (a training workload outside
-    train-to-quality, an LLM without a generating stack); a plan without any cell is a UserError.
+    Each workload declares its driver (``accelbench.registry.DRIVERS``) and its scenarios; the driver's
+    plan (``PLANS``) picks its stacks. With ``config.variants`` = N each canonical cell of the ``loadgen``
+    driver is followed by its N variant cells (not for stacks that do not compute, such as the null stack:
+    their time does not depend on the model). A generative workload (driver ``tokens``) runs on the
+    generating stacks among ``config.generation_stacks`` (or ``config.stacks``), in its scenarios among
+    ``config.generation_scenarios`` (or ``config.scenarios``), canonical only. A workload without a cell is
+    left out (a training workload outside train-to-quality, an LLM without a generating stack); a plan
+    without any cell is a UserError.
     """
     workloads = registry.resolve("workload", config.workloads)
     registry.resolve_any_stack(config.stacks + config.generation_stacks)
@@ -60,34 +61,56 @@ def plan(config: RunConfig) -> list[PlannedCell]:
     if bad:
         raise UserError(f"unknown device {', '.join(bad)}; use cpu or cuda:N")
     cells: list[PlannedCell] = []
-    for workload, ref in workloads.items():
-        cells += _generative_cells(config, workload, ref) or _inference_cells(config, workload, ref)
+    declared = {name: _declared(ref) for name, ref in workloads.items()}
+    for name, ref in workloads.items():
+        cells += PLANS.get(declared[name].driver, _inference_cells)(config, name, ref, declared[name])
     if not cells:
-        why = "; ".join(f"{w}: {_why_none(config, w, ref)}" for w, ref in workloads.items())
+        why = "; ".join(f"{name}: {_why_none(config, d)}" for name, d in declared.items())
         raise UserError(f"no cell to run ({why})")
     return cells
 
 
-def _inference_cells(config: RunConfig, workload: str, workload_ref: str) -> list[PlannedCell]:
-    if _generates(workload_ref):
-        return []
+@dataclass(frozen=True, slots=True)
+class Declared:
+    """What a workload declares of its cells: its driver (name and reference) and its scenarios."""
+
+    driver: str
+    driver_ref: str
+    scenarios: tuple[str, ...]
+
+
+def _declared(workload_ref: str) -> Declared:
+    driver = registry.driver_of(workload_ref)
+    try:
+        scenarios = tuple(registry.instantiate(workload_ref).scenarios)
+    except Exception:  # a workload that does not load is recorded per cell, in the LoadGen scenarios
+        scenarios = LOADGEN_SCENARIOS
+    return Declared(driver, registry.table("driver")[driver], scenarios)
+
+
+def _inference_cells(
+    config: RunConfig, workload: str, workload_ref: str, declared: Declared
+) -> list[PlannedCell]:
     stacks = {name: ref for name, ref in registry.table("stack").items() if name in config.stacks}
     return [
         PlannedCell(
-            Cell(workload, stack, scenario, device, config.size, variant), workload_ref, stacks[stack]
+            Cell(workload, stack, scenario, device, config.size, variant),
+            workload_ref,
+            stacks[stack],
+            _driver_ref(declared, stacks[stack]),
         )
         for stack in config.stacks
         if stack in stacks
         for device in config.devices
         for scenario in config.scenarios
-        if training.compatible(workload, scenario)
+        if scenario in declared.scenarios
         for variant in _variants(config, stacks[stack])
     ]
 
 
-def _generative_cells(config: RunConfig, workload: str, workload_ref: str) -> list[PlannedCell]:
-    if not _generates(workload_ref):
-        return []
+def _generative_cells(
+    config: RunConfig, workload: str, workload_ref: str, declared: Declared
+) -> list[PlannedCell]:
     stacks = config.generation_stacks or config.stacks
     scenarios = config.generation_scenarios or config.scenarios
     generating = {**registry.table("generating stack"), **registry.table("endpoint stack")}
@@ -96,11 +119,13 @@ def _generative_cells(config: RunConfig, workload: str, workload_ref: str) -> li
             Cell(workload, stack, scenario, device, config.size, "canonical"),
             workload_ref,
             generating[stack],
+            _driver_ref(declared, generating[stack]),
         )
         for stack in stacks
         if stack in generating
         for device in config.devices
         for scenario in _scenarios_of(stack, scenarios)
+        if scenario in declared.scenarios
     ]
 
 
@@ -111,20 +136,27 @@ def _scenarios_of(stack: str, scenarios: tuple[str, ...]) -> list[str]:
     return known[:1] if stack.startswith("llm@") else known
 
 
-def _generates(workload_ref: str) -> bool:
-    try:
-        return generation_workload.generates(registry.instantiate(workload_ref))
-    except Exception:  # a workload that does not load is recorded per cell, as an inference workload
-        return False
+def _driver_ref(declared: Declared, stack_ref: str) -> str:
+    """The driver of a (workload, stack) cell: the stack's own when it names one, else the workload's."""
+    name = registry.stack_driver(stack_ref)
+    return registry.resolve("driver", (name,))[name] if name else declared.driver_ref
 
 
-def _why_none(config: RunConfig, workload: str, workload_ref: str) -> str:
-    if _generates(workload_ref):
+PLANS: Mapping[str, Callable[[RunConfig, str, str, Declared], list[PlannedCell]]] = {
+    "loadgen": _inference_cells,
+    "train-to-quality": _inference_cells,
+    "tokens": _generative_cells,
+}
+"""How each driver's cells are planned (a driver not listed: as ``loadgen``'s, on the inference stacks)."""
+
+
+def _why_none(config: RunConfig, declared: Declared) -> str:
+    if declared.driver == "tokens":
         stacks = ", ".join(config.generation_stacks or config.stacks)
         scenarios = ", ".join(config.generation_scenarios or config.scenarios)
         return (
             f"it runs on generating stacks ({', '.join(registry.table('generating stack'))}) in "
-            f"{', '.join(generation_workload.SCENARIOS)}; asked: stacks {stacks}, scenarios {scenarios}"
+            f"{', '.join(declared.scenarios)}; asked: stacks {stacks}, scenarios {scenarios}"
         )
     return f"none of the stacks {', '.join(config.stacks)} runs it in {', '.join(config.scenarios)}"
 
@@ -238,8 +270,3 @@ def pending_count(store: Store, run_id: str, config: RunConfig) -> int:
     """How many planned cells of ``run_id`` have no result yet."""
     done = store.finished_cell_keys(run_id)
     return sum(1 for p in plan(config) if p.cell.key not in done)
-
-
-def run_folder(store: Store, run_id: str) -> Path:
-    """The folder that holds a run's logs, caches and private HOME."""
-    return store.run_dir(run_id)

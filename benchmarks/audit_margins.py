@@ -116,7 +116,7 @@ def margin_table(results: Sequence[Result]) -> list[str]:
     lines = [header + "  worst cell"]
     audited = [r for r in results if r.audit]
     for name, margin in MARGINS.items():
-        rows = [(m, r) for r in audited if (m := margin(r.audit or {})) is not None]
+        rows = [(m, r) for r in audited if r.audit and (m := margin(r.audit.to_dict())) is not None]
         failed = sum(1 for _, r in rows if name.removeprefix("llm ") in failed_audits(r.audit))
         if not rows:
             lines.append(f"{name:<15} {0:>5}")

@@ -11,18 +11,19 @@ Each audit returns a ``Verdict`` (pass / fail / inconclusive, a one-line reason,
 * ``precision`` (``precision.py``): the error must fit the budget of the declared precision.
 
 ``status.cell_status`` turns the verdicts into the cell's status: a failed audit disqualifies.
-``section`` is the stored ``audit`` mapping of a result; ``audit_warnings`` words the failed and
-inconclusive ones.
+``section`` is the stored ``audit`` section of a result (``accelbench.sections.AuditSection``);
+``audit_warnings`` words the failed and inconclusive ones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from accelbench.audits.feed import AuditFeed
 from accelbench.audits.status import AUDIT_ORDER, cell_status
-from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS, Verdict, outcome_of
+from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS, Verdict
+from accelbench.sections import AuditEntry, AuditSection
 
 __all__ = [
     "AUDIT_ORDER",
@@ -34,29 +35,37 @@ __all__ = [
     "audit_warnings",
     "cell_status",
     "failed_audits",
-    "outcome_of",
+    "inconclusive_audits",
     "section",
 ]
 
 
-def section(verdicts: Sequence[Verdict], **extra: Any) -> dict[str, Any]:
-    """The stored ``audit`` mapping: one entry per audit, plus ``extra`` figures (seeds, timings)."""
-    return {**{v.audit: v.to_dict() for v in verdicts}, **extra}
+def section(verdicts: Sequence[Verdict], **extra: Any) -> AuditSection:
+    """The stored ``audit`` section: one entry per audit, plus ``extra`` figures (seeds, timings)."""
+    entries = {v.audit: AuditEntry(v.outcome, v.reason, dict(v.evidence)) for v in verdicts}
+    return AuditSection(entries, extra)
 
 
-def failed_audits(audit: Mapping[str, Any] | None) -> list[str]:
-    """Names of the failed audits of a stored ``audit`` mapping (schema 3's ``flagged`` counts as failed)."""
-    if not audit:
+def failed_audits(audit: AuditSection | None) -> list[str]:
+    """Names of the failed audits of a result's ``audit`` section (schema 3's ``flagged``: failed)."""
+    if audit is None:
         return []
-    return [name for name in AUDIT_ORDER if outcome_of(audit.get(name)) == FAIL]
+    return [name for name in AUDIT_ORDER if audit.outcome(name) == FAIL]
 
 
-def audit_warnings(audit: Mapping[str, Any] | None) -> list[str]:
+def inconclusive_audits(audit: AuditSection | None) -> list[str]:
+    """Names of the audits of a result's ``audit`` section that could not conclude."""
+    if audit is None:
+        return []
+    return [name for name in AUDIT_ORDER if audit.outcome(name) == INCONCLUSIVE]
+
+
+def audit_warnings(audit: AuditSection | None) -> list[str]:
     """One line per failed or inconclusive audit."""
-    notes = []
-    for name in AUDIT_ORDER:
-        entry = (audit or {}).get(name)
-        outcome = outcome_of(entry)
-        if outcome in (FAIL, INCONCLUSIVE) and entry is not None:
-            notes.append(f"audit {name} {outcome}: {entry.get('reason', '')}")
-    return notes
+    if audit is None:
+        return []
+    return [
+        f"audit {name} {entry.outcome}: {entry.reason}"
+        for name in AUDIT_ORDER
+        if (entry := audit.entries.get(name)) is not None and entry.outcome in (FAIL, INCONCLUSIVE)
+    ]

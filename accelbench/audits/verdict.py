@@ -34,14 +34,3 @@ class Verdict:
     def to_dict(self) -> dict[str, Any]:
         """The stored form: ``verdict`` and ``reason`` beside the evidence."""
         return {**dict(self.evidence), "verdict": self.outcome, "reason": self.reason}
-
-
-def outcome_of(entry: Mapping[str, Any] | None) -> str | None:
-    """The outcome of a stored audit entry; schema-3 entries carried only ``flagged`` (True = fail)."""
-    if not entry:
-        return None
-    if "verdict" in entry:
-        return str(entry["verdict"])
-    if "flagged" in entry:
-        return FAIL if entry["flagged"] else PASS
-    return None

@@ -1,37 +1,14 @@
-"""The LLM decode driver: measure one generative cell (single-stream, offline, server) in the cell process.
-
-1. The reference: torch-eager fp32's greedy replies to the workload's seeded prompts, made once per run
-   and model and kept in the run's cache folder (``accelbench.generation.reference``). Prompts whose
-   reference reply has fewer than 2 tokens are left out of the timed set (no TPOT).
-2. The stack prepares its generator (conversion and compilation timed apart: ``compile_s`` and the
-   section's ``conversion_s``), then a warm-up reply to every timed prompt (new prompt lengths build
-   kernels) and ``CALIBRATION_REPLIES`` timed ones, whose median latency sizes LoadGen's runs.
-3. Between two noise probes, in one meter window: LoadGen in token mode
-   (``accelbench.generation.loadgen_tokens``). Every query, warm-up and calibration included, is sent a
-   prompt drawn afresh from the cell's secret input seed (``spec.input_seed``) at the length of a timed
-   prompt, with a salt, so no two are equal but the repeats the feed slips in at drawn distances, each
-   beside a never-seen control of the same length (``accelbench.generation.feed``). Single-stream runs
-   at least ``MIN_TOKEN_QUERIES`` queries; offline one query of every timed prompt (at least
-   ``MIN_TOKEN_QUERIES`` samples); server first searches the highest target QPS that LoadGen reports
-   VALID under the workload's p99 TTFT and TPOT bounds (``accelbench.scenarios.server_search``, each
-   probe a LoadGen run of at least the rule set's server query count); the scored figures are the VALID
-   probe's at that QPS (no VALID probe: the last one's, and the cell is ``invalid``). A measurement the
-   noise guard judges disturbed runs once more.
-4. The replies LoadGen's queries got are judged: ``JUDGED_REPLIES`` replies to never-seen prompts,
-   drawn at random, against torch-eager's replies to the same salted prompts (made after the run): token
-   agreement (threshold per precision class) and TEST09 (mean length within 10%); every reply: TEST06
-   (EOS at most once and last, or the cap; the first token reported is the first returned). They make
-   the quality gate. Three audits, whose failure disqualifies: ``repeat`` (repeats against their
-   controls) and ``first_token`` (TTFT against the reply's own TPOT) over the scored run
-   (``accelbench.generation.timing_audits``), and ``prefix_cache`` after it
-   (``quality.prefix_cache_audit``: immediate repeats). The status follows ``audits.cell_status``.
+"""The LLM decode driver (``tokens``): measure one generative cell (single-stream, offline, server) in the
+cell process and return its ``Outcome`` with a ``TokensBody``. The steps (the reference replies, the
+stack's preparation and calibration, LoadGen in token mode between two noise probes, the quality gate and
+the three audits) are told in ``docs/llm.md`` ("How a generative cell is measured").
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,10 +45,12 @@ from accelbench.generation.timing_audits import first_token_audit, repeat_audit
 from accelbench.generation.workload import SCENARIOS, GenerativeWorkload
 from accelbench.meters import noise
 from accelbench.meters.window import CellMeters, Metered
+from accelbench.outcome import Head, Outcome
 from accelbench.registry import instantiate
-from accelbench.results import LoadgenVerdict, NoiseProbe, Quality
+from accelbench.results import Figures, LoadgenVerdict, NoiseProbe, Quality, json_plain, record_of
 from accelbench.scenarios import server_search
 from accelbench.scenarios.rules import Rules, get_rules
+from accelbench.sections import AuditSection, GenerationFigures, ServerSearch
 from accelbench.versions import with_python
 
 ATTEMPTS = 2
@@ -85,8 +64,8 @@ reaches 3-4x this capacity (torch-eager, tiny-llama: VALID at 19.9 QPS from 7.0)
 of it added a 143 s probe to a 150 s search."""
 
 
-def measure(spec: CellSpec) -> dict[str, Any]:
-    """The outcome document of a generative cell (see the module text)."""
+def measure(spec: CellSpec) -> Outcome:
+    """The outcome of a generative cell (see the module text)."""
     scenario = spec.cell.scenario
     if scenario not in SCENARIOS:
         raise Unsupported(f"LLM decode runs {', '.join(SCENARIOS)}, not {scenario}")
@@ -161,8 +140,8 @@ class _Measured:
 
     run: TokenFigures
     """The scored LoadGen run (server: the search's VALID probe at its max QPS, else its last)."""
-    search: dict[str, Any] | None
-    """The stored server search (``_search_document``)."""
+    search: ServerSearch | None
+    """The stored server search (``_search_record``)."""
     probe: NoiseProbe
     metered: Metered
     prepare_s: float
@@ -203,7 +182,7 @@ def _measure(
     latency_s: float,
     bounds: ServerBounds,
     log_dir: Path,
-) -> tuple[dict[str, Any] | None, TokenFigures]:
+) -> tuple[ServerSearch | None, TokenFigures]:
     """The scenario's LoadGen run (server: the search, then the scored run at its max QPS)."""
     minimum = max(rules.min_queries_for("single-stream"), MIN_TOKEN_QUERIES)
     timed = feeds.timed
@@ -226,16 +205,19 @@ def _measure(
     best = [
         f for f, p in zip(probes, search.probes, strict=True) if p.valid and p.target_qps == search.max_qps
     ]
-    return _search_document(search, probes), best[0] if best else probes[-1]
+    return _search_record(search, probes), best[0] if best else probes[-1]
 
 
-def _search_document(search: server_search.Search, runs: Sequence[TokenFigures]) -> dict[str, Any]:
+def _search_record(search: server_search.Search, runs: Sequence[TokenFigures]) -> ServerSearch:
     """The stored search, each probe with LoadGen's p99 TTFT and TPOT too (the report's curves)."""
-    document = search.to_dict()
-    for probe, run in zip(document["probes"], runs, strict=True):
-        probe["ttft_p99_s"] = run.ttft_percentiles_s.get(99.0)
-        probe["tpot_p99_s"] = run.tpot_percentiles_s.get(99.0)
-    return document
+    record = search.record()
+    probes = tuple(
+        dataclasses.replace(
+            probe, ttft_p99_s=run.ttft_percentiles_s.get(99.0), tpot_p99_s=run.tpot_percentiles_s.get(99.0)
+        )
+        for probe, run in zip(record.probes, runs, strict=True)
+    )
+    return dataclasses.replace(record, probes=probes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,8 +263,9 @@ def _judge(
     )
     failures = [name for name, passed in _gate(quality.passed, checks) if not passed]
     invalid = [] if run.valid else [f"{spec.cell.scenario}: {'; '.join(run.invalid_reasons) or 'no reason'}"]
-    if measured.search and float(measured.search["max_qps"]) <= 0:
-        invalid.append(f"no target QPS met p99 TTFT {_ms(run)} and TPOT bounds")
+    if measured.search and measured.search.max_qps <= 0:
+        ttft = f"{run.bounds.ttft_s * 1e3:g} ms" if run.bounds else "?"
+        invalid.append(f"no target QPS met p99 TTFT {ttft} and TPOT bounds")
     status, why = audits.cell_status(verdicts, failures, invalid, noise.unstable_reason(measured.probe))
     return _Judgement(quality, len(replies), checks, verdicts, status, why)
 
@@ -314,6 +297,40 @@ def _facts(
     }
 
 
+@dataclass(frozen=True, slots=True)
+class TokensBody:
+    """The token driver's part of a cell's outcome: LoadGen's verdict and figures of the scored run, the
+    server search, the audits' section and the ``generation`` section (``accelbench.generation.figures``)."""
+
+    loadgen: LoadgenVerdict
+    figures: Figures
+    generation: GenerationFigures
+    server_search: ServerSearch | None = None
+    audit: AuditSection | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The body's keys of the stored document."""
+        return {
+            "loadgen": json_plain(dataclasses.asdict(self.loadgen)),
+            "figures": json_plain(dataclasses.asdict(self.figures)),
+            "server_search": self.server_search.to_dict() if self.server_search is not None else None,
+            "audit": self.audit.to_dict() if self.audit is not None else None,
+            "generation": self.generation.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, document: Mapping[str, Any]) -> TokensBody:
+        """The body of an outcome document (the head's keys are ignored)."""
+        search, audit = document.get("server_search"), document.get("audit")
+        return cls(
+            loadgen=record_of(LoadgenVerdict, document["loadgen"]),
+            figures=record_of(Figures, document["figures"]),
+            generation=GenerationFigures.from_dict(document["generation"]),
+            server_search=ServerSearch.from_dict(search) if search is not None else None,
+            audit=AuditSection.from_dict(audit) if audit is not None else None,
+        )
+
+
 def _outcome(
     spec: CellSpec,
     stack: GenerationStack,
@@ -323,57 +340,58 @@ def _outcome(
     feeds: _Feeds,
     keep: Sequence[int],
     measured: _Measured,
-) -> dict[str, Any]:
-    """Judge the scored run's replies and assemble the outcome document."""
+) -> Outcome:
+    """Judge the scored run's replies and assemble the outcome."""
     run, rules = measured.run, get_rules(spec.rules)
     judged = _judge(spec, generator, model, prompts, feeds, measured)
-    found = token_figures.figures_of([run], float(measured.search["max_qps"]) if measured.search else None)
+    found = token_figures.figures_of([run], measured.search.max_qps if measured.search else None)
     prompt_tokens = [len(sent.prompt) for sent in run.sent]
     facts = _facts(generator, model, prompts, keep, measured.prepare_s)
-    generation = token_figures.section(run, prompt_tokens, judged.quality, judged.checks, facts)
+    section = token_figures.section(run, prompt_tokens, judged.quality, judged.checks, facts)
+    generation = GenerationFigures.from_dict(section)
     energy = measured.metered.energy
-    if energy is not None and generation["output_tokens"]:
-        generation["energy_per_output_token_j"] = energy.energy_j / generation["output_tokens"]
+    if energy is not None and generation.output_tokens:
+        per_token_j = energy.energy_j / generation.output_tokens
+        generation = dataclasses.replace(generation, energy_per_output_token_j=per_token_j)
+    log_dir = str(measured.log_dir.relative_to(spec.run_dir))
     verdict = LoadgenVerdict(
-        spec.cell.scenario, run.valid, run.invalid_reasons, found.qps, run.queries, spec.rules,
-        rules.official, str(measured.log_dir.relative_to(spec.run_dir)),
-    )  # fmt: skip
-    quality = judged.quality
-    gate = Quality(
-        "identical_token_share", quality.identical_share, quality.threshold, quality.passed, judged.prompts,
-        quality.detail,
-    )  # fmt: skip
-    return {
-        "status": judged.status,
-        "reason": judged.reason,
-        "loadgen": dataclasses.asdict(verdict),
-        "figures": dataclasses.asdict(found),
-        "server_search": measured.search,
-        "quality": dataclasses.asdict(gate),
-        "effective_precision": generator.precision,
-        "compile_s": measured.prepare_s,
-        "noise": dataclasses.asdict(measured.probe),
-        "warnings": [w for w in measured.metered.warnings if w],
-        "versions": {
-            **with_python(("accelbench", "numpy", "torch", "mlcommons-loadgen")),
-            **stack.versions(),
-        },
-        "settings": {
+        scenario=spec.cell.scenario,
+        valid=run.valid,
+        invalid_reasons=run.invalid_reasons,
+        qps=found.qps,
+        queries=run.queries,
+        rules=spec.rules,
+        official=rules.official,
+        log_dir=log_dir,
+    )
+    agreed = judged.quality
+    head = Head(
+        status=judged.status,
+        reason=judged.reason,
+        quality=Quality(
+            metric="identical_token_share",
+            value=agreed.identical_share,
+            threshold=agreed.threshold,
+            passed=agreed.passed,
+            samples_checked=judged.prompts,
+            detail=agreed.detail,
+        ),
+        effective_precision=generator.precision,
+        compile_s=measured.prepare_s,
+        noise=measured.probe,
+        energy=energy,
+        warnings=tuple(w for w in measured.metered.warnings if w),
+        versions={**with_python(("accelbench", "numpy", "torch", "mlcommons-loadgen")), **stack.versions()},
+        settings={
             "threads": spec.threads,
             "rules": spec.rules,
             "seed": spec.seed,
             "stack": dict(generator.details),
         },
-        "energy": dataclasses.asdict(energy) if energy is not None else None,
-        "audit": audits.section(judged.verdicts, salt_tokens=feeds.place.salt_tokens),
-        "generation": generation,
-    }
+    )
+    audit = audits.section(judged.verdicts, salt_tokens=feeds.place.salt_tokens)
+    return Outcome(head, TokensBody(verdict, found, generation, measured.search, audit))
 
 
 def _gate(agreed: bool, checks: Sequence[ReplyCheck]) -> list[tuple[str, bool]]:
     return [("token agreement", agreed), *((c.name, c.passed) for c in checks)]
-
-
-def _ms(run: TokenFigures) -> str:
-    bounds = run.bounds
-    return f"{bounds.ttft_s * 1e3:g} ms" if bounds else "?"

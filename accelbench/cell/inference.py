@@ -13,8 +13,9 @@ agreement. The status follows the audits
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,11 +30,13 @@ from accelbench.cellspec import CellSpec
 from accelbench.errors import Unavailable
 from accelbench.meters import noise
 from accelbench.meters.window import combined_energy, max_memory
+from accelbench.outcome import Head, Outcome
 from accelbench.registry import instantiate
-from accelbench.results import Figures, NoiseProbe, Quality
+from accelbench.results import Figures, Latency, LoadgenVerdict, NoiseProbe, Quality, json_plain, record_of
 from accelbench.scenarios import figures, server_search
 from accelbench.scenarios.loadgen import Measurement
 from accelbench.scenarios.rules import Rules, get_rules
+from accelbench.sections import AuditSection, ServerSearch, VariantInfo
 from accelbench.stacks.base import Stack
 from accelbench.versions import with_python
 from accelbench.workloads.base import Workload
@@ -45,8 +48,8 @@ ATTEMPTS = 2
 """An attempt the noise guard judged disturbed is measured once more."""
 
 
-def measure(spec: CellSpec) -> dict[str, Any]:
-    """The outcome document of a LoadGen cell: trials, figures, audits, status."""
+def measure(spec: CellSpec) -> Outcome:
+    """The outcome of a LoadGen cell: trials, figures, audits, status."""
     stack: Stack = instantiate(spec.stack_ref)
     reason = stack.unavailable_reason(spec.cell.device)
     if reason:
@@ -62,7 +65,6 @@ def measure(spec: CellSpec) -> dict[str, Any]:
         log.info("%s; measuring it once more", noise.unstable_reason(probe))
     measurements = [e.timed.measurement for e in evidence]
     found = _figures(evidence, search)
-    outcome = _outcome(spec, stack, rules, evidence, probe, found, search)
     # rounds discarded by a server back-off are judged too: a stack caught there never ranks
     judged = _judge(stack, workload, [*discarded, *evidence], rules)
     sanity = evidence[-1].sanity
@@ -72,13 +74,18 @@ def measure(spec: CellSpec) -> dict[str, Any]:
     status, why = audits.cell_status(
         judged.verdicts, failures, _invalid_reasons(stack, measurements), drift or disagreement or ""
     )
-    outcome.update(status=status, reason=why, quality=_asdict(judged.quality), sanity=_asdict(sanity))
-    outcome["audit"] = judged.section
-    outcome["warnings"] = sorted({*outcome["warnings"], *audits.audit_warnings(judged.section)})
+    measured = _head(spec, stack, evidence, probe)
+    head = dataclasses.replace(
+        measured,
+        status=status,
+        reason=why,
+        quality=judged.quality,
+        sanity=sanity,
+        warnings=tuple(sorted({*measured.warnings, *audits.audit_warnings(judged.section)})),
+    )
     drawn = variants.resolve(workload, spec.cell.size, spec.cell.variant)
-    outcome["variant_info"] = variants.variant_info(drawn) if drawn else None
-    outcome["peak_rss_bytes"] = max(e.peak_rss_bytes for e in evidence)
-    return outcome
+    info = variants.variant_info(drawn) if drawn else None
+    return Outcome(head, _body(spec, rules, evidence, found, search, judged.section, info))
 
 
 def _trials(
@@ -125,7 +132,7 @@ class _Judged:
 
     verdicts: tuple[audits.Verdict, ...]
     quality: Quality | None
-    section: dict[str, Any] | None
+    section: AuditSection | None
 
 
 def _judge(stack: Stack, workload: Workload, evidence: Sequence[trial.Evidence], rules: Rules) -> _Judged:
@@ -155,38 +162,90 @@ def _judge(stack: Stack, workload: Workload, evidence: Sequence[trial.Evidence],
     return _Judged(verdicts, quality, audits.section(verdicts, **extra))
 
 
-def _outcome(
+@dataclass(frozen=True, slots=True)
+class LoadgenBody:
+    """The LoadGen driver's part of a cell's outcome: its latency, LoadGen's verdict and figures, the
+    server search, the audits' section and the variant's record."""
+
+    latency: Latency
+    loadgen: LoadgenVerdict
+    figures: Figures
+    trial_p50_s: tuple[float, ...]
+    server_search: ServerSearch | None = None
+    audit: AuditSection | None = None
+    variant_info: VariantInfo | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The body's keys of the stored document."""
+        return {
+            "latency": json_plain(dataclasses.asdict(self.latency)),
+            "loadgen": json_plain(dataclasses.asdict(self.loadgen)),
+            "figures": json_plain(dataclasses.asdict(self.figures)),
+            "trial_p50_s": list(self.trial_p50_s),
+            "server_search": self.server_search.to_dict() if self.server_search else None,
+            "audit": self.audit.to_dict() if self.audit is not None else None,
+            "variant_info": self.variant_info.to_dict() if self.variant_info is not None else None,
+        }
+
+    @classmethod
+    def from_dict(cls, document: Mapping[str, Any]) -> LoadgenBody:
+        """The body of an outcome document (the head's keys are ignored)."""
+        search, audit, info = (document.get(k) for k in ("server_search", "audit", "variant_info"))
+        return cls(
+            latency=record_of(Latency, document["latency"]),
+            loadgen=record_of(LoadgenVerdict, document["loadgen"]),
+            figures=record_of(Figures, document["figures"]),
+            trial_p50_s=tuple(document.get("trial_p50_s", ())),
+            server_search=ServerSearch.from_dict(search) if search is not None else None,
+            audit=AuditSection.from_dict(audit) if audit is not None else None,
+            variant_info=VariantInfo.from_dict(info) if info is not None else None,
+        )
+
+
+def _head(spec: CellSpec, stack: Stack, evidence: Sequence[trial.Evidence], probe: NoiseProbe) -> Head:
+    """The measured part of the head; status, quality and the audits' warnings are added once judged."""
+    trials = [e.timed.measurement for e in evidence]
+    first, metered = evidence[0], [e.timed.metered for e in evidence]
+    return Head(
+        status="ok",
+        effective_precision=first.effective_precision,
+        compile_s=first.compile_s,
+        peak_rss_bytes=max(e.peak_rss_bytes for e in evidence),
+        noise=probe,
+        energy=combined_energy([m.energy for m in metered]),
+        device_memory=max_memory([m.device_memory for m in metered]),
+        warnings=tuple(sorted({*_warnings(trials, probe, stack), *(w for m in metered for w in m.warnings)})),
+        versions={**_base_versions(), **first.versions},
+        settings=_settings(spec, first, _median_trial(trials)),
+    )
+
+
+def _body(
     spec: CellSpec,
-    stack: Stack,
     rules: Rules,
     evidence: Sequence[trial.Evidence],
-    probe: NoiseProbe,
     found: Figures,
     search: server_search.Search | None,
-) -> dict[str, Any]:
-    """The measured part of the outcome; status, quality and audits are added once judged."""
+    audit: AuditSection | None,
+    variant_info: VariantInfo | None,
+) -> LoadgenBody:
     from accelbench import stats
 
     trials = [e.timed.measurement for e in evidence]
-    median_trial = sorted(trials, key=_trial_p50_s)[len(trials) // 2]
     log_rel = str(Path(spec.cell_dir).relative_to(spec.run_dir) / "loadgen")
-    first = evidence[0]
-    metered = [e.timed.metered for e in evidence]
-    return {
-        "latency": _asdict(stats.summarize_latencies([s for t in trials for s in t.sut_latencies_s])),
-        "loadgen": _asdict(median_trial.to_verdict(rules, log_rel)),
-        "figures": _asdict(found),
-        "server_search": search.to_dict() if search else None,
-        "trial_p50_s": [_trial_p50_s(t) for t in trials],
-        "effective_precision": first.effective_precision,
-        "compile_s": first.compile_s,
-        "noise": _asdict(probe),
-        "warnings": sorted({*_warnings(trials, probe, stack), *(w for m in metered for w in m.warnings)}),
-        "versions": {**_base_versions(), **first.versions},
-        "settings": _settings(spec, first, median_trial),
-        "energy": _asdict(combined_energy([m.energy for m in metered])),
-        "device_memory": _asdict(max_memory([m.device_memory for m in metered])),
-    }
+    return LoadgenBody(
+        latency=stats.summarize_latencies([s for t in trials for s in t.sut_latencies_s]),
+        loadgen=_median_trial(trials).to_verdict(rules, log_rel),
+        figures=found,
+        trial_p50_s=tuple(_trial_p50_s(t) for t in trials),
+        server_search=search.record() if search else None,
+        audit=audit,
+        variant_info=variant_info,
+    )
+
+
+def _median_trial(trials: Sequence[Measurement]) -> Measurement:
+    return sorted(trials, key=_trial_p50_s)[len(trials) // 2]
 
 
 def _trial_p50_s(trial: Measurement) -> float:
@@ -234,9 +293,3 @@ def _settings(spec: CellSpec, first: trial.Evidence, measured: Measurement) -> d
 
 def _base_versions() -> dict[str, str]:
     return with_python(("accelbench", "numpy", "torch", "mlcommons-loadgen"))
-
-
-def _asdict(record: Any) -> Any:
-    import dataclasses
-
-    return dataclasses.asdict(record) if record is not None else None

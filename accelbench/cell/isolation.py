@@ -29,8 +29,9 @@ from typing import Any
 
 import psutil
 
-from accelbench.cellspec import CellSpec, write_json_atomic
+from accelbench.cellspec import CellSpec
 from accelbench.meters.cputime import RUNNER_PID_VARIABLE
+from accelbench.outputs import write_json_atomic
 
 POLL_S = 0.25
 STDERR_TAIL_CHARS = 2000

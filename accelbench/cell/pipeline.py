@@ -24,6 +24,7 @@ from accelbench.cell import seeds
 from accelbench.cell.isolation import run_in_process
 from accelbench.cellspec import CellSpec, PlannedCell
 from accelbench.config import RunConfig, effective_mem_limit_bytes, effective_threads
+from accelbench.outcome import Head, Outcome
 from accelbench.results import SCHEMA_VERSION, Cell, Result, from_dict
 
 log = logging.getLogger(__name__)
@@ -43,16 +44,18 @@ def run_cell(
     started_at = now()
     reason = unavailable_reason(planned)
     if reason:
-        outcome: dict[str, Any] = {"status": "unavailable", "reason": reason}
+        outcome = Outcome.failed("unavailable", reason).to_dict()
         wall_s, tail = 0.0, ""
     else:
         spec = cell_spec(run_id, config, planned, run_dir, input_seed)
         start = time.perf_counter()
         child = run_in_process(spec, config.timeout_s, effective_mem_limit_bytes(config))
         outcome, wall_s, tail = child.outcome, time.perf_counter() - start, child.stderr_tail
-        outcome = {**outcome, "settings": {**outcome.get("settings", {}), "input_seed": spec.input_seed}}
-    log.info("%s: %s %s", planned.cell.key, outcome.get("status"), outcome.get("reason", ""))
-    return result_of(run_id, planned, outcome, fingerprint, started_at, wall_s, tail)
+        head = Head.from_dict(outcome)
+        outcome = {**outcome, "settings": {**head.settings, "input_seed": spec.input_seed}}
+    result = result_of(run_id, planned, outcome, fingerprint, started_at, wall_s, tail)
+    log.info("%s: %s %s", planned.cell.key, result.status, result.reason)
+    return result
 
 
 def now() -> str:
@@ -84,6 +87,7 @@ def cell_spec(
         cell=planned.cell,
         workload_ref=planned.workload_ref,
         stack_ref=planned.stack_ref,
+        driver_ref=planned.driver_ref,
         rules=config.rules,
         threads=effective_threads(config),
         seed=config.seed,

@@ -2,38 +2,29 @@
 
 Run as ``python -m accelbench.cell.process SPEC.json`` (the parent is ``accelbench.cell.isolation``,
 which passes the input seed apart; run by hand, the cell reads it from its standard input).
-The scenario's driver (``DRIVERS``, keyed by scenario) measures the cell: the LoadGen scenarios
-through ``accelbench.cell.inference``, ``train-to-quality`` through ``accelbench.training.measure``;
-every cell of a generative workload through ``accelbench.cell.generation`` (``GENERATION_DRIVER``).
+The driver the planner chose from the workload's declaration (``CellSpec.driver_ref``, one of
+``accelbench.registry.DRIVERS``) measures the cell and returns its typed ``Outcome``.
 Any exception becomes a status (``unavailable``, ``unsupported``, ``oom``, ``crashed``); a hard crash
 is observed by the parent.
 """
 
 from __future__ import annotations
 
-import importlib
+import dataclasses
 import json
 import logging
 import sys
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from accelbench.cell import seeds
-from accelbench.cellspec import CellSpec, write_json_atomic
-from accelbench.errors import CellError, Unsupported
+from accelbench.cellspec import CellSpec
+from accelbench.errors import CellError
 from accelbench.meters import memory
-
-_LOADGEN = "accelbench.cell.inference:measure"
-DRIVERS: Mapping[str, str] = {
-    "single-stream": _LOADGEN,
-    "multi-stream": _LOADGEN,
-    "server": _LOADGEN,
-    "offline": _LOADGEN,
-    "train-to-quality": "accelbench.training.measure:measure",
-}
-"""The driver of each scenario, ``module:function`` taking the ``CellSpec``, imported when used."""
+from accelbench.outcome import Outcome
+from accelbench.outputs import write_json_atomic
+from accelbench.registry import load
 
 
 def main(argv: Sequence[str], input_seed: int | None = None) -> int:
@@ -43,55 +34,31 @@ def main(argv: Sequence[str], input_seed: int | None = None) -> int:
     seed = input_seed if input_seed is not None else seeds.checked(int(sys.stdin.readline()))
     spec = CellSpec.from_dict(json.loads(Path(argv[0]).read_text()), input_seed=seed)
     outcome = outcome_of(spec)
-    outcome["peak_rss_bytes"] = max(outcome.get("peak_rss_bytes") or 0, memory.peak_rss_bytes())
-    write_json_atomic(Path(spec.result_path), outcome)
+    peak_rss_bytes = max(outcome.head.peak_rss_bytes or 0, memory.peak_rss_bytes())
+    head = dataclasses.replace(outcome.head, peak_rss_bytes=peak_rss_bytes)
+    write_json_atomic(Path(spec.result_path), dataclasses.replace(outcome, head=head).to_dict())
     return 0
 
 
-GENERATION_DRIVER = "accelbench.cell.generation:measure"
-"""The driver of every cell of a generative workload (``accelbench.generation.workload``)."""
-
-
-ENDPOINT_DRIVER = "accelbench.endpoint.cell:measure"
-"""The driver of a generative workload's cell on an endpoint stack (``llm@...``: a served LLM's curve)."""
-
-
-def driver(
-    scenario: str, workload_ref: str = "", stack_ref: str = ""
-) -> Callable[[CellSpec], dict[str, Any]]:
-    """The driver function of ``scenario`` (of a generative workload: ``GENERATION_DRIVER``, or
-    ``ENDPOINT_DRIVER`` on an endpoint stack);
-    ``Unsupported`` for a scenario without one."""
-    reference = DRIVERS.get(scenario)
-    if workload_ref and _generates(workload_ref):
-        reference = ENDPOINT_DRIVER if stack_ref.startswith("accelbench.endpoint.") else GENERATION_DRIVER
-    if reference is None:
-        raise Unsupported(f"no driver for scenario {scenario!r} (known: {', '.join(DRIVERS)})")
-    module, _, function = reference.partition(":")
-    found: Callable[[CellSpec], dict[str, Any]] = getattr(importlib.import_module(module), function)
+def driver(spec: CellSpec) -> Callable[[CellSpec], Outcome]:
+    """The driver function the planner chose for the cell (``CellSpec.driver_ref``)."""
+    found: Callable[[CellSpec], Outcome] = load(spec.driver_ref)
     return found
 
 
-def _generates(workload_ref: str) -> bool:
-    from accelbench.generation.workload import generates
-    from accelbench.registry import instantiate
-
-    return generates(instantiate(workload_ref))
-
-
-def outcome_of(spec: CellSpec) -> dict[str, Any]:
-    """The outcome document of the cell; exceptions are turned into statuses."""
+def outcome_of(spec: CellSpec) -> Outcome:
+    """The outcome of the cell; exceptions are turned into statuses."""
     try:
-        return driver(spec.cell.scenario, spec.workload_ref, spec.stack_ref)(spec)
+        return driver(spec)(spec)
     except CellError as err:
-        return {"status": err.status, "reason": str(err)}
+        return Outcome.failed(err.status, str(err))
     except MemoryError:
         traceback.print_exc()
-        return {"status": "oom", "reason": "MemoryError in the cell process"}
+        return Outcome.failed("oom", "MemoryError in the cell process")
     except Exception as err:
         traceback.print_exc()
         first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-        return {"status": "crashed", "reason": f"{type(err).__name__}: {first}"[:500]}
+        return Outcome.failed("crashed", f"{type(err).__name__}: {first}"[:500])
 
 
 if __name__ == "__main__":

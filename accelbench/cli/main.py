@@ -195,8 +195,8 @@ def _execute_with_progress(
 def _probe(run_dir: Path, config: RunConfig, machine: Machine, mode: cli_progress.Mode) -> None:
     """Measure this machine's peaks (GEMM, bandwidth) once per run; kept in the run folder."""
     from accelbench.config import effective_threads
+    from accelbench.probe.peaks_file import save_peaks
     from accelbench.probe.roofline import measure_peaks
-    from accelbench.report.documents import save_peaks
 
     budget_s = 4.0 if config.size == "tiny" else 10.0  # the tiny suite is for quick checks
     with cli_progress.phase(mode, "measuring this machine's peaks (roofline probes; skip with --no-probe)"):
@@ -205,7 +205,8 @@ def _probe(run_dir: Path, config: RunConfig, machine: Machine, mode: cli_progres
 
 
 def _print_results(store: Store, run_id: str, as_json: bool, include_unverified: bool = False) -> None:
-    from accelbench.report.documents import load_peaks, normalized_documents
+    from accelbench.probe.peaks_file import load_peaks
+    from accelbench.report.documents import normalized_documents
 
     results, run_dir = store.results(run_id), store.run_dir(run_id)
     peaks = load_peaks(run_dir)

@@ -82,7 +82,7 @@ class CellProgress:
         if self._mode is Mode.LINES:
             say(self._mode, lines.cell_ended_line(result, self._ended, self._total))
         elif self._progress is not None and self._task is not None:
-            node = str(result.settings.get("fleet_node", {}).get("node_id", ""))
+            node = result.node_id
             where = f"node {node[:8]} " if node else ""
             description = f"{where}{result.cell.key}: {result.status}"
             self._progress.update(self._task, advance=1, description=description)

@@ -15,6 +15,7 @@ URL = "url"
 class EndpointStack:
     """An LLM served behind an OpenAI-compatible endpoint."""
 
+    driver: ClassVar[str] = "endpoint"
     server: ClassVar[str] = URL
     precision: ClassVar[str] = "server's"
     weight_format: ClassVar[str] = "server's"

@@ -30,6 +30,7 @@ from typing import Any
 from accelbench.generation.loadgen_tokens import TokenFigures
 from accelbench.generation.quality import Agreement, ReplyCheck
 from accelbench.results import HEADLINES, Figures
+from accelbench.sections import GenerationFigures
 from accelbench.workloads.flops import WorkloadCost, cost_of
 
 PERCENTILES = (50.0, 90.0, 99.0)
@@ -138,11 +139,11 @@ def _headline(scenario: str, summary: Any, max_qps: float | None) -> float:
     return float(summary.samples_per_s or summary.qps)
 
 
-def query_cost(workload: str, size: str, generation: Mapping[str, Any]) -> WorkloadCost:
+def query_cost(workload: str, size: str, generation: GenerationFigures) -> WorkloadCost:
     """The FLOPs and bytes of one mean query of a generative cell (see the module text)."""
-    params = int(generation["params"])
-    prompt = float(generation.get("mean_prompt_tokens") or 0.0)
-    reply = float(generation.get("mean_output_tokens") or 0.0)
+    params = generation.params
+    prompt = generation.mean_prompt_tokens or 0.0
+    reply = generation.mean_output_tokens or 0.0
     flops = int(2 * params * (prompt + reply))
     weights = 4 * params
     method = "2 x params x (prompt + reply tokens); fp32 weights read once per decode step"

@@ -17,7 +17,7 @@ not what a stack is timed on: every timed query gets a secret salt (``accelbench
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -220,9 +220,3 @@ def _message(rng: np.random.Generator, tokens: int) -> str:
         parts.append(" ".join(sentence).capitalize() + ".")
         words += len(sentence)
     return " ".join(parts)
-
-
-def lengths_summary(prompts: Sequence[Sequence[int]]) -> dict[str, float]:
-    """Min, median and max prompt length in tokens."""
-    lengths = np.array([len(p) for p in prompts])
-    return {"min": float(lengths.min()), "median": float(np.median(lengths)), "max": float(lengths.max())}

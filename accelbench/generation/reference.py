@@ -12,10 +12,10 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from accelbench.cellspec import write_json_atomic
 from accelbench.generation.base import GenerationContext, GenerationStack, Generator, Reply
 from accelbench.generation.models import LlmModel
 from accelbench.generation.quality import reference_margins
+from accelbench.outputs import write_json_atomic
 from accelbench.registry import GENERATING_STACKS, instantiate
 
 REFERENCE = "torch-eager"

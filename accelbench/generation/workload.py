@@ -41,8 +41,9 @@ class GenerativeWorkload:
     server_floor_tpot_s: ClassVar[float]
     task: ClassVar[str] = "text generation (LLM decode, greedy)"
     quality_metric: ClassVar[str] = "identical-token share vs torch-eager fp32, TEST06, TEST09"
-    generates: ClassVar[bool] = True
-    """Marks a workload whose cells ``accelbench.cell.generation`` measures."""
+    driver: ClassVar[str] = "tokens"
+    """Its cells are measured by ``accelbench.cell.generation`` (``accelbench.registry.DRIVERS``)."""
+    scenarios: ClassVar[tuple[str, ...]] = SCENARIOS
 
     def describe(self, size: str) -> dict[str, str]:
         """What the workload is (the same at every size: the model is fixed)."""
@@ -79,8 +80,3 @@ class SmolLm2(GenerativeWorkload):
     max_new_tokens = SMOLLM2_MAX_NEW_TOKENS
     server_floor_ttft_s = 2.0
     server_floor_tpot_s = 0.2
-
-
-def generates(workload: object) -> bool:
-    """Whether ``workload`` (an instance from the registry) is a generative workload."""
-    return bool(getattr(workload, "generates", False))

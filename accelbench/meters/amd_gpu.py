@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Unpack
 
-from accelbench.meters.energy import MeterUnavailable
+from accelbench.meters.energy_base import MeterUnavailable
 from accelbench.meters.gpu_power import GpuMeter, GpuOptions, Readers, cuda_index, open_gpu_meter
 
 log = logging.getLogger(__name__)

@@ -30,17 +30,33 @@ from __future__ import annotations
 import logging
 import os
 import time
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from accelbench.errors import AccelbenchError
 from accelbench.hardware.chips import ChipTable
 from accelbench.hardware.detect import Machine
 from accelbench.hardware.match import match_machine
-from accelbench.results import ENERGY_PROVENANCES, Energy
+from accelbench.meters import amd_gpu, nvml, rapl
+from accelbench.meters.energy_base import (
+    POWERCAP_ROOT,
+    EnergyMeter,
+    EnergyReading,
+    MeterUnavailable,
+    energy_record,
+)
+
+__all__ = [
+    "POWERCAP_ROOT",
+    "CpuEstimateMeter",
+    "CpuTdp",
+    "EnergyMeter",
+    "EnergyReading",
+    "MeterUnavailable",
+    "choose_meter",
+    "cpu_tdp",
+    "energy_record",
+]
 
 log = logging.getLogger(__name__)
 
@@ -49,96 +65,6 @@ STATIC_FRACTION = 0.3
 20-35 % of TDP); the estimate charges it for the whole window."""
 FALLBACK_W_PER_CORE = 4.0
 """Watts per logical CPU when no chip row with a TDP matches the machine (codecarbon's default too)."""
-POWERCAP_ROOT = Path("/sys/class/powercap")
-
-
-class MeterUnavailable(AccelbenchError):
-    """No energy meter can be built for this device here; the message says why."""
-
-
-@dataclass(frozen=True, slots=True)
-class EnergyReading:
-    """What one window consumed, before it is divided by the samples of the cell."""
-
-    energy_j: float
-    window_s: float
-    provenance: str
-    meter: str
-    formula: str
-    domains: Mapping[str, float] = field(default_factory=dict)
-    idle_power_w: float | None = None
-    idle_subtracted: bool = False
-
-    def __post_init__(self) -> None:
-        if self.provenance not in ENERGY_PROVENANCES:
-            raise ValueError(f"unknown energy provenance {self.provenance!r}")
-
-    @property
-    def power_w(self) -> float:
-        """Average power over the window (0 for an empty window)."""
-        return self.energy_j / self.window_s if self.window_s > 0 else 0.0
-
-
-def energy_record(reading: EnergyReading, samples: int) -> Energy:
-    """The stored ``Energy`` of a window in which ``samples`` samples were completed."""
-    return Energy(
-        energy_j=reading.energy_j,
-        power_w=reading.power_w,
-        energy_per_query_j=reading.energy_j / samples if samples > 0 else 0.0,
-        samples_per_j=samples / reading.energy_j if reading.energy_j > 0 else 0.0,
-        window_s=reading.window_s,
-        samples=samples,
-        provenance=reading.provenance,
-        meter=reading.meter,
-        formula=reading.formula,
-        domains=dict(reading.domains),
-        idle_power_w=reading.idle_power_w,
-        idle_subtracted=reading.idle_subtracted,
-    )
-
-
-def _no_sync() -> None:
-    """CPU work is synchronous: nothing to wait for."""
-
-
-class EnergyMeter(ABC):
-    """Measure the energy of named windows; subclasses read one kind of counter (or estimate)."""
-
-    meter: str
-    """Short name stored with every reading (``rapl``, ``nvml``, ``cpu-estimate``, ...)."""
-
-    def __init__(self, sync: Callable[[], None] | None = None, clock: Callable[[], float] = time.monotonic):
-        self._sync = sync or _no_sync
-        self._clock = clock
-        self._windows: dict[str, tuple[Any, float]] = {}
-
-    def begin_window(self, name: str) -> None:
-        """Synchronise the device, then read the counters; ``name`` must not be open already."""
-        if name in self._windows:
-            raise ValueError(f"energy window {name!r} is already open")
-        self._sync()
-        state = self._begin()
-        self._windows[name] = (state, self._clock())
-
-    def end_window(self, name: str) -> EnergyReading:
-        """Synchronise the device, read the counters again and return what the window consumed."""
-        if name not in self._windows:
-            raise ValueError(f"energy window {name!r} was not begun")
-        state, start_s = self._windows.pop(name)
-        self._sync()
-        return self._end(state, start_s, self._clock())
-
-    def close(self) -> None:
-        """Release the device and stop background threads; open windows are dropped."""
-        self._windows.clear()
-
-    @abstractmethod
-    def _begin(self) -> Any:
-        """Read the counters at the start of a window; the result is given back to ``_end``."""
-
-    @abstractmethod
-    def _end(self, state: Any, start_s: float, end_s: float) -> EnergyReading:
-        """Read the counters at the end of a window that began with ``state`` at ``start_s``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,8 +171,6 @@ def choose_meter(
     """
     if device.startswith("cuda"):
         return _gpu_meter(device, sync or _cuda_sync(device))
-    from accelbench.meters import rapl
-
     domains, problem = rapl.find_domains(powercap_root)
     if domains:
         return rapl.RaplMeter(domains, sync=sync)
@@ -260,8 +184,6 @@ def choose_meter(
 
 
 def _gpu_meter(device: str, sync: Callable[[], None]) -> EnergyMeter:
-    from accelbench.meters import amd_gpu, nvml
-
     reasons = []
     for build in (nvml.nvml_meter, amd_gpu.amd_meter):
         try:

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import TypedDict
 
-from accelbench.meters.energy import EnergyMeter, EnergyReading, MeterUnavailable
+from accelbench.meters.energy_base import EnergyMeter, EnergyReading, MeterUnavailable
 
 log = logging.getLogger(__name__)
 

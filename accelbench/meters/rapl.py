@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from accelbench.meters.energy import POWERCAP_ROOT, EnergyMeter, EnergyReading
+from accelbench.meters.energy_base import POWERCAP_ROOT, EnergyMeter, EnergyReading
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ import difflib
 import functools
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 
@@ -261,8 +261,3 @@ def _check_minutes(text: Mapping[str, str], time_min: float | None, count: int, 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-") or "system"
-
-
-def entries_by_round(entries: Iterable[HistoryEntry]) -> list[HistoryEntry]:
-    """Entries sorted by round (stable within a round)."""
-    return sorted(entries, key=lambda e: e.round_version)

@@ -100,11 +100,6 @@ class Potential:
     extrapolated: tuple[str, ...] = ()
     """Inputs outside the ranges Rankine was fitted on (``FITTED_RANGES``)."""
 
-    @property
-    def throughput_per_w(self) -> Range:
-        """Potential throughput per watt of potential power."""
-        return self.throughput / self.power_w
-
 
 _Record = TypeVar("_Record", CmosNode, Curve)
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from accelbench import stats
 from accelbench.results import Result
+from accelbench.sections import VariantMutation
 
 CANONICAL = "canonical"
 ANSWERED_RIGHT = ("ok", "unverified", "invalid", "unstable")
@@ -90,14 +91,15 @@ def _groups(results: Sequence[Result]) -> dict[Group, list[Result]]:
 
 
 def _canonical_flops(members: Sequence[Result]) -> int | None:
-    infos = [r.variant_info for r in members if r.variant_info]
-    return int(infos[0]["canonical_flops"]) if infos else None
+    flops = [r.variant_info.canonical_flops for r in members if r.variant_info]
+    return int(flops[0]) if flops and flops[0] is not None else None
 
 
 def _flops(result: Result, canonical_flops: int | None) -> int | None:
     if result.cell.variant == CANONICAL:
         return canonical_flops
-    return int(result.variant_info["flops"]) if result.variant_info else None
+    flops = result.variant_info.flops if result.variant_info else None
+    return int(flops) if flops is not None else None
 
 
 def _stack_figures(key: Group, members: Sequence[Result]) -> dict[str, Any] | None:
@@ -154,7 +156,7 @@ def _compile_growth(canonical: Result | None, variants: Sequence[Result]) -> flo
 
 
 def _variant_seed(results: Sequence[Result]) -> int | None:
-    seeds = {int(r.variant_info["variant_seed"]) for r in results if r.variant_info}
+    seeds = {seed for r in results if r.variant_info and (seed := r.variant_info.drawn_seed) is not None}
     return min(seeds) if seeds else None
 
 
@@ -166,19 +168,21 @@ def _variant_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
         if not info:
             continue
         workload = result.cell.workload
-        rows.setdefault((workload, CANONICAL), _row(workload, CANONICAL, [], info["canonical_flops"], 1.0))
+        rows.setdefault((workload, CANONICAL), _row(workload, CANONICAL, (), info.canonical_flops, 1.0))
         rows.setdefault(
             (workload, result.cell.variant),
-            _row(workload, result.cell.variant, info["mutations"], info["flops"], info["flops_ratio"]),
+            _row(workload, result.cell.variant, info.mutations, info.flops, info.flops_ratio),
         )
     return [rows[key] for key in sorted(rows, key=lambda k: (k[0], k[1] != CANONICAL, k[1]))]
 
 
-def _row(workload: str, variant: str, mutations: Any, flops: Any, ratio: Any) -> dict[str, Any]:
+def _row(
+    workload: str, variant: str, mutations: Sequence[VariantMutation], flops: Any, ratio: Any
+) -> dict[str, Any]:
     return {
         "workload": workload,
         "variant": variant,
-        "mutations": [{"kind": m["kind"], "detail": m["detail"]} for m in mutations],
+        "mutations": [{"kind": m.kind, "detail": m.detail} for m in mutations],
         "flops": int(flops),
         "flops_ratio": float(ratio),
     }

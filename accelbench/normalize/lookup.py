@@ -84,10 +84,8 @@ def result_figures(
 def machine_of(result: Result, run_machine: Mapping[str, Any]) -> Mapping[str, Any]:
     """The machine record of the machine that measured ``result``: the fleet node's own record when the
     result came from a fleet (``settings.fleet_node.machine``), else the run's machine."""
-    node = result.settings.get("fleet_node")
-    if isinstance(node, Mapping) and isinstance(node.get("machine"), Mapping):
-        return dict(node["machine"])
-    return run_machine
+    node_machine = result.node_machine
+    return dict(node_machine) if node_machine is not None else run_machine
 
 
 def _mlperf(entry_id: str, folder: Path, chips: ChipTable) -> Subject:

@@ -78,11 +78,6 @@ def order_key(result: Result) -> tuple[float, str]:
     return -(result.qps or 0.0), result.cell.key
 
 
-def ranked_results(results: Sequence[Result], include_unverified: bool = False) -> list[Result]:
-    """The results on any leaderboard, in board order."""
-    return [entry.result for board in leaderboards(results, include_unverified) for entry in board.entries]
-
-
 def unverified(results: Sequence[Result]) -> list[Result]:
     """Measured cells that do not rank, in key order (``disqualified``, ``unverified``, ...)."""
     return sorted((r for r in results if r.status in UNVERIFIED_STATUSES), key=lambda r: r.cell.key)

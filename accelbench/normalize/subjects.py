@@ -17,6 +17,7 @@ from accelbench.hardware.match import ChipMatch
 from accelbench.mlperf.history import HistoryEntry
 from accelbench.ranges import Range
 from accelbench.results import Result
+from accelbench.sections import TrainingFigures
 
 KINDS = ("time-to-train", "throughput")
 MEASURED_ENERGY = ("measured", "polled")
@@ -89,7 +90,7 @@ def from_history(entry: HistoryEntry, chips: ChipTable) -> Subject:
 def from_result(result_id: str, result: Result, match: ChipMatch) -> Subject:
     """A subject from a stored local result and the chip its device was matched to."""
     if result.training is not None:
-        return _from_training(result_id, result, match)
+        return _from_training(result_id, result, result.training, match)
     if result.status != "ok" or not result.qps:
         raise UserError(f"result {result_id} has no measured throughput (status {result.status})")
     cell = result.cell
@@ -115,16 +116,15 @@ def from_result(result_id: str, result: Result, match: ChipMatch) -> Subject:
     )
 
 
-def _from_training(result_id: str, result: Result, match: ChipMatch) -> Subject:
+def _from_training(result_id: str, result: Result, training: TrainingFigures, match: ChipMatch) -> Subject:
     """A time-to-train subject from a local ``train-to-quality`` result (its olympic mean)."""
-    training = result.training or {}
-    olympic_s = training.get("olympic_mean_s")
+    olympic_s = training.olympic_mean_s
     if result.status != "ok" or not olympic_s:
         raise UserError(f"result {result_id} did not train to quality (status {result.status})")
     cell = result.cell
     energy = result.energy
     measured = energy is not None and energy.provenance in MEASURED_ENERGY
-    nproc = int(training.get("nproc", 1))
+    nproc = training.nproc
     return Subject(
         id=result_id,
         label=f"{cell.stack} on {cell.device} x{nproc} process(es) ({match.detected or 'unknown'})",
@@ -137,7 +137,7 @@ def _from_training(result_id: str, result: Result, match: ChipMatch) -> Subject:
         count_basis=_count_basis(match),
         count_high=match.count_high,
         availability="local",
-        energy_j=float(training["energy_j"]) if measured and training.get("energy_j") else None,
+        energy_j=float(training.energy_j) if measured and training.energy_j else None,
         time_basis="olympic mean of run_start..run_stop",
         notes=match.notes,
     )

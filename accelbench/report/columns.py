@@ -10,7 +10,6 @@ adds nothing) and LoadGen's verdict, and its title names the rule set. Seconds b
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from rich.table import Table
 
@@ -25,6 +24,7 @@ from accelbench.report.headline import (
 )
 from accelbench.results import Result
 from accelbench.scenarios.rules import LOADGEN_SCENARIOS
+from accelbench.sections import SearchProbe
 
 Getter = Callable[[Headline], str]
 STATUS_STYLE = {
@@ -209,9 +209,9 @@ def headline_text(result: Result) -> str:
 def server_search_table(result: Result) -> Table | None:
     """The probes of a server cell's QPS search, in the order they ran; None without a search."""
     search = result.server_search
-    if not search or not search.get("probes"):
+    if search is None or not search.probes:
         return None
-    bound, best = search.get("bound_s"), search.get("max_qps")
+    bound, best = search.bound_s, search.max_qps
     title = (
         f"Server QPS search: {result.cell.key} (p99 bound {ms_text(bound)} ms, "
         f"max QPS {rate_text(best)}); {rules_note([rules_of(result)])}"
@@ -219,24 +219,24 @@ def server_search_table(result: Result) -> Table | None:
     table = Table(title=title, title_justify="left")
     for header in ("#", "target QPS", "completed QPS", "p99 ms", "under bound", "LoadGen", "reasons"):
         table.add_column(header, justify="left" if header == "reasons" else "right")
-    for index, probe in enumerate(search["probes"], start=1):
+    for index, probe in enumerate(search.probes, start=1):
         table.add_row(str(index), *_probe_row(probe, bound))
-    for index, failure in enumerate(search.get("scored_failures") or (), start=1):
+    for index, failure in enumerate(search.scored_failures, start=1):
         # a scored trial INVALID at the found target: every trial ran again one back-off step lower
         table.add_row(f"scored {index}", *_probe_row(failure, bound))
     return table
 
 
-def _probe_row(probe: Mapping[str, Any], bound_s: float | None) -> list[str]:
-    p99 = probe.get("p99_s")
-    under = "-" if p99 is None or bound_s is None else ("yes" if p99 <= bound_s else "[yellow]no[/]")
+def _probe_row(probe: SearchProbe, bound_s: float | None) -> list[str]:
+    p99 = probe.p99_s
+    under = "-" if bound_s is None else ("yes" if p99 <= bound_s else "[yellow]no[/]")
     return [
-        rate_text(probe.get("target_qps")),
-        rate_text(probe.get("completed_qps")),
+        rate_text(probe.target_qps),
+        rate_text(probe.completed_qps),
         ms_text(p99),
         under,
-        "VALID" if probe.get("valid") else "[yellow]INVALID[/]",
-        "; ".join(probe.get("reasons") or ()) or "-",
+        "VALID" if probe.valid else "[yellow]INVALID[/]",
+        "; ".join(probe.reasons) or "-",
     ]
 
 

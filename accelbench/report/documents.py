@@ -1,20 +1,18 @@
 """Normalized figures of stored results, as documents: roofline position and per-chip denominators.
 
 Everything here is derived at read time from what the store keeps (results, the run's machine, the peaks
-the run measured in ``runs/<run_id>/peaks.json``) plus chip facts, so a better chip table or FLOP count
+the run measured, ``accelbench.probe.peaks_file``) plus chip facts, so a better chip table or FLOP count
 improves old results without re-running them. ``accelbench show`` and the report use these documents.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from accelbench.cellspec import write_json_atomic
 from accelbench.hardware.chips import ChipTable, load_chips
 from accelbench.hardware.match import ChipMatch
 from accelbench.normalize.peak_share import datasheet_peak, machine_peak, peak_share
@@ -25,26 +23,8 @@ from accelbench.results import Result
 
 log = logging.getLogger(__name__)
 
-PEAKS_FILE = "peaks.json"
 DatasheetPeaks = dict[str, tuple[Range, str]]
 """Per dtype: the datasheet FLOP/s of the part used and its source (``normalize.peak_share``)."""
-
-
-def save_peaks(run_dir: Path, peaks: MeasuredPeaks) -> None:
-    """Keep the peaks a run measured in its folder."""
-    write_json_atomic(run_dir / PEAKS_FILE, peaks.to_dict())
-
-
-def load_peaks(run_dir: Path) -> MeasuredPeaks | None:
-    """The peaks a run measured, or None when it ran with ``--no-probe`` (or the file is unreadable)."""
-    path = run_dir / PEAKS_FILE
-    if not path.exists():
-        return None
-    try:
-        return MeasuredPeaks.from_dict(json.loads(path.read_text()))
-    except (ValueError, KeyError, TypeError) as err:
-        log.warning("ignoring unreadable %s: %s", path, err)
-        return None
 
 
 def normalized_documents(

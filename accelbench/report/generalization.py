@@ -7,8 +7,9 @@ from typing import Any
 
 from rich.table import Table
 
-from accelbench.audits import AUDIT_ORDER, INCONCLUSIVE, audit_warnings, failed_audits, outcome_of
+from accelbench.audits import AUDIT_ORDER, audit_warnings, failed_audits, inconclusive_audits
 from accelbench.results import Result
+from accelbench.sections import AuditSection
 
 
 def stacks_table(document: Mapping[str, Any]) -> Table:
@@ -58,7 +59,7 @@ def audits_table(results: Sequence[Result]) -> Table | None:
     for column in ("repeat ratio", "caching speedup", "error"):
         table.add_column(column, justify="right")
     for result in rows:
-        audit = result.audit or {}
+        audit = result.audit
         cell = result.cell
         table.add_row(
             cell.workload,
@@ -66,21 +67,21 @@ def audits_table(results: Sequence[Result]) -> Table | None:
             cell.stack,
             cell.scenario,
             ", ".join(failed_audits(audit)) or "-",
-            ", ".join(_inconclusive(audit)) or "-",
+            ", ".join(inconclusive_audits(audit)) or "-",
             _ratio(_repeat_ratio(audit)),
-            _ratio((audit.get("caching") or {}).get("speedup")),
-            _error((audit.get("precision") or {}).get("max_norm_abs_err")),
+            _ratio(_number(audit, "caching", "speedup")),
+            _error(_number(audit, "precision", "max_norm_abs_err")),
         )
     return table
 
 
 def audits_line(results: Sequence[Result]) -> str | None:
     """A one-line summary: how many results were audited, disqualified and inconclusive (None: no audits)."""
-    audited = [r for r in results if r.audit]
+    audited = [r.audit for r in results if r.audit is not None and r.audit.entries]
     if not audited:
         return None
-    failed = sum(1 for r in audited if failed_audits(r.audit))
-    inconclusive = sum(1 for r in audited if _inconclusive(r.audit or {}) and not failed_audits(r.audit))
+    failed = sum(1 for a in audited if failed_audits(a))
+    inconclusive = sum(1 for a in audited if inconclusive_audits(a) and not failed_audits(a))
     names = ", ".join(name.replace("_", " ") for name in AUDIT_ORDER)
     return (
         f"audits ({names}): {len(audited)} results checked, {failed} disqualified, "
@@ -88,13 +89,16 @@ def audits_line(results: Sequence[Result]) -> str | None:
     )
 
 
-def _inconclusive(audit: Mapping[str, Any]) -> list[str]:
-    return [name for name in AUDIT_ORDER if outcome_of(audit.get(name)) == INCONCLUSIVE]
+def _number(audit: AuditSection | None, name: str, key: str) -> float | None:
+    entry = audit.entries.get(name) if audit is not None else None
+    return entry.number(key) if entry is not None else None
 
 
-def _repeat_ratio(audit: Mapping[str, Any]) -> float | None:
-    windows = (audit.get("repeat") or {}).get("windows") or []
-    return windows[0]["ratio"] if windows else None
+def _repeat_ratio(audit: AuditSection | None) -> float | None:
+    """The whole run's seen/never-seen ratio (the first window of the repeat audit's evidence)."""
+    entry = audit.entries.get("repeat") if audit is not None else None
+    ratios = entry.window_ratios() if entry is not None else ()
+    return ratios[0] if ratios else None
 
 
 def _ratio(value: float | None) -> str:

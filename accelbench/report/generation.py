@@ -8,7 +8,7 @@ status: the figures are shown, never ranked (the ranking tables hold only verifi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from rich.table import Table
@@ -16,6 +16,7 @@ from rich.table import Table
 from accelbench.report.endpoint import is_curve
 from accelbench.report.section_table import section_table
 from accelbench.results import Result
+from accelbench.sections import GenerationFigures
 
 TITLE = "LLM decode (LoadGen token latencies)"
 COLUMNS = (
@@ -42,29 +43,24 @@ def generation_table(results: Sequence[Result]) -> Table | None:
     return section_table(decode, lambda r: r.generation, TITLE, COLUMNS, _LEFT, _row)
 
 
-def _row(result: Result, section: Mapping[str, Any]) -> list[str]:
+def _row(result: Result, section: GenerationFigures) -> list[str]:
     cell = result.cell
-    agreement = section.get("agreement") or {}
-    share = agreement.get("identical_share")
-    agreed = (
-        "-"
-        if share is None
-        else f"{share:.2f} ({agreement.get('identical_replies')}/{agreement.get('replies')})"
-    )
+    agreement = section.agreement
+    agreed = f"{agreement.identical_share:.2f} ({agreement.identical_replies}/{agreement.replies})"
     return [
         cell.workload,
         cell.stack if cell.device == "cpu" else f"{cell.stack} @ {cell.device}",
         cell.scenario,
         result.status,
-        f"{section.get('precision', '?')} / {section.get('weight_format', '?')}",
-        _ms((section.get("ttft_percentiles_s") or {}).get("p90")),
-        _ms((section.get("tpot_percentiles_s") or {}).get("p90")),
-        _number(section.get("tokens_per_s"), "{:.1f}"),
-        _number(section.get("decode_tokens_per_s"), "{:.1f}"),
-        _number(section.get("prefill_tokens_per_s_sut"), "{:.0f}"),
-        _number(section.get("goodput_qps_sut"), "{:.2f}"),
+        f"{section.precision} / {section.weight_format}",
+        _ms(section.ttft_percentiles_s.get("p90")),
+        _ms(section.tpot_percentiles_s.get("p90")),
+        _number(section.tokens_per_s, "{:.1f}"),
+        _number(section.decode_tokens_per_s, "{:.1f}"),
+        _number(section.prefill_tokens_per_s_sut, "{:.0f}"),
+        _number(section.goodput_qps_sut, "{:.2f}"),
         agreed,
-        _number(section.get("conversion_s"), "{:.1f}"),
+        _number(section.conversion_s, "{:.1f}"),
     ]
 
 

@@ -20,11 +20,11 @@ part of it: ``rules_note`` is the sentence every table and chart carries.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from accelbench.results import HEADLINES, Result
+from accelbench.sections import ServerSearch
 
 LOADGEN = "LoadGen"
 SUT_TIMER = "SUT timer"
@@ -117,20 +117,14 @@ def _fallback(result: Result) -> Headline | None:
         p90_s=shown.p90_s if shown else None,
         p99_s=shown.p99_s if shown else None,
         valid=verdict.valid if verdict else None,
-        batch=_batch(result.settings),
+        batch=result.batch_size,
         bound_s=_bound_s(result.server_search),
         rules=rules_of(result),
     )
 
 
-def _batch(settings: Mapping[str, Any]) -> int | None:
-    value = settings.get("batch_size")
-    return value if isinstance(value, int) else None
-
-
-def _bound_s(search: Mapping[str, Any] | None) -> float | None:
-    value = (search or {}).get("bound_s")
-    return float(value) if isinstance(value, int | float) else None
+def _bound_s(search: ServerSearch | None) -> float | None:
+    return search.bound_s if search is not None else None
 
 
 def sort_key(result: Result) -> tuple[float, str]:
@@ -145,8 +139,7 @@ def rules_of(result: Result) -> str:
     """The rule set a result was measured under (``quick``, ``standard``, ``official``), or ``""``."""
     if result.loadgen is not None and result.loadgen.rules:
         return result.loadgen.rules
-    value = result.settings.get("rules")
-    return value if isinstance(value, str) else ""
+    return result.rules_setting
 
 
 def rules_note(names: Iterable[str]) -> str:

@@ -22,7 +22,8 @@ from typing import Any
 from accelbench.errors import UserError
 from accelbench.hardware.chips import ChipTable
 from accelbench.outputs import Kind, write_atomically
-from accelbench.report.documents import load_peaks, normalized_documents
+from accelbench.probe.peaks_file import load_peaks
+from accelbench.report.documents import normalized_documents
 from accelbench.report.headline import rules_note, rules_of
 from accelbench.report.html_sections import RunData, Section
 from accelbench.store import Store

@@ -9,6 +9,7 @@ or the runs hold no such results, the section says so in one line. Training resu
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -18,6 +19,7 @@ from accelbench.report import html_charts
 from accelbench.report.html_sections import RunData, Section, text
 from accelbench.report.html_tables import rows_html
 from accelbench.results import Result
+from accelbench.sections import TrainingFigures
 
 log = logging.getLogger(__name__)
 
@@ -109,13 +111,17 @@ def _verdict(cell: Mapping[str, Any]) -> tuple[float | None, str]:
 
 def training_section(runs: Sequence[RunData]) -> Section | None:
     """Time-to-quality results as a table; None when no result carries a ``training`` section."""
-    found = [(d.run.run_id, r) for d in runs for r in d.results if r.training]
+    found = [(d.run.run_id, r, r.training) for d in runs for r in d.results if r.training is not None]
     if not found:
         return None
-    keys = list(dict.fromkeys(k for _, r in found for k, v in (r.training or {}).items() if _scalar(v)))
+    keys = sorted(  # by name, as the stored documents' keys
+        f.name
+        for f in dataclasses.fields(TrainingFigures)
+        if any(_scalar(getattr(t, f.name)) and getattr(t, f.name) != "" for _, _, t in found)
+    )
     rows = [
-        (f"{run_id}/{r.cell.key}", r.status, *(_number((r.training or {}).get(k)) for k in keys))
-        for run_id, r in found
+        (f"{run_id}/{r.cell.key}", r.status, *(_number(getattr(t, k)) for k in keys))
+        for run_id, r, t in found
     ]
     table = rows_html("Training to quality", ("cell", "status", *keys), rows)
     return Section("training", "Training to quality", (table,))

@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 
 from accelbench.report.headline import Headline, headline
 from accelbench.results import Result
+from accelbench.sections import SearchProbe, ServerSearch
 
 Value = tuple[float, float, float]
 """(central, low, high) of one bar."""
@@ -199,38 +200,38 @@ def server_search_figure(title: str, entries: Sequence[Entry]) -> go.Figure | No
     searched = [
         (e.label, s)
         for e in entries
-        if (s := e.result.server_search) and s.get("probes") and e.result.generation is None
+        if (s := e.result.server_search) and s.probes and e.result.generation is None
     ]
     if not searched:
         return None
-    bounds = {float(s["bound_s"]) for _, s in searched if s.get("bound_s")}
+    bounds = {s.bound_s for _, s in searched if s.bound_s}
     return _search_figure(title, searched, "p99_s", bounds, "p99 latency, ms (LoadGen, queueing included)")
 
 
 def token_search_figures(title: str, entries: Sequence[Entry]) -> list[go.Figure]:
     """TTFT-vs-QPS and TPOT-vs-QPS curves (p99) of every LLM server search, each bound drawn."""
     searched = [
-        (e.label, s, e.result.generation or {})
+        (e.label, s, g)
         for e in entries
-        if (s := e.result.server_search) and s.get("probes") and e.result.generation is not None
+        if (s := e.result.server_search) and s.probes and (g := e.result.generation) is not None
     ]
     if not searched:
         return []
     figures = []
     for key, bound_key, axis in TOKEN_CURVES:
-        bounds = {float(g["bounds"][bound_key]) for _, _, g in searched if g.get("bounds")}
+        bounds = {getattr(g.bounds, bound_key) for _, _, g in searched if g.bounds is not None}
         pairs = [(label, search) for label, search, _ in searched]
         figures.append(_search_figure(f"{title}: {axis.split(',')[0]}", pairs, key, bounds, axis))
     return figures
 
 
 def _search_figure(
-    title: str, searched: Sequence[tuple[str, Mapping[str, Any]]], key: str, bounds: set[float], axis: str
+    title: str, searched: Sequence[tuple[str, ServerSearch]], key: str, bounds: set[float], axis: str
 ) -> go.Figure:
     figure = go.Figure()
     for label, search in searched:
-        figure.add_trace(_probe_trace(label, search["probes"], key))
-        if failures := search.get("scored_failures"):  # scored trials INVALID at the target: backed off
+        figure.add_trace(_probe_trace(label, search.probes, key))
+        if failures := search.scored_failures:  # scored trials INVALID at the target: backed off
             figure.add_trace(_failure_trace(f"{label}: scored trials INVALID", failures, key))
     for bound_s in sorted(bounds):
         figure.add_hline(y=bound_s * 1e3, line_dash="dash", line_color="#c62828")
@@ -243,29 +244,27 @@ def _search_figure(
     return figure
 
 
-def _failure_trace(label: str, failures: Sequence[Mapping[str, Any]], key: str) -> go.Scatter:
+def _failure_trace(label: str, failures: Sequence[SearchProbe], key: str) -> go.Scatter:
     """The scored runs that came out INVALID at the target they were given, as open diamonds."""
     return go.Scatter(
-        x=[f.get("target_qps") for f in failures],
-        y=[(f.get(key) or 0.0) * 1e3 for f in failures],
+        x=[f.target_qps for f in failures],
+        y=[(getattr(f, key) or 0.0) * 1e3 for f in failures],
         mode="markers",
         name=label,
         marker={"symbol": "diamond-open", "size": 11},
-        text=["; ".join(f.get("reasons") or ()) for f in failures],
+        text=["; ".join(f.reasons) for f in failures],
         hovertemplate="%{x:.4g} QPS (scored): p99 %{y:.4g} ms, INVALID: %{text}<extra>" + label + "</extra>",
     )
 
 
-def _probe_trace(label: str, probes: Sequence[Mapping[str, Any]], key: str = "p99_s") -> go.Scatter:
-    ordered = sorted(probes, key=lambda p: float(p.get("target_qps") or 0.0))
+def _probe_trace(label: str, probes: Sequence[SearchProbe], key: str = "p99_s") -> go.Scatter:
+    ordered = sorted(probes, key=lambda p: p.target_qps)
     return go.Scatter(
-        x=[p.get("target_qps") for p in ordered],
-        y=[(p.get(key) or 0.0) * 1e3 for p in ordered],
+        x=[p.target_qps for p in ordered],
+        y=[(getattr(p, key) or 0.0) * 1e3 for p in ordered],
         mode="lines+markers",
         name=label,
-        marker={"symbol": ["circle" if p.get("valid") else "x" for p in ordered], "size": 9},
-        text=[
-            "VALID" if p.get("valid") else "INVALID: " + "; ".join(p.get("reasons") or ()) for p in ordered
-        ],
+        marker={"symbol": ["circle" if p.valid else "x" for p in ordered], "size": 9},
+        text=["VALID" if p.valid else "INVALID: " + "; ".join(p.reasons) for p in ordered],
         hovertemplate="%{x:.4g} QPS: p99 %{y:.4g} ms, %{text}<extra>" + label + "</extra>",
     )

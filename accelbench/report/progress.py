@@ -20,7 +20,7 @@ def cell_started_line(key: str, number: int, total: int) -> str:
 
 def cell_ended_line(result: Result, number: int, total: int) -> str:
     """``[2/19] end <cell key>: <status>, <headline>, <seconds> s``; a node's id where a fleet ran it."""
-    node = str(result.settings.get("fleet_node", {}).get("node_id", ""))
+    node = result.node_id
     where = f" (node {node[:8]})" if node else ""
     shown = headline_text(result)
     figure = f", {shown}" if shown != "-" else ""

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Sequence
+from typing import TypeVar
 
 from rich.table import Table
 
 from accelbench.results import Result
 
-Section = Mapping[str, Any]
+Section = TypeVar("Section")
 
 
 def section_table(
@@ -29,5 +29,7 @@ def section_table(
     for column in columns:
         table.add_column(column, justify="left" if column in left else "right")
     for result in sorted(rows, key=lambda r: r.cell.key):
-        table.add_row(*row(result, section(result) or {}))
+        found = section(result)
+        if found is not None:
+            table.add_row(*row(result, found))
     return table

@@ -6,13 +6,14 @@ and joules are formatted.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from rich.table import Table
 
 from accelbench.report.section_table import section_table
 from accelbench.results import Result
+from accelbench.sections import TrainingFigures
 
 TITLE = "Training to quality (MLPerf run_start to run_stop)"
 COLUMNS = (
@@ -36,21 +37,20 @@ def training_table(results: Sequence[Result]) -> Table | None:
     return section_table(results, lambda r: r.training, TITLE, COLUMNS, _LEFT, _row)
 
 
-def _row(result: Result, training: Mapping[str, Any]) -> list[str]:
+def _row(result: Result, training: TrainingFigures) -> list[str]:
     cell = result.cell
-    runs = training.get("runs", [])
     return [
         f"{cell.workload} ({cell.size})",
         cell.stack if cell.device == "cpu" else f"{cell.stack} @ {cell.device}",
         result.status,
-        _number(training.get("olympic_mean_s"), "{:.3g}"),
-        f"{training.get('runs_converged', 0)}/{len(runs)}",
-        _number(training.get("target"), "{:.3f}"),
-        _number(training.get("quality_reached"), "{:.3f}"),
-        str(training.get("nproc", 1)),
-        _number(training.get("samples_per_s_per_process"), "{:.0f}"),
-        _number(training.get("scaling_efficiency"), "{:.0%}"),
-        _number(training.get("energy_j"), "{:.3g}"),
+        _number(training.olympic_mean_s, "{:.3g}"),
+        f"{training.runs_converged}/{len(training.runs)}",
+        _number(training.target, "{:.3f}"),
+        _number(training.quality_reached, "{:.3f}"),
+        str(training.nproc),
+        _number(training.samples_per_s_per_process, "{:.0f}"),
+        _number(training.scaling_efficiency, "{:.0%}"),
+        _number(training.energy_j, "{:.3g}"),
     ]
 
 

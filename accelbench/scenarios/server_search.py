@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from accelbench.sections import SearchProbe, ServerSearch
+
 RESOLUTION = 0.10
 """Stop bisecting once the lowest INVALID target is within 10% of the highest VALID one."""
 GROWTH = 2.0
@@ -85,22 +87,26 @@ class Search:
             raise ValueError("only an INVALID scored run backs the search off")
         return dataclasses.replace(self, scored_failures=(*self.scored_failures, failure))
 
-    def to_dict(self) -> dict[str, Any]:
-        """The stored ``server_search`` section."""
+    def record(self) -> ServerSearch:
+        """The stored ``server_search`` section (``accelbench.sections.ServerSearch``)."""
         low, high = self.bracket
-        return {
-            "bound_s": self.bound_s,
-            "max_qps": self.max_qps,
-            "bracket": [low, high if math.isfinite(high) else None],
-            "resolution": RESOLUTION,
-            "probes": [_probe_dict(p) for p in self.probes],
-            "backoff": BACKOFF,
-            "scored_failures": [_probe_dict(p) for p in self.scored_failures],
-        }
+        return ServerSearch(
+            bound_s=self.bound_s,
+            max_qps=self.max_qps,
+            bracket=(low, high if math.isfinite(high) else None),
+            resolution=RESOLUTION,
+            probes=tuple(_probe_record(p) for p in self.probes),
+            backoff=BACKOFF,
+            scored_failures=tuple(_probe_record(p) for p in self.scored_failures),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored ``server_search`` section as JSON."""
+        return self.record().to_dict()
 
 
-def _probe_dict(probe: Probe) -> dict[str, Any]:
-    return {**dataclasses.asdict(probe), "reasons": list(probe.reasons)}
+def _probe_record(probe: Probe) -> SearchProbe:
+    return SearchProbe(probe.target_qps, probe.valid, probe.p99_s, probe.completed_qps, probe.reasons)
 
 
 def search(run: Callable[[float], Probe], start_qps: float, max_probes: int, bound_s: float) -> Search:

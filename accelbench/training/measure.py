@@ -1,7 +1,7 @@
 """The cell of a ``train-to-quality`` scenario: N timed runs (and a 1-process baseline when ``nproc`` > 1).
 
-``measure(spec)`` returns the cell's outcome document (the same keys as ``accelbench.cell.inference``'s),
-with ``latency`` and ``loadgen`` null and a ``training`` section (a plain JSON mapping, results schema 3):
+``measure(spec)`` returns the cell's ``Outcome`` (``accelbench.outcome``): its body, ``TrainingBody``,
+has ``latency`` and ``loadgen`` null and a ``training`` section (a plain JSON mapping, results schema 3):
 runs [{seed, time_to_quality_s, converged, quality, epochs, samples, energy_j}], olympic_mean_s,
 runs_converged, target, quality_reached, nproc, samples_per_s_per_process, scaling_efficiency,
 energy_j (mean energy to train over the runs the olympic mean keeps), the 1-process baseline and where
@@ -17,14 +17,18 @@ from __future__ import annotations
 
 import dataclasses
 import platform
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from accelbench.cellspec import CellSpec
 from accelbench.errors import Unsupported
 from accelbench.meters.window import combined_energy
+from accelbench.outcome import Head, Outcome
 from accelbench.registry import instantiate
 from accelbench.results import Energy, Quality
+from accelbench.sections import TrainingFigures
 from accelbench.training import rules, summary
 from accelbench.training.distributed import GroupOutcome, Job, run_group
 from accelbench.training.loop import RunRecord, check_stack
@@ -32,7 +36,7 @@ from accelbench.training.workloads import TrainingWorkload
 from accelbench.versions import with_python
 
 
-def measure(spec: CellSpec) -> dict[str, Any]:
+def measure(spec: CellSpec) -> Outcome:
     """Train the cell's workload to its target ``runs`` times and summarise (see the module docstring)."""
     workload = instantiate(spec.workload_ref)
     if not isinstance(workload, TrainingWorkload):
@@ -79,26 +83,42 @@ def _outcome(
     nproc: int,
     threads: int,
     training_rules: rules.TrainingRules,
-) -> dict[str, Any]:
+) -> Outcome:
     target = workload.recipe(spec.cell.size).target
     section = {**training_section(main, baseline, nproc, target, spec), **_honesty(main, training_rules)}
-    passed = section["olympic_mean_s"] is not None
-    converged = section["runs_converged"]
+    figures = TrainingFigures.from_dict(section)
+    passed = figures.olympic_mean_s is not None
+    converged = figures.runs_converged
     reason = "" if passed else f"{converged} of {len(main.runs)} runs reached top-1 {target}: no olympic mean"
-    return {
-        "status": "ok" if passed else "quality_failed",
-        "reason": reason,
-        "latency": None,
-        "loadgen": None,
-        "quality": dataclasses.asdict(_quality(main.runs, target, workload, spec)),
-        "effective_precision": main.precision.name,
-        "compile_s": main.compile_s,
-        "warnings": _warnings(main, baseline),
-        "versions": _versions(),
-        "settings": _settings(spec, workload, nproc, threads),
-        "energy": _asdict(total_energy(main.runs)),
-        "training": section,
-    }
+    head = Head(
+        status="ok" if passed else "quality_failed",
+        reason=reason,
+        quality=_quality(main.runs, target, workload, spec),
+        effective_precision=main.precision.name,
+        compile_s=main.compile_s,
+        energy=total_energy(main.runs),
+        warnings=tuple(_warnings(main, baseline)),
+        versions=_versions(),
+        settings=_settings(spec, workload, nproc, threads),
+    )
+    return Outcome(head, TrainingBody(figures))
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingBody:
+    """The train-to-quality driver's part of a cell's outcome: the ``training`` section (module text);
+    a training cell has no latency nor LoadGen verdict."""
+
+    training: TrainingFigures
+
+    def to_dict(self) -> dict[str, Any]:
+        """The body's keys of the stored document."""
+        return {"latency": None, "loadgen": None, "training": self.training.to_dict()}
+
+    @classmethod
+    def from_dict(cls, document: Mapping[str, Any]) -> TrainingBody:
+        """The body of an outcome document (the head's keys are ignored)."""
+        return cls(TrainingFigures.from_dict(document["training"]))
 
 
 def training_section(
@@ -215,7 +235,3 @@ def _settings(spec: CellSpec, workload: TrainingWorkload, nproc: int, threads: i
 
 def _versions() -> dict[str, str]:
     return with_python(("accelbench", "torch", "mlperf-logging", "scikit-learn"))
-
-
-def _asdict(record: Any) -> Any:
-    return dataclasses.asdict(record) if record is not None else None

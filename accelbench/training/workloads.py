@@ -48,6 +48,10 @@ class TrainingWorkload(ABC):
     name: ClassVar[str]
     task: ClassVar[str]
     quality_metric: ClassVar[str] = "top1"
+    driver: ClassVar[str] = "train-to-quality"
+    """The cell driver that measures it (``accelbench.registry.DRIVERS``)."""
+    scenarios: ClassVar[tuple[str, ...]] = ("train-to-quality",)
+    """The scenarios its cells run in (and ``train-to-quality`` runs only training workloads)."""
     mlperf_benchmark: ClassVar[str]
     """``submission_benchmark`` in the MLPerf log (accelbench's own name, not an MLPerf benchmark)."""
 

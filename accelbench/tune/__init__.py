@@ -88,10 +88,11 @@ def tune(
     if source.kind == "onnx":
         _place_onnx(run_dir, source, config)
     reference = workload_reference(source)
+    driver_ref = registry.table("driver")[registry.driver_of(reference)]
     store.set_run_status(run_id, "running")
     for stack, stack_ref in stacks.items():
         cell = Cell(source.name, stack, config.scenarios[0], config.devices[0], config.size)
-        planned = PlannedCell(cell, reference, stack_ref)
+        planned = PlannedCell(cell, reference, stack_ref, driver_ref)
         if failure is not None:
             outcome = {"status": failure[0], "reason": failure[1]}
             result = result_of(run_id, planned, outcome, machine.fingerprint, now(), 0.0, "")

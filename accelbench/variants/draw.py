@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from accelbench.errors import Unsupported
+from accelbench.sections import VariantInfo, VariantMutation
 from accelbench.variants.names import CANONICAL, parse_name
 from accelbench.workloads.base import SIZES, Variant, Workload
 
@@ -93,18 +94,18 @@ def count_flops(workload: Workload, size: str, variant: Variant | None) -> int:
     return sum(flops.count_flops(model, tuple(torch.from_numpy(a) for a in example)).values())
 
 
-def variant_info(drawn: DrawnVariant) -> dict[str, Any]:
+def variant_info(drawn: DrawnVariant) -> VariantInfo:
     """The result's ``variant_info`` section."""
-    return {
-        "variant_seed": drawn.variant_seed,
-        "index": drawn.index,
-        "mutations": [{"kind": m.kind, "detail": m.detail} for m in drawn.variant.mutations],
-        "changes": _plain(drawn.variant.changes),
-        "flops": drawn.flops,
-        "canonical_flops": drawn.canonical_flops,
-        "flops_ratio": drawn.flops_ratio,
-        "draws": drawn.draws,
-    }
+    return VariantInfo(
+        variant_seed=drawn.variant_seed,
+        index=drawn.index,
+        mutations=tuple(VariantMutation(m.kind, m.detail) for m in drawn.variant.mutations),
+        changes=_plain(drawn.variant.changes),
+        flops=drawn.flops,
+        canonical_flops=drawn.canonical_flops,
+        flops_ratio=drawn.flops_ratio,
+        draws=drawn.draws,
+    )
 
 
 def resolve(workload: Workload, size: str, name: str) -> DrawnVariant | None:

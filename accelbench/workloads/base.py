@@ -76,6 +76,10 @@ class Workload(ABC):
     """``image-classification`` or ``text-embedding``."""
     quality_metric: ClassVar[str]
     """``top1`` (classifier: top-1 agreement with the fp32 reference) or ``cosine`` (embeddings)."""
+    driver: ClassVar[str] = "loadgen"
+    """The cell driver that measures it (``accelbench.registry.DRIVERS``)."""
+    scenarios: ClassVar[tuple[str, ...]] = ("single-stream", "multi-stream", "server", "offline")
+    """The scenarios its cells run in (the planner leaves the others out)."""
     performance_sample_count: ClassVar[int] = 1024
     """Distinct samples in the timed pool at least (MLPerf's ``performance_sample_count``: 1024 for
     ResNet-50, 10833 for BERT), so that an honest stack sees each timed sample rarely."""

@@ -13,6 +13,7 @@ import pytest
 
 from accelbench.audits import failed_audits
 from accelbench.results import SCHEMA_VERSION
+from accelbench.sections import AuditSection
 from tests.e2e.cli import accelbench, measured_ok
 from tests.e2e.test_stacks_batch import KNOWN_UNSUPPORTED
 
@@ -253,7 +254,7 @@ def test_every_stack_gets_a_gated_result_through_the_cli(
         elif result["cell"]["stack"] == "null":
             assert result["status"] == "unverified", result["reason"]
         elif measured_ok(result):
-            assert result["quality"]["passed"] and not failed_audits(result["audit"])
+            assert result["quality"]["passed"] and not failed_audits(AuditSection.from_dict(result["audit"]))
         else:
             assert result["status"] == "unsupported", (result["cell"], result["reason"])
     assert sum(stacks[name]["available"] for name in stacks) >= 9

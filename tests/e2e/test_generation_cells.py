@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from accelbench import registry
 from accelbench.cell.generation import measure
 from accelbench.cellspec import CellSpec
 from accelbench.generation.base import GenerationContext, Generator
@@ -82,6 +83,7 @@ def _measure(tmp_path: Path, stack_ref: str, name: str) -> dict[str, Any]:
         cell=Cell("tiny-llama", name, "single-stream", "cpu", "tiny"),
         workload_ref=WORKLOADS["tiny-llama"],
         stack_ref=stack_ref,
+        driver_ref=registry.DRIVERS["tokens"],
         rules="quick",
         threads=1,
         seed=0,
@@ -92,7 +94,7 @@ def _measure(tmp_path: Path, stack_ref: str, name: str) -> dict[str, Any]:
         cache_dir=str(tmp_path / "cache"),
         result_path=str(cell_dir / "outcome.json"),
     )
-    return measure(spec)
+    return measure(spec).to_dict()
 
 
 @pytest.mark.slow

@@ -10,13 +10,14 @@ from typing import Any
 import pytest
 
 from accelbench.audits import failed_audits
+from accelbench.sections import AuditSection
 from tests.e2e.cli import accelbench, measured_ok, run_document
 
 HONEST = ("torch-eager", "onnxruntime")
 
 
 def flagged(result: Any) -> list[str]:
-    return failed_audits(result["audit"])
+    return failed_audits(AuditSection.from_dict(result["audit"]) if result["audit"] else None)
 
 
 @pytest.fixture(scope="module")

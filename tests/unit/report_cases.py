@@ -14,6 +14,7 @@ from typing import Any
 from accelbench.probe.roofline import MeasuredPeaks, Measurement, Peak
 from accelbench.report.html_sections import RunData
 from accelbench.results import HEADLINES, Cell, Figures, Latency, LoadgenVerdict, Result
+from accelbench.sections import ServerSearch
 from accelbench.store import RunRecord
 
 GFLOP = 1e9
@@ -81,7 +82,7 @@ def result(
         loadgen=verdict,
         effective_precision="fp32",
         figures=shown,
-        server_search=search,
+        server_search=ServerSearch.from_dict(search) if search else None,
         settings={"rules": rules, "batch_size": 1},
     )
 

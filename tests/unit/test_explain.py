@@ -13,6 +13,7 @@ from accelbench.mlperf.history import bundled_history
 from accelbench.normalize.explain import RESIDUAL, Explanation, explain, ratio_check
 from accelbench.normalize.subjects import from_history, from_result
 from accelbench.results import Cell, LoadgenVerdict, Result
+from accelbench.sections import TrainingFigures
 
 V100_ID = "v0.5/nvidia/dgx1_multi_ngc18.11_mxnet"
 TPU_ID = "v1.0/google/tpu-v4-6912-TF"
@@ -183,7 +184,7 @@ def test_result_figures_for_show_json() -> None:
 def trained(olympic_mean_s: float | None, stack: str, status: str = "ok") -> Result:
     cell = Cell("digits-resnet", stack, "train-to-quality", "cpu", "tiny")
     training = {"olympic_mean_s": olympic_mean_s, "nproc": 1, "energy_j": 12.0}
-    return Result("run1", cell, status, training=training)
+    return Result("run1", cell, status, training=TrainingFigures.from_dict(training))
 
 
 def test_two_training_results_compare_time_to_train() -> None:

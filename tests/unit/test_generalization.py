@@ -8,6 +8,7 @@ import pytest
 
 from accelbench.normalize.generalization import generalization_document, has_variants
 from accelbench.results import Cell, LoadgenVerdict, Result
+from accelbench.sections import VariantInfo
 
 CANONICAL_FLOPS = 1_000_000
 
@@ -35,7 +36,8 @@ def result(
             "flops_ratio": flops / CANONICAL_FLOPS,
         }
     cell = Cell("resnet50", stack, "single-stream", "cpu", "tiny", variant)
-    return Result("run", cell, status, loadgen=loadgen, compile_s=compile_s, variant_info=info)
+    variant_info = VariantInfo.from_dict(info) if info else None
+    return Result("run", cell, status, loadgen=loadgen, compile_s=compile_s, variant_info=variant_info)
 
 
 def group(document: dict, stack: str = "torch-inductor") -> dict:

@@ -37,7 +37,10 @@ def _spec(tmp_path: Path, run_seed: int, cell: Cell = CELL) -> CellSpec:
         "tiny", ("resnet50",), ("torch-eager",), ("single-stream",), "tiny", "quick", input_seed=run_seed
     )
     planned = PlannedCell(
-        cell, registry.table("workload")["resnet50"], registry.table("stack")["torch-eager"]
+        cell,
+        registry.table("workload")["resnet50"],
+        registry.table("stack")["torch-eager"],
+        registry.DRIVERS["loadgen"],
     )
     return pipeline.cell_spec("20261204-080000-abcd", config, planned, tmp_path)
 

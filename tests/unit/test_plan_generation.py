@@ -19,6 +19,8 @@ def test_tiny_llama_runs_on_every_generating_stack_and_resnet_on_the_inference_o
     assert {c.cell.scenario for c in llm} == {"single-stream", "offline"}
     assert all(c.stack_ref == registry.GENERATING_STACKS[c.cell.stack] for c in llm)
     assert all(c.cell.variant == "canonical" for c in llm)
+    assert {c.driver_ref for c in llm} == {registry.DRIVERS["tokens"]}
+    assert {c.driver_ref for c in cells if c.cell.workload == "resnet50"} == {registry.DRIVERS["loadgen"]}
     resnet = {c.cell.stack for c in cells if c.cell.workload == "resnet50"}
     assert resnet == {"null", "torch-eager", "torch-inductor", "onnxruntime"}
 
@@ -72,3 +74,50 @@ def test_a_workload_without_a_cell_is_left_out_when_others_have_cells() -> None:
     config = with_overrides(suite("default"), {"stacks": ("onnxruntime",)})
     cells = plan(config)
     assert {c.cell.workload for c in cells} == {"resnet50", "bert-base", "minilm-l6"}  # no generating stack
+
+
+class DrivenStack:
+    """A stack measured its own way (as a served model's endpoint would be): it names its driver."""
+
+    driver = "train-to-quality"
+
+
+class MisdrivenStack:
+    driver = "nope"
+
+
+def test_a_stack_that_names_its_driver_overrides_the_workloads() -> None:
+    from accelbench import runner
+
+    declared = runner.Declared("tokens", registry.DRIVERS["tokens"], ("single-stream",))
+    own = f"{__name__}:DrivenStack"
+    assert registry.stack_driver(own) == "train-to-quality"
+    assert runner._driver_ref(declared, own) == registry.DRIVERS["train-to-quality"]
+    plain = registry.GENERATING_STACKS["torch-eager"]
+    assert registry.stack_driver(plain) is None
+    assert runner._driver_ref(declared, plain) == registry.DRIVERS["tokens"]
+    assert registry.stack_driver("no.such.module:Stack") is None
+    with pytest.raises(UserError, match="unknown driver nope"):
+        runner._driver_ref(declared, f"{__name__}:MisdrivenStack")
+
+
+def test_a_plugin_cannot_bring_its_own_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A vendor's package registers a driver that would write its own verdict: the table ignores it, and a
+    stack naming it is a UserError, while its stack itself is listed."""
+    from importlib.metadata import EntryPoint
+
+    from accelbench import runner
+
+    def planted(group: str) -> list[EntryPoint]:
+        return [EntryPoint("judge-myself", "vendor.judge:measure", group)]
+
+    monkeypatch.setattr(registry, "entry_points", planted)
+    assert registry.table("stack")["judge-myself"] == "vendor.judge:measure"
+    assert registry.table("driver") == dict(registry.DRIVERS)
+    declared = runner.Declared("loadgen", registry.DRIVERS["loadgen"], ("offline",))
+    with pytest.raises(UserError, match="unknown driver judge-myself"):
+        runner._driver_ref(declared, f"{__name__}:SelfJudgingStack")
+
+
+class SelfJudgingStack:
+    driver = "judge-myself"

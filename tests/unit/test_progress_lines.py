@@ -69,7 +69,7 @@ def test_lines_go_to_the_log_one_per_start_and_end(monkeypatch: pytest.MonkeyPat
     mode = progress.chosen_mode(quiet=False)
     console = Console(file=io.StringIO())
     with progress.phase(mode, "measuring"), progress.cell_progress(mode, console, "r1", 1) as shown:
-        shown.started(PlannedCell(cell, "workload:ref", "stack:ref"))
+        shown.started(PlannedCell(cell, "workload:ref", "stack:ref", "driver:ref"))
         shown.ended(Result("r1", cell, "unverified", wall_s=1.5))
     lines = out.getvalue().splitlines()
     assert lines[0] == "measuring ..." and lines[1] == f"[1/1] start {cell.key}"

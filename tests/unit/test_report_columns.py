@@ -17,6 +17,7 @@ from accelbench.report.columns import (
 )
 from accelbench.report.export import export_results
 from accelbench.report.headline import LOADGEN, QUICK_NOTE, SUT_TIMER, headline, rules_note, sort_key
+from accelbench.sections import ServerSearch
 from tests.unit.report_cases import SEARCH, result
 
 SCENARIOS = ("single-stream", "multi-stream", "server", "offline")
@@ -106,7 +107,8 @@ def test_the_server_search_table_and_curve_show_the_scored_runs_that_backed_off(
 
     failure = {"target_qps": 40.0, "valid": False, "p99_s": 0.07, "completed_qps": 38.0, "reasons": ["slow"]}
     backed = replace(
-        result("a", "server"), server_search={**SEARCH, "max_qps": 36.4, "scored_failures": [failure]}
+        result("a", "server"),
+        server_search=ServerSearch.from_dict({**SEARCH, "max_qps": 36.4, "scored_failures": [failure]}),
     )
     table = server_search_table(backed)
     assert table is not None and "max QPS 36.4" in str(table.title)

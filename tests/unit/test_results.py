@@ -53,14 +53,16 @@ def test_golden_loads_into_a_fully_populated_result() -> None:
     assert energy.energy_j == sum(energy.domains.values()) == 150.78125
     assert energy.energy_per_query_j == energy.energy_j / energy.samples
     assert energy.power_w == energy.energy_j / energy.window_s
-    assert result.variant_info is not None and result.variant_info["seed"] == 1234
+    assert result.variant_info is not None and result.variant_info.drawn_seed == 1234
     assert result.audit is not None
-    assert {result.audit[name]["verdict"] for name in ("output", "repeat", "caching", "precision")} == {
-        "pass"
-    }
+    assert {result.audit.outcome(name) for name in ("output", "repeat", "caching", "precision")} == {"pass"}
     generation = result.generation
-    assert generation is not None and generation["agreement"]["identical_share"] == 1.0
-    assert generation["ttft_percentiles_s"]["p90"] < generation["latency_mean_s"]
+    assert generation is not None and generation.agreement.identical_share == 1.0
+    assert (
+        generation.latency_mean_s is not None
+        and generation.ttft_percentiles_s["p90"] < generation.latency_mean_s
+    )
+    assert generation.checks["test06"].passed and generation.energy_per_output_token_j is not None
     assert json.loads(json.dumps(to_dict(result))) == _golden()
 
 

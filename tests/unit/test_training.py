@@ -16,6 +16,7 @@ from accelbench.errors import Unsupported, UserError
 from accelbench.registry import WORKLOADS
 from accelbench.report.export import export_results
 from accelbench.results import Cell, Result
+from accelbench.sections import TrainingFigures
 from accelbench.training import data, mllog, precision, rules, summary
 from accelbench.training.loop import STACKS, Group, RunRecord, Trainer
 from accelbench.training.measure import measure
@@ -59,6 +60,9 @@ def test_training_workloads_are_planned_only_with_train_to_quality() -> None:
     assert ("topics-minilm", "train-to-quality") in pairs
     assert ("resnet50", "single-stream") in pairs
     assert not {pair for pair in pairs if (pair[0] in training.WORKLOADS) != (pair[1] == training.SCENARIO)}
+    drivers = {p.cell.workload: p.driver_ref for p in runner.plan(config)}
+    assert drivers["digits-resnet"] == "accelbench.training.measure:measure"
+    assert drivers["resnet50"] == "accelbench.cell.inference:measure"
 
 
 def test_olympic_mean_drops_fastest_and_slowest_and_unconverged_counts_as_slowest() -> None:
@@ -131,7 +135,16 @@ def test_training_results_render_and_export(tmp_path: Path) -> None:
     from accelbench.report.training import training_table
 
     section = {
-        "runs": [{"seed": 0}],
+        "runs": [
+            {
+                "seed": 0,
+                "time_to_quality_s": 1.5,
+                "converged": True,
+                "quality": 0.98,
+                "epochs": 2,
+                "samples": 100,
+            }
+        ],
         "olympic_mean_s": 1.5,
         "runs_converged": 1,
         "target": 0.97,
@@ -142,7 +155,7 @@ def test_training_results_render_and_export(tmp_path: Path) -> None:
         "energy_j": 3.0,
     }
     cell = Cell("digits-resnet", "torch-eager", "train-to-quality", size="tiny")
-    result = Result("r1", cell, "ok", training=section)
+    result = Result("r1", cell, "ok", training=TrainingFigures.from_dict(section))
     console = Console(record=True, width=200)
     console.print(training_table([result]))
     text = console.export_text()
@@ -196,6 +209,7 @@ def _spec(tmp_path: Path, run_rules: str) -> CellSpec:
         cell=cell,
         workload_ref=WORKLOADS["digits-resnet"],
         stack_ref="",
+        driver_ref="accelbench.training.measure:measure",
         rules=run_rules,
         threads=1,
         seed=0,
@@ -208,9 +222,10 @@ def _spec(tmp_path: Path, run_rules: str) -> CellSpec:
 
 
 def test_a_cell_stores_its_rules_and_precision(tmp_path: Path, tf32_switches: object) -> None:
-    outcome = measure(_spec(tmp_path, "quick"))
+    outcome = measure(_spec(tmp_path, "quick")).to_dict()
     section = outcome["training"]
     assert outcome["status"] == "ok", outcome["reason"]
+    assert outcome["latency"] is None and outcome["loadgen"] is None
     assert section["rules"] == "short" and "not MLPerf Training's rules" in section["rules_summary"]
     assert outcome["effective_precision"] == section["precision"]["name"] == "fp32"
     assert section["precision"]["matmul_allow_tf32"] is section["precision"]["cudnn_allow_tf32"] is False

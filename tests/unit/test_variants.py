@@ -40,10 +40,12 @@ def test_variant_flops_stay_in_the_band_and_are_recorded(workload: Workload) -> 
         drawn = variants.draw_variant(workload, "tiny", name)
         info = variants.variant_info(drawn)
         low, high = variants.FLOPS_BAND
-        assert low <= info["flops_ratio"] <= high
-        assert info["canonical_flops"] == variants.count_flops(workload, "tiny", None)
-        assert info["variant_seed"] == 3 and info["index"] == drawn.index
-        assert all(set(m) == {"kind", "detail"} for m in info["mutations"])
+        assert info.flops_ratio is not None and low <= info.flops_ratio <= high
+        assert info.canonical_flops == variants.count_flops(workload, "tiny", None)
+        assert info.variant_seed == info.drawn_seed == 3 and info.index == drawn.index
+        document = info.to_dict()
+        assert all(set(m) == {"kind", "detail"} for m in document["mutations"])
+        assert "seed" not in document and document["variant_seed"] == 3
 
 
 def test_canonical_flops_match_the_cost_model() -> None:

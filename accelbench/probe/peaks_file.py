@@ -1,0 +1,31 @@
+"""The peaks a run measured, kept in its folder (``runs/<run_id>/peaks.json``) for the report to read."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from accelbench.outputs import write_json_atomic
+from accelbench.probe.roofline import MeasuredPeaks
+
+log = logging.getLogger(__name__)
+
+PEAKS_FILE = "peaks.json"
+
+
+def save_peaks(run_dir: Path, peaks: MeasuredPeaks) -> None:
+    """Keep the peaks a run measured in its folder."""
+    write_json_atomic(run_dir / PEAKS_FILE, peaks.to_dict())
+
+
+def load_peaks(run_dir: Path) -> MeasuredPeaks | None:
+    """The peaks a run measured, or None when it ran with ``--no-probe`` (or the file is unreadable)."""
+    path = run_dir / PEAKS_FILE
+    if not path.exists():
+        return None
+    try:
+        return MeasuredPeaks.from_dict(json.loads(path.read_text()))
+    except (ValueError, KeyError, TypeError) as err:
+        log.warning("ignoring unreadable %s: %s", path, err)
+        return None
