@@ -27,8 +27,8 @@ from accelbench.cell.pipeline import run_cell
 from accelbench.cellspec import PlannedCell
 from accelbench.config import RunConfig
 from accelbench.errors import UserError
-from accelbench.hardware.detect import Machine, machine_to_dict
 from accelbench.generation import workload as generation_workload
+from accelbench.hardware.detect import Machine, machine_to_dict
 from accelbench.results import Cell, Result
 from accelbench.scenarios.rules import LOADGEN_SCENARIOS
 from accelbench.store import Store
