@@ -26,6 +26,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from tests.e2e import served_llm
+from tests.e2e.cli import accelbench
 from tests.e2e.planted_endpoints import FILLER_TEXT, PAD_TEXT, cache_key, planted_endpoint
 
 FIRST_TOKEN_S = 0.4
@@ -301,3 +303,63 @@ def test_command_line_serves_the_mode_until_interrupted(upstream: Upstream) -> N
         if server.poll() is None:
             server.kill()
     assert server.returncode == 0
+
+
+# --- through accelbench, in front of a real transformers serve ---------------------------------------
+
+REASON = served_llm.unavailable_reason()
+CHEATS = {  # mode: what the reason of the cheater's disqualification names
+    "cache": ("repeat", "cache"),
+    "filler": ("first", "filler"),
+    "pad": ("token", "pad", "repeat"),
+}
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """One ``transformers serve`` (continuous batching) for every proxy: its url and the run folder."""
+    folder = tmp_path_factory.mktemp("planted-endpoints")
+    with served_llm.transformers_serve(folder / "cache", folder / "server.log") as url:
+        yield url, folder
+
+
+def _endpoint_run(url: str, store: Path) -> dict:
+    """``accelbench run --serve-url url`` of smollm2-135m at concurrency 1 and 2, quick rules: the one
+    result, as ``show --json --include-unverified`` gives it."""
+    args = ["--workloads", "smollm2-135m", "--serve-url", url, "--concurrency", "1,2", "--rules", "quick"]
+    done = accelbench("run", *args, "--store", str(store), timeout_s=1500)
+    assert done.returncode == 0, done.stderr[-3000:]
+    shown = accelbench("show", "--json", "--include-unverified", "--store", str(store))
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    (result,) = json.loads(shown.stdout)["results"]
+    return dict(result)
+
+
+@pytest.mark.slow
+@pytest.mark.exhaustive  # needs issue 31's --serve-url (accelbench/endpoint/): not on this branch yet
+@pytest.mark.timeout(3600)
+@pytest.mark.skipif(REASON is not None, reason=str(REASON))
+def test_accelbench_disqualifies_the_planted_servers_and_not_the_honest_proxy(
+    served: tuple[str, Path],
+) -> None:
+    url, folder = served
+    results = {}
+    for mode in ("honest", *CHEATS):
+        with planted_endpoint(url, mode) as proxy:
+            results[mode] = _endpoint_run(proxy.url, folder / f"store-{mode}")
+            assert proxy.state.requests > 0
+            if mode == "cache":
+                assert proxy.state.cache_hits > 0  # the audit's re-salted prompts were replayed
+    honest = results["honest"]
+    assert honest["status"] != "disqualified", honest.get("reason")
+    points = honest["curve"]
+    assert [point["concurrency"] for point in points] == [1, 2]
+    for point in points:
+        assert point["requests"] > 0 and point["error_rate"] == 0
+        assert 0 < point["ttft_p50_s"] <= point["ttft_p90_s"] <= point["ttft_p99_s"] < point["e2e_p99_s"]
+        assert point["output_tokens_per_s"] > 0
+    for mode, words in CHEATS.items():
+        cheat = results[mode]
+        assert cheat["status"] == "disqualified", (mode, cheat["status"], cheat.get("reason"))
+        reason = str(cheat.get("reason", "")).lower()
+        assert any(word in reason for word in words), (mode, reason)
