@@ -152,9 +152,14 @@ def _post(url: str, body: dict, chat: bool = False) -> urllib.request.Request:
 def _stream(url: str, prompt: str, chat: bool = False, model: str = "fake") -> Reply:
     body: dict = {"model": model, "max_tokens": TOKENS, "stream": True}
     body |= {"messages": [{"role": "user", "content": prompt}]} if chat else {"prompt": prompt}
+    return _read(_post(url, body, chat))
+
+
+def _read(request: urllib.request.Request) -> Reply:
+    """Send ``request`` and read its SSE reply line by line, timing each event's arrival."""
     events, arrivals, done = [], [], False
     sent = time.perf_counter()
-    with urllib.request.urlopen(_post(url, body, chat), timeout=30) as reply:
+    with urllib.request.urlopen(request, timeout=120) as reply:
         for raw in iter(reply.readline, b""):
             line = raw.decode().strip()
             if line == "data: [DONE]":
@@ -303,6 +308,51 @@ def test_command_line_serves_the_mode_until_interrupted(upstream: Upstream) -> N
         if server.poll() is None:
             server.kill()
     assert server.returncode == 0
+
+
+# --- in front of a real OpenAI server: llama.cpp's (seconds to start) ------------------------------
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from accelbench.endpoint.llamacpp_server import LlamaCppServer
+
+    server = LlamaCppServer(slots=2, context_tokens_per_slot=256)
+    reason = server.unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    url, _ = server.start(tmp_path_factory.mktemp("llama"), threads=1)
+    yield url
+    assert server.stop() == []
+
+
+def _llama_stream(url: str, salt: str, chat: bool) -> Reply:
+    prompt = f"Salt {salt}. The capital of France is"
+    body: dict = {"model": "smollm2-135m", "max_tokens": 6, "stream": True, "ignore_eos": True}
+    body |= {"cache_prompt": False, "temperature": 0, "stream_options": {"include_usage": True}}
+    body |= {"messages": [{"role": "user", "content": prompt}]} if chat else {"prompt": prompt}
+    return _read(_post(url, body, chat))
+
+
+@pytest.mark.parametrize("chat", [False, True])
+def test_every_mode_in_front_of_llamacpp(llama: str, chat: bool) -> None:
+    """The planted modes on a real server's streams (its event shapes, usage event and ``[DONE]``)."""
+    honest = _llama_stream(llama, SALT_A, chat)
+    assert honest.usage["completion_tokens"] == 6 and honest.done and "Paris" in "".join(honest.texts)
+    with planted_endpoint(llama, "honest") as proxy:
+        assert _llama_stream(proxy.url, SALT_A, chat).texts == honest.texts
+    with planted_endpoint(llama, "filler") as proxy:
+        filled = _llama_stream(proxy.url, SALT_A, chat)
+    assert filled.texts == [FILLER_TEXT, *honest.texts] and filled.usage == honest.usage
+    with planted_endpoint(llama, "pad") as proxy:
+        padded = _llama_stream(proxy.url, SALT_A, chat)
+    assert padded.texts == honest.texts + [PAD_TEXT] * 6 and padded.done
+    assert padded.usage["completion_tokens"] == 12
+    with planted_endpoint(llama, "cache") as proxy:
+        first = _llama_stream(proxy.url, SALT_A, chat)
+        replayed = _llama_stream(proxy.url, SALT_B, chat)
+        assert proxy.state.cache_hits == 1 and proxy.state.upstream_calls == 1
+    assert replayed.events == first.events and replayed.duration_s < first.duration_s / 3
 
 
 # --- through accelbench, in front of a real transformers serve ---------------------------------------
