@@ -64,6 +64,15 @@ class Request:
 
 
 @dataclass(frozen=True, slots=True)
+class Load:
+    """What llama.cpp's server is started for (the fields of accelbench.endpoint.servers.ServerSettings)."""
+
+    max_concurrency: int
+    max_tokens: int
+    threads: int
+
+
+@dataclass(frozen=True, slots=True)
 class Workload:
     url: str
     model: str
@@ -244,13 +253,15 @@ def _run(args: list[str], log: Path, env: dict[str, str]) -> None:
 
 
 @contextlib.contextmanager
-def server(kind: str, cache_dir: Path, out: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+def server(
+    kind: str, cache_dir: Path, out: Path, concurrency: int, output_tokens: int
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """The server under test (1 compute thread): its url and the body fields that force the length."""
     if kind == "llamacpp":
-        llama = LlamaCppServer(slots=16, context_tokens_per_slot=512)
-        url, _ = llama.start(out, threads=1)
+        llama = LlamaCppServer()
+        url, _ = llama.start(out, out, Load(max(16, concurrency), output_tokens, 1))
         try:
-            yield url, {"ignore_eos": True, "cache_prompt": False}
+            yield url, {**llama.extra_body(output_tokens), "cache_prompt": False}
         finally:
             llama.stop()
         return
@@ -293,7 +304,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     cache_dir = Path(args.cache_dir)
     model_id = served_llm.MODEL_ID
     tokenizer = served_llm.model_folder(cache_dir)
-    with server(args.server, cache_dir, out) as (url, fixed):
+    with server(args.server, cache_dir, out, args.concurrency, args.output_tokens) as (url, fixed):
         body = _length_body(args.server, fixed, args.output_tokens)
         _warm_up(url, model_id, body)
         input_tokens = args.input_tokens or DEFAULT_INPUT_TOKENS

@@ -26,8 +26,8 @@ import os
 import signal
 import sys
 import urllib.request
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar, Protocol
 
 from accelbench.generation.models import smollm2_gguf
 from accelbench.serving import process
@@ -40,18 +40,34 @@ READY_TIMEOUT_S = 120.0
 HEALTH_TIMEOUT_S = 2.0
 
 
-@dataclass(slots=True)
-class LlamaCppServer:
-    """llama.cpp's server (``xllamacpp``) on loopback: ``start`` returns (url, model id), ``stop`` ends it.
+PROMPT_TOKENS_PER_SLOT = 1024
+"""Room for a prompt in each slot's context, beside the reply (as the transformers CB cache is sized)."""
 
-    ``slots`` is the number of requests decoded together (llama.cpp's ``n_parallel``: a concurrency
-    above it queues in the server); ``context_tokens_per_slot`` must hold prompt + reply.
+
+class ServerSettings(Protocol):
+    """What a server is started for (``accelbench.endpoint.servers.ServerSettings`` has these)."""
+
+    @property
+    def max_concurrency(self) -> int: ...
+    @property
+    def max_tokens(self) -> int: ...
+    @property
+    def threads(self) -> int: ...
+
+
+class LlamaCppServer:
+    """llama.cpp's server (``xllamacpp``) on loopback, the endpoint-server interface of
+    ``accelbench.endpoint.servers``: ``start`` returns (url, model id) once ``/health`` answers,
+    ``stop`` ends it and everything it started.
+
+    Slots (llama.cpp's ``n_parallel``, requests decoded together) = the most requests in flight; each
+    slot's context holds ``PROMPT_TOKENS_PER_SLOT`` + the longest reply.
     """
 
-    slots: int = 16
-    context_tokens_per_slot: int = 1024
-    name: str = "llamacpp-server"
-    _server: ServerProcess | None = field(default=None, repr=False)
+    name: ClassVar[str] = "llamacpp"
+
+    def __init__(self) -> None:
+        self._server: ServerProcess | None = None
 
     def unavailable_reason(self) -> str | None:
         """Why this server cannot run here (a missing package), or None."""
@@ -63,37 +79,49 @@ class LlamaCppServer:
             return str(err)
         return None
 
-    def start(self, cache_dir: Path, threads: int) -> tuple[str, str]:
-        """Start the server with ``threads`` compute threads (prefill and decode); log under
-        ``cache_dir``. Returns once ``/health`` answers 200, i.e. the model is loaded."""
+    def start(self, model_folder: Path, log_dir: Path, settings: ServerSettings) -> tuple[str, str]:
+        """Serve smollm2's shipped Q4_1 GGUF (``model_folder``, the fp32 folder, is not read: llama.cpp
+        reads the GGUF itself); log into ``log_dir``."""
         if self._server is not None and not self._server.stopped:
             raise RuntimeError(f"{self.name} is already started")
         reason = self.unavailable_reason()
         if reason is not None:
             raise process.ServerError(f"{self.name}: {reason}")
+        slots = max(1, settings.max_concurrency)
+        threads = max(1, settings.threads)
+        context = slots * (PROMPT_TOKENS_PER_SLOT + settings.max_tokens)
         port = process.free_port()
         url = f"http://{HOST}:{port}"
         argv = [
             sys.executable, "-m", "accelbench.endpoint.llamacpp_server",
             "--gguf", str(smollm2_gguf()), "--port", str(port), "--threads", str(threads),
-            "--slots", str(self.slots), "--context-tokens", str(self.slots * self.context_tokens_per_slot),
+            "--slots", str(slots), "--context-tokens", str(context),
             "--owner", str(os.getpid()),
         ]  # fmt: skip
-        log_path = cache_dir / "llamacpp-server" / f"server-{port}.log"
         self._server = process.start(
-            self.name, argv, [port], log_path, lambda: _healthy(url), READY_TIMEOUT_S, env=_env(threads)
-        )
+            self.name, argv, [port], log_dir / f"{self.name}.log", lambda: _healthy(url), READY_TIMEOUT_S,
+            env=_env(threads),
+        )  # fmt: skip
         return url, MODEL_ID
 
-    def stop(self) -> list[str]:
-        """Stop the server; return what was left alive or listening (empty after a clean stop)."""
-        if self._server is None:
-            return []
-        return process.stop(self._server)
+    def stop(self) -> None:
+        """SIGTERM, then the session killed (``accelbench.serving.process.stop``); safe to call twice."""
+        if self._server is not None:
+            process.stop(self._server)
+
+    def extra_body(self, max_tokens: int) -> dict[str, Any]:
+        """``ignore_eos``: every reply is ``max_tokens`` long. The prompt cache stays on, as served
+        (salts follow the system prompt, so it can only reuse that prefix)."""
+        return {"ignore_eos": True}
+
+    @property
+    def leftovers(self) -> list[str]:
+        """What the last stop found still alive or listening (empty after a clean stop)."""
+        return [] if self._server is None else list(self._server.leftovers)
 
     @property
     def pid(self) -> int | None:
-        """The launcher's pid (= the session id of the server's processes), while started."""
+        """The launcher's pid (= the session id of the server's processes), once started."""
         return None if self._server is None else self._server.sid
 
     @staticmethod

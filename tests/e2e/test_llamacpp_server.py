@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,16 @@ from accelbench.endpoint.llamacpp_server import MODEL_ID, LlamaCppServer
 from accelbench.generation.models import smollm2_gguf
 from accelbench.serving import process
 from accelbench.serving.sessions import session_pids
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What the server is started for (the fields of accelbench.endpoint.servers.ServerSettings)."""
+
+    max_concurrency: int
+    max_tokens: int
+    threads: int
+
 
 REASON = LlamaCppServer().unavailable_reason()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=str(REASON))
@@ -41,8 +52,8 @@ def _stream(url: str, body: dict[str, object]) -> list[dict]:
 
 
 def test_start_one_streamed_completion_stop_leaves_nothing(tmp_path: Path) -> None:
-    server = LlamaCppServer(slots=2, context_tokens_per_slot=256)
-    url, model = server.start(tmp_path, threads=1)
+    server = LlamaCppServer()
+    url, model = server.start(tmp_path / "unused-fp32-folder", tmp_path, Settings(2, 16, 1))
     sid = server.pid
     assert sid is not None
     port = int(url.rsplit(":", 1)[1])
@@ -51,7 +62,7 @@ def test_start_one_streamed_completion_stop_leaves_nothing(tmp_path: Path) -> No
         events = _stream(
             url,
             {"model": model, "prompt": "The capital of France is", "max_tokens": 6, "stream": True,
-             "ignore_eos": True, "cache_prompt": False, "temperature": 0},
+             "cache_prompt": False, "temperature": 0, **server.extra_body(6)},
         )  # fmt: skip
         text = "".join(event["choices"][0]["text"] for event in events)
         usage = events[-1]["usage"]
@@ -61,12 +72,14 @@ def test_start_one_streamed_completion_stop_leaves_nothing(tmp_path: Path) -> No
         assert len(events) >= 6  # token by token: one event per token, then the closing one
         assert "Paris" in text  # greedy smollm2-135m knows this one
         assert session_pids(sid)  # it was running
+        assert (tmp_path / "llamacpp.log").is_file()
     finally:
-        leftovers = server.stop()
-    assert leftovers == []
+        server.stop()
+    assert server.leftovers == []
     assert session_pids(sid) == []
     assert not process.port_in_use(port)
-    assert server.stop() == []  # twice is safe
+    server.stop()  # twice is safe
+    assert server.leftovers == []
 
 
 def test_launcher_stops_when_its_owner_is_killed(tmp_path: Path) -> None:

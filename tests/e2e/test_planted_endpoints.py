@@ -316,14 +316,17 @@ def test_command_line_serves_the_mode_until_interrupted(upstream: Upstream) -> N
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from accelbench.endpoint.llamacpp_server import LlamaCppServer
+    from tests.e2e.test_llamacpp_server import Settings
 
-    server = LlamaCppServer(slots=2, context_tokens_per_slot=256)
+    server = LlamaCppServer()
     reason = server.unavailable_reason()
     if reason is not None:
         pytest.skip(reason)
-    url, _ = server.start(tmp_path_factory.mktemp("llama"), threads=1)
+    folder = tmp_path_factory.mktemp("llama")
+    url, _ = server.start(folder, folder, Settings(2, 16, 1))
     yield url
-    assert server.stop() == []
+    server.stop()
+    assert server.leftovers == []
 
 
 def _llama_stream(url: str, salt: str, chat: bool) -> Reply:

@@ -11,6 +11,7 @@ from accelbench.endpoint import llamacpp_server
 from accelbench.endpoint.llamacpp_server import LlamaCppServer
 from accelbench.errors import Unavailable
 from accelbench.serving.process import ServerError
+from tests.e2e.test_llamacpp_server import Settings
 
 
 def test_without_xllamacpp_the_reason_names_the_extra(
@@ -23,11 +24,12 @@ def test_without_xllamacpp_the_reason_names_the_extra(
         server.unavailable_reason()
         == "xllamacpp is not installed (pip install 'accelbench[llamacpp-server]')"
     )
-    with pytest.raises(ServerError, match=r"^llamacpp-server: xllamacpp is not installed") as caught:
-        server.start(tmp_path, threads=1)
+    with pytest.raises(ServerError, match=r"^llamacpp: xllamacpp is not installed") as caught:
+        server.start(tmp_path, tmp_path, Settings(1, 8, 1))
     assert "\n" not in str(caught.value)
-    assert server.pid is None and server.stop() == []
-    assert not (tmp_path / "llamacpp-server").exists()
+    server.stop()
+    assert server.pid is None and server.leftovers == []
+    assert list(tmp_path.iterdir()) == []  # no log: nothing was started
 
 
 def test_without_the_gguf_the_reason_is_the_packages(monkeypatch: pytest.MonkeyPatch) -> None:
