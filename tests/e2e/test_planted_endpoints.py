@@ -7,191 +7,58 @@ proxy in front of a real ``transformers serve``: the cheaters end ``disqualified
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import hashlib
 import json
 import os
 import signal
 import subprocess
 import sys
-import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from aiohttp import web
 
 from tests.e2e import served_llm
 from tests.e2e.cli import accelbench
+from tests.e2e.openai_fake import (
+    FIRST_TOKEN_S,
+    SALT_A,
+    SALT_B,
+    TOKEN_S,
+    TOKENS,
+    Reply,
+    Upstream,
+    fake_upstream,
+    post,
+    prompt,
+    read,
+    reply_words,
+    stream,
+    whole_reply,
+)
 from tests.e2e.planted_endpoints import FILLER_TEXT, PAD_TEXT, cache_key, planted_endpoint
-
-FIRST_TOKEN_S = 0.4
-TOKEN_S = 0.05
-TOKENS = 8
-WORDS = (" alpha", " beta", " gamma", " delta", " eps", " zeta", " eta", " theta", " iota", " kappa")
-SALT_A = "9f3c2a7b1e4d8c60"
-SALT_B = "0123456789abcdef"
-
-
-def _reply_words(prompt: str, count: int) -> list[str]:
-    """The fake model's reply: a function of the whole prompt (salt included), as a real model's is."""
-    digest = hashlib.sha256(prompt.encode()).digest()
-    return [WORDS[digest[i] % len(WORDS)] for i in range(count)]
-
-
-def _prompt_of(body: dict) -> str:
-    return body["prompt"] if "prompt" in body else json.dumps(body["messages"])
-
-
-def _event(text: str, chat: bool) -> dict:
-    choice: dict[str, object] = {"index": 0, "finish_reason": None}
-    choice.update({"delta": {"content": text}} if chat else {"text": text})
-    return {"id": "fake-1", "object": "chunk", "model": "fake", "choices": [choice]}
-
-
-async def _fake(request: web.Request) -> web.StreamResponse:
-    """A streaming OpenAI server: FIRST_TOKEN_S before the first token, TOKEN_S between tokens, usage in
-    the last event, then ``[DONE]``; 404 for a model other than ``fake``."""
-    body = await request.json()
-    if body.get("model") != "fake":
-        return web.json_response({"error": {"message": "no such model"}}, status=404)
-    chat = request.path.endswith("chat/completions")
-    words = _reply_words(_prompt_of(body), int(body.get("max_tokens", TOKENS)))
-    usage = {"prompt_tokens": 7, "completion_tokens": len(words), "total_tokens": 7 + len(words)}
-    await asyncio.sleep(FIRST_TOKEN_S)
-    if not body.get("stream"):
-        text = "".join(words)
-        message = {"message": {"role": "assistant", "content": text}} if chat else {"text": text}
-        choice = {"index": 0, "finish_reason": "length", **message}
-        return web.json_response({"choices": [choice], "usage": usage})
-    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-    await response.prepare(request)
-    for i, word in enumerate(words):
-        if i:
-            await asyncio.sleep(TOKEN_S)
-        await response.write(f"data: {json.dumps(_event(word, chat))}\n\n".encode())
-    last = _event("", chat) | {"usage": usage}
-    last["choices"][0]["finish_reason"] = "length"
-    await response.write(f"data: {json.dumps(last)}\n\ndata: [DONE]\n\n".encode())
-    await response.write_eof()
-    return response
-
-
-@dataclass(slots=True)
-class Upstream:
-    url: str
-    calls: list[str]
 
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[Upstream]:
-    """The fake upstream on a free loopback port, served from a thread with its own loop."""
-    calls: list[str] = []
-
-    async def counted(request: web.Request) -> web.StreamResponse:
-        calls.append(request.path)
-        return await _fake(request)
-
-    async def health(request: web.Request) -> web.Response:
-        return web.json_response({"status": "ok"})
-
-    app = web.Application()
-    app.router.add_post("/v1/completions", counted)
-    app.router.add_post("/v1/chat/completions", counted)
-    app.router.add_get("/health", health)
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    runner = web.AppRunner(app, access_log=None)
-
-    async def serve() -> int:
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", 0).start()
-        return int(runner.addresses[0][1])
-
-    port = asyncio.run_coroutine_threadsafe(serve(), loop).result(timeout=30)
-    yield Upstream(f"http://127.0.0.1:{port}", calls)
-    asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(timeout=30)
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(timeout=30)
-
-
-@dataclass(slots=True)
-class Reply:
-    """A streamed reply as a client saw it: each event's payload and arrival (s after the send)."""
-
-    events: list[dict]
-    arrivals_s: list[float]
-    done: bool
-    duration_s: float
-
-    @property
-    def texts(self) -> list[str]:
-        return [_text(e) for e in self.events if e.get("choices") and _text(e)]
-
-    @property
-    def usage(self) -> dict:
-        return next(e["usage"] for e in reversed(self.events) if e.get("usage"))
-
-
-def _text(event: dict) -> str:
-    choice = event["choices"][0]
-    return choice.get("text") or (choice.get("delta") or {}).get("content") or ""
-
-
-def _post(url: str, body: dict, chat: bool = False) -> urllib.request.Request:
-    path = "/v1/chat/completions" if chat else "/v1/completions"
-    return urllib.request.Request(url + path, json.dumps(body).encode(), {"Content-Type": "application/json"})
-
-
-def _stream(url: str, prompt: str, chat: bool = False, model: str = "fake") -> Reply:
-    body: dict = {"model": model, "max_tokens": TOKENS, "stream": True}
-    body |= {"messages": [{"role": "user", "content": prompt}]} if chat else {"prompt": prompt}
-    return _read(_post(url, body, chat))
-
-
-def _read(request: urllib.request.Request) -> Reply:
-    """Send ``request`` and read its SSE reply line by line, timing each event's arrival."""
-    events, arrivals, done = [], [], False
-    sent = time.perf_counter()
-    with urllib.request.urlopen(request, timeout=120) as reply:
-        for raw in iter(reply.readline, b""):
-            line = raw.decode().strip()
-            if line == "data: [DONE]":
-                done = True
-            elif line.startswith("data: "):
-                events.append(json.loads(line[6:]))
-                arrivals.append(time.perf_counter() - sent)
-    return Reply(events, arrivals, done, time.perf_counter() - sent)
-
-
-def _whole(url: str, prompt: str, chat: bool = False) -> dict:
-    body: dict = {"model": "fake", "max_tokens": TOKENS}
-    body |= {"messages": [{"role": "user", "content": prompt}]} if chat else {"prompt": prompt}
-    with urllib.request.urlopen(_post(url, body, chat), timeout=30) as reply:
-        return json.loads(reply.read())
-
-
-def _prompt(salt: str, question: str = "What is the capital of France?") -> str:
-    return f"<|im_start|>system\nYou are helpful.\n{salt}<|im_end|>\n<|im_start|>user\n{question}<|im_end|>\n"
+    """The fake upstream on a free loopback port, for the module."""
+    with fake_upstream() as served:
+        yield served
 
 
 def test_honest_passes_every_event_on_as_it_comes(upstream: Upstream) -> None:
     with planted_endpoint(upstream.url, "honest") as proxy:
-        through = _stream(proxy.url, _prompt(SALT_A))
-        direct = _stream(upstream.url, _prompt(SALT_A))
-        chat = _stream(proxy.url, _prompt(SALT_A), chat=True)
-        whole = _whole(proxy.url, _prompt(SALT_A))
+        through = stream(proxy.url, prompt(SALT_A))
+        direct = stream(upstream.url, prompt(SALT_A))
+        chat = stream(proxy.url, prompt(SALT_A), chat=True)
+        whole = whole_reply(proxy.url, prompt(SALT_A))
         with urllib.request.urlopen(proxy.url + "/health", timeout=10) as health:
             assert json.loads(health.read()) == {"status": "ok"}
     assert through.events == direct.events and through.done
-    assert through.texts == _reply_words(_prompt(SALT_A), TOKENS)
-    assert chat.texts == _reply_words(json.dumps([{"role": "user", "content": _prompt(SALT_A)}]), TOKENS)
+    assert through.texts == reply_words(prompt(SALT_A), TOKENS)
+    assert chat.texts == reply_words(json.dumps([{"role": "user", "content": prompt(SALT_A)}]), TOKENS)
     assert whole["choices"][0]["text"] == "".join(through.texts)
     # streamed, not buffered: the tokens came spread over the upstream's decode time
     assert through.arrivals_s[TOKENS - 1] - through.arrivals_s[0] >= 0.8 * (TOKENS - 1) * TOKEN_S
@@ -201,18 +68,18 @@ def test_honest_passes_every_event_on_as_it_comes(upstream: Upstream) -> None:
 
 def test_cache_replays_a_prompt_whose_salt_changed_at_once(upstream: Upstream) -> None:
     with planted_endpoint(upstream.url, "cache") as proxy:
-        first = _stream(proxy.url, _prompt(SALT_A))
-        resalted = _stream(proxy.url, _prompt(SALT_B))
-        other = _stream(proxy.url, _prompt(SALT_B, "What is the capital of Peru?"))
-        whole_first = _whole(proxy.url, _prompt(SALT_A, "Name a colour."))
-        whole_again = _whole(proxy.url, _prompt(SALT_B, "Name a colour."))
+        first = stream(proxy.url, prompt(SALT_A))
+        resalted = stream(proxy.url, prompt(SALT_B))
+        other = stream(proxy.url, prompt(SALT_B, "What is the capital of Peru?"))
+        whole_first = whole_reply(proxy.url, prompt(SALT_A, "Name a colour."))
+        whole_again = whole_reply(proxy.url, prompt(SALT_B, "Name a colour."))
         state = proxy.state
     assert state.cache_hits == 2 and state.upstream_calls == 3
-    assert resalted.texts == first.texts == _reply_words(_prompt(SALT_A), TOKENS)
-    assert resalted.texts != _reply_words(_prompt(SALT_B), TOKENS)  # the honest reply would differ
+    assert resalted.texts == first.texts == reply_words(prompt(SALT_A), TOKENS)
+    assert resalted.texts != reply_words(prompt(SALT_B), TOKENS)  # the honest reply would differ
     assert resalted.usage == first.usage and resalted.done
     assert resalted.duration_s < first.duration_s / 3  # replayed without the upstream's decode time
-    assert other.texts == _reply_words(_prompt(SALT_B, "What is the capital of Peru?"), TOKENS)
+    assert other.texts == reply_words(prompt(SALT_B, "What is the capital of Peru?"), TOKENS)
     assert whole_again == whole_first
 
 
@@ -229,8 +96,8 @@ def test_cache_key_drops_hex_runs_of_eight_or_more_and_keeps_the_rest() -> None:
 @pytest.mark.parametrize("chat", [False, True])
 def test_filler_sends_a_blank_first_event_before_the_upstream_answers(upstream: Upstream, chat: bool) -> None:
     with planted_endpoint(upstream.url, "filler") as proxy:
-        reply = _stream(proxy.url, _prompt(SALT_A), chat=chat)
-        honest = _stream(upstream.url, _prompt(SALT_A), chat=chat)
+        reply = stream(proxy.url, prompt(SALT_A), chat=chat)
+        honest = stream(upstream.url, prompt(SALT_A), chat=chat)
     assert reply.texts[0] == FILLER_TEXT and not FILLER_TEXT.strip()
     assert reply.texts[1:] == honest.texts
     assert reply.usage == honest.usage and reply.done
@@ -240,15 +107,15 @@ def test_filler_sends_a_blank_first_event_before_the_upstream_answers(upstream: 
 
 def test_pad_appends_repeated_tokens_and_raises_usage(upstream: Upstream) -> None:
     with planted_endpoint(upstream.url, "pad") as proxy:
-        reply = _stream(proxy.url, _prompt(SALT_A))
-        chat = _stream(proxy.url, _prompt(SALT_A), chat=True)
-        whole = _whole(proxy.url, _prompt(SALT_A), chat=True)
-    honest = _reply_words(_prompt(SALT_A), TOKENS)
+        reply = stream(proxy.url, prompt(SALT_A))
+        chat = stream(proxy.url, prompt(SALT_A), chat=True)
+        whole = whole_reply(proxy.url, prompt(SALT_A), chat=True)
+    honest = reply_words(prompt(SALT_A), TOKENS)
     assert reply.texts == honest + [PAD_TEXT] * TOKENS
     assert reply.usage == {"prompt_tokens": 7, "completion_tokens": 16, "total_tokens": 7 + 16}
     assert reply.done and reply.events[-1]["choices"][0]["finish_reason"] == "length"
     assert chat.texts[TOKENS:] == [PAD_TEXT] * TOKENS and chat.usage["completion_tokens"] == 2 * TOKENS
-    honest_chat = "".join(_reply_words(json.dumps([{"role": "user", "content": _prompt(SALT_A)}]), TOKENS))
+    honest_chat = "".join(reply_words(json.dumps([{"role": "user", "content": prompt(SALT_A)}]), TOKENS))
     assert whole["choices"][0]["message"]["content"] == honest_chat + PAD_TEXT * TOKENS
     assert whole["usage"]["completion_tokens"] == 2 * TOKENS
 
@@ -262,12 +129,12 @@ def test_an_upstream_error_comes_through(upstream: Upstream, mode: str) -> None:
         assert "no such model" in caught.value.read().decode()
         if mode != "filler":  # filler has already answered 200 with its blank event
             with pytest.raises(urllib.error.HTTPError) as streamed:
-                _stream(proxy.url, _prompt(SALT_A), model="nope")
+                stream(proxy.url, prompt(SALT_A), model="nope")
             assert streamed.value.code == 404
 
 
 def _whole_model(url: str, model: str) -> dict:
-    with urllib.request.urlopen(_post(url, {"model": model, "prompt": "x"}), timeout=30) as reply:
+    with urllib.request.urlopen(post(url, {"model": model, "prompt": "x"}), timeout=30) as reply:
         return json.loads(reply.read())
 
 
@@ -299,7 +166,7 @@ def test_command_line_serves_the_mode_until_interrupted(upstream: Upstream) -> N
     try:
         assert server.stdout is not None
         assert f"planted pad proxy on http://127.0.0.1:{port}" in server.stdout.readline()
-        reply = _stream(f"http://127.0.0.1:{port}", _prompt(SALT_A))
+        reply = stream(f"http://127.0.0.1:{port}", prompt(SALT_A))
         assert reply.usage["completion_tokens"] == 2 * TOKENS
     finally:
         server.send_signal(signal.SIGINT)
@@ -330,11 +197,11 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def _llama_stream(url: str, salt: str, chat: bool) -> Reply:
-    prompt = f"Salt {salt}. The capital of France is"
+    text = f"Salt {salt}. The capital of France is"
     body: dict = {"model": "smollm2-135m", "max_tokens": 6, "stream": True, "ignore_eos": True}
     body |= {"cache_prompt": False, "temperature": 0, "stream_options": {"include_usage": True}}
-    body |= {"messages": [{"role": "user", "content": prompt}]} if chat else {"prompt": prompt}
-    return _read(_post(url, body, chat))
+    body |= {"messages": [{"role": "user", "content": text}]} if chat else {"prompt": text}
+    return read(post(url, body, chat))
 
 
 @pytest.mark.parametrize("chat", [False, True])
