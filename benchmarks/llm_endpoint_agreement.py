@@ -39,13 +39,21 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from _peers import PEER_PACKAGES, Request, Workload, ensure_peer, run, run_aiperf, run_guidellm  # noqa: E402
+from _peers import (  # noqa: E402
+    PEER_PACKAGES,
+    RUN_TIMEOUT_S,
+    Request,
+    Workload,
+    ensure_peer,
+    run_aiperf,
+    run_guidellm,
+)  # fmt: skip
 
 from accelbench.endpoint.llamacpp_server import LlamaCppServer  # noqa: E402
 from tests.e2e import served_llm  # noqa: E402
 
 CLIENTS = ("accelbench", "aiperf", "guidellm")
-METRICS = ("ttft_p50_s", "ttft_p90_s", "tpot_p50_s", "output_tokens_per_s")
+METRICS = ("ttft_p50_s", "ttft_p90_s", "tpot_p50_s", "output_tokens_per_s", "output_tokens_mean")
 DEFAULT_INPUT_TOKENS = 128
 """The peers' prompt length when accelbench has not run first to give its own."""
 
@@ -69,6 +77,7 @@ def figures(requests: Sequence[Request]) -> dict[str, float]:
         "ttft_p90_s": _percentile(ttfts, 0.90),
         "tpot_p50_s": statistics.median(tpots),
         "output_tokens_per_s": sum(r.output_tokens for r in requests) / span_s,
+        "output_tokens_mean": statistics.mean(r.output_tokens for r in requests),
     }
 
 
@@ -80,34 +89,37 @@ def _percentile(values: Sequence[float], q: float) -> float:
     return values[low] + (values[high] - values[low]) * (position - low)
 
 
-def run_accelbench(work: Workload, out: Path) -> tuple[list[Request], dict[str, float]]:
-    """``accelbench run --serve-url``: its per-request records (``requests.jsonl``) and its own curve
-    point at this concurrency."""
-    store = out / "store"
+def run_accelbench(work: Workload, out: Path, store: Path) -> tuple[list[Request], dict[str, float]]:
+    """``accelbench run --stacks llm@url --serve-url`` into ``store`` (its cache holds the model): its
+    per-request records (the run's ``requests.jsonl``) and its own curve point at this concurrency."""
     args = [
-        sys.executable, "-m", "accelbench", "run", "--workloads", "smollm2-135m", "--serve-url", work.url,
-        "--concurrency", str(work.concurrency), "--output-tokens", str(work.output_tokens),
-        "--endpoint-requests", str(work.requests), "--rules", "quick", "--store", str(store),
+        sys.executable, "-m", "accelbench", "run", "--workloads", "smollm2-135m", "--stacks", "llm@url",
+        "--serve-url", work.url, "--concurrency", str(work.concurrency), "--no-probe",
+        "--output-tokens", str(work.output_tokens), "--endpoint-requests", str(work.requests),
+        "--rules", "quick", "--json", "--store", str(store),
     ]  # fmt: skip
-    run(args, out / "accelbench.log", {**os.environ, "PYTHONPATH": str(REPO)})
-    shown = subprocess.run(
-        [sys.executable, "-m", "accelbench", "show", "--json", "--include-unverified", "--store", str(store)],
-        capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(REPO)},
-    )  # fmt: skip
-    points = [p for p in _find(json.loads(shown.stdout), "curve") if p.get("concurrency") == work.concurrency]
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "accelbench.json", "w") as stdout, open(out / "accelbench.log", "w") as stderr:
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        done = subprocess.run(args, stdout=stdout, stderr=stderr, env=env, timeout=RUN_TIMEOUT_S)
+    if done.returncode != 0:
+        tail = (out / "accelbench.log").read_text(errors="replace").strip().splitlines()[-2:]
+        raise RuntimeError(f"accelbench run exited {done.returncode}: {' | '.join(tail)}")
+    document = json.loads((out / "accelbench.json").read_text())
+    points = [p for p in _find(document, "curve") if p.get("concurrency") == work.concurrency]
     if not points:
-        raise RuntimeError(f"no curve point at concurrency {work.concurrency} in accelbench show --json")
-    own = {name: float(points[0][name]) for name in METRICS}
+        raise RuntimeError(f"no curve point at concurrency {work.concurrency} in accelbench run --json")
+    own = {name: float(points[0][name]) for name in METRICS if name in points[0]}
     found, prompt_tokens = [], []
-    for path in sorted(store.rglob("requests.jsonl")):
-        for line in path.read_text().splitlines():
-            r = json.loads(line)
-            timed = r.get("role", "timed") == "timed" and r.get("concurrency") == work.concurrency
-            if timed and r.get("status") == "ok" and r.get("first_content_s") is not None:
-                found.append(
-                    Request(r["send_s"], r["first_content_s"] - r["send_s"], r["end_s"], r["output_tokens"])
-                )
-                prompt_tokens.append(r.get("usage_prompt_tokens") or 0)
+    for result in document.get("results", []):
+        for path in (store / "runs" / result.get("run_id", "-")).rglob("requests.jsonl"):
+            for line in path.read_text().splitlines():
+                r = json.loads(line)
+                timed = r.get("role", "timed") == "timed" and r.get("concurrency") == work.concurrency
+                if timed and r.get("status") == "ok" and r.get("first_content_s") is not None:
+                    ttft_s = r["first_content_s"] - r["send_s"]
+                    found.append(Request(r["send_s"], ttft_s, r["end_s"], r["output_tokens"]))
+                    prompt_tokens.append(r.get("usage_prompt_tokens") or 0)
     if prompt_tokens and all(prompt_tokens):
         own["mean_prompt_tokens"] = statistics.mean(prompt_tokens)
     return found, own
@@ -195,8 +207,12 @@ def _rounds(
     """Each client once per round, in turn; a client that fails is recorded with its reason. With
     ``match_input`` the peers' prompt length becomes accelbench's mean prompt tokens (its prompts are its
     workload's, salted, of stated lengths; the peers' are synthetic of a fixed length)."""
+    store = out / "accelbench-store"  # one store; its cache is the server's (the model is built once)
+    store.mkdir(parents=True, exist_ok=True)
+    if not (store / "cache").exists():
+        (store / "cache").symlink_to(work.tokenizer.parents[1], target_is_directory=True)
     runners: dict[str, Runner] = {
-        "accelbench": run_accelbench,
+        "accelbench": lambda w, o: run_accelbench(w, o, store),
         "aiperf": lambda w, o: run_aiperf(bins["aiperf"], w, o),
         "guidellm": lambda w, o: run_guidellm(bins["guidellm"], w, o),
     }
