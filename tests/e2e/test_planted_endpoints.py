@@ -235,23 +235,35 @@ CHEATS = {  # mode: what the reason of the cheater's disqualification names
 }
 
 
+SIZES = (
+    "--concurrency",
+    "1,2",
+    "--endpoint-requests",
+    "4",
+    "--output-tokens",
+    "16",
+    "--rules",
+    "quick",
+    "--no-probe",
+)
+"""Small: two points of 4 requests, 16-token replies (a padded reply, 32, is past 16 x 1.25 + 2)."""
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """One ``transformers serve`` (continuous batching) for every proxy: its url and the run folder."""
-    folder = tmp_path_factory.mktemp("planted-endpoints")
-    with served_llm.transformers_serve(folder / "cache", folder / "server.log") as url:
-        yield url, folder
+    """One ``transformers serve`` (continuous batching) for every proxy, its model built in the cache of
+    the store the runs share (where their cells find it): the url and the store."""
+    store = tmp_path_factory.mktemp("planted-endpoints") / "store"
+    with served_llm.transformers_serve(store / "cache", store.parent / "server.log") as url:
+        yield url, store
 
 
 def _endpoint_run(url: str, store: Path) -> dict:
-    """``accelbench run --serve-url url`` of smollm2-135m at concurrency 1 and 2, quick rules: the one
-    result, as ``show --json --include-unverified`` gives it."""
-    args = ["--workloads", "smollm2-135m", "--serve-url", url, "--concurrency", "1,2", "--rules", "quick"]
-    done = accelbench("run", *args, "--store", str(store), timeout_s=1500)
+    """``accelbench run --stacks llm@url --serve-url url`` of smollm2-135m: the run's one result."""
+    args = ["--workloads", "smollm2-135m", "--stacks", "llm@url", "--serve-url", url, *SIZES]
+    done = accelbench("run", *args, "--json", "--store", str(store), timeout_s=1500)
     assert done.returncode == 0, done.stderr[-3000:]
-    shown = accelbench("show", "--json", "--include-unverified", "--store", str(store))
-    assert shown.returncode == 0, shown.stderr[-2000:]
-    (result,) = json.loads(shown.stdout)["results"]
+    (result,) = json.loads(done.stdout)["results"]
     return dict(result)
 
 
@@ -262,17 +274,17 @@ def _endpoint_run(url: str, store: Path) -> dict:
 def test_accelbench_disqualifies_the_planted_servers_and_not_the_honest_proxy(
     served: tuple[str, Path],
 ) -> None:
-    url, folder = served
+    url, store = served
     results = {}
     for mode in ("honest", *CHEATS):
         with planted_endpoint(url, mode) as proxy:
-            results[mode] = _endpoint_run(proxy.url, folder / f"store-{mode}")
+            results[mode] = _endpoint_run(proxy.url, store)
             assert proxy.state.requests > 0
             if mode == "cache":
                 assert proxy.state.cache_hits > 0  # the audit's re-salted prompts were replayed
     honest = results["honest"]
     assert honest["status"] != "disqualified", honest.get("reason")
-    points = honest["curve"]
+    points = honest["generation"]["curve"]
     assert [point["concurrency"] for point in points] == [1, 2]
     for point in points:
         assert point["requests"] > 0 and point["error_rate"] == 0
