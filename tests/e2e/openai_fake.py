@@ -138,8 +138,8 @@ def post(url: str, body: dict, chat: bool = False) -> urllib.request.Request:
     return urllib.request.Request(url + path, json.dumps(body).encode(), {"Content-Type": "application/json"})
 
 
-def stream(url: str, prompt: str, chat: bool = False, model: str = "fake") -> Reply:
-    body: dict = {"model": model, "max_tokens": TOKENS, "stream": True}
+def stream(url: str, prompt: str, chat: bool = False, model: str = "fake", max_tokens: int = TOKENS) -> Reply:
+    body: dict = {"model": model, "max_tokens": max_tokens, "stream": True}
     body |= {"messages": [{"role": "user", "content": prompt}]} if chat else {"prompt": prompt}
     return read(post(url, body, chat))
 

@@ -58,10 +58,39 @@ class ProxyState:
     """Stored replies: the key -> the raw SSE events (streamed) or the one JSON body (not streamed)."""
 
 
+KEYED = ("model", "prompt", "messages")
+"""What the cache keys on: the prompt, not the reply's length (a shorter ``max_tokens`` gets the stored
+reply cut), nor sampling or stream options."""
+
+
 def cache_key(path: str, body: dict[str, Any]) -> str:
-    """The request without its salt: hex runs removed from every string, ``stream`` options left out."""
-    kept = {key: value for key, value in body.items() if key not in ("stream", "stream_options")}
+    """The prompt without its salt: hex runs of 8 or more removed from every string."""
+    kept = {key: body[key] for key in KEYED if key in body}
     return path + " " + SALT.sub("", json.dumps(kept, sort_keys=True))
+
+
+def _max_tokens(body: dict[str, Any]) -> int | None:
+    value = body.get("max_completion_tokens", body.get("max_tokens"))
+    return value if isinstance(value, int) else None
+
+
+def _cut(stored: list[bytes], limit: int | None) -> list[bytes]:
+    """A stored stream cut to ``limit`` text events (one per token), its closing events kept with
+    ``usage`` lowered to match."""
+    texts = [e for e in stored if (p := _payload(e)) and p.get("choices") and _text_of(p["choices"][0])]
+    if limit is None or len(texts) <= limit:
+        return stored
+    kept, seen = [], 0
+    for event in stored:
+        payload = _payload(event)
+        is_text = bool(payload and payload.get("choices") and _text_of(payload["choices"][0]))
+        seen += is_text
+        if is_text and seen > limit:
+            continue
+        if payload and payload.get("usage") and not is_text:
+            event = _sse(_bumped(payload, limit - len(texts)))
+        kept.append(event)
+    return kept
 
 
 def _text_of(choice: dict[str, Any]) -> str | None:
@@ -149,7 +178,8 @@ class Proxy:
         key = cache_key(request.path, body)
         if self.state.mode == "cache" and key in self.state.cache:
             self.state.cache_hits += 1
-            return await self._replay(request, self.state.cache[key], bool(body.get("stream")))
+            stored = _cut(self.state.cache[key], _max_tokens(body))
+            return await self._replay(request, stored, bool(body.get("stream")))
         if body.get("stream"):
             return await self._streamed(request, raw, key, chat)
         return await self._whole(request, raw, key, chat)

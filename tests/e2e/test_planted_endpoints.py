@@ -70,26 +70,32 @@ def test_cache_replays_a_prompt_whose_salt_changed_at_once(upstream: Upstream) -
     with planted_endpoint(upstream.url, "cache") as proxy:
         first = stream(proxy.url, prompt(SALT_A))
         resalted = stream(proxy.url, prompt(SALT_B))
+        shorter = stream(proxy.url, prompt("feedfacefeedface"), max_tokens=3)
         other = stream(proxy.url, prompt(SALT_B, "What is the capital of Peru?"))
         whole_first = whole_reply(proxy.url, prompt(SALT_A, "Name a colour."))
         whole_again = whole_reply(proxy.url, prompt(SALT_B, "Name a colour."))
         state = proxy.state
-    assert state.cache_hits == 2 and state.upstream_calls == 3
+    assert state.cache_hits == 3 and state.upstream_calls == 3
     assert resalted.texts == first.texts == reply_words(prompt(SALT_A), TOKENS)
     assert resalted.texts != reply_words(prompt(SALT_B), TOKENS)  # the honest reply would differ
     assert resalted.usage == first.usage and resalted.done
     assert resalted.duration_s < first.duration_s / 3  # replayed without the upstream's decode time
+    # a shorter max_tokens (the repeat audit's) gets the stored reply cut, usage lowered to match
+    assert shorter.texts == first.texts[:3] and shorter.done
+    assert shorter.usage == {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
     assert other.texts == reply_words(prompt(SALT_B, "What is the capital of Peru?"), TOKENS)
     assert whole_again == whole_first
 
 
-def test_cache_key_drops_hex_runs_of_eight_or_more_and_keeps_the_rest() -> None:
+def test_cache_key_is_the_prompt_without_hex_runs_of_eight_or_more() -> None:
     body = {"model": "m", "prompt": "sys deadbeef01234567 user: add 1234567 and cafe", "max_tokens": 4}
     same = body | {"prompt": "sys 89abcdef00000000ffff user: add 1234567 and cafe", "stream": True}
     assert cache_key("/v1/completions", body) == cache_key("/v1/completions", same)
     other = body | {"prompt": "sys x user: add 1234568 and cafe"}
     assert cache_key("/v1/completions", body) != cache_key("/v1/completions", other)
-    assert cache_key("/v1/completions", body) != cache_key("/v1/completions", body | {"max_tokens": 5})
+    for looser in ({"max_tokens": 5}, {"temperature": 0.7}, {"stream_options": {"include_usage": True}}):
+        assert cache_key("/v1/completions", body) == cache_key("/v1/completions", body | looser)
+    assert cache_key("/v1/completions", body) != cache_key("/v1/completions", body | {"model": "n"})
     assert cache_key("/v1/completions", body) != cache_key("/v1/chat/completions", body)
 
 
