@@ -322,7 +322,8 @@ class RunningProxy:
 
 
 async def _serve(state: ProxyState, port: int) -> tuple[web.AppRunner, int]:
-    runner = web.AppRunner(Proxy(state).app(), access_log=None)
+    # a stop closes what is still open after 2 s (aiohttp waits 60 s for open connections by default)
+    runner = web.AppRunner(Proxy(state).app(), access_log=None, shutdown_timeout=2.0)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", port)
     await site.start()
