@@ -78,6 +78,7 @@ ENDPOINT_STACKS: Mapping[str, str] = {
     "llm@url": "accelbench.endpoint.stack:UrlEndpoint",
     "llm@transformers": "accelbench.endpoint.stack:TransformersEndpoint",
     "llm@transformers-cb": "accelbench.endpoint.stack:TransformersCbEndpoint",
+    "llm@llamacpp": "accelbench.endpoint.stack:LlamaCppEndpoint",
     "llm@vllm": "accelbench.endpoint.stack:VllmEndpoint",
     "llm@sglang": "accelbench.endpoint.stack:SglangEndpoint",
 }

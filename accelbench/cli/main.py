@@ -74,7 +74,7 @@ def _names(text: str | None) -> tuple[str, ...] | None:
 
 @app.command()
 def run(
-    suite_name: Annotated[str, typer.Option("--suite", help="default | quick | tiny")] = "default",
+    suite_name: Annotated[str, typer.Option("--suite", help="default | llm | quick | tiny")] = "default",
     workloads: Annotated[str | None, typer.Option(help="Comma-separated workload names.")] = None,
     stacks: Annotated[str | None, typer.Option(help="Comma-separated stack names, or all.")] = None,
     scenarios: Annotated[str | None, typer.Option(help="single-stream,offline,multi-stream,server")] = None,
@@ -110,35 +110,39 @@ def run(
     """Benchmark the suite on every available stack and print the results."""
     listed = {"workloads": workloads, "stacks": stacks, "scenarios": scenarios, "devices": devices}
     scalars = {"rules": rules, "size": size, "threads": threads, "seed": seed, "timeout_s": timeout_s}
-    scalars["input_seed"] = input_seed
     per_run = {"variants": variants, "variant_seed": variant_seed, "runs": runs, "nproc": nproc}
-    batching = {"batch": batch, "batch_sweep": _batches(batch_sweep)}
+    batching = {"batch": batch, "batch_sweep": _batches(batch_sweep), "input_seed": input_seed}
     named = {k: _names(v) for k, v in listed.items()}
-    served: dict[str, Any] = {"serve_url": serve_url, "serve_cluster": serve_cluster}
-    served["api_key_env"] = api_key_env
-    served |= {"concurrency": cli_serving.concurrencies(concurrency), "output_tokens": output_tokens}
-    served["endpoint_requests"] = endpoint_requests
+    served = cli_serving.served_settings(
+        serve_url, serve_cluster, api_key_env, concurrency, output_tokens, endpoint_requests
+    )
     overrides = _overrides({**named, **scalars, **per_run, **batching, **served}, config_file)
     chosen = suite(suite_name)
     llm = cli_serving.generative(overrides.get("workloads") or chosen.workloads)
     overrides = cli_serving.served_overrides(overrides, chosen.stacks, _names(serve) or (), llm)
-    machine = detect_machine()
-    mode = cli_progress.chosen_mode(quiet or as_json)
+    machine, mode = detect_machine(), cli_progress.chosen_mode(quiet or as_json)
     with _fleet_executor(fleet) as executor, chosen_store(store_path) as store:
         if resume:
-            config = runner.resume_config(store, resume, machine)
-            config = with_overrides(config, {"input_seed": input_seed})  # None: a fresh one
+            # the resumed run's inputs: --input-seed, else (None) a fresh seed
+            config = with_overrides(runner.resume_config(store, resume, machine), {"input_seed": input_seed})
             run_id = resume
         else:
-            config = with_variant_seed(with_overrides(suite(suite_name), overrides))
-            runner.plan(config)  # validate names before anything is stored
-            run_id = runner.start_run(store, config, machine)
-            if not no_probe and executor is None:  # the peaks of this machine, not of the fleet's nodes
-                _probe(store.run_dir(run_id), config, machine, mode)
+            config = with_variant_seed(with_overrides(chosen, overrides))
+            run_id = _start(store, config, machine, probe=not no_probe and executor is None, mode=mode)
         results = _execute_with_progress(store, run_id, config, machine, mode, executor)
         _print_results(store, run_id, as_json, include_unverified)
     if not results and not resume:
         raise UserError("the run planned no cells")
+
+
+def _start(store: Store, config: RunConfig, machine: Machine, probe: bool, mode: cli_progress.Mode) -> str:
+    """A new run of ``config`` in ``store`` (its names checked before anything is stored), with the
+    roofline probes of this machine first when ``probe`` (not for a fleet: its nodes have their own)."""
+    runner.plan(config)
+    run_id = runner.start_run(store, config, machine)
+    if probe:
+        _probe(store.run_dir(run_id), config, machine, mode)
+    return run_id
 
 
 def _batches(text: str | None) -> tuple[int, ...] | None:

@@ -83,6 +83,25 @@ def concurrencies(text: str | None) -> tuple[int, ...] | None:
         raise UserError(f"--concurrency takes comma-separated whole numbers, got {text[:80]!r}") from None
 
 
+def served_settings(
+    serve_url: str | None,
+    serve_cluster: str | None,
+    api_key_env: str | None,
+    concurrency: str | None,
+    output_tokens: int | None,
+    endpoint_requests: int | None,
+) -> dict[str, Any]:
+    """The run settings of ``--serve-url``, ``--serve-cluster`` and the served-LLM options, by name."""
+    return {
+        "serve_url": serve_url,
+        "serve_cluster": serve_cluster,
+        "api_key_env": api_key_env,
+        "concurrency": concurrencies(concurrency),
+        "output_tokens": output_tokens,
+        "endpoint_requests": endpoint_requests,
+    }
+
+
 def served_overrides(
     overrides: Mapping[str, Any], suite_stacks: Sequence[str], servers: Sequence[str], llm: bool = False
 ) -> dict[str, Any]:

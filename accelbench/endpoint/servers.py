@@ -28,6 +28,7 @@ from accelbench.errors import UserError
 SERVERS: Mapping[str, str] = {
     "transformers": "accelbench.endpoint.servers:TransformersServer",
     "transformers-cb": "accelbench.endpoint.servers:TransformersCbServer",
+    "llamacpp": "accelbench.endpoint.llamacpp_server:LlamaCppServer",
     "vllm": "accelbench.endpoint.servers:VllmServer",
     "sglang": "accelbench.endpoint.servers:SglangServer",
 }

@@ -68,6 +68,12 @@ class TransformersCbEndpoint(EndpointStack):
     server: ClassVar[str] = "transformers-cb"
 
 
+class LlamaCppEndpoint(EndpointStack):
+    """llama.cpp's server from the ``xllamacpp`` wheel, started by accelbench."""
+
+    server: ClassVar[str] = "llamacpp"
+
+
 class VllmEndpoint(EndpointStack):
     """``vllm serve`` (GPU machines)."""
 

@@ -84,11 +84,15 @@ def test_every_request_is_recorded_and_counted_with_the_tokenizer(
     # the repeat audit's pairs: the first point's 4 texts seen again, 4 never seen
     assert [r.role for r in records[8:]] == ["seen", "unseen"] * 4
     assert len({r.salt for r in records}) == 16 and all(len(r.salt) == 32 for r in records)
+    # tiny-llama's replies are random ids: decoded and tokenized again, one reply of 8 came back as 11
+    # (make test, 2026-12-04), so the server's count and the client's agree on the total, not per reply
+    usage = sum(r.usage_output_tokens or 0 for r in records)
+    assert abs(usage - sum(r.output_tokens for r in records)) <= 0.2 * usage
     for record in records:
         assert record.output_tokens == len(tokenizer(record.text, add_special_tokens=False)["input_ids"])
         # a remote server gets no generation_config: EOS may end a reply before max_tokens
         assert record.finish_reason in ("stop", "length") and record.usage_output_tokens is not None
-        assert record.usage_output_tokens <= 8 and abs(record.usage_output_tokens - record.output_tokens) <= 2
+        assert 0 < record.usage_output_tokens <= 8 and record.output_tokens > 0
         assert record.send_s <= record.first_content_s <= record.end_s  # type: ignore[operator]
         assert record.chunk_s and record.chunk_s[-1] <= record.end_s
 

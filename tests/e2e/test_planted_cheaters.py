@@ -102,7 +102,13 @@ def test_the_terminal_shows_cheaters_only_in_the_unverified_section(
     shown = cli(plugin_env, "show", "--store", str(quick_run["store"]))
     assert shown.returncode == 0, shown.stderr
     leaderboard, _, rest = shown.stdout.partition("Unverified cells: measured, not ranked")
-    assert "leaderboard (verified cells only)" in leaderboard and "torch-eager" in leaderboard
+    # the honest stack ranks when a cell of it is ok; on a busy machine its cells are unstable (noise
+    # guard) and there is no leaderboard at all: the cheaters are still only in the unverified section
+    ranks = any(
+        r["status"] == "ok" for r in quick_run["document"]["results"] if r["cell"]["stack"] == "torch-eager"
+    )
+    assert ("leaderboard (verified cells only)" in leaderboard) == ranks
+    assert ("torch-eager" in leaderboard) == ranks
     assert not any(name in leaderboard for name in CHEATS)
     assert all(name in rest for name in CHEATS)
     marked = cli(plugin_env, "show", "--include-unverified", "--store", str(quick_run["store"]))
@@ -134,7 +140,10 @@ def test_the_html_charts_hold_no_cheater(quick_run: dict[str, Any], plugin_env: 
         )
         unverified = page.evaluate("() => document.getElementById('unverified').innerText")
         browser.close()
-    assert charted and any("torch-eager" in chart for chart in charted)
+    ranks = any(
+        r["status"] == "ok" for r in quick_run["document"]["results"] if r["cell"]["stack"] == "torch-eager"
+    )
+    assert not ranks or any("torch-eager" in chart for chart in charted)  # none ok on a busy machine
     assert not [name for name in CHEATS for chart in charted if name in chart]
     assert all(name in unverified for name in CHEATS)
 

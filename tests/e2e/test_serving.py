@@ -308,7 +308,10 @@ def test_a_server_killed_mid_run_crashes_its_cell_and_leaves_nothing(served: str
             break
     assert killed, f"the server never became ready: {cell['status']}: {cell['reason']}"
     assert cell["status"] == "crashed", cell["reason"]
-    assert "connect" in cell["reason"].lower() or "disconnected" in cell["reason"].lower(), cell["reason"]
+    # the client's words for a server gone mid-request vary with the moment of the kill: refused,
+    # disconnected, or (make test, 2026-12-04) "ClientOSError: Can not write request body for <url>"
+    reason = cell["reason"].lower()
+    assert any(w in reason for w in ("connect", "disconnected", "can not write", "reset by peer")), reason
     assert _null_measured(results["null/server"])
     _assert_nothing_left(store)
 

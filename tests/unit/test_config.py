@@ -14,7 +14,7 @@ from accelbench.errors import UserError
 def test_suites_plan_what_the_readme_says() -> None:
     default = suite("default")
     assert default.workloads == ("resnet50", "bert-base", "minilm-l6")  # smollm2: the llm suite
-    assert default.stacks == ("null", "torch-eager", "onnxruntime")  # inductor: quick and tiny suites
+    assert default.stacks == ("torch-eager", "onnxruntime")  # inductor: quick and tiny suites
     assert "torch-inductor" in suite("quick").stacks
     assert default.scenarios == ("single-stream", "offline") and default.size == "standard"
     assert suite("llm").workloads == ("smollm2-135m",)

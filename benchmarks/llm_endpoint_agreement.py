@@ -1,0 +1,295 @@
+"""Does accelbench's served-LLM client measure what the peers measure? AIPerf and GuideLLM side by side.
+
+Installs NVIDIA AIPerf and GuideLLM each in a venv of its own under ``~/.cache/accelbench/peers/`` (never
+in accelbench's dependencies; GuideLLM's torch is held to the CPU build by a constraint, 1.5 GB instead of
+6 GB with CUDA wheels), starts one local server (``transformers serve`` with continuous batching, or
+llama.cpp's server with ``--server llamacpp``), and runs accelbench (``run --serve-url``), AIPerf and
+GuideLLM against it with the same output length and concurrency, interleaved (A B C A B C ...). Each
+client's figures are computed from its own per-request records with one set of definitions, and printed
+with their ratios to accelbench's (median over the repeats):
+
+* TTFT: send to the first streamed token (p50, p90);
+* TPOT: (end - first token) / (output tokens - 1), MLPerf's definition = AIPerf's and GuideLLM's "ITL";
+  GuideLLM's own "TPOT" is latency / output tokens (TTFT included) and is shown apart;
+* output tok/s: all output tokens / (last end - first send) of the point.
+
+Usage: ``python benchmarks/llm_endpoint_agreement.py [--repeats 3] [--concurrency 4] [--requests 8]
+[--input-tokens 128] [--output-tokens 64] [--server transformers-cb|llamacpp] [--clients a,b,c]``.
+Measure on an idle machine: AIPerf and GuideLLM use 3-4x accelbench's client CPU, which on 2 cores
+is taken from the server (shared/reference/llm_serving_feasibility.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from _peers import (  # noqa: E402
+    PEER_PACKAGES,
+    RUN_TIMEOUT_S,
+    Request,
+    Workload,
+    ensure_peer,
+    run_aiperf,
+    run_guidellm,
+)  # fmt: skip
+
+from accelbench.endpoint.llamacpp_server import LlamaCppServer  # noqa: E402
+from tests.e2e import served_llm  # noqa: E402
+
+CLIENTS = ("accelbench", "aiperf", "guidellm")
+METRICS = ("ttft_p50_s", "ttft_p90_s", "tpot_p50_s", "output_tokens_per_s", "output_tokens_mean")
+DEFAULT_INPUT_TOKENS = 128
+"""The peers' prompt length when accelbench has not run first to give its own."""
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """What llama.cpp's server is started for (the fields of accelbench.endpoint.servers.ServerSettings)."""
+
+    max_concurrency: int
+    max_tokens: int
+    threads: int
+
+
+def figures(requests: Sequence[Request]) -> dict[str, float]:
+    """TTFT p50/p90, TPOT p50 and output tok/s of a point, one definition for every client."""
+    ttfts = sorted(r.ttft_s for r in requests)
+    tpots = [(r.end_s - r.send_s - r.ttft_s) / (r.output_tokens - 1) for r in requests if r.output_tokens > 1]
+    span_s = max(r.end_s for r in requests) - min(r.send_s for r in requests)
+    return {
+        "ttft_p50_s": statistics.median(ttfts),
+        "ttft_p90_s": _percentile(ttfts, 0.90),
+        "tpot_p50_s": statistics.median(tpots),
+        "output_tokens_per_s": sum(r.output_tokens for r in requests) / span_s,
+        "output_tokens_mean": statistics.mean(r.output_tokens for r in requests),
+    }
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile (numpy's default) of sorted ``values``."""
+    position = q * (len(values) - 1)
+    low = int(position)
+    high = min(low + 1, len(values) - 1)
+    return values[low] + (values[high] - values[low]) * (position - low)
+
+
+def run_accelbench(work: Workload, out: Path, store: Path) -> tuple[list[Request], dict[str, float]]:
+    """``accelbench run --stacks llm@url --serve-url`` into ``store`` (its cache holds the model): its
+    per-request records (the run's ``requests.jsonl``) and its own curve point at this concurrency."""
+    args = [
+        sys.executable, "-m", "accelbench", "run", "--workloads", "smollm2-135m", "--stacks", "llm@url",
+        "--serve-url", work.url, "--concurrency", str(work.concurrency), "--no-probe",
+        "--output-tokens", str(work.output_tokens), "--endpoint-requests", str(work.requests),
+        "--rules", "quick", "--json", "--store", str(store),
+    ]  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "accelbench.json", "w") as stdout, open(out / "accelbench.log", "w") as stderr:
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        done = subprocess.run(args, stdout=stdout, stderr=stderr, env=env, timeout=RUN_TIMEOUT_S)
+    if done.returncode != 0:
+        tail = (out / "accelbench.log").read_text(errors="replace").strip().splitlines()[-2:]
+        raise RuntimeError(f"accelbench run exited {done.returncode}: {' | '.join(tail)}")
+    document = json.loads((out / "accelbench.json").read_text())
+    points = [p for p in _find(document, "curve") if p.get("concurrency") == work.concurrency]
+    if not points:
+        raise RuntimeError(f"no curve point at concurrency {work.concurrency} in accelbench run --json")
+    own = {name: float(points[0][name]) for name in METRICS if name in points[0]}
+    found, prompt_tokens = [], []
+    for result in document.get("results", []):
+        for path in (store / "runs" / result.get("run_id", "-")).rglob("requests.jsonl"):
+            for line in path.read_text().splitlines():
+                r = json.loads(line)
+                timed = r.get("role", "timed") == "timed" and r.get("concurrency") == work.concurrency
+                if timed and r.get("status") == "ok" and r.get("first_content_s") is not None:
+                    ttft_s = r["first_content_s"] - r["send_s"]
+                    found.append(Request(r["send_s"], ttft_s, r["end_s"], r["output_tokens"]))
+                    prompt_tokens.append(r.get("usage_prompt_tokens") or 0)
+    if prompt_tokens and all(prompt_tokens):
+        own["mean_prompt_tokens"] = statistics.mean(prompt_tokens)
+    return found, own
+
+
+def _find(document: Any, key: str) -> list[dict[str, Any]]:
+    """Every list stored under ``key`` anywhere in ``document``, flattened."""
+    if isinstance(document, dict):
+        here = list(document[key]) if isinstance(document.get(key), list) else []
+        return here + [p for value in document.values() for p in _find(value, key)]
+    if isinstance(document, list):
+        return [p for value in document for p in _find(value, key)]
+    return []
+
+
+@contextlib.contextmanager
+def server(
+    kind: str, cache_dir: Path, out: Path, concurrency: int, output_tokens: int
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The server under test (1 compute thread): its url and the body fields that force the length."""
+    if kind == "llamacpp":
+        llama = LlamaCppServer()
+        url, _ = llama.start(out, out, Load(max(16, concurrency), output_tokens, 1))
+        try:
+            yield url, {**llama.extra_body(output_tokens), "cache_prompt": False}
+        finally:
+            llama.stop()
+        return
+    with served_llm.transformers_serve(cache_dir, out / "transformers-serve.log") as url:
+        yield url, {}
+
+
+def _length_body(kind: str, fixed: dict[str, Any], output_tokens: int) -> dict[str, Any]:
+    if kind == "llamacpp":
+        return fixed
+    config = {"max_new_tokens": output_tokens, "eos_token_id": -1, "do_sample": False}
+    return {"generation_config": json.dumps(config)}
+
+
+def _warm_up(url: str, model: str, body: dict[str, Any]) -> None:
+    """One greedy request first: transformers' CB manager keeps the first request's generation config."""
+    payload = {"model": model, "prompt": "Hello", "max_tokens": 4, **body}
+    request = urllib.request.Request(
+        f"{url}/v1/completions", json.dumps(payload).encode(), {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=300) as reply:
+        reply.read()
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = _parse(argv)
+    out = Path(args.out or f"/tmp/llm-endpoint-agreement-{int(time.time())}")
+    bins: dict[str, Path] = {}
+    for name in args.clients:
+        if name in PEER_PACKAGES:
+            bins[name], spent_s = ensure_peer(name)
+            print(
+                f"{name}: {PEER_PACKAGES[name]} in {bins[name].parent}"
+                + (f" (installed in {spent_s:.0f} s)" if spent_s else "")
+            )
+    cache_dir = Path(args.cache_dir)
+    model_id = served_llm.MODEL_ID
+    tokenizer = served_llm.model_folder(cache_dir)
+    with server(args.server, cache_dir, out, args.concurrency, args.output_tokens) as (url, fixed):
+        body = _length_body(args.server, fixed, args.output_tokens)
+        _warm_up(url, model_id, body)
+        input_tokens = args.input_tokens or DEFAULT_INPUT_TOKENS
+        work = Workload(
+            url, model_id, tokenizer, args.concurrency, args.requests, input_tokens, args.output_tokens, body
+        )
+        rows = _rounds(work, args.clients, bins, args.repeats, out, args.input_tokens is None)
+    _print(rows, args)
+
+
+Runner = Callable[[Workload, Path], tuple[list[Request], dict[str, float]]]
+
+
+def _rounds(
+    work: Workload, clients: Sequence[str], bins: dict[str, Path], repeats: int, out: Path, match_input: bool
+) -> list[dict[str, Any]]:
+    """Each client once per round, in turn; a client that fails is recorded with its reason. With
+    ``match_input`` the peers' prompt length becomes accelbench's mean prompt tokens (its prompts are its
+    workload's, salted, of stated lengths; the peers' are synthetic of a fixed length)."""
+    store = out / "accelbench-store"  # one store; its cache is the server's (the model is built once)
+    store.mkdir(parents=True, exist_ok=True)
+    if not (store / "cache").exists():
+        (store / "cache").symlink_to(work.tokenizer.parents[1], target_is_directory=True)
+    runners: dict[str, Runner] = {
+        "accelbench": lambda w, o: run_accelbench(w, o, store),
+        "aiperf": lambda w, o: run_aiperf(bins["aiperf"], w, o),
+        "guidellm": lambda w, o: run_guidellm(bins["guidellm"], w, o),
+    }
+    rows = []
+    for round_ in range(1, repeats + 1):
+        for name in clients:
+            load, started = _load(), time.monotonic()
+            row: dict[str, Any] = {"client": name, "round": round_, "load": load, "input": work.input_tokens}
+            try:
+                requests, own = runners[name](work, out / f"{name}-{round_}")
+                row |= {"requests": len(requests), "own": own, **(figures(requests) if requests else {})}
+                if match_input and own and own.get("mean_prompt_tokens"):
+                    work = dataclasses.replace(work, input_tokens=round(own["mean_prompt_tokens"]))
+                    match_input = False
+            except Exception as err:  # a failed client is reported, the others go on
+                row["error"] = str(err)[:300]
+            row["wall_s"] = time.monotonic() - started
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    return rows
+
+
+def _print(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    tokens_in = rows[-1]["input"] if rows else "?"
+    print(f"\nserver {args.server}, concurrency {args.concurrency}, {args.requests} requests, {tokens_in} in")
+    print(
+        f"(peers; accelbench: its own prompts) / {args.output_tokens} out, medians over {args.repeats} rounds"
+    )
+    medians: dict[str, dict[str, float]] = {}
+    for name in args.clients:
+        done = [r for r in rows if r["client"] == name and "ttft_p50_s" in r]
+        if done:
+            medians[name] = {m: statistics.median(r[m] for r in done) for m in METRICS}
+    header = f"{'client':<11}" + "".join(f"{m:>22}" for m in METRICS)
+    print(header)
+    base = medians.get("accelbench") or next(iter(medians.values()), None)
+    for name, values in medians.items():
+        cells = [
+            f"{values[m]:>12.4g} ({values[m] / base[m]:.3f})" if base else f"{values[m]:>22.4g}"
+            for m in METRICS
+        ]
+        print(f"{name:<11}" + "".join(f"{c:>22}" for c in cells))
+    reference = "accelbench" if "accelbench" in medians else next(iter(medians), "none")
+    print(f"(ratio) = client / {reference}; every figure from the client's per-request records")
+    print("each client's own summary figures (median over rounds; definitions as the tool states them):")
+    for name in args.clients:
+        owns = [r["own"] for r in rows if r["client"] == name and r.get("own")]
+        if owns:
+            keys = [k for k in owns[0] if all(k in o for o in owns)]
+            print(
+                f"  {name:<11}" + ", ".join(f"{k} {statistics.median(o[k] for o in owns):.4g}" for k in keys)
+            )
+    for row in rows:
+        if "error" in row:
+            print(f"{row['client']} round {row['round']}: {row['error']}")
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--requests", type=int, default=8)
+    parser.add_argument(
+        "--input-tokens", type=int, default=None, help="peers' prompt tokens (default: accelbench's mean)"
+    )
+    parser.add_argument("--output-tokens", type=int, default=64)
+    parser.add_argument("--server", choices=("transformers-cb", "llamacpp"), default="transformers-cb")
+    parser.add_argument("--clients", default=",".join(CLIENTS))
+    parser.add_argument("--cache-dir", default=str(Path.home() / ".cache" / "accelbench" / "cache"))
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args(argv)
+    args.clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+    unknown = [c for c in args.clients if c not in CLIENTS]
+    if unknown or args.repeats < 1 or args.concurrency < 1 or args.requests < 1 or args.output_tokens < 2:
+        parser.error(f"bad input: clients {unknown or 'ok'}, counts must be >= 1 (output tokens >= 2)")
+    return args
+
+
+if __name__ == "__main__":
+    main()

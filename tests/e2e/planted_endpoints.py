@@ -1,0 +1,390 @@
+"""Planted dishonest OpenAI-compatible servers: a proxy in front of any upstream OpenAI endpoint that
+cheats the way a vendor who read accelbench's code would (issue 31, item 5). Run as
+
+    python tests/e2e/planted_endpoints.py --upstream http://127.0.0.1:8000 --mode cache --port 9000
+
+or from a test with ``with planted_endpoint(upstream_url, "filler") as proxy: ... proxy.url``.
+
+Modes (``/v1/completions`` and ``/v1/chat/completions``; every other path is passed through):
+
+* ``honest``: plain pass-through; a streamed reply goes on event by event as the upstream sends it.
+* ``cache``: a reply cache keyed on the request with every run of >= 8 hex digits removed from the
+  prompt (so any hex salt is ignored); a hit replays the stored events at once, without the upstream.
+* ``filler``: a streamed reply starts at once with an event whose text is only whitespace, then the
+  upstream's reply follows (a fake first token that stops a naive TTFT clock early).
+* ``pad``: each reply gets ``PAD_REPEATS`` x the upstream's output tokens of a repeated filler token
+  appended (sent at once), and ``usage`` is raised by as many tokens (inflated output tokens/s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import copy
+import json
+import re
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
+
+MODES = ("honest", "cache", "filler", "pad")
+GENERATION_PATHS = ("/v1/completions", "/v1/chat/completions")
+SALT = re.compile(r"[0-9a-fA-F]{8,}")
+"""What the cache ignores: a run of 8 or more hex digits (a salt drawn as hex)."""
+FILLER_TEXT = " "
+PAD_TEXT = " the"
+"""One token in SmolLM2's tokenizer (and most BPE vocabularies)."""
+PAD_REPEATS = 1
+"""Filler tokens appended per upstream output token: 1 doubles every reply."""
+UPSTREAM_TIMEOUT_S = 600.0
+HOP_HEADERS = {"content-length", "transfer-encoding", "connection", "keep-alive", "content-encoding"}
+
+
+@dataclass(slots=True)
+class ProxyState:
+    """What the proxy did (read by tests): requests seen, upstream calls, cache hits."""
+
+    upstream: str
+    mode: str
+    requests: int = 0
+    upstream_calls: int = 0
+    cache_hits: int = 0
+    cache: dict[str, list[bytes]] = field(default_factory=dict)
+    """Stored replies: the key -> the raw SSE events (streamed) or the one JSON body (not streamed)."""
+
+
+KEYED = ("model", "prompt", "messages")
+"""What the cache keys on: the prompt, not the reply's length (a shorter ``max_tokens`` gets the stored
+reply cut), nor sampling or stream options."""
+
+
+def cache_key(path: str, body: dict[str, Any]) -> str:
+    """The prompt without its salt: hex runs of 8 or more removed from every string."""
+    kept = {key: body[key] for key in KEYED if key in body}
+    return path + " " + SALT.sub("", json.dumps(kept, sort_keys=True))
+
+
+def _max_tokens(body: dict[str, Any]) -> int | None:
+    value = body.get("max_completion_tokens", body.get("max_tokens"))
+    return value if isinstance(value, int) else None
+
+
+def _cut(stored: list[bytes], limit: int | None) -> list[bytes]:
+    """A stored stream cut to ``limit`` text events (one per token), its closing events kept with
+    ``usage`` lowered to match."""
+    texts = [e for e in stored if (p := _payload(e)) and p.get("choices") and _text_of(p["choices"][0])]
+    if limit is None or len(texts) <= limit:
+        return stored
+    kept, seen = [], 0
+    for event in stored:
+        payload = _payload(event)
+        is_text = bool(payload and payload.get("choices") and _text_of(payload["choices"][0]))
+        seen += is_text
+        if is_text and seen > limit:
+            continue
+        if payload and payload.get("usage") and not is_text:
+            event = _sse(_bumped(payload, limit - len(texts)))
+        kept.append(event)
+    return kept
+
+
+def _text_of(choice: dict[str, Any]) -> str | None:
+    """The text a choice carries (completions ``text``, chat ``delta.content`` or ``message.content``)."""
+    if "text" in choice:
+        return choice["text"]
+    holder = choice.get("delta") or choice.get("message") or {}
+    return holder.get("content")
+
+
+def _with_text(event: dict[str, Any], text: str, chat: bool) -> dict[str, Any]:
+    """A copy of a streamed event (ids, model, created kept) that carries only ``text``."""
+    made = {key: value for key, value in event.items() if key not in ("choices", "usage", "timings")}
+    choice: dict[str, Any] = {"index": 0, "finish_reason": None}
+    choice.update({"delta": {"content": text}} if chat else {"text": text, "logprobs": None})
+    made["choices"] = [choice]
+    return made
+
+
+def _sse(payload: dict[str, Any] | str) -> bytes:
+    data = payload if isinstance(payload, str) else json.dumps(payload)
+    return f"data: {data}\n\n".encode()
+
+
+def _payload(event: bytes) -> dict[str, Any] | None:
+    """The JSON of an SSE event's ``data:`` lines, None for ``[DONE]``, comments and non-JSON."""
+    lines = [
+        line[5:].strip() for line in event.decode(errors="replace").splitlines() if line.startswith("data:")
+    ]
+    data = "\n".join(lines)
+    if not data or data == "[DONE]":
+        return None
+    with contextlib.suppress(ValueError):
+        parsed = json.loads(data)
+        return parsed if isinstance(parsed, dict) else None
+    return None
+
+
+async def _events(reply: Any) -> AsyncIterator[bytes]:
+    """The upstream's SSE events as they arrive (each with its blank-line end); a tail without the
+    blank line at connection close is an event too."""
+    pending = b""
+    async for line in reply.content:
+        pending += line
+        if line in (b"\n", b"\r\n"):
+            yield pending
+            pending = b""
+    if pending.strip():
+        yield pending + b"\n"
+
+
+class Proxy:
+    """The aiohttp application of one planted server."""
+
+    def __init__(self, state: ProxyState) -> None:
+        self.state = state
+        self.session: ClientSession | None = None
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        app.on_cleanup.append(self._close)
+        return app
+
+    async def _close(self, app: web.Application) -> None:
+        if self.session is not None:
+            await self.session.close()
+
+    def _client(self) -> ClientSession:
+        if self.session is None:  # made on the serving loop; one connection per request
+            self.session = ClientSession(
+                connector=TCPConnector(force_close=True), timeout=ClientTimeout(total=UPSTREAM_TIMEOUT_S)
+            )
+        return self.session
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.state.requests += 1
+        raw = await request.read()
+        body: Any = None
+        with contextlib.suppress(ValueError):
+            body = json.loads(raw) if raw else None
+        if request.method != "POST" or request.path not in GENERATION_PATHS or not isinstance(body, dict):
+            return await self._plain(request, raw)
+        chat = request.path.endswith("chat/completions")
+        key = cache_key(request.path, body)
+        if self.state.mode == "cache" and key in self.state.cache:
+            self.state.cache_hits += 1
+            stored = _cut(self.state.cache[key], _max_tokens(body))
+            return await self._replay(request, stored, bool(body.get("stream")))
+        if body.get("stream"):
+            return await self._streamed(request, raw, key, chat)
+        return await self._whole(request, raw, key, chat)
+
+    def _upstream(self, request: web.Request, raw: bytes) -> Any:
+        self.state.upstream_calls += 1
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_HEADERS | {"host"}}
+        url = self.state.upstream.rstrip("/") + request.path_qs
+        return self._client().request(request.method, url, data=raw or None, headers=headers)
+
+    async def _plain(self, request: web.Request, raw: bytes) -> web.Response:
+        async with self._upstream(request, raw) as reply:
+            data = await reply.read()
+            headers = {k: v for k, v in reply.headers.items() if k.lower() not in HOP_HEADERS}
+            return web.Response(status=reply.status, body=data, headers=headers)
+
+    async def _whole(self, request: web.Request, raw: bytes, key: str, chat: bool) -> web.Response:
+        async with self._upstream(request, raw) as reply:
+            data = await reply.read()
+            if reply.status != 200:
+                return web.Response(status=reply.status, body=data, content_type=reply.content_type)
+        if self.state.mode == "pad":
+            data = _padded_body(data)
+        if self.state.mode == "cache":
+            self.state.cache[key] = [data]
+        return web.Response(status=200, body=data, content_type="application/json")
+
+    async def _replay(self, request: web.Request, stored: list[bytes], stream: bool) -> web.StreamResponse:
+        if not stream:
+            return web.Response(status=200, body=stored[0], content_type="application/json")
+        response = await _open_stream(request)
+        await response.write(b"".join(stored))
+        await response.write_eof()
+        return response
+
+    async def _streamed(self, request: web.Request, raw: bytes, key: str, chat: bool) -> web.StreamResponse:
+        response: web.StreamResponse | None = None
+        if self.state.mode == "filler":  # before the upstream is even asked
+            response = await _open_stream(request)
+            await response.write(_sse(_with_text({"object": "filler"}, FILLER_TEXT, chat)))
+        async with self._upstream(request, raw) as reply:
+            if reply.status != 200:
+                data = await reply.read()
+                if response is None:
+                    return web.Response(status=reply.status, body=data, content_type=reply.content_type)
+                await response.write(data)  # headers are gone: the error goes into the stream
+                await response.write_eof()
+                return response
+            response = response or await _open_stream(request)
+            stored = await self._relay(reply, response, chat)
+        if self.state.mode == "cache":
+            self.state.cache[key] = stored
+        await response.write_eof()
+        return response
+
+    async def _relay(self, reply: Any, response: web.StreamResponse, chat: bool) -> list[bytes]:
+        """Send the upstream's events on as they come (``pad``: hold the usage event and ``[DONE]``,
+        send the padding, then them with ``usage`` raised); return what was sent."""
+        sent: list[bytes] = []
+        held: list[bytes] = []
+        content_events = 0
+        last: dict[str, Any] = {}
+        async for event in _events(reply):
+            payload = _payload(event)
+            text = _text_of(payload["choices"][0]) if payload and payload.get("choices") else None
+            if self.state.mode == "pad" and _closing(event, payload, text):
+                held.append(event)
+                continue
+            if text:
+                content_events += 1
+                last = payload or {}
+            sent.append(event)
+            await response.write(event)
+        if self.state.mode == "pad":
+            tail = _padding(held, last, content_events, chat)
+            sent.extend(tail)
+            await response.write(b"".join(tail))
+        return sent
+
+
+def _closing(event: bytes, payload: dict[str, Any] | None, text: str | None) -> bool:
+    """``[DONE]``, or the event with the reply's ``usage`` and no text: what the pad goes before."""
+    if payload is None:
+        return bool(event.strip())
+    return "usage" in payload and not text
+
+
+async def _open_stream(request: web.Request) -> web.StreamResponse:
+    response = web.StreamResponse(
+        status=200, headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+    )
+    await response.prepare(request)
+    return response
+
+
+def _padding(held: list[bytes], last: dict[str, Any], content_events: int, chat: bool) -> list[bytes]:
+    """The pad events, then the held events with ``usage`` raised by the pad tokens."""
+    usage_tokens = next(
+        (p["usage"].get("completion_tokens") for e in held if (p := _payload(e)) and p.get("usage")), None
+    )
+    count = PAD_REPEATS * int(usage_tokens or content_events)
+    tail = [_sse(_with_text(last, PAD_TEXT, chat)) for _ in range(count)]
+    for event in held:
+        payload = _payload(event)
+        if payload is None:
+            tail.append(event)
+            continue
+        tail.append(_sse(_bumped(payload, count)))
+    return tail
+
+
+def _bumped(payload: dict[str, Any], count: int) -> dict[str, Any]:
+    raised = copy.deepcopy(payload)
+    usage = raised.get("usage") or {}
+    for name in ("completion_tokens", "total_tokens"):
+        if isinstance(usage.get(name), int):
+            usage[name] += count
+    return raised
+
+
+def _padded_body(data: bytes) -> bytes:
+    """A whole (not streamed) reply with the pad appended to its text and ``usage`` raised."""
+    reply = json.loads(data)
+    tokens = int((reply.get("usage") or {}).get("completion_tokens") or 1)
+    count = PAD_REPEATS * tokens
+    choice = reply["choices"][0]
+    if "text" in choice:
+        choice["text"] += PAD_TEXT * count
+    else:
+        choice["message"]["content"] = (choice["message"].get("content") or "") + PAD_TEXT * count
+    return json.dumps(_bumped(reply, count)).encode()
+
+
+@dataclass(slots=True)
+class RunningProxy:
+    """A proxy serving from a thread of its own: its url and what it did."""
+
+    url: str
+    state: ProxyState
+
+
+async def _serve(state: ProxyState, port: int) -> tuple[web.AppRunner, int]:
+    # a stop closes what is still open after 2 s (aiohttp waits 60 s for open connections by default)
+    runner = web.AppRunner(Proxy(state).app(), access_log=None, shutdown_timeout=2.0)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port)
+    await site.start()
+    bound = runner.addresses[0][1]
+    return runner, int(bound)
+
+
+@contextlib.contextmanager
+def planted_endpoint(upstream: str, mode: str, port: int = 0) -> Iterator[RunningProxy]:
+    """Serve the planted ``mode`` in front of ``upstream`` on 127.0.0.1 (``port`` 0: a free one) from a
+    thread with its own event loop; stopped on leaving the block."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r} (one of {', '.join(MODES)})")
+    state = ProxyState(upstream, mode)
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name=f"planted-{mode}", daemon=True)
+    thread.start()
+    runner, bound = asyncio.run_coroutine_threadsafe(_serve(state, port), loop).result(timeout=30)
+    try:
+        yield RunningProxy(f"http://127.0.0.1:{bound}", state)
+    finally:
+        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(timeout=30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=30)
+        loop.close()
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """Bad input: one line, exit 2 (no usage block)."""
+        print(f"error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = _Parser(description="a planted dishonest OpenAI-compatible proxy")
+    parser.add_argument("--upstream", required=True, help="the real server, e.g. http://127.0.0.1:8000")
+    parser.add_argument("--mode", required=True, choices=MODES)
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", args.upstream):
+        parser.error(f"--upstream {args.upstream!r} is not an http(s) URL")
+    if not 0 <= args.port < 65536:
+        parser.error(f"--port {args.port} is not a port")
+    return args
+
+
+def main(argv: list[str]) -> int:
+    """Serve until interrupted; one line and exit 2 on bad input or a port that cannot be bound."""
+    args = _parse(argv)
+    try:
+        with planted_endpoint(args.upstream, args.mode, args.port) as proxy:
+            print(f"planted {args.mode} proxy on {proxy.url} -> {args.upstream}", flush=True)
+            threading.Event().wait()
+    except OSError as err:
+        print(f"error: cannot serve on 127.0.0.1:{args.port}: {err.strerror or err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,304 @@
+"""The planted dishonest OpenAI-compatible servers (tests/e2e/planted_endpoints.py).
+
+First each mode against a tiny aiohttp fake upstream (fast, no model): what it changes and what it keeps.
+Then (``exhaustive`` until issue 31's endpoint client is merged) ``accelbench run --serve-url`` through each
+proxy in front of a real ``transformers serve``: the cheaters end ``disqualified``, the honest proxy not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e import served_llm
+from tests.e2e.cli import accelbench
+from tests.e2e.openai_fake import (
+    FIRST_TOKEN_S,
+    SALT_A,
+    SALT_B,
+    TOKEN_S,
+    TOKENS,
+    Reply,
+    Upstream,
+    fake_upstream,
+    post,
+    prompt,
+    read,
+    reply_words,
+    stream,
+    whole_reply,
+)
+from tests.e2e.planted_endpoints import FILLER_TEXT, PAD_TEXT, cache_key, planted_endpoint
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[Upstream]:
+    """The fake upstream on a free loopback port, for the module."""
+    with fake_upstream() as served:
+        yield served
+
+
+def test_honest_passes_every_event_on_as_it_comes(upstream: Upstream) -> None:
+    with planted_endpoint(upstream.url, "honest") as proxy:
+        through = stream(proxy.url, prompt(SALT_A))
+        direct = stream(upstream.url, prompt(SALT_A))
+        chat = stream(proxy.url, prompt(SALT_A), chat=True)
+        whole = whole_reply(proxy.url, prompt(SALT_A))
+        with urllib.request.urlopen(proxy.url + "/health", timeout=10) as health:
+            assert json.loads(health.read()) == {"status": "ok"}
+    assert through.events == direct.events and through.done
+    assert through.texts == reply_words(prompt(SALT_A), TOKENS)
+    assert chat.texts == reply_words(json.dumps([{"role": "user", "content": prompt(SALT_A)}]), TOKENS)
+    assert whole["choices"][0]["text"] == "".join(through.texts)
+    # streamed, not buffered: the tokens came spread over the upstream's decode time
+    assert through.arrivals_s[TOKENS - 1] - through.arrivals_s[0] >= 0.8 * (TOKENS - 1) * TOKEN_S
+    assert through.arrivals_s[0] >= FIRST_TOKEN_S
+    assert proxy.state.cache_hits == 0 and proxy.state.upstream_calls == 4  # 3 generations, /health
+
+
+def test_cache_replays_a_prompt_whose_salt_changed_at_once(upstream: Upstream) -> None:
+    with planted_endpoint(upstream.url, "cache") as proxy:
+        first = stream(proxy.url, prompt(SALT_A))
+        resalted = stream(proxy.url, prompt(SALT_B))
+        shorter = stream(proxy.url, prompt("feedfacefeedface"), max_tokens=3)
+        other = stream(proxy.url, prompt(SALT_B, "What is the capital of Peru?"))
+        whole_first = whole_reply(proxy.url, prompt(SALT_A, "Name a colour."))
+        whole_again = whole_reply(proxy.url, prompt(SALT_B, "Name a colour."))
+        state = proxy.state
+    assert state.cache_hits == 3 and state.upstream_calls == 3
+    assert resalted.texts == first.texts == reply_words(prompt(SALT_A), TOKENS)
+    assert resalted.texts != reply_words(prompt(SALT_B), TOKENS)  # the honest reply would differ
+    assert resalted.usage == first.usage and resalted.done
+    assert resalted.duration_s < first.duration_s / 3  # replayed without the upstream's decode time
+    # a shorter max_tokens (the repeat audit's) gets the stored reply cut, usage lowered to match
+    assert shorter.texts == first.texts[:3] and shorter.done
+    assert shorter.usage == {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
+    assert other.texts == reply_words(prompt(SALT_B, "What is the capital of Peru?"), TOKENS)
+    assert whole_again == whole_first
+
+
+def test_cache_key_is_the_prompt_without_hex_runs_of_eight_or_more() -> None:
+    body = {"model": "m", "prompt": "sys deadbeef01234567 user: add 1234567 and cafe", "max_tokens": 4}
+    same = body | {"prompt": "sys 89abcdef00000000ffff user: add 1234567 and cafe", "stream": True}
+    assert cache_key("/v1/completions", body) == cache_key("/v1/completions", same)
+    other = body | {"prompt": "sys x user: add 1234568 and cafe"}
+    assert cache_key("/v1/completions", body) != cache_key("/v1/completions", other)
+    for looser in ({"max_tokens": 5}, {"temperature": 0.7}, {"stream_options": {"include_usage": True}}):
+        assert cache_key("/v1/completions", body) == cache_key("/v1/completions", body | looser)
+    assert cache_key("/v1/completions", body) != cache_key("/v1/completions", body | {"model": "n"})
+    assert cache_key("/v1/completions", body) != cache_key("/v1/chat/completions", body)
+
+
+@pytest.mark.parametrize("chat", [False, True])
+def test_filler_sends_a_blank_first_event_before_the_upstream_answers(upstream: Upstream, chat: bool) -> None:
+    with planted_endpoint(upstream.url, "filler") as proxy:
+        reply = stream(proxy.url, prompt(SALT_A), chat=chat)
+        honest = stream(upstream.url, prompt(SALT_A), chat=chat)
+    assert reply.texts[0] == FILLER_TEXT and not FILLER_TEXT.strip()
+    assert reply.texts[1:] == honest.texts
+    assert reply.usage == honest.usage and reply.done
+    # the blank event came before the upstream's first token could have been sent
+    assert reply.arrivals_s[0] < FIRST_TOKEN_S <= reply.arrivals_s[1]
+
+
+def test_pad_appends_repeated_tokens_and_raises_usage(upstream: Upstream) -> None:
+    with planted_endpoint(upstream.url, "pad") as proxy:
+        reply = stream(proxy.url, prompt(SALT_A))
+        chat = stream(proxy.url, prompt(SALT_A), chat=True)
+        whole = whole_reply(proxy.url, prompt(SALT_A), chat=True)
+    honest = reply_words(prompt(SALT_A), TOKENS)
+    assert reply.texts == honest + [PAD_TEXT] * TOKENS
+    assert reply.usage == {"prompt_tokens": 7, "completion_tokens": 16, "total_tokens": 7 + 16}
+    assert reply.done and reply.events[-1]["choices"][0]["finish_reason"] == "length"
+    assert chat.texts[TOKENS:] == [PAD_TEXT] * TOKENS and chat.usage["completion_tokens"] == 2 * TOKENS
+    honest_chat = "".join(reply_words(json.dumps([{"role": "user", "content": prompt(SALT_A)}]), TOKENS))
+    assert whole["choices"][0]["message"]["content"] == honest_chat + PAD_TEXT * TOKENS
+    assert whole["usage"]["completion_tokens"] == 2 * TOKENS
+
+
+@pytest.mark.parametrize("mode", ["honest", "cache", "filler", "pad"])
+def test_an_upstream_error_comes_through(upstream: Upstream, mode: str) -> None:
+    with planted_endpoint(upstream.url, mode) as proxy:
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            _whole_model(proxy.url, "nope")
+        assert caught.value.code == 404
+        assert "no such model" in caught.value.read().decode()
+        if mode != "filler":  # filler has already answered 200 with its blank event
+            with pytest.raises(urllib.error.HTTPError) as streamed:
+                stream(proxy.url, prompt(SALT_A), model="nope")
+            assert streamed.value.code == 404
+
+
+def _whole_model(url: str, model: str) -> dict:
+    with urllib.request.urlopen(post(url, {"model": model, "prompt": "x"}), timeout=30) as reply:
+        return json.loads(reply.read())
+
+
+SCRIPT = Path(__file__).with_name("planted_endpoints.py")
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--upstream", "http://127.0.0.1:1", "--mode", "lie"], "invalid choice: 'lie'"),
+        (["--upstream", "not a url", "--mode", "cache"], "is not an http(s) URL"),
+        (["--upstream", "http://127.0.0.1:1", "--mode", "pad", "--port", "70000"], "is not a port"),
+    ],
+)
+def test_command_line_bad_input_is_one_line_and_exit_2(args: list[str], says: str) -> None:
+    done = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_command_line_serves_the_mode_until_interrupted(upstream: Upstream) -> None:
+    from accelbench.serving.process import free_port
+
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "--upstream", upstream.url, "--mode", "pad", "--port", str(port)],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(SCRIPT.parents[2])},
+    )  # fmt: skip
+    try:
+        assert server.stdout is not None
+        assert f"planted pad proxy on http://127.0.0.1:{port}" in server.stdout.readline()
+        reply = stream(f"http://127.0.0.1:{port}", prompt(SALT_A))
+        assert reply.usage["completion_tokens"] == 2 * TOKENS
+    finally:
+        server.send_signal(signal.SIGINT)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            server.wait(timeout=60)
+        if server.poll() is None:  # make test once: still running 20 s after SIGINT (see the proxy's stop)
+            server.kill()
+            server.wait()
+    assert server.returncode == 0
+
+
+# --- in front of a real OpenAI server: llama.cpp's (seconds to start) ------------------------------
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from accelbench.endpoint.llamacpp_server import LlamaCppServer
+    from tests.e2e.test_llamacpp_server import Settings
+
+    server = LlamaCppServer()
+    reason = server.unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    folder = tmp_path_factory.mktemp("llama")
+    url, _ = server.start(folder, folder, Settings(2, 16, 1))
+    yield url
+    server.stop()
+    assert server.leftovers == []
+
+
+def _llama_stream(url: str, salt: str, chat: bool) -> Reply:
+    text = f"Salt {salt}. The capital of France is"
+    body: dict = {"model": "smollm2-135m", "max_tokens": 6, "stream": True, "ignore_eos": True}
+    body |= {"cache_prompt": False, "temperature": 0, "stream_options": {"include_usage": True}}
+    body |= {"messages": [{"role": "user", "content": text}]} if chat else {"prompt": text}
+    return read(post(url, body, chat))
+
+
+@pytest.mark.parametrize("chat", [False, True])
+def test_every_mode_in_front_of_llamacpp(llama: str, chat: bool) -> None:
+    """The planted modes on a real server's streams (its event shapes, usage event and ``[DONE]``)."""
+    honest = _llama_stream(llama, SALT_A, chat)
+    assert honest.usage["completion_tokens"] == 6 and honest.done and "Paris" in "".join(honest.texts)
+    with planted_endpoint(llama, "honest") as proxy:
+        assert _llama_stream(proxy.url, SALT_A, chat).texts == honest.texts
+    with planted_endpoint(llama, "filler") as proxy:
+        filled = _llama_stream(proxy.url, SALT_A, chat)
+    assert filled.texts == [FILLER_TEXT, *honest.texts] and filled.usage == honest.usage
+    with planted_endpoint(llama, "pad") as proxy:
+        padded = _llama_stream(proxy.url, SALT_A, chat)
+    assert padded.texts == honest.texts + [PAD_TEXT] * 6 and padded.done
+    assert padded.usage["completion_tokens"] == 12
+    with planted_endpoint(llama, "cache") as proxy:
+        first = _llama_stream(proxy.url, SALT_A, chat)
+        replayed = _llama_stream(proxy.url, SALT_B, chat)
+        assert proxy.state.cache_hits == 1 and proxy.state.upstream_calls == 1
+    assert replayed.events == first.events and replayed.duration_s < first.duration_s / 3
+
+
+# --- through accelbench, in front of a real transformers serve ---------------------------------------
+
+REASON = served_llm.unavailable_reason()
+CHEATS = {  # mode: what the reason of the cheater's disqualification names
+    "cache": ("repeat", "cache"),
+    "filler": ("first", "filler"),
+    "pad": ("token", "pad", "repeat"),
+}
+
+
+SIZES = (
+    "--concurrency",
+    "1,2",
+    "--endpoint-requests",
+    "4",
+    "--output-tokens",
+    "16",
+    "--rules",
+    "quick",
+    "--no-probe",
+)
+"""Small: two points of 4 requests, 16-token replies (a padded reply, 32, is past 16 x 1.25 + 2)."""
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """One ``transformers serve`` (continuous batching) for every proxy, its model built in the cache of
+    the store the runs share (where their cells find it): the url and the store."""
+    store = tmp_path_factory.mktemp("planted-endpoints") / "store"
+    with served_llm.transformers_serve(store / "cache", store.parent / "server.log") as url:
+        yield url, store
+
+
+def _endpoint_run(url: str, store: Path) -> dict:
+    """``accelbench run --stacks llm@url --serve-url url`` of smollm2-135m: the run's one result."""
+    args = ["--workloads", "smollm2-135m", "--stacks", "llm@url", "--serve-url", url, *SIZES]
+    done = accelbench("run", *args, "--json", "--store", str(store), timeout_s=1500)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (result,) = json.loads(done.stdout)["results"]
+    return dict(result)
+
+
+@pytest.mark.slow
+@pytest.mark.exhaustive  # needs issue 31's --serve-url (accelbench/endpoint/): not on this branch yet
+@pytest.mark.timeout(3600)
+@pytest.mark.skipif(REASON is not None, reason=str(REASON))
+def test_accelbench_disqualifies_the_planted_servers_and_not_the_honest_proxy(
+    served: tuple[str, Path],
+) -> None:
+    url, store = served
+    results = {}
+    for mode in ("honest", *CHEATS):
+        with planted_endpoint(url, mode) as proxy:
+            results[mode] = _endpoint_run(proxy.url, store)
+            assert proxy.state.requests > 0
+            if mode == "cache":
+                assert proxy.state.cache_hits > 0  # the audit's re-salted prompts were replayed
+    honest = results["honest"]
+    assert honest["status"] != "disqualified", honest.get("reason")
+    points = honest["generation"]["curve"]
+    assert [point["concurrency"] for point in points] == [1, 2]
+    for point in points:
+        assert point["requests"] > 0 and point["error_rate"] == 0
+        assert 0 < point["ttft_p50_s"] <= point["ttft_p90_s"] <= point["ttft_p99_s"] < point["e2e_p99_s"]
+        assert point["output_tokens_per_s"] > 0
+    for mode, words in CHEATS.items():
+        cheat = results[mode]
+        assert cheat["status"] == "disqualified", (mode, cheat["status"], cheat.get("reason"))
+        reason = str(cheat.get("reason", "")).lower()
+        assert any(word in reason for word in words), (mode, reason)
