@@ -36,23 +36,24 @@ Schema history (bump ``SCHEMA_VERSION`` and add a line for every change of the s
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from accelbench.curve import EndpointFigures, generation_section
 from accelbench.result_upgrade import upgrade
 from accelbench.sections import AuditSection, GenerationFigures, ServerSearch, TrainingFigures, VariantInfo
 
 SCHEMA_VERSION = 7
 
-SECTIONS: Mapping[str, Any] = {
-    "audit": AuditSection,
-    "generation": GenerationFigures,
-    "variant_info": VariantInfo,
-    "training": TrainingFigures,
-    "server_search": ServerSearch,
+SECTIONS: Mapping[str, Callable[[Mapping[str, Any]], Any]] = {
+    "audit": AuditSection.from_dict,
+    "generation": generation_section,
+    "variant_info": VariantInfo.from_dict,
+    "training": TrainingFigures.from_dict,
+    "server_search": ServerSearch.from_dict,
 }
-"""The typed sections (``accelbench.sections``), each with its ``to_dict`` and ``from_dict``."""
+"""The typed sections' loaders (``accelbench.sections``, ``accelbench.curve``; ``to_dict`` writes each)."""
 
 STATUSES = (
     "ok",
@@ -293,8 +294,8 @@ class Result:
     figures: Figures | None = None
     server_search: ServerSearch | None = None
     """The probes of the server QPS search (``accelbench.scenarios.server_search``)."""
-    generation: GenerationFigures | None = None
-    """LLM decode figures of a generative workload's cell (``accelbench.generation.figures``)."""
+    generation: GenerationFigures | EndpointFigures | None = None
+    """An LLM cell's: decode figures (``accelbench.generation.figures``) or an endpoint's curve."""
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -380,9 +381,9 @@ def from_dict(doc: Mapping[str, Any]) -> Result:
     data["energy"] = record_of(Energy, data.get("energy"))
     data["device_memory"] = record_of(DeviceMemory, data.get("device_memory"))
     data["figures"] = record_of(Figures, data.get("figures"))
-    for name, kind in SECTIONS.items():
+    for name, load in SECTIONS.items():
         section = data.get(name)
-        data[name] = None if section is None else kind.from_dict(section)
+        data[name] = None if section is None else load(section)
     data["trial_p50_s"] = tuple(data.get("trial_p50_s", ()))
     data["warnings"] = tuple(data.get("warnings", ()))
     return Result(**data)

@@ -39,7 +39,7 @@ class Stored:
     batch_size: int | None
     machine_fingerprint: str
     curve: tuple[Mapping[str, Any], ...]
-    """An LLM endpoint cell's ``curve`` points (issue 31), when the document has them."""
+    """An LLM endpoint cell's ``generation.curve`` points (issue 31), when the document has them."""
 
 
 def stored(doc: Mapping[str, Any], where: str) -> Stored:
@@ -71,7 +71,7 @@ def stored(doc: Mapping[str, Any], where: str) -> Stored:
         threads=settings.get("threads") if isinstance(settings.get("threads"), int) else None,
         batch_size=settings.get("batch_size") if isinstance(settings.get("batch_size"), int) else None,
         machine_fingerprint=str(plain.get("machine_fingerprint") or ""),
-        curve=tuple(doc.get("curve") or ()),
+        curve=tuple((plain.get("generation") or {}).get("curve") or ()),
     )
 
 

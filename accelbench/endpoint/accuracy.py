@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from accelbench.curve import EndpointAccuracy
 from accelbench.endpoint.client import Prompt
 from accelbench.endpoint.records import RequestRecord
 from accelbench.generation.base import GenerationContext
@@ -23,6 +24,7 @@ from accelbench.generation.reference import sent_reference
 
 JUDGED = 4
 MIN_AGREEMENT = 0.6
+REFERENCE = "torch-eager fp32, greedy"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,14 +40,12 @@ class Accuracy:
     fake_fillers: int = 0
     """... of which the reference reply does not begin with that chunk (a filler, not the model's)."""
 
-    def to_dict(self) -> dict[str, Any]:
-        """The stored form (the ``generation`` section's ``accuracy``)."""
-        return {
-            "mean_share": round(self.mean_share, 4), "shares": [round(s, 4) for s in self.shares],
-            "concurrencies": list(self.concurrencies), "bar": MIN_AGREEMENT, "passed": self.passed,
-            "reference": "torch-eager fp32, greedy", "fillers": self.fillers,
-            "fake_fillers": self.fake_fillers,
-        }  # fmt: skip
+    def record(self) -> EndpointAccuracy:
+        """The stored record (the ``generation`` section's ``accuracy``), shares rounded to 4 digits."""
+        return EndpointAccuracy(
+            round(self.mean_share, 4), tuple(round(s, 4) for s in self.shares), self.concurrencies,
+            MIN_AGREEMENT, self.passed, REFERENCE, self.fillers, self.fake_fillers,
+        )  # fmt: skip
 
 
 def judged(records: Sequence[RequestRecord], prompts: dict[str, Prompt]) -> list[RequestRecord]:

@@ -35,13 +35,15 @@ from accelbench.endpoint.client import Prompt, Target
 from accelbench.endpoint.driver import TIMED, Load, run_point
 from accelbench.endpoint.outcome import Found, outcome
 from accelbench.endpoint.prompts import salted, seeded_texts
-from accelbench.endpoint.records import CurvePoint, RequestRecord
+from accelbench.curve import CurvePoint
+from accelbench.endpoint.records import RequestRecord
 from accelbench.endpoint.repeat import repeat_records
 from accelbench.endpoint.stack import URL, EndpointStack
 from accelbench.errors import Unavailable
 from accelbench.generation.base import GenerationContext
 from accelbench.generation.loadgen_tokens import scaled_bounds
 from accelbench.generation.models import LlmModel, load_model
+from accelbench.outcome import Outcome
 from accelbench.registry import instantiate
 
 AUTO_MAX = 32
@@ -77,8 +79,8 @@ def settings_of(spec: CellSpec, lengths: tuple[int, int]) -> Settings:
     )  # fmt: skip
 
 
-def measure(spec: CellSpec) -> dict[str, Any]:
-    """The outcome document of an endpoint cell (see the module text)."""
+def measure(spec: CellSpec) -> Outcome:
+    """The outcome of an endpoint cell (see the module text)."""
     stack: EndpointStack = instantiate(spec.stack_ref)
     reason = stack.unavailable_reason(spec.cell.device)
     if reason:

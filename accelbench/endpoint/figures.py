@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accelbench.endpoint.records import CurvePoint, RequestRecord
+from accelbench.curve import CurvePoint
+from accelbench.endpoint.records import RequestRecord
 
 EOS_TOKENS = 1
 """``usage`` may count one token more than the text shows (EOS has no text)."""

@@ -1,25 +1,28 @@
-"""The outcome document of an endpoint cell: status, audits, settings, and the ``generation`` section
-with the curve (``curve``: one ``CurvePoint.to_dict`` per concurrency, in ladder order, a step function:
-no figure between two points is implied).
+"""The outcome of an endpoint cell: the head (status, settings) and ``EndpointBody``, the audits and
+the ``generation`` section with the curve (``accelbench.curve.EndpointFigures``: one ``CurvePoint`` per
+concurrency, in ladder order, a step function: no figure between two points is implied).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from accelbench import audits
 from accelbench.cellspec import CellSpec
+from accelbench.curve import CurvePoint, EndpointFigures
 from accelbench.endpoint import audits as endpoint_audits
 from accelbench.endpoint.accuracy import Accuracy
 from accelbench.endpoint.figures import Bounds
 from accelbench.endpoint.prompts import SALT_BITS, length_text
-from accelbench.endpoint.records import CurvePoint, RequestRecord
+from accelbench.endpoint.records import RequestRecord
 from accelbench.endpoint.repeat import repeat_verdict
 from accelbench.endpoint.stack import EndpointStack
 from accelbench.generation.models import LlmModel
+from accelbench.outcome import Head, Outcome
+from accelbench.sections import AuditSection
 
 
 def invalid_reasons(curve: Sequence[CurvePoint], records: Sequence[RequestRecord], stopped: str) -> list[str]:
@@ -49,51 +52,79 @@ class Found:
     accuracy: Accuracy
 
 
+@dataclass(frozen=True, slots=True)
+class EndpointBody:
+    """The endpoint driver's part of a cell's outcome: the audits' section and the ``generation``
+    section (the curve and the endpoint settings)."""
+
+    audit: AuditSection
+    generation: EndpointFigures
+
+    def to_dict(self) -> dict[str, Any]:
+        """The body's keys of the stored document."""
+        return {"audit": self.audit.to_dict(), "generation": self.generation.to_dict()}
+
+    @classmethod
+    def from_dict(cls, document: Mapping[str, Any]) -> EndpointBody:
+        """The body of an outcome document (the head's keys are ignored)."""
+        return cls(
+            AuditSection.from_dict(document["audit"]), EndpointFigures.from_dict(document["generation"])
+        )
+
+
 def outcome(
     spec: CellSpec, stack: EndpointStack, model: LlmModel, settings: Any, found: Found, limits: Bounds
-) -> dict[str, Any]:
-    """The cell's outcome document."""
-    curve, timed, audited = found.curve, found.timed, found.audited
-    verdicts = endpoint_audits.verdicts([*timed, *audited], settings.max_tokens, found.accuracy)
-    verdicts += (repeat_verdict(audited),) if audited else ()  # none: the ladder stopped (invalid)
+) -> Outcome:
+    """The cell's outcome."""
+    verdicts = endpoint_audits.verdicts([*found.timed, *found.audited], settings.max_tokens, found.accuracy)
+    verdicts += (repeat_verdict(found.audited),) if found.audited else ()  # none: the ladder stopped
     failures = (
         [] if found.accuracy.passed else [f"accuracy vs fp32 reference {found.accuracy.mean_share:.2f}"]
     )
-    invalid = invalid_reasons(curve, timed, found.stopped)
+    invalid = invalid_reasons(found.curve, found.timed, found.stopped)
     status, reason = audits.cell_status(verdicts, failures, invalid, "")
-    best = max(curve, key=lambda p: p.output_tokens_per_s) if curve else None
-    generation = {
-        "endpoint": stack.name,
-        "model": model.name,
-        "params": model.params,
-        "api": settings.api,
-        "curve": [p.to_dict() for p in curve],
-        "max_output_tokens_per_s": best.output_tokens_per_s if best else 0.0,
-        "goodput_ttft_bound_s": limits.ttft_s,
-        "goodput_tpot_bound_s": limits.tpot_s,
-        "max_tokens": settings.max_tokens,
-        "length_distribution": length_text(settings.lengths),
-        "requests_file": _relative(Path(spec.cell_dir) / "requests.jsonl", Path(spec.run_dir)),
-        "duration_s": found.duration_s,
-        "accuracy": found.accuracy.to_dict(),
-    }
+    head = Head(
+        status, reason, effective_precision=stack.precision, versions=stack.versions(),
+        settings=_settings(spec, stack, settings),
+    )  # fmt: skip
+    body = EndpointBody(
+        audits.section(verdicts, salt_bits=SALT_BITS), figures(spec, stack, model, settings, found, limits)
+    )
+    return Outcome(head, body)
+
+
+def figures(
+    spec: CellSpec, stack: EndpointStack, model: LlmModel, settings: Any, found: Found, limits: Bounds
+) -> EndpointFigures:
+    """The ``generation`` section: the curve and the settings it was measured with."""
+    best = max(found.curve, key=lambda p: p.output_tokens_per_s) if found.curve else None
+    return EndpointFigures(
+        endpoint=stack.name,
+        model=model.name,
+        params=model.params,
+        api=settings.api,
+        curve=tuple(found.curve),
+        max_output_tokens_per_s=best.output_tokens_per_s if best else 0.0,
+        goodput_ttft_bound_s=limits.ttft_s,
+        goodput_tpot_bound_s=limits.tpot_s,
+        max_tokens=settings.max_tokens,
+        length_distribution=length_text(settings.lengths),
+        requests_file=_relative(Path(spec.cell_dir) / "requests.jsonl", Path(spec.run_dir)),
+        duration_s=found.duration_s,
+        accuracy=found.accuracy.record(),
+    )
+
+
+def _settings(spec: CellSpec, stack: EndpointStack, settings: Any) -> dict[str, Any]:
+    """The result's settings of an endpoint cell."""
     return {
-        "status": status,
-        "reason": reason,
-        "effective_precision": stack.precision,
-        "versions": stack.versions(),
-        "settings": {
-            "threads": spec.threads,
-            "seed": spec.seed,
-            "concurrency": list(settings.ladder),
-            "requests_per_point": settings.requests,
-            "max_tokens": settings.max_tokens,
-            "api_key_env": settings.api_key_env,
-            "serve_url": spec.serve_url if stack.server == "url" else None,
-        },
-        "audit": audits.section(verdicts, salt_bits=SALT_BITS),
-        "generation": generation,
-        "warnings": [],
+        "threads": spec.threads,
+        "seed": spec.seed,
+        "concurrency": list(settings.ladder),
+        "requests_per_point": settings.requests,
+        "max_tokens": settings.max_tokens,
+        "api_key_env": settings.api_key_env,
+        "serve_url": spec.serve_url if stack.server == "url" else None,
     }
 
 

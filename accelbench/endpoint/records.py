@@ -1,5 +1,5 @@
-"""The stored records of an endpoint cell: one ``RequestRecord`` per request (``requests.jsonl`` in the
-cell's folder) and one ``CurvePoint`` per concurrency (the result's ``curve``).
+"""The stored record of an endpoint cell's requests: one ``RequestRecord`` per request (``requests.jsonl``
+in the cell's folder; the curve's points are ``accelbench.curve.CurvePoint``).
 
 Times are seconds on the client's monotonic clock from the start of the point; the keys of ``to_dict``
 are the stored JSON keys (a contract with the planted servers' tests and the peer-agreement script).
@@ -73,46 +73,3 @@ class RequestRecord:
         fields = {k: v for k, v in data.items() if k in names}
         fields["chunk_s"] = tuple(fields.get("chunk_s", ()))
         return cls(**fields)
-
-
-@dataclass(frozen=True, slots=True)
-class CurvePoint:
-    """The figures of one fixed-concurrency point (seconds, tokens, per second)."""
-
-    concurrency: int
-    requests: int
-    output_tokens_per_s: float
-    """System output tokens per second: every ok reply's client-counted tokens over the point's span."""
-    tokens_per_s_per_user: float
-    """1 / p90 TPOT (0 when no reply has two tokens)."""
-    ttft_p50_s: float
-    ttft_p90_s: float
-    ttft_p99_s: float
-    tpot_p50_s: float
-    tpot_p90_s: float
-    tpot_p99_s: float
-    itl_p50_s: float
-    itl_p90_s: float
-    itl_p99_s: float
-    e2e_p50_s: float
-    e2e_p90_s: float
-    e2e_p99_s: float
-    requests_per_s: float
-    goodput_requests_per_s: float
-    """Ok replies within the TTFT and TPOT bounds, per second."""
-    error_rate: float
-    output_tokens: int = 0
-    duration_s: float = 0.0
-    filler_first_chunks: int = 0
-    usage_disagreements: int = 0
-    """Replies whose server ``usage`` differs from the client's count by more than an EOS token."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """The stored form (one entry of the result's ``curve``)."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CurvePoint:
-        """Inverse of ``to_dict`` (unknown keys ignored)."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})

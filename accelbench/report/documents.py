@@ -20,6 +20,7 @@ from accelbench.probe.roofline import MeasuredPeaks
 from accelbench.ranges import Range
 from accelbench.report.normalized import figures_document, range_document
 from accelbench.results import Result
+from accelbench.sections import GenerationFigures
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,7 @@ def _roofline(
     flops_peak, bytes_peak = machine_peak(peaks, "gemm", dtype), machine_peak(peaks, "bandwidth")
     if flops_peak is None or bytes_peak is None:
         return None
-    if result.generation is not None:
+    if isinstance(result.generation, GenerationFigures):
         cost = query_cost(result.cell.workload, result.cell.size, result.generation)
     else:
         cost = workload_cost(

@@ -7,11 +7,11 @@ implied between two rows. A cell that did not pass every audit says so in its st
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from rich.table import Table
 
+from accelbench.curve import CurvePoint, EndpointFigures
 from accelbench.results import Result
 
 TITLE = "Served LLM curves (fixed concurrency; client-side token counts)"
@@ -34,47 +34,48 @@ COLUMNS = (
 _LEFT = ("workload", "stack", "status")
 
 
-def is_curve(result: Result) -> bool:
-    """Whether ``result`` is an endpoint cell's (its ``generation`` section holds a ``curve``)."""
-    return bool(result.generation) and "curve" in (result.generation or {})
+def curve_of(result: Result) -> EndpointFigures | None:
+    """The endpoint section of ``result``, None when it is not an endpoint cell's."""
+    return result.generation if isinstance(result.generation, EndpointFigures) else None
 
 
 def curve_table(results: Sequence[Result]) -> Table | None:
     """One row per point of every endpoint result; None when there is none."""
-    curves = sorted((r for r in results if is_curve(r)), key=lambda r: r.cell.key)
+    curves = sorted(curves_of(results), key=lambda pair: pair[0].cell.key)
     if not curves:
         return None
     table = Table(title=TITLE, title_justify="left")
     for column in COLUMNS:
         table.add_column(column, justify="left" if column in _LEFT else "right")
-    for result in curves:
-        for point in (result.generation or {}).get("curve", []):
+    for result, section in curves:
+        for point in section.curve:
             table.add_row(*_row(result, point))
     return table
 
 
-def _row(result: Result, point: Mapping[str, Any]) -> list[str]:
+def curves_of(results: Sequence[Result]) -> list[tuple[Result, EndpointFigures]]:
+    """The endpoint results among ``results``, each with its section."""
+    return [(r, section) for r in results if (section := curve_of(r)) is not None]
+
+
+def _row(result: Result, point: CurvePoint) -> list[str]:
     return [
         result.cell.workload,
         result.cell.stack,
         result.status,
-        str(point.get("concurrency", "?")),
-        str(point.get("requests", "?")),
-        _fmt(point.get("output_tokens_per_s"), "{:.1f}"),
-        _fmt(point.get("tokens_per_s_per_user"), "{:.2f}"),
-        f"{_ms(point.get('ttft_p50_s'))} / {_ms(point.get('ttft_p90_s'))}",
-        f"{_ms(point.get('tpot_p50_s'))} / {_ms(point.get('tpot_p90_s'))}",
-        _ms(point.get("itl_p50_s")),
-        _fmt(point.get("e2e_p90_s"), "{:.2f}"),
-        _fmt(point.get("requests_per_s"), "{:.2f}"),
-        _fmt(point.get("goodput_requests_per_s"), "{:.2f}"),
-        _fmt(point.get("error_rate"), "{:.0%}"),
+        str(point.concurrency),
+        str(point.requests),
+        f"{point.output_tokens_per_s:.1f}",
+        f"{point.tokens_per_s_per_user:.2f}",
+        f"{_ms(point.ttft_p50_s)} / {_ms(point.ttft_p90_s)}",
+        f"{_ms(point.tpot_p50_s)} / {_ms(point.tpot_p90_s)}",
+        _ms(point.itl_p50_s),
+        f"{point.e2e_p90_s:.2f}",
+        f"{point.requests_per_s:.2f}",
+        f"{point.goodput_requests_per_s:.2f}",
+        f"{point.error_rate:.0%}",
     ]
 
 
-def _ms(value: Any) -> str:
-    return "-" if value is None else f"{value * 1e3:.0f}"
-
-
-def _fmt(value: Any, pattern: str) -> str:
-    return "-" if value is None else pattern.format(value)
+def _ms(value_s: float) -> str:
+    return f"{value_s * 1e3:.0f}"

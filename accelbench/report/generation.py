@@ -13,7 +13,6 @@ from typing import Any
 
 from rich.table import Table
 
-from accelbench.report.endpoint import is_curve
 from accelbench.report.section_table import section_table
 from accelbench.results import Result
 from accelbench.sections import GenerationFigures
@@ -39,8 +38,12 @@ _LEFT = ("workload", "stack", "scenario", "status", "precision / weights", "agre
 
 def generation_table(results: Sequence[Result]) -> Table | None:
     """One row per generative result; None when there is none."""
-    decode = [r for r in results if not is_curve(r)]  # endpoint cells: report.endpoint's table
-    return section_table(decode, lambda r: r.generation, TITLE, COLUMNS, _LEFT, _row)
+    return section_table(results, decode_of, TITLE, COLUMNS, _LEFT, _row)
+
+
+def decode_of(result: Result) -> GenerationFigures | None:
+    """The decode section of ``result`` (None for an endpoint cell's: ``report.endpoint``'s table)."""
+    return result.generation if isinstance(result.generation, GenerationFigures) else None
 
 
 def _row(result: Result, section: GenerationFigures) -> list[str]:

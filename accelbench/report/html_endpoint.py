@@ -4,12 +4,12 @@ against concurrency. Only measured points are drawn: a step between two of them 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from accelbench.report.endpoint import is_curve
+from accelbench.curve import CurvePoint
+from accelbench.report.endpoint import curves_of
 from accelbench.report.html_leaderboard import LAYOUT
 from accelbench.results import Result
 
@@ -21,24 +21,23 @@ def _label(result: Result) -> str:
 
 def curve_figures(title: str, results: Sequence[Result]) -> list[go.Figure]:
     """The step chart and the latency chart of the endpoint results among ``results`` (none: [])."""
-    curves = [(r, (r.generation or {}).get("curve") or []) for r in results if is_curve(r)]
-    curves = [(r, c) for r, c in curves if c]
+    curves = [(r, section.curve) for r, section in curves_of(results) if section.curve]
     if not curves:
         return []
     return [_pareto(title, curves), _latency(title, curves)]
 
 
-def _pareto(title: str, curves: Sequence[tuple[Result, Sequence[Mapping[str, Any]]]]) -> go.Figure:
+def _pareto(title: str, curves: Sequence[tuple[Result, Sequence[CurvePoint]]]) -> go.Figure:
     figure = go.Figure()
     for result, points in curves:
-        ordered = sorted(points, key=lambda p: float(p.get("tokens_per_s_per_user") or 0.0))
+        ordered = sorted(points, key=lambda p: p.tokens_per_s_per_user)
         figure.add_trace(
             go.Scatter(
-                x=[p.get("tokens_per_s_per_user") for p in ordered],
-                y=[p.get("output_tokens_per_s") for p in ordered],
+                x=[p.tokens_per_s_per_user for p in ordered],
+                y=[p.output_tokens_per_s for p in ordered],
                 mode="lines+markers+text",
                 line_shape="hv",
-                text=[f"c={p.get('concurrency')}" for p in ordered],
+                text=[f"c={p.concurrency}" for p in ordered],
                 textposition="top center",
                 name=_label(result),
             )
@@ -49,14 +48,17 @@ def _pareto(title: str, curves: Sequence[tuple[Result, Sequence[Mapping[str, Any
     return figure
 
 
-def _latency(title: str, curves: Sequence[tuple[Result, Sequence[Mapping[str, Any]]]]) -> go.Figure:
+def _latency(title: str, curves: Sequence[tuple[Result, Sequence[CurvePoint]]]) -> go.Figure:
     figure = go.Figure()
     for result, points in curves:
-        for key, what in (("ttft_p90_s", "TTFT p90"), ("tpot_p90_s", "TPOT p90")):
+        for values_s, what in (
+            ([p.ttft_p90_s for p in points], "TTFT p90"),
+            ([p.tpot_p90_s for p in points], "TPOT p90"),
+        ):
             figure.add_trace(
                 go.Scatter(
-                    x=[p.get("concurrency") for p in points],
-                    y=[(p.get(key) or 0.0) * 1e3 for p in points],
+                    x=[p.concurrency for p in points],
+                    y=[value_s * 1e3 for value_s in values_s],
                     mode="lines+markers",
                     line_shape="hv",
                     name=f"{_label(result)}: {what}",

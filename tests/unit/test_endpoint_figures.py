@@ -7,10 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from accelbench.curve import CurvePoint
 from accelbench.endpoint import audits
 from accelbench.endpoint.accuracy import Accuracy, judged, shared_share
 from accelbench.endpoint.figures import Bounds, itl_s, point, tpot_s, ttft_s, usage_disagrees
-from accelbench.endpoint.records import CurvePoint, RequestRecord
+from accelbench.endpoint.records import RequestRecord
 from accelbench.endpoint.repeat import repeat_verdict
 from accelbench.endpoint.sse import SseError, chunk_text, finish_reason, parse_line, usage_of, visible
 

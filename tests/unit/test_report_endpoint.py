@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from rich.console import Console
 
+from accelbench.curve import CurvePoint, EndpointFigures
 from accelbench.report.endpoint import curve_table
 from accelbench.report.generation import generation_table
 from accelbench.results import Cell, Result
 
 
+def _point(values: dict[str, float]) -> CurvePoint:
+    """A curve point with ``values`` and every other figure 0."""
+    zeros = {f.name: 0 for f in dataclasses.fields(CurvePoint)}
+    return CurvePoint.from_dict({**zeros, **values})
+
+
 def _result(points: list[dict[str, float]]) -> Result:
     cell = Cell("smollm2-135m", "llm@url", "single-stream", "cpu", "standard", "canonical")
-    return Result("r1", cell, "ok", generation={"endpoint": "llm@url", "curve": points})
+    curve = tuple(_point(p) for p in points)
+    section = EndpointFigures("llm@url", "smollm2-135m", 1, "chat", curve, 0.0, 2.0, 0.2, 8, "", "", 1.0)
+    return Result("r1", cell, "ok", generation=section)
 
 
 def test_one_row_per_point_and_none_in_the_decode_table() -> None:

@@ -1,0 +1,143 @@
+"""The stored figures of an endpoint cell (issue 31): its curve and the settings it was measured with.
+
+An endpoint cell (``accelbench.endpoint``) stores its section under the result's ``generation`` key, as
+the LLM decode cells do (``accelbench.sections.GenerationFigures``), with the curve at
+``generation.curve``: one ``CurvePoint`` per concurrency, in ladder order, a step function (no figure
+between two points is implied). ``EndpointFigures.from_dict`` reads every stored form of that section
+(results schema 7; those stored before the accuracy check lack ``accuracy``); ``generation_section``
+loads either kind of ``generation`` section, told apart by the ``curve`` key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from accelbench.sections import GenerationFigures
+
+
+@dataclass(frozen=True, slots=True)
+class CurvePoint:
+    """The figures of one fixed-concurrency point (seconds, tokens, per second)."""
+
+    concurrency: int
+    requests: int
+    output_tokens_per_s: float
+    """System output tokens per second: every ok reply's client-counted tokens over the point's span."""
+    tokens_per_s_per_user: float
+    """1 / p90 TPOT (0 when no reply has two tokens)."""
+    ttft_p50_s: float
+    ttft_p90_s: float
+    ttft_p99_s: float
+    tpot_p50_s: float
+    tpot_p90_s: float
+    tpot_p99_s: float
+    itl_p50_s: float
+    itl_p90_s: float
+    itl_p99_s: float
+    e2e_p50_s: float
+    e2e_p90_s: float
+    e2e_p99_s: float
+    requests_per_s: float
+    goodput_requests_per_s: float
+    """Ok replies within the TTFT and TPOT bounds, per second."""
+    error_rate: float
+    output_tokens: int = 0
+    duration_s: float = 0.0
+    filler_first_chunks: int = 0
+    usage_disagreements: int = 0
+    """Replies whose server ``usage`` differs from the client's count by more than an EOS token."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form (one entry of the section's ``curve``)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CurvePoint:
+        """Inverse of ``to_dict`` (unknown keys ignored)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointAccuracy:
+    """The accuracy check's stored figures (``accelbench.endpoint.accuracy``): the judged replies' shares
+    of the reference's text, the points they came from, the bar and whether the mean reached it."""
+
+    mean_share: float
+    shares: tuple[float, ...]
+    concurrencies: tuple[int, ...]
+    bar: float
+    passed: bool
+    reference: str
+    fillers: int = 0
+    """Judged replies whose first chunk was whitespace/punctuation only."""
+    fake_fillers: int = 0
+    """... of which the reference reply does not begin with that chunk (a filler, not the model's)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form (the section's ``accuracy``)."""
+        document = dataclasses.asdict(self)
+        document["shares"], document["concurrencies"] = list(self.shares), list(self.concurrencies)
+        return document
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EndpointAccuracy:
+        """Inverse of ``to_dict``."""
+        values = dict(data)
+        values["shares"] = tuple(values["shares"])
+        values["concurrencies"] = tuple(values["concurrencies"])
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointFigures:
+    """The ``generation`` section of an endpoint cell: the curve and the endpoint settings."""
+
+    endpoint: str
+    """The endpoint stack (``llm@url``, ``llm@transformers``, ...)."""
+    model: str
+    params: int
+    api: str
+    """The OpenAI API the requests used (``chat``)."""
+    curve: tuple[CurvePoint, ...]
+    max_output_tokens_per_s: float
+    """The best point's system output tokens/s (0 with no point)."""
+    goodput_ttft_bound_s: float
+    goodput_tpot_bound_s: float
+    max_tokens: int
+    length_distribution: str
+    requests_file: str
+    """``requests.jsonl``: relative to the run folder when inside it."""
+    duration_s: float
+    accuracy: EndpointAccuracy | None = None
+    """The accuracy check (None: stored before the check existed; the key is absent then)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored ``generation`` section."""
+        document = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        document["curve"] = [p.to_dict() for p in self.curve]
+        if self.accuracy is None:
+            del document["accuracy"]
+        else:
+            document["accuracy"] = self.accuracy.to_dict()
+        return document
+
+    @classmethod
+    def from_dict(cls, document: Mapping[str, Any]) -> EndpointFigures:
+        """A stored endpoint ``generation`` section."""
+        values = dict(document)
+        values["curve"] = tuple(CurvePoint.from_dict(p) for p in values["curve"])
+        accuracy = values.get("accuracy")
+        values["accuracy"] = None if accuracy is None else EndpointAccuracy.from_dict(accuracy)
+        return cls(**values)
+
+
+def generation_section(document: Mapping[str, Any]) -> GenerationFigures | EndpointFigures:
+    """A stored ``generation`` section: an endpoint cell's when it holds a ``curve``, else a decode
+    cell's."""
+    if "curve" in document:
+        return EndpointFigures.from_dict(document)
+    return GenerationFigures.from_dict(document)
