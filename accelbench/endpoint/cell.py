@@ -12,7 +12,12 @@
    for two points), a closed loop of fresh salted prompts (``accelbench.endpoint.driver``), the
    point's figures (``accelbench.endpoint.figures``). A point where every request failed ends the
    ladder (the server is gone); the points done are kept.
-4. Every request is a line of ``requests.jsonl`` in the cell's folder, written after each point (a
+4. The noise guard (``accelbench.meters.noise``) watches the ladder: other load outside the run's
+   process tree (a server the cell started is in it; a ``--serve-url`` server on this machine is the
+   run's too: its CPU time is the measured work, not a disturbance; any other process is other load),
+   steal, and the reference probe before and after. A disturbed curve is ``unstable`` (not measured
+   again: a curve is long, and the guard's evidence is stored with it).
+5. Every request is a line of ``requests.jsonl`` in the cell's folder, written after each point (a
    cell that times out keeps the points it finished there); the audits
    (``accelbench.endpoint.audits``) judge them; the status follows ``audits.cell_status``.
 """
@@ -29,13 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.cellspec import CellSpec
+from accelbench.curve import CurvePoint
 from accelbench.endpoint import figures as point_figures
 from accelbench.endpoint.accuracy import Accuracy, accuracy, judged
 from accelbench.endpoint.client import Prompt, Target
 from accelbench.endpoint.driver import TIMED, Load, run_point
 from accelbench.endpoint.outcome import Found, outcome
 from accelbench.endpoint.prompts import salted, seeded_texts
-from accelbench.curve import CurvePoint
 from accelbench.endpoint.records import RequestRecord
 from accelbench.endpoint.repeat import repeat_records
 from accelbench.endpoint.stack import URL, EndpointStack
@@ -43,6 +48,7 @@ from accelbench.errors import Unavailable
 from accelbench.generation.base import GenerationContext
 from accelbench.generation.loadgen_tokens import scaled_bounds
 from accelbench.generation.models import LlmModel, load_model
+from accelbench.meters import noise
 from accelbench.outcome import Outcome
 from accelbench.registry import instantiate
 
@@ -96,12 +102,14 @@ def measure(spec: CellSpec) -> Outcome:
     with serving(stack, spec, model, settings) as target:
         started = time.perf_counter()
         warm_up(target, tokenizer, spec, settings, count)
+        guard = noise.begin(Path(spec.run_dir), spec.serve_url if stack.server == URL else None)
         curve, records, stopped = ladder(target, tokenizer, spec, settings, count, limits)
+        probe = noise.end(guard)
         duration_s = time.perf_counter() - started
         audited = [] if stopped or not curve else _repeats(target, tokenizer, spec, settings, curve, count)
     append_records(Path(spec.cell_dir) / RECORDS_FILE, audited)
     checked = _accuracy(model, tokenizer, spec, settings, records)
-    found = Found(curve, records, audited, stopped, duration_s, checked)
+    found = Found(curve, records, audited, stopped, duration_s, checked, probe)
     return outcome(spec, stack, model, settings, found, limits)
 
 

@@ -21,7 +21,9 @@ from accelbench.endpoint.records import RequestRecord
 from accelbench.endpoint.repeat import repeat_verdict
 from accelbench.endpoint.stack import EndpointStack
 from accelbench.generation.models import LlmModel
+from accelbench.meters import noise
 from accelbench.outcome import Head, Outcome
+from accelbench.results import NoiseProbe
 from accelbench.sections import AuditSection
 
 
@@ -42,7 +44,8 @@ def invalid_reasons(curve: Sequence[CurvePoint], records: Sequence[RequestRecord
 @dataclass(frozen=True, slots=True)
 class Found:
     """What the cell measured: the curve, the curve's and the repeat audit's requests, the reason the
-    ladder stopped early ("" if it did not), its duration, and the accuracy check."""
+    ladder stopped early ("" if it did not), its duration, the accuracy check and the noise guard's
+    record."""
 
     curve: Sequence[CurvePoint]
     timed: Sequence[RequestRecord]
@@ -50,6 +53,8 @@ class Found:
     stopped: str
     duration_s: float
     accuracy: Accuracy
+    probe: NoiseProbe | None = None
+    """The noise guard's record of the ladder (None: not watched)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,10 +87,13 @@ def outcome(
         [] if found.accuracy.passed else [f"accuracy vs fp32 reference {found.accuracy.mean_share:.2f}"]
     )
     invalid = invalid_reasons(found.curve, found.timed, found.stopped)
-    status, reason = audits.cell_status(verdicts, failures, invalid, "")
+    probe = found.probe
+    unstable = noise.unstable_reason(probe) if probe is not None else ""
+    status, reason = audits.cell_status(verdicts, failures, invalid, unstable)
     head = Head(
-        status, reason, effective_precision=stack.precision, versions=stack.versions(),
+        status, reason, effective_precision=stack.precision, noise=probe, versions=stack.versions(),
         settings=_settings(spec, stack, settings),
+        warnings=tuple(noise.guard_warnings(probe)) if probe is not None else (),
     )  # fmt: skip
     body = EndpointBody(
         audits.section(verdicts, salt_bits=SALT_BITS), figures(spec, stack, model, settings, found, limits)

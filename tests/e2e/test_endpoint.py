@@ -6,6 +6,8 @@ point, 8 tokens per reply."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,9 +58,18 @@ def url_run(served: Served) -> tuple[dict[str, Any], list[RequestRecord]]:
     return result, [RequestRecord.from_dict(json.loads(line)) for line in lines]
 
 
+def measured(result: dict[str, Any]) -> None:
+    """The cell measured its curve: ``ok``, or ``unstable`` when the noise guard saw this busy machine
+    (its evidence stored with it: the status of an honest cell on a shared machine is not the test's)."""
+    assert result["status"] in ("ok", "unstable"), result["reason"]
+    noise = result["noise"]
+    assert noise is not None and noise["unstable"] == (result["status"] == "unstable")
+    assert result["reason"] == noise["reason"]
+
+
 def test_the_curve_has_a_point_per_concurrency_with_every_figure(url_run: tuple[dict[str, Any], Any]) -> None:
     result, _ = url_run
-    assert result["status"] == "ok", result["reason"]
+    measured(result)
     curve = result["generation"]["curve"]
     assert [p["concurrency"] for p in curve] == [1, 4] and [p["requests"] for p in curve] == [4, 4]
     for point in curve:
@@ -100,10 +111,28 @@ def test_every_request_is_recorded_and_counted_with_the_tokenizer(
 def test_llm_at_transformers_starts_and_stops_its_server(served: Served) -> None:
     args = ("--workloads", "tiny-llama", "--stacks", "llm@transformers", *SIZES)
     (result,) = run_document(served.store, *args)["results"]
-    assert result["status"] == "ok", result["reason"]
+    measured(result)
     assert [p["concurrency"] for p in result["generation"]["curve"]] == [1, 4]
     log = served.store / "runs" / result["run_id"]
     assert list(log.rglob("transformers.log"))
+
+
+def test_a_busy_client_machine_makes_the_curve_unstable(served: Served) -> None:
+    """A process outside the run keeps a core busy through the ladder: the guard marks the curve unstable
+    (the served model's own server, at --serve-url on this machine, is the run's: not other load)."""
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        args = ("--workloads", "tiny-llama", "--stacks", "llm@url", "--serve-url", served.url)
+        # 4 requests: the repeat audit's 4 pairs conclude (2 leave it inconclusive: unverified first)
+        tiny = ("--concurrency", "1", "--endpoint-requests", "4", "--output-tokens", "8", "--no-probe")
+        (result,) = run_document(served.store, *args, *tiny)["results"]
+    finally:
+        burner.kill()
+        burner.wait()
+    assert result["status"] == "unstable", result["reason"]
+    assert result["reason"].startswith("unstable: other processes kept")
+    assert result["noise"]["unstable"] and result["noise"]["other_load_cores"] >= 0.5
+    assert [p["concurrency"] for p in result["generation"]["curve"]] == [1]
 
 
 @pytest.mark.exhaustive  # 25-50 s; the client's unit tests cover the unreachable server's status
