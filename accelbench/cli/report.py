@@ -1,5 +1,5 @@
 """The commands of the CLI that write a file from stored runs: ``report`` (one self-contained HTML file)
-and ``export`` (CSV or JSON).
+and ``export`` (CSV or JSON; ``--format requests``: the endpoint cells' per-request records).
 
 ``register(app)`` adds them to the typer app of ``accelbench.cli``; bad input (an unknown run id, an
 empty store, an unknown subject for ``--explain``, an ``-o`` inside the store or over a file that is not
@@ -65,17 +65,28 @@ def report(
 
 def export(
     run_id: Annotated[str | None, typer.Argument(help="Run id (default: the latest run).")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="csv | json")] = "csv",
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format", help="csv | json | requests (endpoint cells' per-request records, JSON lines)"
+        ),
+    ] = "csv",
     output: Annotated[Path, typer.Option("-o", "--output", help="File to write.")] = Path("results.csv"),
     store_path: StoreOption = None,
     force: ForceOption = False,
 ) -> None:
-    """Export the results of a run to CSV or JSON."""
-    from accelbench.report.export import export_kind, export_results
+    """Export the results of a run to CSV or JSON, or its endpoint cells' per-request records."""
+    from accelbench.report.export import REQUESTS, export_kind, export_results
+    from accelbench.report.requests import export_requests
 
     checked_output(output, store_dir(store_path), export_kind(fmt), force)
     with chosen_store(store_path, read_only=True) as store:
-        export_results(store.results(chosen_run(store, run_id)), fmt, output)
+        run = chosen_run(store, run_id)
+        if fmt == REQUESTS:
+            count = export_requests(store.results(run), store.run_dir(run), output)
+            err_console.print(f"wrote {count} request records to {output}")
+            return
+        export_results(store.results(run), fmt, output)
     err_console.print(f"wrote {output}")
 
 

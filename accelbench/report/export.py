@@ -27,10 +27,13 @@ from typing import Any
 from accelbench.errors import UserError
 from accelbench.normalize import ranking
 from accelbench.outputs import Kind, write_atomically
+from accelbench.report import requests
 from accelbench.report.headline import headline, rules_of
 from accelbench.results import Result, to_dict
 
-FORMATS = ("csv", "json")
+FORMATS = ("csv", "json", "requests")
+REQUESTS = "requests"
+"""The endpoint cells' per-request records as JSON lines (``accelbench.report.requests``)."""
 OFFLINE = "offline"
 
 
@@ -109,6 +112,10 @@ def export_results(results: Sequence[Result], fmt: str, out: Path) -> None:
     first."""
     if fmt not in FORMATS:
         raise UserError(f"unknown export format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    if fmt == REQUESTS:
+        raise UserError(
+            "the requests export reads the run folder: accelbench.report.requests.export_requests"
+        )
 
     def write(stream: Any) -> None:
         if fmt == "json":
@@ -123,6 +130,8 @@ def export_results(results: Sequence[Result], fmt: str, out: Path) -> None:
 def export_kind(fmt: str) -> Kind:
     """How an earlier export in ``fmt`` begins: the CSV header, or a JSON list of result documents."""
     header = ",".join([*(name for name, _ in CSV_COLUMNS), "rank"]).encode()
+    if fmt == REQUESTS:
+        return requests.KIND
     if fmt == "json":
         return Kind("JSON export", lambda head: head.lstrip().startswith(b"[") and _json_list(head))
     return Kind("CSV export", lambda head: head.startswith(header))

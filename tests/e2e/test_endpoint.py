@@ -108,6 +108,24 @@ def test_every_request_is_recorded_and_counted_with_the_tokenizer(
         assert record.chunk_s and record.chunk_s[-1] <= record.end_s
 
 
+def test_export_writes_every_request_record_of_the_run(
+    url_run: tuple[dict[str, Any], list[RequestRecord]], served: Served, tmp_path: Path
+) -> None:
+    result, records = url_run
+    out = tmp_path / "requests.jsonl"
+    done = accelbench("export", result["run_id"], "--format", "requests", "-o", str(out),
+                      "--store", str(served.store))  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [RequestRecord.from_dict(line) for line in lines] == records and len(lines) == 16
+    assert {(line["run_id"], line["cell_key"]) for line in lines} == {(result["run_id"], _key(result))}
+
+
+def _key(result: dict[str, Any]) -> str:
+    cell = result["cell"]
+    return "/".join(str(cell[p]) for p in ("workload", "size", "variant", "stack", "device", "scenario"))
+
+
 def test_llm_at_transformers_starts_and_stops_its_server(served: Served) -> None:
     args = ("--workloads", "tiny-llama", "--stacks", "llm@transformers", *SIZES)
     (result,) = run_document(served.store, *args)["results"]
