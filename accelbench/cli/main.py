@@ -42,6 +42,7 @@ from accelbench.config import RunConfig, load_toml, suite, with_overrides, with_
 from accelbench.errors import UserError
 from accelbench.hardware.detect import Machine, detect_machine, machine_to_dict
 from accelbench.inputs import MAX_PROBE_BUDGET_S, RANGES, check_names, one_line, positive_finite
+from accelbench.meters.cost import HourlyRate, user_rate
 from accelbench.normalize import ranking
 from accelbench.normalize.expressiveness import expressiveness_section
 from accelbench.normalize.serving import serving_comparisons, serving_document
@@ -208,7 +209,9 @@ def _probe(run_dir: Path, config: RunConfig, machine: Machine, mode: cli_progres
     save_peaks(run_dir, peaks)
 
 
-def _print_results(store: Store, run_id: str, as_json: bool, include_unverified: bool = False) -> None:
+def _print_results(
+    store: Store, run_id: str, as_json: bool, include_unverified: bool = False, rate: HourlyRate | None = None
+) -> None:
     from accelbench.probe.peaks_file import load_peaks
     from accelbench.report.documents import normalized_documents
 
@@ -223,6 +226,7 @@ def _print_results(store: Store, run_id: str, as_json: bool, include_unverified:
         document.update(ranking.leaderboard_document(results, include_unverified))
         document.update(_generalization_section(results))
         document.update(serving_document(results))
+        document.update(endpoint_report.cost_document(results, rate) if rate is not None else {})
         terminal.print_json(document)
         return
     console.print(terminal.results_table(results, f"accelbench run {run_id}", include_unverified))
@@ -243,7 +247,7 @@ def _print_results(store: Store, run_id: str, as_json: bool, include_unverified:
     for table in (
         training_report.training_table(results),
         generation_report.generation_table(results),
-        endpoint_report.curve_table(results),
+        endpoint_report.curve_table(results, rate),
         served,
     ):
         if table is not None:
@@ -312,11 +316,18 @@ def show(
     store_path: StoreOption = None,
     as_json: JsonOption = False,
     include_unverified: UnverifiedOption = False,
+    price_per_hour: Annotated[
+        float | None,
+        typer.Option("--price-per-hour", help="USD per hour of the serving machine: $ per M output tokens."),
+    ] = None,
 ) -> None:
     """Show the results of a run: the leaderboard of verified cells, then the unverified ones apart."""
+    if price_per_hour is not None:
+        positive_finite("--price-per-hour", price_per_hour)
+    rate = user_rate(price_per_hour) if price_per_hour is not None else None
     with chosen_store(store_path, read_only=True) as store:
         chosen = chosen_run(store, run_id)
-        _print_results(store, chosen, as_json, include_unverified)
+        _print_results(store, chosen, as_json, include_unverified, rate)
 
 
 @app.command()

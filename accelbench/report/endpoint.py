@@ -1,17 +1,22 @@
 """Terminal table of the served-LLM curves (``accelbench.endpoint``): a row per point of each curve.
 
 Reads the ``generation`` section's ``curve`` of the endpoint cells; the only place its seconds and
-rates are formatted. The curve is a step function: each row is one measured concurrency, nothing is
-implied between two rows. A cell that did not pass every audit says so in its status column.
+rates are formatted. With a price per hour (``show --price-per-hour``, ``accelbench.meters.cost``), each
+point's $ per million output tokens: the machine's hour over the point's system output tokens/s (cost
+is computed at read time, not stored). The curve is a step function: each row is one measured
+concurrency, nothing is implied between two rows. A cell that did not pass every audit says so in its
+status column.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from rich.table import Table
 
 from accelbench.curve import CurvePoint, EndpointFigures
+from accelbench.meters.cost import HourlyRate, usd_per_million_queries
 from accelbench.results import Result
 
 TITLE = "Served LLM curves (fixed concurrency; client-side token counts)"
@@ -32,6 +37,7 @@ COLUMNS = (
     "errors",
 )
 _LEFT = ("workload", "stack", "status")
+COST_COLUMN = "$/M output tok"
 
 
 def curve_of(result: Result) -> EndpointFigures | None:
@@ -39,18 +45,41 @@ def curve_of(result: Result) -> EndpointFigures | None:
     return result.generation if isinstance(result.generation, EndpointFigures) else None
 
 
-def curve_table(results: Sequence[Result]) -> Table | None:
-    """One row per point of every endpoint result; None when there is none."""
+def curve_table(results: Sequence[Result], rate: HourlyRate | None = None) -> Table | None:
+    """One row per point of every endpoint result (with ``rate``: its $ per million output tokens, the
+    basis in the caption); None when there is none."""
     curves = sorted(curves_of(results), key=lambda pair: pair[0].cell.key)
     if not curves:
         return None
     table = Table(title=TITLE, title_justify="left")
-    for column in COLUMNS:
+    for column in (*COLUMNS, *((COST_COLUMN,) if rate else ())):
         table.add_column(column, justify="left" if column in _LEFT else "right")
     for result, section in curves:
         for point in section.curve:
-            table.add_row(*_row(result, point))
+            cost = [] if rate is None else [_usd(usd_per_million_output_tokens(rate, point))]
+            table.add_row(*_row(result, point), *cost)
+    if rate is not None:
+        table.caption = f"{COST_COLUMN}: the machine's hour at {rate.basis} over the point's output tokens/s"
     return table
+
+
+def usd_per_million_output_tokens(rate: HourlyRate, point: CurvePoint) -> float | None:
+    """Dollars for a million output tokens at the point's system output tokens/s (None: no tokens)."""
+    if point.output_tokens_per_s <= 0:
+        return None
+    return usd_per_million_queries(rate, 1.0 / point.output_tokens_per_s)
+
+
+def cost_document(results: Sequence[Result], rate: HourlyRate) -> dict[str, Any]:
+    """``show --json``'s served-LLM cost: the rate and, per point of each curve, $ per million output
+    tokens (null for a point without tokens)."""
+    points = [
+        {"cell_key": r.cell.key, "concurrency": p.concurrency,
+         "usd_per_million_output_tokens": usd_per_million_output_tokens(rate, p)}
+        for r, section in sorted(curves_of(results), key=lambda pair: pair[0].cell.key)
+        for p in section.curve
+    ]  # fmt: skip
+    return {"served_llm_cost": {"usd_per_hour": rate.usd_per_hour, "basis": rate.basis, "points": points}}
 
 
 def curves_of(results: Sequence[Result]) -> list[tuple[Result, EndpointFigures]]:
@@ -79,3 +108,7 @@ def _row(result: Result, point: CurvePoint) -> list[str]:
 
 def _ms(value_s: float) -> str:
     return f"{value_s * 1e3:.0f}"
+
+
+def _usd(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"

@@ -55,3 +55,23 @@ def test_the_html_step_chart_draws_the_measured_points_only() -> None:
     assert list(trace.x) == [2.55, 8.0] and list(trace.y) == [16.1, 7.4] and trace.line.shape == "hv"
     assert [list(t.y) for t in latency.data] == [[800.0, 0.0], [0.0, 450.0]]
     assert curve_figures("x", []) == []
+
+
+def test_with_a_price_per_hour_each_point_says_its_dollars_per_million_output_tokens() -> None:
+    from accelbench.meters.cost import user_rate
+    from accelbench.report.endpoint import cost_document
+
+    result = _result(
+        [{"concurrency": 1, "output_tokens_per_s": 10.0}, {"concurrency": 8, "output_tokens_per_s": 0}]
+    )
+    rate = user_rate(3.6)  # 0.001 $/s: a million tokens at 10 tok/s take 1e5 s
+    table = curve_table([result], rate)
+    assert table is not None and table.columns[-1].header == "$/M output tok"
+    console = Console(width=300, record=True)
+    console.print(table)
+    text = console.export_text()
+    assert "100.00" in text and "user-given 3.6 $/h" in text
+    document = cost_document([result], rate)["served_llm_cost"]
+    assert document["usd_per_hour"] == 3.6 and document["basis"] == "user-given 3.6 $/h"
+    assert [p["usd_per_million_output_tokens"] for p in document["points"]] == [100.0, None]  # 0 tok/s: none
+    assert curve_table([result]) is not None and curve_table([result]).columns[-1].header == "errors"  # type: ignore[union-attr]
