@@ -184,8 +184,8 @@ def mirror(name: str, pairs: Sequence[Pair]) -> Mirror:
     """The mirror of ``pairs``: for an honest stack the two members of a traffic pair are exchangeable, so
     a decisive difference is as likely either way (whatever the load does to single calls); a cache that
     serves a fraction of the repeats moves no median but wins every pair it hits."""
-    wins = sum(p.cold_s > MIRROR_FACTOR * p.hot_s for p in pairs)
-    losses = sum(p.hot_s > MIRROR_FACTOR * p.cold_s for p in pairs)
+    wins = sum(bool(p.cold_s > MIRROR_FACTOR * p.hot_s) for p in pairs)  # ints: 2**n must not overflow
+    losses = sum(bool(p.hot_s > MIRROR_FACTOR * p.cold_s) for p in pairs)
     return Mirror(name, len(pairs), wins, losses, _tail(wins, losses), _tail(losses, wins))
 
 

@@ -8,13 +8,14 @@ repeat a timed sample.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import numpy as np
 import pytest
 
-from accelbench.audits.feed import AuditFeed
-from accelbench.audits.repeat import repeat_verdict
+from accelbench.audits.feed import AuditFeed, Pair
+from accelbench.audits.repeat import Mirror, mirror, repeat_verdict
 from accelbench.audits.traffic import TrafficPairs
 from accelbench.audits.verdict import FAIL, PASS
 from tests.e2e.planted_traffic import MixedBatchCacheStack, _TrafficCache
@@ -112,3 +113,11 @@ def test_traffic_pairs_are_adjacent_whole_batches_with_different_seen_rows() -> 
     assert (first.position, first.hot_s, first.cold_s, first.hot_first) == (0, 0.5, 1.0, False)
     assert (second.position, second.hot_s, second.cold_s, second.hot_first) == (6, 0.1, 2.0, False)
     assert first.traffic and first.hot_sightings == 1 and second.hot_sightings == 2
+
+
+def test_the_mirror_counts_many_decisive_pairs_of_numpy_latencies() -> None:
+    """Latencies may be numpy floats: 2**n of a numpy count overflowed past 63 decisive pairs."""
+    won = [Pair(0, k, np.float64(1e-5), np.float64(1e-3), 1, hot_group=k, traffic=True) for k in range(200)]
+    assert mirror("all", won) == Mirror("all", 200, 200, 0, pytest.approx(2.0**-200), 1.0)
+    even = won[:100] + [dataclasses.replace(p, hot_s=p.cold_s, cold_s=p.hot_s) for p in won[100:]]
+    assert mirror("all", even).p_value == pytest.approx(0.5281, abs=1e-4)
