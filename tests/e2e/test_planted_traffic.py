@@ -47,7 +47,7 @@ def offline_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-@pytest.mark.exhaustive  # ~250 s: three standard offline trials per stack
+@pytest.mark.exhaustive  # 450 s here (loaded 2-core VM): three standard offline trials per stack
 def test_caches_of_the_timed_traffic_are_disqualified_by_the_repeat_audit(
     offline_run: dict[str, Any],
 ) -> None:
