@@ -23,10 +23,11 @@ Audit = Mapping[str, Any]
 
 
 def repeat_margin(audit: Audit) -> tuple[float, float, float] | None:
-    """The lower CI bound of the seen/never-seen ratio nearest its window's limit (over the run's windows
-    and the sighting-count windows kept), that limit, and the margin."""
+    """The lower CI bound of the seen/never-seen ratio nearest its window's limit (over the run's windows,
+    the sighting-count windows kept and the timed traffic's), that limit, and the margin."""
     entry = audit.get("repeat") or {}
     windows = [*(entry.get("windows") or []), *(entry.get("sighting_windows") or [])]
+    windows += entry.get("traffic_windows") or []
     if not windows:
         return None
     worst = min(windows, key=lambda w: w.get("limit", entry["limit"]) / w["ratio_low"])

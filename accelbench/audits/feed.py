@@ -56,6 +56,7 @@ from accelbench.audits.probes import (
     novel_floor,
     priming_counts,
 )
+from accelbench.audits.traffic import TrafficPairs
 from accelbench.workloads.base import Inputs
 
 PAIRS = 16
@@ -115,6 +116,8 @@ class AuditFeed:
         """For each cold sample, the hot sample whose shapes it has."""
         self.seen_pool: set[int] = set()
         self.novel_s: dict[tuple[tuple[int, ...], ...], list[float]] = {}
+        self.traffic = TrafficPairs(batch)
+        """Pairs of adjacent timed calls with more and fewer seen rows (``accelbench.audits.traffic``)."""
         """Latencies of never-seen inputs (timed samples' first sightings, cold members), by shapes."""
         self.sightings = [0] * HOT_SAMPLES
         """Sightings of every hot group so far (a cold group joins them once its pair completed)."""
@@ -186,9 +189,13 @@ class AuditFeed:
             self.checks.append(Check(trial.number, trial.position, origin, copy))
         elif event is not None and event.kind in ("hot", "cold") and event.number % self.batch == 0:
             self._observe_member(trial, event, latency_s)  # once per member: its batch's first row
-        if (event is None or event.kind == "check") and self.batch == 1 and index not in self.seen_pool:
-            self.seen_pool.add(index)  # a timed sample's first sighting: computed whatever the stack
-            self.novel_s.setdefault(_shapes(self.pool[index]), []).append(latency_s)
+        if event is None or event.kind == "check":
+            novel = index not in self.seen_pool
+            shapes = _shapes(self.pool[index])
+            self.traffic.row(trial.number, trial.position, index, novel, latency_s, shapes)
+            self.seen_pool.add(index)
+            if novel and self.batch == 1:  # a timed sample's first sighting: computed whatever the stack
+                self.novel_s.setdefault(shapes, []).append(latency_s)
         trial.position += 1
 
     def end_trial(self) -> None:
@@ -200,6 +207,8 @@ class AuditFeed:
             dataclasses.replace(p, novel_floor_s=floors[self._hot_shapes(p)]) if p.trial == number else p
             for p in self.pairs
         ]
+        self.pairs.extend(self.traffic.pairs)
+        self.traffic.pairs.clear()
         self.trial = None
 
     def _hot_shapes(self, pair: Pair) -> tuple[tuple[int, ...], ...]:

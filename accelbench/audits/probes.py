@@ -38,6 +38,12 @@ class Pair:
     novel_floor_s: float = math.inf
     """A low latency of the calls of the trial's never-seen inputs of the hot member's shapes (the
     first sightings of timed samples, at batch 1, and the cold members): ``novel_floor``."""
+    traffic: bool = False
+    """A pair of two adjacent timed calls, not of audit inputs (``accelbench.audits.traffic``): the hot
+    member is the one with more seen rows (``hot_sightings`` of them), ``hot_group`` its first sample's
+    pool index."""
+    hot_first: bool = False
+    """The hot member came first (recorded for traffic pairs)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ the model, is many times faster. Fewer than ``MIN_PAIRS`` completed pairs is inc
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,13 @@ FLOOR_PAIRS = 4
 """Pairs whose hot member beat the floor that fail the audit ..."""
 FLOOR_GROUPS = 2
 """... when they showed at least this many different hot groups."""
+TRAFFIC_MIN_PAIRS = 32
+"""Traffic pairs a group must hold to be judged: on a machine so loaded that calls take 1 to 100 times
+their work, honest medians of 8 traffic pairs read 3.6x (a heavily loaded quick offline run here)."""
+MIRROR_FACTOR = 1.5
+"""A traffic pair is decisive when one member ran this many times faster than the other."""
+MIRROR_MARGIN = 4
+"""Decisive wins of the seen calls, against losses, from which the traffic's mirror may fail."""
 KEPT_RANGES = 3
 """Sighting-count and seen-again windows kept in the evidence: those of the highest lower bounds."""
 
@@ -73,7 +81,127 @@ class Window:
 
 
 def repeat_verdict(pairs: Sequence[Pair], seed: int = 0) -> Verdict:
-    """Pass, fail or inconclusive from the completed pairs of every trial."""
+    """Pass, fail or inconclusive from the completed pairs of every trial: the probes' verdict, unless
+    they pass or cannot conclude and the timed traffic's pairs fail (``traffic_failure``)."""
+    verdict = _probe_verdict([p for p in pairs if not p.traffic], seed)
+    evidence = dict(verdict.evidence)
+    reason = traffic_failure([p for p in pairs if p.traffic], seed, evidence)
+    if verdict.outcome == FAIL or not reason:
+        return dataclasses.replace(verdict, evidence=evidence)
+    return Verdict("repeat", FAIL, reason, evidence)
+
+
+def traffic_failure(traffic: Sequence[Pair], seed: int, evidence: dict[str, Any]) -> str:
+    """Why the timed traffic's pairs fail (a window's interval above the limit, or a lopsided mirror),
+    or ""; their windows and mirrors go into ``evidence``."""
+    groups = traffic_groups(traffic)
+    windows = [_window(name, inside, seed, SUFFIX_CONFIDENCE) for name, inside in groups]
+    mirrors = [mirror(name, inside) for name, inside in groups]
+    evidence["traffic_pairs"] = len(traffic)
+    evidence["traffic_windows"] = [dataclasses.asdict(w) for w in sorted(windows, key=lambda w: -w.ratio_low)]
+    evidence["traffic_mirrors"] = [dataclasses.asdict(m) for m in sorted(mirrors, key=lambda m: m.p_value)]
+    failed = [w for w in windows if w.ratio_low > w.limit or w.ratio_high < 1 / w.limit]
+    if failed:
+        w = max(failed, key=lambda w: max(w.ratio_low, 1 / w.ratio_high))
+        faster = w.ratio_low > w.limit
+        figure, low, high = (
+            (w.ratio, w.ratio_low, w.ratio_high)
+            if faster
+            else (1 / w.ratio, 1 / w.ratio_high, 1 / w.ratio_low)
+        )
+        return (
+            f"timed samples seen before ran {figure:.2f}x {'faster' if faster else 'slower'} than first "
+            f"sightings next to them ({w.name}, {w.pairs} pairs, {w.confidence:.1%} CI {low:.2f}-{high:.2f}"
+            f" > limit {w.limit:g}): {_RECOGNISED}"
+        )
+    lopsided = [m for m in mirrors if m.lopsided]
+    if lopsided:
+        m = min(lopsided, key=lambda m: min(m.p_value, m.p_reverse))
+        faster = m.p_value <= m.p_reverse
+        wins, losses = (m.wins, m.losses) if faster else (m.losses, m.wins)
+        return (
+            f"timed samples seen before ran over {MIRROR_FACTOR:g}x {'faster' if faster else 'slower'} than "
+            f"the first sighting next to them in {wins} of {m.pairs} pairs, the reverse in {losses} "
+            f"({m.name}; p = {min(m.p_value, m.p_reverse):.1g}, limit: {MIRROR_MARGIN}x the reverse at "
+            f"p < {1 - SUFFIX_CONFIDENCE:g}): {_RECOGNISED}"
+        )
+    return ""
+
+
+_RECOGNISED = "the stack tells repeated inputs from new ones (outputs cached or work skipped on repeats)"
+
+
+def traffic_groups(traffic: Sequence[Pair]) -> list[tuple[str, list[Pair]]]:
+    """The named groups of the timed traffic's pairs (``accelbench.audits.traffic``) judged: all of them;
+    those whose seen call came first (a stack cannot dodge them: it does not know that its next call is a
+    first sighting) and the last 8, 16, ... of those (a cache that switched on late); and, in batches,
+    those whose seen call had ``k`` seen rows, for every ``k`` (a stack that saves work only on batches of
+    some mix of seen and never-seen rows, computing the others whole). Each holds ``TRAFFIC_MIN_PAIRS``
+    pairs or more, of two different seen samples or more."""
+    ordered = sorted(traffic, key=lambda p: (p.trial, p.position))
+    first = [p for p in ordered if p.hot_first]
+    named = [("timed traffic", ordered), ("timed traffic, seen call first", first)]
+    size = TRAFFIC_MIN_PAIRS
+    while size < len(first):
+        named.append((f"timed traffic, seen call first, last {size} pairs", first[-size:]))
+        size *= 2
+    counts = sorted({p.hot_sightings for p in ordered})
+    if len(counts) > 1:
+        for count in counts:
+            inside = [p for p in ordered if p.hot_sightings == count]
+            named.append((f"timed traffic, seen call of {count} seen rows", inside))
+    return [(name, inside) for name, inside in named if len(inside) >= TRAFFIC_MIN_PAIRS and _varied(inside)]
+
+
+@dataclass(frozen=True, slots=True)
+class Mirror:
+    """In a group of traffic pairs: how often the seen call ran ``MIRROR_FACTOR`` times faster than its
+    never-seen neighbour (``wins``), how often the reverse (``losses``), and the chance of so many wins
+    or more if both were equally likely (``p_value``)."""
+
+    name: str
+    pairs: int
+    wins: int
+    losses: int
+    p_value: float
+    p_reverse: float
+    """The chance of so many losses or more."""
+
+    @property
+    def lopsided(self) -> bool:
+        """Many more decisive wins than losses, or the reverse, beyond chance: the stack's work depends on
+        whether it saw the input before (cheaper, or dearer where it computes a probe-like call whole)."""
+        limit = 1 - SUFFIX_CONFIDENCE
+        won = self.wins >= MIN_PAIRS and self.wins >= MIRROR_MARGIN * self.losses and self.p_value < limit
+        lost = (
+            self.losses >= MIN_PAIRS and self.losses >= MIRROR_MARGIN * self.wins and self.p_reverse < limit
+        )
+        return won or lost
+
+
+def mirror(name: str, pairs: Sequence[Pair]) -> Mirror:
+    """The mirror of ``pairs``: for an honest stack the two members of a traffic pair are exchangeable, so
+    a decisive difference is as likely either way (whatever the load does to single calls); a cache that
+    serves a fraction of the repeats moves no median but wins every pair it hits."""
+    wins = sum(bool(p.cold_s > MIRROR_FACTOR * p.hot_s) for p in pairs)  # ints: 2**n must not overflow
+    losses = sum(bool(p.hot_s > MIRROR_FACTOR * p.cold_s) for p in pairs)
+    return Mirror(name, len(pairs), wins, losses, _tail(wins, losses), _tail(losses, wins))
+
+
+def _tail(wins: int, losses: int) -> float:
+    """The chance of ``wins`` or more of ``wins + losses`` fair coin tosses (in logs: exact big-integer
+    sums took a minute at 20000 decisive pairs, which an official offline run can hold)."""
+    tosses = wins + losses
+    if tosses == 0:
+        return 1.0
+    whole = math.lgamma(tosses + 1) - tosses * math.log(2)
+    logs = [whole - math.lgamma(k + 1) - math.lgamma(tosses - k + 1) for k in range(wins, tosses + 1)]
+    top = max(logs)
+    return min(1.0, math.exp(top) * math.fsum(math.exp(log - top) for log in logs))
+
+
+def _probe_verdict(pairs: Sequence[Pair], seed: int) -> Verdict:
+    """The verdict of the probes' pairs alone."""
     evidence: dict[str, Any] = {"pairs": len(pairs), "limit": SPEEDUP_LIMIT, "confidence": CONFIDENCE}
     if len(pairs) < MIN_PAIRS:
         reason = f"only {len(pairs)} seen/never-seen pairs completed (need {MIN_PAIRS})"

@@ -1,0 +1,128 @@
+"""The timed traffic's own pairs (``accelbench.audits.traffic``): a stack that serves the traffic's
+repeats and computes every probe honestly passes every probe window, and fails the traffic's.
+
+The cheats are the planted ones of ``tests/e2e/planted_traffic.py``, run on the fake clock of
+``test_audit_feed``: a long run (offline on a fast model issues several times its pool), where most calls
+repeat a timed sample.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from accelbench.audits.feed import AuditFeed, Pair
+from accelbench.audits.repeat import mirror, repeat_verdict
+from accelbench.audits.traffic import TrafficPairs
+from accelbench.audits.verdict import FAIL, PASS
+from tests.e2e.planted_traffic import MixedBatchCacheStack, _TrafficCache
+from tests.unit.test_audit_feed import POOL, Clock, drive, honest, make_feed, preempted, reference, sample
+
+Inputs = tuple[np.ndarray, ...]
+LONG = 1500
+"""Samples of a long run: about six times the pool of 256."""
+
+
+def probes_only(feed: AuditFeed) -> str:
+    return repeat_verdict([p for p in feed.pairs if not p.traffic]).outcome
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_cache_of_the_traffic_that_computes_whatever_looks_like_a_probe_fails(seed: int) -> None:
+    clock = Clock()
+    feed = make_feed(clock, seed=seed)
+    drive(feed, _TrafficCache(honest(clock), POOL), clock, LONG, expected=LONG)
+    assert probes_only(feed) == PASS  # the hole: every probe window passes
+    verdict = repeat_verdict(feed.pairs)
+    assert verdict.outcome == FAIL, verdict.reason
+    assert verdict.reason.startswith("timed samples seen before ran"), verdict.reason
+    assert verdict.evidence["traffic_pairs"] > 100
+    assert all(w["ratio_low"] < 1.25 for w in verdict.evidence["traffic_windows"])  # no median moves
+    worst = verdict.evidence["traffic_mirrors"][0]  # but the served repeats win their pairs outright
+    assert worst["wins"] >= 20 and worst["losses"] == 0 and worst["p_value"] < 1e-6, worst
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_an_honest_stack_passes_the_traffic_windows_under_heavy_load(seed: int) -> None:
+    clock = Clock()
+    feed = make_feed(clock, seed=seed)
+    drive(feed, preempted(clock, seed), clock, LONG, expected=LONG)
+    verdict = repeat_verdict(feed.pairs)
+    assert verdict.outcome == PASS, (seed, verdict.reason)
+    assert verdict.evidence["traffic_pairs"] > 100
+    assert all(w["ratio_low"] < 1.25 for w in verdict.evidence["traffic_windows"])
+    assert not any(m["wins"] >= 4 * max(1, m["losses"]) for m in verdict.evidence["traffic_mirrors"])
+
+
+def drive_batched(feed: AuditFeed, infer: Callable[[Inputs], np.ndarray], clock: Clock, issued: int) -> None:
+    """One offline trial of ``issued`` samples (a multiple of the feed's batch) cut into batches."""
+    feed.start_trial(issued, issued)
+    rng = np.random.default_rng(9)
+    for _ in range(issued // feed.batch):
+        indices = [int(rng.integers(POOL)) for _ in range(feed.batch)]
+        rows = [feed.sample(index) for index in indices]
+        begin = clock()
+        output = infer((np.concatenate([row[0] for row in rows]),))
+        for k, index in enumerate(indices):
+            feed.observe(index, clock() - begin, output[k : k + 1])
+    feed.end_trial()
+
+
+def per_row(clock: Clock, seed: int = 5) -> Callable[[Inputs], np.ndarray]:
+    """A model whose call costs 0.2 ms plus 0.1 ms per row, with jitter."""
+    jitter = np.random.default_rng(seed)
+
+    def infer(inputs: Inputs) -> np.ndarray:
+        clock.now_s += 1e-4 * (2 + len(inputs[0])) * (1 + 0.3 * jitter.random())
+        return reference(inputs)
+
+    return infer
+
+
+def batched_feed(clock: Clock, seed: int, batch: int = 8) -> AuditFeed:
+    pool = [sample(i) for i in range(POOL)]
+    return AuditFeed(pool, lambda k: sample(k, 10_000), 32, seed, clock=clock, batch=batch)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_cache_of_the_mixed_batches_fails_and_honest_batches_pass(seed: int) -> None:
+    """A timed batch late in a run mixes seen and never-seen rows; a probe's batch never does."""
+    clock = Clock()
+    feed = batched_feed(clock, seed)
+    drive_batched(feed, MixedBatchCacheStack().wrap(per_row(clock)), clock, 8 * 300)
+    assert probes_only(feed) == PASS  # the hole
+    verdict = repeat_verdict(feed.pairs)
+    assert verdict.outcome == FAIL and "timed samples seen before" in verdict.reason, verdict.reason
+    clock = Clock()
+    feed = batched_feed(clock, seed)
+    drive_batched(feed, per_row(clock, seed), clock, 8 * 300)
+    assert repeat_verdict(feed.pairs).outcome == PASS
+
+
+def test_traffic_pairs_are_adjacent_whole_batches_with_different_seen_rows() -> None:
+    pairs = TrafficPairs(batch=2)
+    shapes = ((1, 8),)
+    rows = [(0, 0, True, 1.0), (1, 1, True, 1.0), (2, 0, False, 0.5), (3, 2, True, 0.5)]
+    rows += [(6, 3, True, 2.0), (7, 4, True, 2.0), (8, 3, False, 0.1), (9, 4, False, 0.1)]
+    for position, index, novel, latency_s in rows:
+        pairs.row(0, position, index, novel, latency_s, shapes)
+    (first, second) = pairs.pairs  # positions 4-5 were a probe: 2-3 and 6-7 are not adjacent
+    assert (first.position, first.hot_s, first.cold_s, first.hot_first) == (0, 0.5, 1.0, False)
+    assert (second.position, second.hot_s, second.cold_s, second.hot_first) == (6, 0.1, 2.0, False)
+    assert first.traffic and first.hot_sightings == 1 and second.hot_sightings == 2
+
+
+def test_the_mirror_counts_many_decisive_pairs_of_numpy_latencies() -> None:
+    """Latencies may be numpy floats (2**n of a numpy count overflowed past 63 decisive pairs), and an
+    official offline run may hold tens of thousands of decisive pairs (exact sums took a minute)."""
+    won = [Pair(0, k, np.float64(1e-5), np.float64(1e-3), 1, hot_group=k, traffic=True) for k in range(200)]
+    found = mirror("all", won)
+    assert (found.name, found.pairs, found.wins, found.losses) == ("all", 200, 200, 0)
+    assert found.p_value == pytest.approx(2.0**-200) and found.p_reverse == pytest.approx(1.0)
+    even = won[:100] + [dataclasses.replace(p, hot_s=p.cold_s, cold_s=p.hot_s) for p in won[100:]]
+    assert mirror("all", even).p_value == pytest.approx(0.5281, abs=1e-4)
+    many = mirror("all", won * 100)
+    assert many.wins == 20_000 and many.p_value < 1e-300 and many.p_reverse == pytest.approx(1.0)
