@@ -121,7 +121,9 @@ def test_show_and_export_read_the_store(tiny_run: TinyRun, tmp_path: Path) -> No
     table = accelbench("show", "--store", str(store))
     assert "minilm-l6" in table.stdout and "onnxruntime" in table.stdout
     leaderboard, _, unverified = table.stdout.partition("Unverified cells")
-    assert "leaderboard (verified cells only)" in leaderboard and " null " not in leaderboard
+    # a leaderboard when a cell is ok; on a busy machine every honest cell may be unstable (noise guard)
+    ranks = any(r["status"] == "ok" for r in document["results"])
+    assert ("leaderboard (verified cells only)" in leaderboard) == ranks and " null " not in leaderboard
     assert "null" in unverified and "unverified" in unverified and "output audit" in unverified
     out = tmp_path / "r.csv"
     exported = accelbench("export", "--format", "csv", "-o", str(out), "--store", str(store))
