@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.cli import accelbench, measured_ok
+from tests.e2e.shared_run import TinyRun
 
 
 def _run(store: Path, *args: str) -> dict[str, dict[str, Any]]:
@@ -23,14 +24,15 @@ def _run(store: Path, *args: str) -> dict[str, dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """Offline at a fixed batch and server (single-stream: the shared tiny run's, ``tiny_run``)."""
     store = tmp_path_factory.mktemp("figures") / "store"
-    return _run(store, "--scenarios", "single-stream,offline,server", "--batch", "4")
+    return _run(store, "--scenarios", "offline,server", "--batch", "4")
 
 
 def test_single_stream_headline_is_loadgen_early_stopping_p90_with_the_sut_timer_beside(
-    quick: dict[str, dict[str, Any]],
+    tiny_run: TinyRun,
 ) -> None:
-    result = quick["single-stream"]
+    result = tiny_run.result("resnet50", "onnxruntime", "single-stream")
     figures = result["figures"]
     assert measured_ok(result), (result["status"], result["reason"])
     assert figures["metric"] == "latency_p90_s" and figures["batch"] == 1

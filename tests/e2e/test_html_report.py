@@ -23,9 +23,10 @@ import pytest
 
 from accelbench.normalize.peak_share import shares_above
 from accelbench.report.headline import QUICK_NOTE
-from accelbench.results import UNVERIFIED_STATUSES
+from accelbench.results import UNVERIFIED_STATUSES, Result
 from accelbench.store import open_store
 from tests.e2e.cli import accelbench
+from tests.e2e.shared_run import UNAVAILABLE_STACK, TinyRun
 from tests.unit.report_cases import bar_axes_not_from_zero, chart_documents
 
 ARTIFACTS = Path(os.environ.get("ACCELBENCH_ARTIFACTS", Path(__file__).parents[2] / "test-artifacts"))
@@ -46,51 +47,37 @@ normalized figures to draw), and this file tests the rendering, not an honest ce
 
 
 @pytest.fixture(scope="module")
-def report_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
-    """A tiny run with one unavailable stack and one ranked cell, rendered by ``accelbench report``:
-    (store, html, run id). The ranked cell is the run's own measured torch-eager record, stored again
-    through the store API with status ``ok`` whatever status the machine's load gave it."""
-    store, run_id, shown = _tiny_run(tmp_path_factory.mktemp("report") / "store")
-    statuses = {r["cell"]["stack"]: r["status"] for r in shown["results"]}
-    assert statuses["glow"] == "unavailable", statuses
-    assert all(statuses[s] in ("ok", *UNVERIFIED_STATUSES) for s in ("null", RANKED_STACK)), statuses
-    _store_as_ok(store, run_id, RANKED_STACK)
+def report_file(tiny_run: TinyRun, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    """The shared tiny run (one unavailable stack, glow) with one ranked cell, rendered by ``accelbench
+    report``: (store, html, run id). The ranked cell is the run's own measured torch-eager record of
+    resnet50 single-stream, stored again in a copy of the store through the store API with status ``ok``
+    whatever status the machine's load gave it."""
+    statuses = {r["cell"]["stack"]: r["status"] for r in tiny_run.document["results"]}
+    assert statuses[UNAVAILABLE_STACK] == "unavailable", statuses
+    ranked = tiny_run.result("resnet50", RANKED_STACK, "single-stream")
+    assert ranked["status"] in ("ok", *UNVERIFIED_STATUSES), ranked["status"]
+    assert tiny_run.result("resnet50", "null", "single-stream")["status"] in UNVERIFIED_STATUSES
+    store = tiny_run.writable_copy(tmp_path_factory.mktemp("report") / "store")
+    _store_as_ok(store, tiny_run.run_id, RANKED_STACK)
     output = tmp_path_factory.mktemp("html") / "report.html"
-    done = accelbench("report", run_id, "--store", str(store), "-o", str(output), timeout_s=300)
+    done = accelbench("report", tiny_run.run_id, "--store", str(store), "-o", str(output), timeout_s=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == str(output)
-    return store, output, run_id
+    return store, output, tiny_run.run_id
 
 
 def _store_as_ok(store_path: Path, run_id: str, stack: str) -> None:
-    """Store the run's measured ``stack`` cell again (same figures) with status ``ok``."""
+    """Store the run's measured resnet50 single-stream ``stack`` cell again (same figures) as ``ok``."""
+
+    def chosen(result: Result) -> bool:
+        cell = result.cell
+        return (cell.workload, cell.stack, cell.scenario) == ("resnet50", stack, "single-stream")
+
     with open_store(store_path) as store:
-        (measured,) = [r for r in store.results(run_id) if r.cell.stack == stack]
+        (measured,) = [r for r in store.results(run_id) if chosen(r)]
         assert measured.qps and measured.effective_precision not in ("", "none"), measured
         store.add_result(dataclasses.replace(measured, status="ok", reason=""))
-        assert [r.status for r in store.results(run_id) if r.cell.stack == stack] == ["ok"]
-
-
-def _tiny_run(store: Path) -> tuple[Path, str, dict[str, Any]]:
-    run = accelbench(
-        "run",
-        "--suite",
-        "tiny",
-        "--workloads",
-        "resnet50",
-        "--stacks",
-        "null,torch-eager,onnxruntime,glow",
-        "--scenarios",
-        "single-stream",
-        "--rules",
-        "quick",
-        "--store",
-        str(store),
-        "--json",
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    shown = json.loads(run.stdout)
-    return store, shown["run_id"], shown
+        assert [r.status for r in store.results(run_id) if chosen(r)] == ["ok"]
 
 
 class _Attributes(HTMLParser):
@@ -145,7 +132,7 @@ def test_report_renders_offline_in_chromium(report_file: tuple[Path, Path, str])
     assert found["drawn"] == found["declared"] == found["plots"]
     assert run_id in found["title"]
     assert found["sections"] >= {"summary", "leaderboard", "roofline", "explain", "history", "failures"}
-    assert "glow" in found["failures"] and "unavailable" in found["failures"]
+    assert UNAVAILABLE_STACK in found["failures"] and "unavailable" in found["failures"]
     assert found["barAxes"] and all(low <= 0 for kind, low in found["barAxes"] if kind == "linear")
 
 

@@ -98,7 +98,7 @@ def test_server_applies_bounds_and_counts_goodput(tmp_path: Path) -> None:
         PlantedGenerator(),
         PROMPTS,
         16,
-        TokenRun("server", 0.5, target_qps=8.0, bounds=tight),
+        TokenRun("server", 0.5, min_queries=16, target_qps=8.0, bounds=tight),  # INVALID at any length
         tmp_path / "tight",
     )
     assert not strict.valid

@@ -12,6 +12,7 @@ from accelbench.stats import (
     bootstrap_ci,
     drift,
     instability_warning,
+    median_ci,
     olympic_mean,
     ratio_ci,
     summarize_latencies,
@@ -121,3 +122,25 @@ def test_ratio_ci_with_a_single_or_constant_sample() -> None:
     assert ratio_ci([1.0, 1.0], [2.0, 2.0]) == (0.5, (0.5, 0.5))
     with pytest.raises(ValueError, match="median of b_s is 0"):
         ratio_ci([1.0], [0.0])
+
+
+@pytest.mark.parametrize("n", [12_000, 12_001])
+def test_large_samples_get_the_bootstrap_interval_of_the_median_computed_exactly(n: int) -> None:
+    """The exact limit agrees with 2000 drawn resamples to within their own Monte Carlo spread."""
+    values = np.random.default_rng(n).lognormal(-12.0, 0.3, n)
+    exact, drawn = median_ci(values), bootstrap_ci(values, np.median)
+    width = drawn[1] - drawn[0]
+    assert exact[0] < np.median(values) < exact[1]
+    assert abs(exact[0] - drawn[0]) < 0.1 * width and abs(exact[1] - drawn[1]) < 0.1 * width
+    assert summarize_latencies(values).median_ci_s == exact
+
+
+def test_eighty_thousand_tied_samples_get_their_interval_quickly() -> None:
+    """A null-stack cell's 84k latencies on a 100 ns grid: 7 s by resampling, milliseconds exactly."""
+    values = np.round(np.random.default_rng(5).lognormal(-12.0, 0.3, 84_001), 7)
+    start = time.perf_counter()
+    low, high = median_ci(values)
+    assert time.perf_counter() - start < 1.0
+    assert low <= np.median(values) <= high and low < high
+    assert {low, high} <= set(values.tolist())  # ends are sample values (odd n)
+    assert median_ci(np.full(20_000, 0.5)) == (0.5, 0.5)
