@@ -143,8 +143,7 @@ class Figures:
     from issue to completion, per query: a multi-stream query is 8 samples, a server latency includes
     the queueing. The SUT's own timer around each ``infer`` call is a diagnostic: ``sut_s`` and
     ``loadgen_s`` are the two timers' seconds per query (per sample for offline) and ``timer_ratio`` is
-    ``sut_s / loadgen_s``; a disagreement beyond ``accelbench.scenarios.figures.TIMER_TOLERANCE`` makes
-    the cell unstable.
+    ``sut_s / loadgen_s``; past ``accelbench.scenarios.figures.TIMER_TOLERANCE`` the cell is unstable.
     """
 
     scenario: str
