@@ -44,6 +44,9 @@ class Pair:
     pool index."""
     hot_first: bool = False
     """The hot member came first (recorded for traffic pairs)."""
+    order: bool = False
+    """A decisive order pair of ``accelbench.audits.traffic``: two adjacent timed calls of the same seen
+    rows, ``hot_s`` the first one's latency, ``cold_s`` the second's (the machine's order effect)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,6 @@ the model, is many times faster. Fewer than ``MIN_PAIRS`` completed pairs is inc
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from accelbench.audits.feed import Pair
+from accelbench.audits.traffic import DECISIVE
 from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS, Verdict
 
 SPEEDUP_LIMIT = 1.25
@@ -57,10 +57,16 @@ FLOOR_GROUPS = 2
 TRAFFIC_MIN_PAIRS = 32
 """Traffic pairs a group must hold to be judged: on a machine so loaded that calls take 1 to 100 times
 their work, honest medians of 8 traffic pairs read 3.6x (a heavily loaded quick offline run here)."""
-MIRROR_FACTOR = 1.5
+MIRROR_FACTOR = DECISIVE
 """A traffic pair is decisive when one member ran this many times faster than the other."""
 MIRROR_MARGIN = 4
-"""Decisive wins of the seen calls, against losses, from which the traffic's mirror may fail."""
+"""The odds of a decisive win of the seen calls, against the order pairs' odds at the seen call's place
+(first or second), from which a group's mirror may fail."""
+REFERENCE_PRIOR = 10
+"""Decisive order pairs counted each way before any is seen: a stack that leaves few (a cache of every
+repeat makes two seen calls equally fast) cannot make one or two of them the whole reference."""
+MIRROR_FAMILY = 0.001
+"""The chance that an honest cell fails any of its mirrors, shared out over them (Bonferroni)."""
 KEPT_RANGES = 3
 """Sighting-count and seen-again windows kept in the evidence: those of the highest lower bounds."""
 
@@ -94,12 +100,18 @@ def repeat_verdict(pairs: Sequence[Pair], seed: int = 0) -> Verdict:
 def traffic_failure(traffic: Sequence[Pair], seed: int, evidence: dict[str, Any]) -> str:
     """Why the timed traffic's pairs fail (a window's interval above the limit, or a lopsided mirror),
     or ""; their windows and mirrors go into ``evidence``."""
-    groups = traffic_groups(traffic)
-    windows = [_window(name, inside, seed, SUFFIX_CONFIDENCE) for name, inside in groups]
-    mirrors = [mirror(name, inside) for name, inside in groups]
-    evidence["traffic_pairs"] = len(traffic)
+    order = [p for p in traffic if p.order]
+    groups = traffic_groups([p for p in traffic if not p.order])
+    windows = [
+        _window(name, inside, seed, SUFFIX_CONFIDENCE) for name, inside, first in groups if first is None
+    ]
+    mirrors = [mirror(name, inside, order, first) for name, inside, first in groups if first is not None]
+    limit = MIRROR_FAMILY / max(1, 2 * len(mirrors))
+    evidence["traffic_pairs"] = sum(not p.order for p in traffic)
+    evidence["order_pairs"] = {"decisive": len(order), "first_faster": sum(p.cold_s > p.hot_s for p in order)}
     evidence["traffic_windows"] = [dataclasses.asdict(w) for w in sorted(windows, key=lambda w: -w.ratio_low)]
     evidence["traffic_mirrors"] = [dataclasses.asdict(m) for m in sorted(mirrors, key=lambda m: m.p_value)]
+    evidence["mirror_limit"] = limit
     failed = [w for w in windows if w.ratio_low > w.limit or w.ratio_high < 1 / w.limit]
     if failed:
         w = max(failed, key=lambda w: max(w.ratio_low, 1 / w.ratio_high))
@@ -114,7 +126,7 @@ def traffic_failure(traffic: Sequence[Pair], seed: int, evidence: dict[str, Any]
             f"sightings next to them ({w.name}, {w.pairs} pairs, {w.confidence:.1%} CI {low:.2f}-{high:.2f}"
             f" > limit {w.limit:g}): {_RECOGNISED}"
         )
-    lopsided = [m for m in mirrors if m.lopsided]
+    lopsided = [m for m in mirrors if m.lopsided(limit)]
     if lopsided:
         m = min(lopsided, key=lambda m: min(m.p_value, m.p_reverse))
         faster = m.p_value <= m.p_reverse
@@ -122,8 +134,9 @@ def traffic_failure(traffic: Sequence[Pair], seed: int, evidence: dict[str, Any]
         return (
             f"timed samples seen before ran over {MIRROR_FACTOR:g}x {'faster' if faster else 'slower'} than "
             f"the first sighting next to them in {wins} of {m.pairs} pairs, the reverse in {losses} "
-            f"({m.name}; p = {min(m.p_value, m.p_reverse):.1g}, limit: {MIRROR_MARGIN}x the reverse at "
-            f"p < {1 - SUFFIX_CONFIDENCE:g}): {_RECOGNISED}"
+            f"({m.name}; odds {m.odds_ratio:.3g}x those of the {m.reference_wins + m.reference_losses} "
+            f"decisive order pairs, p = {min(m.p_value, m.p_reverse):.1g}, limit: {MIRROR_MARGIN}x the "
+            f"odds at p < {limit:.1g}): {_RECOGNISED}"
         )
     return ""
 
@@ -131,73 +144,103 @@ def traffic_failure(traffic: Sequence[Pair], seed: int, evidence: dict[str, Any]
 _RECOGNISED = "the stack tells repeated inputs from new ones (outputs cached or work skipped on repeats)"
 
 
-def traffic_groups(traffic: Sequence[Pair]) -> list[tuple[str, list[Pair]]]:
-    """The named groups of the timed traffic's pairs (``accelbench.audits.traffic``) judged: all of them;
-    those whose seen call came first (a stack cannot dodge them: it does not know that its next call is a
-    first sighting) and the last 8, 16, ... of those (a cache that switched on late); and, in batches,
-    those whose seen call had ``k`` seen rows, for every ``k`` (a stack that saves work only on batches of
-    some mix of seen and never-seen rows, computing the others whole). Each holds ``TRAFFIC_MIN_PAIRS``
-    pairs or more, of two different seen samples or more."""
+def traffic_groups(traffic: Sequence[Pair]) -> list[tuple[str, list[Pair], bool | None]]:
+    """The named groups of the timed traffic's pairs (``accelbench.audits.traffic``) judged, each with
+    whether its seen calls came first (None: both ways; the windows judge those, the mirrors the
+    others): all of them; those whose seen call came first (a stack cannot dodge them: it does not know
+    that its next call is a first sighting) and the last 8, 16, ... of those (a cache that switched on
+    late); those whose seen call came second; and, in batches, those whose seen call had ``k`` seen rows,
+    for every ``k`` (a stack that saves work only on batches of some mix of seen and never-seen rows,
+    computing the others whole), both ways and each way. Each holds ``TRAFFIC_MIN_PAIRS`` pairs or more,
+    of two different seen samples or more."""
     ordered = sorted(traffic, key=lambda p: (p.trial, p.position))
     first = [p for p in ordered if p.hot_first]
-    named = [("timed traffic", ordered), ("timed traffic, seen call first", first)]
+    named: list[tuple[str, list[Pair], bool | None]] = [
+        ("timed traffic", ordered, None),
+        ("timed traffic, seen call first", first, None),
+        ("timed traffic, seen call first", first, True),
+        ("timed traffic, seen call second", [p for p in ordered if not p.hot_first], False),
+    ]
     size = TRAFFIC_MIN_PAIRS
     while size < len(first):
-        named.append((f"timed traffic, seen call first, last {size} pairs", first[-size:]))
+        name = f"timed traffic, seen call first, last {size} pairs"
+        named += [(name, first[-size:], None), (name, first[-size:], True)]
         size *= 2
     counts = sorted({p.hot_sightings for p in ordered})
     if len(counts) > 1:
         for count in counts:
             inside = [p for p in ordered if p.hot_sightings == count]
-            named.append((f"timed traffic, seen call of {count} seen rows", inside))
-    return [(name, inside) for name, inside in named if len(inside) >= TRAFFIC_MIN_PAIRS and _varied(inside)]
+            named.append((f"timed traffic, seen call of {count} seen rows", inside, None))
+            for hot_first, place in ((True, "first"), (False, "second")):
+                name = f"timed traffic, seen call {place}, of {count} seen rows"
+                named.append((name, [p for p in inside if p.hot_first == hot_first], hot_first))
+    return [
+        (name, inside, first)
+        for name, inside, first in named
+        if len(inside) >= TRAFFIC_MIN_PAIRS and _varied(inside)
+    ]
 
 
 @dataclass(frozen=True, slots=True)
 class Mirror:
-    """In a group of traffic pairs: how often the seen call ran ``MIRROR_FACTOR`` times faster than its
-    never-seen neighbour (``wins``), how often the reverse (``losses``), and the chance of so many wins
-    or more if both were equally likely (``p_value``)."""
+    """In a group of traffic pairs whose seen calls all came first (or all second): how often the seen
+    call ran ``MIRROR_FACTOR`` times faster than its never-seen neighbour (``wins``) and the reverse
+    (``losses``), against the decisive order pairs over the same span of the run: how often the call at
+    the seen call's place (first or second) was the faster one (``reference_wins``) or the slower one.
+    For an honest stack both are the same coin, however lopsided the machine makes it; ``p_value`` is
+    the chance of so many wins or more if they were (Fisher's exact test), ``p_reverse`` of so many
+    losses."""
 
     name: str
     pairs: int
     wins: int
     losses: int
+    reference_wins: int
+    reference_losses: int
     p_value: float
     p_reverse: float
-    """The chance of so many losses or more."""
 
     @property
-    def lopsided(self) -> bool:
-        """Many more decisive wins than losses, or the reverse, beyond chance: the stack's work depends on
-        whether it saw the input before (cheaper, or dearer where it computes a probe-like call whole)."""
-        limit = 1 - SUFFIX_CONFIDENCE
-        won = self.wins >= MIN_PAIRS and self.wins >= MIRROR_MARGIN * self.losses and self.p_value < limit
-        lost = (
-            self.losses >= MIN_PAIRS and self.losses >= MIRROR_MARGIN * self.wins and self.p_reverse < limit
-        )
+    def odds_ratio(self) -> float:
+        """The odds of a win (each count + 0.5) against the order pairs' (each + ``REFERENCE_PRIOR``)."""
+        won = (self.wins + 0.5) / (self.losses + 0.5)
+        prior = REFERENCE_PRIOR
+        return won / ((self.reference_wins + prior) / (self.reference_losses + prior))
+
+    def lopsided(self, limit: float) -> bool:
+        """Many more decisive wins than the order pairs allow, or losses, beyond chance at ``limit``:
+        the stack's work depends on whether it saw the input before (cheaper, or dearer where it
+        computes a probe-like call whole)."""
+        margin = MIRROR_MARGIN
+        won = self.wins >= MIN_PAIRS and self.odds_ratio >= margin and self.p_value < limit
+        lost = self.losses >= MIN_PAIRS and self.odds_ratio <= 1 / margin and self.p_reverse < limit
         return won or lost
 
 
-def mirror(name: str, pairs: Sequence[Pair]) -> Mirror:
-    """The mirror of ``pairs``: for an honest stack the two members of a traffic pair are exchangeable, so
-    a decisive difference is as likely either way (whatever the load does to single calls); a cache that
-    serves a fraction of the repeats moves no median but wins every pair it hits."""
+def mirror(name: str, pairs: Sequence[Pair], order: Sequence[Pair], hot_first: bool) -> Mirror:
+    """The mirror of ``pairs`` (seen call first if ``hot_first``, else second) against the decisive order
+    pairs ``order`` from the group's first pair on: a cache that serves a fraction of the repeats moves
+    no median but wins every pair it hits, and the order pairs keep the machine's own order effect out."""
     wins = sum(bool(p.cold_s > MIRROR_FACTOR * p.hot_s) for p in pairs)  # ints: 2**n must not overflow
     losses = sum(bool(p.hot_s > MIRROR_FACTOR * p.cold_s) for p in pairs)
-    return Mirror(name, len(pairs), wins, losses, _tail(wins, losses), _tail(losses, wins))
+    start = min(((p.trial, p.position) for p in pairs), default=(0, 0))
+    span = [p for p in order if (p.trial, p.position) >= start]
+    first_faster = sum(bool(p.cold_s > p.hot_s) for p in span)  # an order pair's hot_s came first
+    placed = first_faster if hot_first else len(span) - first_faster
+    reference = (placed, len(span) - placed)
+    return Mirror(name, len(pairs), wins, losses, *reference, *_fisher(wins, losses, *reference))
 
 
-def _tail(wins: int, losses: int) -> float:
-    """The chance of ``wins`` or more of ``wins + losses`` fair coin tosses (in logs: exact big-integer
-    sums took a minute at 20000 decisive pairs, which an official offline run can hold)."""
-    tosses = wins + losses
-    if tosses == 0:
-        return 1.0
-    whole = math.lgamma(tosses + 1) - tosses * math.log(2)
-    logs = [whole - math.lgamma(k + 1) - math.lgamma(tosses - k + 1) for k in range(wins, tosses + 1)]
-    top = max(logs)
-    return min(1.0, math.exp(top) * math.fsum(math.exp(log - top) for log in logs))
+def _fisher(wins: int, losses: int, reference_wins: int, reference_losses: int) -> tuple[float, float]:
+    """Fisher's exact test of the table (wins, losses / reference's, each + ``REFERENCE_PRIOR``): the
+    chance of ``wins`` or more, and of ``losses`` or more, with the margins fixed."""
+    from scipy.stats import fisher_exact
+
+    prior = REFERENCE_PRIOR
+    table = [[wins, losses], [reference_wins + prior, reference_losses + prior]]
+    greater = float(fisher_exact(table, alternative="greater").pvalue)
+    less = float(fisher_exact(table, alternative="less").pvalue)
+    return greater, less
 
 
 def _probe_verdict(pairs: Sequence[Pair], seed: int) -> Verdict:

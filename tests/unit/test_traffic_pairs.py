@@ -119,10 +119,70 @@ def test_the_mirror_counts_many_decisive_pairs_of_numpy_latencies() -> None:
     """Latencies may be numpy floats (2**n of a numpy count overflowed past 63 decisive pairs), and an
     official offline run may hold tens of thousands of decisive pairs (exact sums took a minute)."""
     won = [Pair(0, k, np.float64(1e-5), np.float64(1e-3), 1, hot_group=k, traffic=True) for k in range(200)]
-    found = mirror("all", won)
+    even = [Pair(0, k, np.float64(1e-3), np.float64(3e-3), 0, traffic=True, order=True) for k in range(50)]
+    even += [dataclasses.replace(p, hot_s=p.cold_s, cold_s=p.hot_s) for p in even]
+    found = mirror("all", won, even, hot_first=True)
     assert (found.name, found.pairs, found.wins, found.losses) == ("all", 200, 200, 0)
-    assert found.p_value == pytest.approx(2.0**-200) and found.p_reverse == pytest.approx(1.0)
-    even = won[:100] + [dataclasses.replace(p, hot_s=p.cold_s, cold_s=p.hot_s) for p in won[100:]]
-    assert mirror("all", even).p_value == pytest.approx(0.5281, abs=1e-4)
-    many = mirror("all", won * 100)
+    assert (found.reference_wins, found.reference_losses) == (50, 50)
+    assert found.p_value < 1e-25 and found.p_reverse == pytest.approx(1.0) and found.lopsided(1e-6)
+    half = won[:100] + [dataclasses.replace(p, hot_s=p.cold_s, cold_s=p.hot_s) for p in won[100:]]
+    assert 0.3 < mirror("all", half, even, hot_first=True).p_value < 0.7
+    many = mirror("all", won * 100, even * 100, hot_first=False)
     assert many.wins == 20_000 and many.p_value < 1e-300 and many.p_reverse == pytest.approx(1.0)
+
+
+def fading(clock: Clock, seed: int, onset: float = 0.25) -> Callable[[Inputs], np.ndarray]:
+    """An honest stack on a machine where interference starts abruptly (``onset`` of the calls: 1-4
+    times the work) and fades by 15% a call: the first of two adjacent calls is decisively faster more
+    often than the second (95 against 57 decisive pairs in a quick server cell here)."""
+    compute, rng = honest(clock, seed), np.random.default_rng(seed + 31)
+    extra = [0.0]
+
+    def infer(inputs: Inputs) -> np.ndarray:
+        extra[0] = extra[0] * 0.85 + (1e-3 * float(rng.uniform(1, 4)) if rng.random() < onset else 0.0)
+        clock.now_s += extra[0]
+        return compute(inputs)
+
+    return infer
+
+
+def test_the_order_of_two_calls_is_judged_against_the_machines_own_order_effect() -> None:
+    """Against a fair coin (a reference of 10 decisive pairs each way, ``REFERENCE_PRIOR``), the
+    seen-first pairs of such honest runs are lopsided (the seen call came first, and first calls win);
+    against the order pairs of each run, none fails. A cache of the traffic still fails."""
+    first: list[Pair] = []
+    failed = []
+    for seed in range(20):
+        clock = Clock()
+        feed = make_feed(clock, seed=seed)
+        drive(feed, fading(clock, seed), clock, 3 * LONG, expected=3 * LONG)
+        first += [p for p in feed.pairs if p.traffic and not p.order and p.hot_first]
+        assert sum(p.order for p in feed.pairs) > 100
+        verdict = repeat_verdict(feed.pairs)
+        if verdict.outcome != PASS:
+            failed.append((seed, verdict.reason))
+    coin = mirror("first", first, [], hot_first=True)
+    assert coin.wins > 100 and coin.losses < coin.wins / 4 and coin.p_value < 1e-9, coin
+    assert not failed, failed
+    clock = Clock()
+    feed = make_feed(clock, seed=3)
+    drive(feed, _TrafficCache(fading(clock, 3), POOL), clock, 3 * LONG, expected=3 * LONG)
+    verdict = repeat_verdict(feed.pairs)
+    assert verdict.outcome == FAIL and verdict.reason.startswith("timed samples seen before"), verdict.reason
+
+
+def test_order_pairs_are_disjoint_decisive_same_novelty_calls_outside_traffic_pairs() -> None:
+    pairs = TrafficPairs(batch=1)
+    shapes = ((1, 8),)
+    # novelty:  N    N    S    S    S    S    N    S    S    S
+    latency = [1.0, 2.0, 1.0, 3.0, 1.0, 1.2, 1.0, 1.0, 1.0, 5.0]
+    novel = [True, True, False, False, False, False, True, False, False, False]
+    for position, (seconds, new) in enumerate(zip(latency, novel, strict=True)):
+        pairs.row(0, position, position, new, seconds, shapes)
+    traffic = [(p.position, p.hot_first) for p in pairs.pairs if not p.order]
+    order = [(p.position, p.hot_s, p.cold_s) for p in pairs.pairs if p.order]
+    assert traffic == [(1, False), (5, True), (6, False)]
+    # (0, 1): 1 is in a traffic pair, dropped; (2, 3): 2 is; (3, 4): kept, decisive; (4, 5) shares 4;
+    # (7, 8): 7 is in a traffic pair; (8, 9): 9 closes no later call, a candidate still at the end
+    assert order == [(3, 3.0, 1.0)]
+    assert all(p.traffic and p.hot_first for p in pairs.pairs if p.order)
