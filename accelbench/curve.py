@@ -49,10 +49,37 @@ class CurvePoint:
     filler_first_chunks: int = 0
     usage_disagreements: int = 0
     """Replies whose server ``usage`` differs from the client's count by more than an EOS token."""
+    input_tokens: int = 0
+    """The point's prompts' tokens (the chat template's text, client-counted); 0 in records stored
+    before it was kept."""
+    energy_j: float | None = None
+    """What the point's window consumed (``accelbench.endpoint.energy``); None: not measured (a remote
+    server, no meter, or a record stored before)."""
+    energy_provenance: str = ""
+    """``measured`` or ``estimated`` (empty without energy)."""
+
+    @property
+    def joules_per_output_token(self) -> float | None:
+        """The point's energy over its ok replies' output tokens (None: no energy or no token)."""
+        if self.energy_j is None or self.output_tokens <= 0:
+            return None
+        return self.energy_j / self.output_tokens
+
+    @property
+    def joules_per_token(self) -> float | None:
+        """The point's energy over its prompt and output tokens (None: no energy or no token)."""
+        tokens = self.output_tokens + self.input_tokens
+        return self.energy_j / tokens if self.energy_j is not None and tokens > 0 else None
 
     def to_dict(self) -> dict[str, Any]:
-        """The stored form (one entry of the section's ``curve``)."""
-        return dataclasses.asdict(self)
+        """The stored form (one entry of the section's ``curve``; the keys added since results schema 7
+        was first written are left out where they hold nothing, as in the records stored before)."""
+        document = dataclasses.asdict(self)
+        if self.energy_j is None:
+            del document["energy_j"], document["energy_provenance"]
+        if not self.input_tokens:
+            del document["input_tokens"]
+        return document
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CurvePoint:
@@ -114,11 +141,16 @@ class EndpointFigures:
     duration_s: float
     accuracy: EndpointAccuracy | None = None
     """The accuracy check (None: stored before the check existed; the key is absent then)."""
+    energy_note: str = ""
+    """What the points' energy counts (the meter, and the estimate's formula for the last point), or why
+    the points have none (empty, and absent, in records stored before)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The stored ``generation`` section."""
         document = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         document["curve"] = [p.to_dict() for p in self.curve]
+        if not self.energy_note:
+            del document["energy_note"]
         if self.accuracy is None:
             del document["accuracy"]
         else:

@@ -12,7 +12,8 @@
    for two points), a closed loop of fresh salted prompts (``accelbench.endpoint.driver``), the
    point's figures (``accelbench.endpoint.figures``). A point where every request failed ends the
    ladder (the server is gone); the points done are kept.
-4. The noise guard (``accelbench.meters.noise``) watches the ladder: other load outside the run's
+4. Each point's energy (``accelbench.endpoint.energy``): metered where the server runs on this machine.
+   The noise guard (``accelbench.meters.noise``) watches the ladder: other load outside the run's
    process tree (a server the cell started is in it; a ``--serve-url`` server on this machine is the
    run's too: its CPU time is the measured work, not a disturbance; any other process is other load),
    steal, and the reference probe before and after. A disturbed curve is ``unstable`` (not measured
@@ -39,6 +40,7 @@ from accelbench.endpoint import figures as point_figures
 from accelbench.endpoint.accuracy import Accuracy, accuracy, judged
 from accelbench.endpoint.client import Prompt, Target
 from accelbench.endpoint.driver import TIMED, Load, run_point
+from accelbench.endpoint.energy import PointMeter, point_meter
 from accelbench.endpoint.outcome import Found, outcome
 from accelbench.endpoint.prompts import salted, seeded_texts
 from accelbench.endpoint.records import RequestRecord
@@ -102,14 +104,20 @@ def measure(spec: CellSpec) -> Outcome:
     with serving(stack, spec, model, settings) as target:
         started = time.perf_counter()
         warm_up(target, tokenizer, spec, settings, count)
-        guard = noise.begin(Path(spec.run_dir), spec.serve_url if stack.server == URL else None)
-        curve, records, stopped = ladder(target, tokenizer, spec, settings, count, limits)
+        serve_url = spec.serve_url if stack.server == URL else None
+        guard = noise.begin(Path(spec.run_dir), serve_url)
+        meter = point_meter(serve_url, started_here=stack.server != URL)
+        try:
+            curve, records, stopped = ladder(target, tokenizer, spec, settings, count, limits, meter)
+        finally:
+            meter.close()
         probe = noise.end(guard)
         duration_s = time.perf_counter() - started
         audited = [] if stopped or not curve else _repeats(target, tokenizer, spec, settings, curve, count)
     append_records(Path(spec.cell_dir) / RECORDS_FILE, audited)
     checked = _accuracy(model, tokenizer, spec, settings, records)
-    found = Found(curve, records, audited, stopped, duration_s, checked, probe)
+    note = f"{meter.note}; {meter.formula}" if meter.formula else meter.note
+    found = Found(curve, records, audited, stopped, duration_s, checked, probe, note)
     return outcome(spec, stack, model, settings, found, limits)
 
 
@@ -219,18 +227,24 @@ def ladder(
     settings: Settings,
     count: Callable[[str], int],
     limits: point_figures.Bounds,
+    meter: PointMeter | None = None,
 ) -> tuple[list[CurvePoint], list[RequestRecord], str]:
-    """The curve's points and every request; the reason the ladder stopped early ("" if it did not)."""
+    """The curve's points (each metered by ``meter``: ``accelbench.endpoint.energy``) and every request;
+    the reason the ladder stopped early ("" if it did not)."""
+    meter = meter or PointMeter(None, "")
     curve: list[CurvePoint] = []
     records: list[RequestRecord] = []
     for concurrency in concurrencies(settings.ladder, curve):
         n = settings.requests_at(concurrency)
         texts = seeded_texts(spec.input_seed, settings.lengths, n, "point", concurrency)
         prompts = salted(tokenizer, spec.input_seed, texts, "point", concurrency)
+        input_tokens = sum(count(p.text) for p in prompts)
+        meter.begin(concurrency)
         done = run_point(target, prompts, Load(concurrency, settings.max_tokens), count, [TIMED] * n)
+        energy = meter.end(concurrency)
         records += done
         append_records(Path(spec.cell_dir) / RECORDS_FILE, done)  # kept should the cell time out later
-        curve.append(point_figures.point(concurrency, done, limits))
+        curve.append(point_figures.point(concurrency, done, limits, input_tokens, energy))
         if not any(r.ok for r in done):
             return (
                 curve,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from accelbench.curve import CurvePoint
+from accelbench.endpoint.energy import PointEnergy
 from accelbench.endpoint.records import RequestRecord
 
 EOS_TOKENS = 1
@@ -70,8 +71,15 @@ def _three(values: Sequence[float]) -> tuple[float, float, float]:
     return _pct(values, 50), _pct(values, 90), _pct(values, 99)
 
 
-def point(concurrency: int, records: Sequence[RequestRecord], bounds: Bounds) -> CurvePoint:
-    """The ``CurvePoint`` of ``records`` (the point's requests, failed ones included)."""
+def point(
+    concurrency: int,
+    records: Sequence[RequestRecord],
+    bounds: Bounds,
+    input_tokens: int = 0,
+    energy: PointEnergy | None = None,
+) -> CurvePoint:
+    """The ``CurvePoint`` of ``records`` (the point's requests, failed ones included), whose prompts held
+    ``input_tokens`` and whose window consumed ``energy``."""
     ok = [r for r in records if r.ok]
     span = (max(r.end_s for r in records) - min(r.issue_s for r in records)) if records else 0.0
     per_s = 1.0 / span if span > 0 else 0.0
@@ -87,6 +95,7 @@ def point(concurrency: int, records: Sequence[RequestRecord], bounds: Bounds) ->
         *_three(ttfts), *tpot, *_three(gaps), *_three(e2es),
         len(ok) * per_s, len(good) * per_s, (len(records) - len(ok)) / len(records) if records else 0.0,
         tokens, span, sum(r.filler_first_chunk for r in records), sum(usage_disagrees(r) for r in ok),
+        input_tokens, energy.energy_j if energy else None, energy.provenance if energy else "",
     )  # fmt: skip
 
 

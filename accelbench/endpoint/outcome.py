@@ -55,6 +55,8 @@ class Found:
     accuracy: Accuracy
     probe: NoiseProbe | None = None
     """The noise guard's record of the ladder (None: not watched)."""
+    energy_note: str = ""
+    """What the points' energy counts, or why they have none (``accelbench.endpoint.energy``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +122,7 @@ def figures(
         requests_file=_relative(Path(spec.cell_dir) / "requests.jsonl", Path(spec.run_dir)),
         duration_s=found.duration_s,
         accuracy=found.accuracy.record(),
+        energy_note=found.energy_note,
     )
 
 

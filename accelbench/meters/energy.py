@@ -162,12 +162,14 @@ def choose_meter(
     socket_cores: int | None = None,
     powercap_root: Path = POWERCAP_ROOT,
     sync: Callable[[], None] | None = None,
+    cpu_s: Callable[[], float] = process_cpu_s,
 ) -> EnergyMeter:
     """The best meter for ``device``: NVML or amdsmi on ``cuda:N``; RAPL, else the estimate, on ``cpu``.
 
     ``tdp_w`` (socket TDP) and ``socket_cores`` override the matched chip row (``cpu_tdp``); with
     ``socket_cores`` given, each logical CPU counts as one core. A GPU without a readable counter raises
-    ``MeterUnavailable``: a CPU estimate would pass off host power as the GPU's.
+    ``MeterUnavailable``: a CPU estimate would pass off host power as the GPU's. ``cpu_s``: the CPU
+    seconds the estimate scales with (default this process's; a served cell's: its process tree's).
     """
     if device.startswith("cuda"):
         return _gpu_meter(device, sync or _cuda_sync(device))
@@ -180,7 +182,7 @@ def choose_meter(
         per_core = 1.0 if socket_cores else table.threads_per_core
         tdp = CpuTdp(tdp_w or table.tdp_w, socket_cores or table.socket_cores, "given", per_core)
     note = f"no hardware energy counter ({problem})" if problem else "no hardware energy counter"
-    return CpuEstimateMeter(tdp, machine.logical_cores, machine.sockets, note=note)
+    return CpuEstimateMeter(tdp, machine.logical_cores, machine.sockets, cpu_s=cpu_s, note=note)
 
 
 def _gpu_meter(device: str, sync: Callable[[], None]) -> EnergyMeter:

@@ -1,9 +1,11 @@
 """Terminal table of the served-LLM curves (``accelbench.endpoint``): a row per point of each curve.
 
 Reads the ``generation`` section's ``curve`` of the endpoint cells; the only place its seconds and
-rates are formatted. With a price per hour (``show --price-per-hour``, ``accelbench.meters.cost``), each
-point's $ per million output tokens: the machine's hour over the point's system output tokens/s (cost
-is computed at read time, not stored). The curve is a step function: each row is one measured
+rates are formatted. Each point's joules per output token and per token (prompt and output) come from
+the energy its window consumed (``accelbench.endpoint.energy``; ``est``: estimated, the meter in the
+caption). With a price per hour (``show --price-per-hour``, ``accelbench.meters.cost``), each point's $
+per million output tokens: the machine's hour over the point's system output tokens/s (cost is
+computed at read time, not stored). The curve is a step function: each row is one measured
 concurrency, nothing is implied between two rows. A cell that did not pass every audit says so in its
 status column.
 """
@@ -35,6 +37,8 @@ COLUMNS = (
     "req/s",
     "goodput req/s",
     "errors",
+    "J/output tok",
+    "J/tok (in+out)",
 )
 _LEFT = ("workload", "stack", "status")
 COST_COLUMN = "$/M output tok"
@@ -58,8 +62,14 @@ def curve_table(results: Sequence[Result], rate: HourlyRate | None = None) -> Ta
         for point in section.curve:
             cost = [] if rate is None else [_usd(usd_per_million_output_tokens(rate, point))]
             table.add_row(*_row(result, point), *cost)
+    captions = [
+        f"{r.cell.stack} energy: {section.energy_note.split(';')[0]}"
+        for r, section in curves
+        if section.energy_note
+    ]
     if rate is not None:
-        table.caption = f"{COST_COLUMN}: the machine's hour at {rate.basis} over the point's output tokens/s"
+        captions.append(f"{COST_COLUMN}: the machine's hour at {rate.basis} over the point's output tokens/s")
+    table.caption = "\n".join(captions) or None
     return table
 
 
@@ -103,7 +113,16 @@ def _row(result: Result, point: CurvePoint) -> list[str]:
         f"{point.requests_per_s:.2f}",
         f"{point.goodput_requests_per_s:.2f}",
         f"{point.error_rate:.0%}",
+        _joules(point.joules_per_output_token, point.energy_provenance),
+        _joules(point.joules_per_token, point.energy_provenance),
     ]
+
+
+def _joules(value: float | None, provenance: str) -> str:
+    """Joules per token; an estimate is marked ``est`` (``accelbench.endpoint.energy``)."""
+    if value is None:
+        return "-"
+    return f"{value:.3g} est" if provenance == "estimated" else f"{value:.3g}"
 
 
 def _ms(value_s: float) -> str:

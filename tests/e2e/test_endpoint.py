@@ -76,6 +76,12 @@ def test_the_curve_has_a_point_per_concurrency_with_every_figure(url_run: tuple[
         assert point["error_rate"] == 0 and point["output_tokens_per_s"] > 0
         assert 0 < point["ttft_p50_s"] <= point["ttft_p99_s"] <= point["e2e_p99_s"]
         assert point["tokens_per_s_per_user"] == pytest.approx(1 / point["tpot_p90_s"])
+        # the server listens on this machine: each point's window is metered (estimated here, no RAPL)
+        assert point["energy_provenance"] in ("estimated", "measured") and point["energy_j"] > 0
+        assert point["input_tokens"] >= point["requests"] * 8  # a chat template of a 32-token text at least
+        assert point["energy_j"] / point["duration_s"] < 1000  # watts: a 2-vCPU share of a socket
+    note = result["generation"]["energy_note"]
+    assert note.startswith(("cpu-estimate: the run's process tree", "rapl")), note
     accuracy = result["generation"]["accuracy"]
     assert accuracy["passed"] and accuracy["concurrencies"] == [1, 4] and len(accuracy["shares"]) == 8
     assert accuracy["mean_share"] >= 0.6

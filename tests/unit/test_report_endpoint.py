@@ -15,6 +15,7 @@ from accelbench.results import Cell, Result
 def _point(values: dict[str, float]) -> CurvePoint:
     """A curve point with ``values`` and every other figure 0."""
     zeros = {f.name: 0 for f in dataclasses.fields(CurvePoint)}
+    zeros |= {"energy_j": None, "energy_provenance": ""}
     return CurvePoint.from_dict({**zeros, **values})
 
 
@@ -74,4 +75,35 @@ def test_with_a_price_per_hour_each_point_says_its_dollars_per_million_output_to
     document = cost_document([result], rate)["served_llm_cost"]
     assert document["usd_per_hour"] == 3.6 and document["basis"] == "user-given 3.6 $/h"
     assert [p["usd_per_million_output_tokens"] for p in document["points"]] == [100.0, None]  # 0 tok/s: none
-    assert curve_table([result]) is not None and curve_table([result]).columns[-1].header == "errors"  # type: ignore[union-attr]
+    assert curve_table([result]) is not None and curve_table([result]).columns[-1].header == "J/tok (in+out)"  # type: ignore[union-attr]
+
+
+def test_each_point_says_its_joules_per_output_token_and_per_token_with_the_meter() -> None:
+    estimated = {"concurrency": 1, "output_tokens": 200, "input_tokens": 300, "energy_j": 50.0}
+    measured = {"concurrency": 2, "output_tokens": 400, "input_tokens": 600, "energy_j": 40.0}
+    result = _result(
+        [{**estimated, "energy_provenance": "estimated"}, {**measured, "energy_provenance": "measured"}]
+    )
+    note = "cpu-estimate: the run's process tree (server and client); E = W x ..."
+    section = dataclasses.replace(result.generation, energy_note=note)  # type: ignore[arg-type]
+    remote = _result([{"concurrency": 1, "output_tokens": 100}])
+    remote_section = dataclasses.replace(remote.generation, energy_note="energy not measured: remote")  # type: ignore[arg-type]
+    table = curve_table(
+        [
+            dataclasses.replace(result, generation=section),
+            dataclasses.replace(remote, generation=remote_section),
+        ]
+    )
+    assert table is not None and [c.header for c in table.columns[-2:]] == ["J/output tok", "J/tok (in+out)"]
+    console = Console(width=300, record=True)
+    console.print(table)
+    text = console.export_text()
+    assert "0.25 est" in text and "0.1 est" in text  # 50 J over 200 output tokens, over 500 tokens
+    assert "0.1 " in text and "0.04" in text and "cpu-estimate: the run's process tree" in text
+    assert "energy not measured: remote" in text and "E = W" not in text  # the formula stays in the JSON
+    point = section.curve[0]
+    assert point.joules_per_output_token == 0.25 and point.joules_per_token == 0.1
+    assert CurvePoint.from_dict(point.to_dict()) == point
+    bare = _point({"concurrency": 1, "output_tokens": 5})
+    assert bare.joules_per_output_token is None and "energy_j" not in bare.to_dict()
+    assert "input_tokens" not in bare.to_dict() and "energy_note" not in remote.generation.to_dict()  # type: ignore[union-attr]
