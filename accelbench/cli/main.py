@@ -213,11 +213,13 @@ def _print_results(
     store: Store, run_id: str, as_json: bool, include_unverified: bool = False, rate: HourlyRate | None = None
 ) -> None:
     from accelbench.probe.peaks_file import load_peaks
-    from accelbench.report.documents import normalized_documents
+    from accelbench.report.documents import normalized_documents, served_chips
 
     results, run_dir = store.results(run_id), store.run_dir(run_id)
     peaks = load_peaks(run_dir)
-    normalized = normalized_documents(results, store.run(run_id).machine, peaks, store.path / "cache")
+    machine = store.run(run_id).machine
+    normalized = normalized_documents(results, machine, peaks, store.path / "cache")
+    chips = served_chips(results, machine, peaks)
     if as_json:
         documents = [{**to_dict(r), "normalized": normalized.get(r.cell.key)} for r in results]
         peaks_doc = peaks.to_dict() if peaks else None
@@ -227,6 +229,7 @@ def _print_results(
         document.update(_generalization_section(results))
         document.update(serving_document(results))
         document.update(endpoint_report.cost_document(results, rate) if rate is not None else {})
+        document.update(endpoint_report.per_chip_document(results, chips))
         terminal.print_json(document)
         return
     console.print(terminal.results_table(results, f"accelbench run {run_id}", include_unverified))
@@ -247,7 +250,7 @@ def _print_results(
     for table in (
         training_report.training_table(results),
         generation_report.generation_table(results),
-        endpoint_report.curve_table(results, rate),
+        endpoint_report.curve_table(results, rate, chips),
         served,
     ):
         if table is not None:

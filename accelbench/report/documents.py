@@ -52,6 +52,26 @@ def normalized_documents(
     return documents
 
 
+def served_chips(
+    results: Sequence[Result],
+    machine: Mapping[str, Any],
+    peaks: MeasuredPeaks | None,
+    chips: ChipTable | None = None,
+) -> dict[str, ChipMatch]:
+    """Per endpoint cell whose server the cell started on this machine (not ``llm@url``, whose server's
+    chips are unknown here): the chips it ran on, their count narrowed by the measured peak."""
+    from accelbench.curve import EndpointFigures
+
+    table = chips if chips is not None else load_chips()
+    found = {}
+    for result in results:
+        if isinstance(result.generation, EndpointFigures) and result.cell.stack != "llm@url":
+            match = _match(result, machine, table, peaks)
+            if match is not None and match.count > 0:
+                found[result.cell.key] = match
+    return found
+
+
 def _match(
     result: Result, machine: Mapping[str, Any], chips: ChipTable, peaks: MeasuredPeaks | None
 ) -> ChipMatch | None:

@@ -12,12 +12,13 @@ status column.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.table import Table
 
 from accelbench.curve import CurvePoint, EndpointFigures
+from accelbench.hardware.match import ChipMatch
 from accelbench.meters.cost import HourlyRate, usd_per_million_queries
 from accelbench.results import Result
 
@@ -42,6 +43,7 @@ COLUMNS = (
 )
 _LEFT = ("workload", "stack", "status")
 COST_COLUMN = "$/M output tok"
+CHIP_COLUMN = "output tok/s per chip"
 
 
 def curve_of(result: Result) -> EndpointFigures | None:
@@ -49,24 +51,37 @@ def curve_of(result: Result) -> EndpointFigures | None:
     return result.generation if isinstance(result.generation, EndpointFigures) else None
 
 
-def curve_table(results: Sequence[Result], rate: HourlyRate | None = None) -> Table | None:
+def curve_table(
+    results: Sequence[Result], rate: HourlyRate | None = None, chips: Mapping[str, ChipMatch] | None = None
+) -> Table | None:
     """One row per point of every endpoint result (with ``rate``: its $ per million output tokens, the
-    basis in the caption); None when there is none."""
+    basis in the caption; with ``chips``, per cell key the chips its server ran on: its output tokens/s
+    per chip); None when there is none."""
     curves = sorted(curves_of(results), key=lambda pair: pair[0].cell.key)
     if not curves:
         return None
+    chips = chips or {}
     table = Table(title=TITLE, title_justify="left")
-    for column in (*COLUMNS, *((COST_COLUMN,) if rate else ())):
+    extra = (*((CHIP_COLUMN,) if chips else ()), *((COST_COLUMN,) if rate else ()))
+    for column in (*COLUMNS, *extra):
         table.add_column(column, justify="left" if column in _LEFT else "right")
     for result, section in curves:
+        match = chips.get(result.cell.key)
         for point in section.curve:
+            per_chip = [] if not chips else [_per_chip(point.output_tokens_per_s, match)]
             cost = [] if rate is None else [_usd(usd_per_million_output_tokens(rate, point))]
-            table.add_row(*_row(result, point), *cost)
+            table.add_row(*_row(result, point), *per_chip, *cost)
     captions = [
         f"{r.cell.stack} energy: {section.energy_note.split(';')[0]}"
         for r, section in curves
         if section.energy_note
     ]
+    captions += [
+        f"{CHIP_COLUMN} ({key}): {match.count:.4g} chips counted ({match.count_basis or match.basis})"
+        for key, match in sorted(chips.items())
+    ]
+    if chips and any(r.cell.key not in chips for r, _ in curves):
+        captions.append(f"{CHIP_COLUMN} -: a server at --serve-url, whose chips are not known here")
     if rate is not None:
         captions.append(f"{COST_COLUMN}: the machine's hour at {rate.basis} over the point's output tokens/s")
     table.caption = "\n".join(captions) or None
@@ -123,6 +138,27 @@ def _joules(value: float | None, provenance: str) -> str:
     if value is None:
         return "-"
     return f"{value:.3g} est" if provenance == "estimated" else f"{value:.3g}"
+
+
+def per_chip_document(results: Sequence[Result], chips: Mapping[str, ChipMatch]) -> dict[str, Any]:
+    """``show --json``'s served-LLM per-chip figures: per endpoint cell whose server ran here, the chips
+    counted (and how) and each point's output tokens/s per chip."""
+    cells = [
+        {"cell_key": r.cell.key, "chips": match.count, "count_basis": match.count_basis or match.basis,
+         "points": [{"concurrency": p.concurrency, "output_tokens_per_s_per_chip": _divided(p, match)}
+                    for p in section.curve]}
+        for r, section in sorted(curves_of(results), key=lambda pair: pair[0].cell.key)
+        if (match := chips.get(r.cell.key)) is not None
+    ]  # fmt: skip
+    return {"served_llm_per_chip": cells} if cells else {}
+
+
+def _divided(point: CurvePoint, match: ChipMatch) -> float:
+    return point.output_tokens_per_s / match.count
+
+
+def _per_chip(tokens_per_s: float, match: ChipMatch | None) -> str:
+    return "-" if match is None else f"{tokens_per_s / match.count:.4g}"
 
 
 def _ms(value_s: float) -> str:

@@ -134,9 +134,16 @@ def _key(result: dict[str, Any]) -> str:
 
 def test_llm_at_transformers_starts_and_stops_its_server(served: Served) -> None:
     args = ("--workloads", "tiny-llama", "--stacks", "llm@transformers", *SIZES)
-    (result,) = run_document(served.store, *args)["results"]
+    document = run_document(served.store, *args)
+    (result,) = document["results"]
     measured(result)
-    assert [p["concurrency"] for p in result["generation"]["curve"]] == [1, 4]
+    curve = result["generation"]["curve"]
+    assert [p["concurrency"] for p in curve] == [1, 4]
+    assert all(p["energy_j"] > 0 and p["energy_provenance"] for p in curve)  # its server runs here
+    (per_chip,) = document["served_llm_per_chip"]  # ... on this machine's chips
+    assert per_chip["cell_key"].split("/")[3] == "llm@transformers" and 0 < per_chip["chips"] <= 64, per_chip
+    tokens = [p["output_tokens_per_s"] / per_chip["chips"] for p in curve]
+    assert [p["output_tokens_per_s_per_chip"] for p in per_chip["points"]] == pytest.approx(tokens)
     log = served.store / "runs" / result["run_id"]
     assert list(log.rglob("transformers.log"))
 

@@ -107,3 +107,31 @@ def test_each_point_says_its_joules_per_output_token_and_per_token_with_the_mete
     bare = _point({"concurrency": 1, "output_tokens": 5})
     assert bare.joules_per_output_token is None and "energy_j" not in bare.to_dict()
     assert "input_tokens" not in bare.to_dict() and "energy_note" not in remote.generation.to_dict()  # type: ignore[union-attr]
+
+
+def test_a_server_started_here_gets_its_output_tokens_per_second_per_chip() -> None:
+    from accelbench.hardware.match import ChipMatch
+    from accelbench.report.endpoint import per_chip_document
+
+    here = _result(
+        [{"concurrency": 1, "output_tokens_per_s": 8.0}, {"concurrency": 4, "output_tokens_per_s": 20.0}]
+    )
+    here = dataclasses.replace(here, cell=dataclasses.replace(here.cell, stack="llm@transformers"))
+    remote = _result([{"concurrency": 1, "output_tokens_per_s": 9.0}])
+    match = ChipMatch(None, 0.25, "table", "AMD EPYC", count_basis="2 vCPUs / 2 threads per core / 4 cores")
+    chips = {here.cell.key: match}
+    table = curve_table([here, remote], chips=chips)
+    assert table is not None and table.columns[-1].header == "output tok/s per chip"
+    console = Console(width=320, record=True)
+    console.print(table)
+    text = console.export_text()
+    assert "32 " in text and "80 " in text  # 8 and 20 tok/s over a quarter of a chip
+    assert "0.25 chips counted (2 vCPUs / 2 threads per core / 4 cores)" in text
+    assert "a server at --serve-url, whose chips are not known here" in text
+    document = per_chip_document([here, remote], chips)["served_llm_per_chip"]
+    assert [c["cell_key"] for c in document] == [here.cell.key] and document[0]["chips"] == 0.25
+    assert [p["output_tokens_per_s_per_chip"] for p in document[0]["points"]] == [32.0, 80.0]
+    assert (
+        per_chip_document([remote], {}) == {}
+        and curve_table([remote]).columns[-1].header != "output tok/s per chip"
+    )  # type: ignore[union-attr]
