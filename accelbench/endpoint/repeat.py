@@ -2,17 +2,20 @@
 ignores the salt?
 
 After the curve, ``PAIRS`` pairs go at concurrency 1, interleaved: a *seen* prompt (the text of a
-request the curve sent, with a fresh salt) then an *unseen* one (a never-sent text of the same word
-count, fresh salt). An honest server, prefix cache included, cannot reuse anything past the system
-prompt (the salt follows it, inside the first cache page), so both kinds take the same time. A server
-that keys its cache on the prompt without the salt answers the seen ones at once. It fails when the
-seen prompts' median TTFT is below ``FAST_RATIO`` of the unseen ones' and the seen one of a pair was
-the faster in at least ``FASTER_SHARE`` of the pairs (two conditions: one slow outlier cannot fail an
+request the curve sent, with a fresh salt) and an *unseen* one (a never-sent text of the same word
+count, fresh salt), in an order drawn per pair from ``secrets``: a server cannot tell the seen one by
+its place, and an order effect of the machine (the first of two requests the faster) falls on both
+alike. An honest server, prefix cache included, cannot reuse anything past the system prompt (the
+salt follows it, inside the first cache page), so both kinds take the same time. A server that keys
+its cache on the prompt without the salt answers the seen ones at once. It fails when the seen
+prompts' median TTFT is below ``FAST_RATIO`` of the unseen ones' and the seen one of a pair was the
+faster in at least ``FASTER_SHARE`` of the pairs (two conditions: one slow outlier cannot fail an
 honest server on a busy machine).
 """
 
 from __future__ import annotations
 
+import secrets
 import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -43,15 +46,20 @@ def repeat_records(
     pairs = min(PAIRS, len(sent_texts))
     seen = list(sent_texts[:pairs])
     unseen = seeded_texts(input_seed, lengths, pairs, "repeat-unseen")
-    texts = [text for pair in zip(seen, unseen, strict=True) for text in pair]
+    flips = [secrets.randbelow(2) == 1 for _ in range(pairs)]
+    ordered = [
+        ((b, UNSEEN), (a, SEEN)) if flip else ((a, SEEN), (b, UNSEEN))
+        for a, b, flip in zip(seen, unseen, flips, strict=True)
+    ]
+    texts = [text for pair in ordered for text, _ in pair]
+    roles = [role for pair in ordered for _, role in pair]
     prompts = salted(tokenizer, input_seed, texts, "repeat")
-    roles = [SEEN, UNSEEN] * pairs
     return run_point(target, prompts, Load(1, AUDIT_TOKENS), count, roles)
 
 
 def repeat_verdict(records: Sequence[RequestRecord]) -> Verdict:
     """Seen against unseen TTFT (see the module text)."""
-    pairs = [(records[i], records[i + 1]) for i in range(0, len(records) - 1, 2)]
+    pairs = [_seen_first(records[i], records[i + 1]) for i in range(0, len(records) - 1, 2)]
     timed = [(ttft_s(a), ttft_s(b)) for a, b in pairs if a.ok and b.ok]
     both = [(a, b) for a, b in timed if a is not None and b is not None]
     if len(both) < 3:
@@ -69,3 +77,8 @@ def repeat_verdict(records: Sequence[RequestRecord]) -> Verdict:
     )
     failed = ratio < FAST_RATIO and faster >= FASTER_SHARE
     return Verdict("repeat", FAIL if failed else PASS, reason, {**evidence, "identical_pairs": identical})
+
+
+def _seen_first(a: RequestRecord, b: RequestRecord) -> tuple[RequestRecord, RequestRecord]:
+    """A pair of records, the seen one first (they went in either order)."""
+    return (b, a) if a.role == UNSEEN else (a, b)

@@ -177,6 +177,10 @@ def test_repeat_verdict(ttfts: list[tuple[float, float]], outcome: str) -> None:
     records = [r for i, (a, b) in enumerate(ttfts) for r in _pair(a, b, i)]
     verdict = repeat_verdict(records)
     assert verdict.audit == "repeat" and verdict.outcome == outcome, verdict.reason
+    # the pairs go in an order drawn per pair: the verdict reads each pair by its roles
+    flipped = [r for i, (a, b) in enumerate(ttfts) for r in _pair(a, b, i)[:: 1 - 2 * (i % 2)]]
+    assert [r.role for r in flipped[:4]] == ["seen", "unseen", "unseen", "seen"]
+    assert repeat_verdict(flipped) == verdict
 
 
 def _point(concurrency: int, tokens_per_s: float, error_rate: float = 0.0) -> CurvePoint:
