@@ -1,10 +1,13 @@
 """The HTML report's served-LLM charts: each endpoint cell's curve as a step function of system output
 tokens/s against tokens/s per user (the throughput-vs-interactivity trade), and TTFT / TPOT p90
-against concurrency. Only measured points are drawn: a step between two of them implies nothing."""
+against concurrency. Only measured points are drawn: a step between two of them implies nothing. Where
+a cell's server ran on the machine that measured it (``accelbench.report.documents.served_chips``), a
+button switches the step chart to output tokens/s per chip (a ``--serve-url`` server's curve, whose
+chips are not known, is hidden then)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
@@ -19,16 +22,23 @@ def _label(result: Result) -> str:
     return name if result.status == "ok" else f"{name} (UNVERIFIED: {result.status})"
 
 
-def curve_figures(title: str, results: Sequence[Result]) -> list[go.Figure]:
-    """The step chart and the latency chart of the endpoint results among ``results`` (none: [])."""
+Chips = Mapping[tuple[str, str], float]
+"""Chips counted, per (run id, cell key) of an endpoint cell whose server ran on the measuring machine."""
+
+
+def curve_figures(title: str, results: Sequence[Result], chips: Chips | None = None) -> list[go.Figure]:
+    """The step chart (with ``chips``, its per-chip button) and the latency chart of the endpoint results
+    among ``results`` (none: [])."""
     curves = [(r, section.curve) for r, section in curves_of(results) if section.curve]
     if not curves:
         return []
-    return [_pareto(title, curves), _latency(title, curves)]
+    return [_pareto(title, curves, chips or {}), _latency(title, curves)]
 
 
-def _pareto(title: str, curves: Sequence[tuple[Result, Sequence[CurvePoint]]]) -> go.Figure:
+def _pareto(title: str, curves: Sequence[tuple[Result, Sequence[CurvePoint]]], chips: Chips) -> go.Figure:
     figure = go.Figure()
+    system: list[list[float]] = []
+    per_chip: list[list[float] | None] = []
     for result, points in curves:
         ordered = sorted(points, key=lambda p: p.tokens_per_s_per_user)
         figure.add_trace(
@@ -42,6 +52,20 @@ def _pareto(title: str, curves: Sequence[tuple[Result, Sequence[CurvePoint]]]) -
                 name=_label(result),
             )
         )
+        count = chips.get((result.run_id, result.cell.key))
+        system.append([p.output_tokens_per_s for p in ordered])
+        per_chip.append(None if count is None else [p.output_tokens_per_s / count for p in ordered])
+    if any(values is not None for values in per_chip):
+        axis = "output tokens/s per chip (the server's machine)"
+        buttons = [
+            {"label": "system", "method": "update",
+             "args": [{"y": system, "visible": [True] * len(system)},
+                      {"yaxis.title.text": "system output tokens/s (client-counted)"}]},
+            {"label": "per chip", "method": "update",
+             "args": [{"y": [v or [] for v in per_chip], "visible": [v is not None for v in per_chip]},
+                      {"yaxis.title.text": axis}]},
+        ]  # fmt: skip
+        figure.update_layout(updatemenus=[{"type": "buttons", "direction": "right", "buttons": buttons}])
     figure.update_layout(title=f"{title}: system vs per-user output tokens/s (step)", **LAYOUT)
     figure.update_xaxes(title="tokens/s per user (1 / p90 TPOT)", rangemode="tozero")
     figure.update_yaxes(title="system output tokens/s (client-counted)", rangemode="tozero")

@@ -141,6 +141,18 @@ def leaderboard_section(runs: Sequence[RunData], include_unverified: bool = Fals
     return Section("leaderboard", "Leaderboard", tuple(parts))
 
 
+def _served_chips(members: Sequence[tuple[RunData, Result]]) -> dict[tuple[str, str], float]:
+    """Chips counted per (run id, cell key) of the endpoint cells whose server ran on their machine."""
+    from accelbench.report.documents import served_chips
+
+    found = {}
+    for data, result in members:
+        match = served_chips([result], data.run.machine, data.peaks).get(result.cell.key)
+        if match is not None:
+            found[(result.run_id, result.cell.key)] = match.count
+    return found
+
+
 _LEADERBOARD_NOTE = (
     "The first button above each chart is the scenario's MLPerf figure (single-stream p90, multi-stream "
     "p99 per query, server max QPS, offline samples/s); the others switch the normalization. Bars start "
@@ -163,7 +175,7 @@ def _group_parts(
         server = html_leaderboard.server_search_figure(f"{name}: server QPS search; {note}", entries)
         parts += [server] if server is not None else []
         parts += html_leaderboard.token_search_figures(f"{name}: server QPS search; {note}", entries)
-    parts += html_endpoint.curve_figures(name, [r for _, r in members])
+    parts += html_endpoint.curve_figures(name, [r for _, r in members], _served_chips(members))
     for data in runs:
         mine = [r for d, r in members if d is data]
         if mine:

@@ -56,6 +56,15 @@ def test_the_html_step_chart_draws_the_measured_points_only() -> None:
     assert list(trace.x) == [2.55, 8.0] and list(trace.y) == [16.1, 7.4] and trace.line.shape == "hv"
     assert [list(t.y) for t in latency.data] == [[800.0, 0.0], [0.0, 450.0]]
     assert curve_figures("x", []) == []
+    assert not pareto.layout.updatemenus  # no server ran on the measuring machine: no per-chip button
+    here, remote = _result([low, high]), _result([low])
+    here = dataclasses.replace(here, run_id="r2")
+    pareto, _ = curve_figures("smollm2-135m", [here, remote], {("r2", here.cell.key): 0.5})
+    (menu,) = pareto.layout.updatemenus
+    system, per_chip = (button.args[0] for button in menu.buttons)
+    assert [b.label for b in menu.buttons] == ["system", "per chip"]
+    assert system["y"] == [[16.1, 7.4], [7.4]] and per_chip["y"] == [[32.2, 14.8], []]
+    assert per_chip["visible"] == [True, False] and system["visible"] == [True, True]
 
 
 def test_with_a_price_per_hour_each_point_says_its_dollars_per_million_output_tokens() -> None:
