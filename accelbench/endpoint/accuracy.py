@@ -1,7 +1,8 @@
-"""The accuracy check of a served LLM: its replies at the lowest and the highest point of the curve
-against torch-eager fp32's greedy replies to the same salted prompts (``accelbench.generation.reference``).
+"""The accuracy check of a served LLM: its replies at the lowest, the highest and two middle points of
+the curve (MLPerf Endpoints' four; all of a curve of three points or fewer) against torch-eager fp32's
+greedy replies to the same salted prompts (``accelbench.generation.reference``).
 
-``JUDGED`` ok replies of each of the two points are judged. A reply agrees by the share of the
+``JUDGED`` ok replies of each judged point are judged (``judged_points``). A reply agrees by the share of the
 reference's text (EOS and special tokens dropped) that it repeats from its start: text, not ids, so
 the client's re-tokenizing cannot count against it, and a server that runs on past EOS (``transformers
 serve`` with ``eos_token_id: -1``) is judged on the reference's length. The check passes when the mean
@@ -49,15 +50,21 @@ class Accuracy:
 
 
 def judged(records: Sequence[RequestRecord], prompts: dict[str, Prompt]) -> list[RequestRecord]:
-    """Up to ``JUDGED`` ok replies of the lowest and of the highest concurrency, those with a filler
+    """Up to ``JUDGED`` ok replies of each judged concurrency (``judged_points``), those with a filler
     first chunk first (the ``first_chunk`` audit judges them by the reference)."""
-    points = sorted({r.concurrency for r in records})
-    ends = points[:1] + points[-1:] if len(points) > 1 else points
     chosen = []
-    for c in ends:
+    for c in judged_points(sorted({r.concurrency for r in records})):
         candidates = [r for r in records if r.concurrency == c and r.ok and r.salt in prompts]
         chosen += sorted(candidates, key=lambda r: not r.filler_first_chunk)[:JUDGED]
     return chosen
+
+
+def judged_points(points: Sequence[int]) -> list[int]:
+    """The lowest, the highest and the two points at a third and two thirds of the ladder between them
+    (every point of a ladder of four or fewer)."""
+    last = len(points) - 1
+    places = sorted({0, round(last / 3), round(2 * last / 3), last}) if points else []
+    return [points[i] for i in places]
 
 
 def shared_share(reply: str, reference: str) -> float:

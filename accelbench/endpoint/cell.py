@@ -124,7 +124,8 @@ def measure(spec: CellSpec) -> Outcome:
 def _accuracy(
     model: LlmModel, tokenizer: Any, spec: CellSpec, settings: Settings, records: Sequence[RequestRecord]
 ) -> Accuracy:
-    """The lowest and highest points' replies against the fp32 reference (``endpoint.accuracy``)."""
+    """The judged points' replies (lowest, highest, two middle) against the fp32 reference
+    (``endpoint.accuracy``)."""
     prompts: dict[str, Prompt] = {}
     for c in sorted({r.concurrency for r in records}):
         texts = seeded_texts(spec.input_seed, settings.lengths, settings.requests_at(c), "point", c)

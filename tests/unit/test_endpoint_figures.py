@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from accelbench.curve import CurvePoint
 from accelbench.endpoint import audits
-from accelbench.endpoint.accuracy import Accuracy, judged, shared_share
+from accelbench.endpoint.accuracy import Accuracy, judged, judged_points, shared_share
 from accelbench.endpoint.figures import Bounds, itl_s, point, tpot_s, ttft_s, usage_disagrees
 from accelbench.endpoint.records import RequestRecord
 from accelbench.endpoint.repeat import repeat_verdict
@@ -218,9 +218,14 @@ def test_accuracy_shares_and_the_judged_replies() -> None:
     assert shared_share("anything", "") == 1.0 and shared_share("", "abc") == 0.0
     records = [
         _record(0, [1, 2], 4, salt=f"{c}-{i}", concurrency=c, filler_first_chunk=i == 5)
-        for c in (1, 2, 8)
+        for c in (1, 2, 4, 8, 16)
         for i in range(6)
     ]
     prompts = {r.salt: None for r in records}
     chosen = judged(records, prompts)  # type: ignore[arg-type]
-    assert [r.salt for r in chosen] == ["1-5", "1-0", "1-1", "1-2", "8-5", "8-0", "8-1", "8-2"]
+    firsts = ["-5", "-0", "-1", "-2"]  # the filler first, then up to JUDGED = 4 in order
+    assert [r.salt for r in chosen] == [f"{c}{end}" for c in (1, 2, 8, 16) for end in firsts]
+    # MLPerf Endpoints' four: the lowest, the highest and two middle points; all of a short ladder
+    assert judged_points([1, 2, 4, 8, 16, 32, 64]) == [1, 4, 16, 64]
+    assert judged_points([1, 2, 4, 8]) == [1, 2, 4, 8] and judged_points([1, 4]) == [1, 4]
+    assert judged_points([3]) == [3] and judged_points([]) == []
