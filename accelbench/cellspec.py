@@ -71,6 +71,8 @@ class CellSpec:
     """Endpoint cells: tokens per reply (0: ``accelbench.endpoint.cell.DEFAULT_OUTPUT_TOKENS``)."""
     api_key_env: str = ""
     """Endpoint cells: the environment variable holding the API key (empty: ``ACCELBENCH_API_KEY``)."""
+    endpoint_api: str = ""
+    """Endpoint cells: ``chat`` or ``completions`` (empty: ``chat``)."""
     store_cache_dir: str = ""
     """The results store's cache folder, kept across runs (the LLM models and their conversions); empty:
     ``cache_dir``."""

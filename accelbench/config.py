@@ -21,6 +21,9 @@ from accelbench.registry import GENERATING_STACKS, STACKS, is_served
 from accelbench.scenarios.rules import SCENARIOS, get_rules
 from accelbench.training import WORKLOADS as TRAINING_WORKLOADS
 
+ENDPOINT_APIS = ("chat", "completions")
+"""The OpenAI APIs an endpoint cell can send its requests to (``accelbench.endpoint.client.PATHS``)."""
+
 _RAY_ADDRESS = re.compile(r"^(auto|[A-Za-z0-9.\-]+:\d{1,5})$")
 """A Ray cluster as a driver joins it: its head's GCS ``HOST:PORT``, or ``auto``."""
 
@@ -94,6 +97,10 @@ class RunConfig:
     api_key_env: str = ""
     """``--api-key-env``: the environment variable with the endpoint's API key (empty:
     ``ACCELBENCH_API_KEY``); the key itself is never stored."""
+    endpoint_api: str = ""
+    """``--endpoint-api``: the OpenAI API of the endpoint cells' requests, ``chat``
+    (``/v1/chat/completions``, messages) or ``completions`` (``/v1/completions``, the chat template's
+    text); empty: ``chat``."""
     serve_cluster: str | None = None
     """``--serve-cluster``: the Ray cluster (``HOST:PORT`` of its head, or ``auto``) where the Ray Serve
     stacks deploy their model instead of a Ray of their own (docs/serving.md)."""
@@ -117,6 +124,10 @@ class RunConfig:
         if self.api_key_env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env):
             raise UserError(
                 f"api_key_env must be an environment variable name, got {self.api_key_env[:80]!r}"
+            )
+        if self.endpoint_api not in ("", *ENDPOINT_APIS):
+            raise UserError(
+                f"endpoint_api must be one of {', '.join(ENDPOINT_APIS)}, got {self.endpoint_api[:80]!r}"
             )
         if (self.batch is not None and self.batch < 1) or any(b < 1 for b in self.batch_sweep):
             raise UserError("batch sizes must be at least 1")

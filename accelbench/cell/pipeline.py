@@ -107,6 +107,7 @@ def cell_spec(
         endpoint_requests=config.endpoint_requests,
         output_tokens=config.output_tokens,
         api_key_env=config.api_key_env,
+        endpoint_api=config.endpoint_api,
         store_cache_dir=str(run_dir.parent.parent / "cache"),  # run_dir is <store>/runs/<run id>
     )
 

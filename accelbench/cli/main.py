@@ -103,6 +103,7 @@ def run(
     output_tokens: cli_serving.OutputTokensOption = None,
     endpoint_requests: cli_serving.EndpointRequestsOption = None,
     api_key_env: cli_serving.ApiKeyEnvOption = None,
+    endpoint_api: cli_serving.EndpointApiOption = None,
     store_path: StoreOption = None,
     as_json: JsonOption = False,
     include_unverified: UnverifiedOption = False,
@@ -115,7 +116,7 @@ def run(
     batching = {"batch": batch, "batch_sweep": _batches(batch_sweep), "input_seed": input_seed}
     named = {k: _names(v) for k, v in listed.items()}
     served = cli_serving.served_settings(
-        serve_url, serve_cluster, api_key_env, concurrency, output_tokens, endpoint_requests
+        serve_url, serve_cluster, api_key_env, concurrency, output_tokens, endpoint_requests, endpoint_api
     )
     overrides = _overrides({**named, **scalars, **per_run, **batching, **served}, config_file)
     chosen = suite(suite_name)

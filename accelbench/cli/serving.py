@@ -39,6 +39,13 @@ EndpointRequestsOption = Annotated[
         "--endpoint-requests", help="Served LLMs: requests per point at least (default max(10, 2c))."
     ),
 ]
+EndpointApiOption = Annotated[
+    str | None,
+    typer.Option(
+        "--endpoint-api",
+        help="Served LLMs: chat (/v1/chat/completions, default) or completions (/v1/completions).",
+    ),
+]
 ApiKeyEnvOption = Annotated[
     str | None,
     typer.Option("--api-key-env", help="Served LLMs: env variable with the API key (ACCELBENCH_API_KEY)."),
@@ -90,6 +97,7 @@ def served_settings(
     concurrency: str | None,
     output_tokens: int | None,
     endpoint_requests: int | None,
+    endpoint_api: str | None = None,
 ) -> dict[str, Any]:
     """The run settings of ``--serve-url``, ``--serve-cluster`` and the served-LLM options, by name."""
     return {
@@ -99,6 +107,7 @@ def served_settings(
         "concurrency": concurrencies(concurrency),
         "output_tokens": output_tokens,
         "endpoint_requests": endpoint_requests,
+        "endpoint_api": endpoint_api,
     }
 
 

@@ -83,7 +83,7 @@ def settings_of(spec: CellSpec, lengths: tuple[int, int]) -> Settings:
     """The settings a cell spec asks for."""
     return Settings(
         tuple(spec.concurrency), spec.endpoint_requests, spec.output_tokens or DEFAULT_OUTPUT_TOKENS,
-        "chat", spec.api_key_env or DEFAULT_API_KEY_ENV, lengths,
+        spec.endpoint_api or "chat", spec.api_key_env or DEFAULT_API_KEY_ENV, lengths,
     )  # fmt: skip
 
 

@@ -135,9 +135,10 @@ def _key(result: dict[str, Any]) -> str:
 
 def test_llm_at_transformers_starts_and_stops_its_server(served: Served) -> None:
     args = ("--workloads", "tiny-llama", "--stacks", "llm@transformers", *SIZES)
-    document = run_document(served.store, *args)
+    document = run_document(served.store, *args, "--endpoint-api", "completions")  # url_run: chat
     (result,) = document["results"]
     measured(result)
+    assert result["generation"]["api"] == "completions"
     curve = result["generation"]["curve"]
     assert [p["concurrency"] for p in curve] == [1, 4]
     assert all(p["energy_j"] > 0 and p["energy_provenance"] for p in curve)  # its server runs here
