@@ -116,7 +116,7 @@ class AuditFeed:
         """For each cold sample, the hot sample whose shapes it has."""
         self.seen_pool: set[int] = set()
         self.novel_s: dict[tuple[tuple[int, ...], ...], list[float]] = {}
-        self.traffic = TrafficPairs(batch)
+        self.traffic = TrafficPairs(batch, np.random.default_rng([seed, 1]))
         """Pairs of adjacent timed calls with more and fewer seen rows (``accelbench.audits.traffic``)."""
         """Latencies of never-seen inputs (timed samples' first sightings, cold members), by shapes."""
         self.sightings = [0] * HOT_SAMPLES

@@ -21,15 +21,20 @@ Which of two adjacent calls came first is not exchangeable, though: on a real ma
 abruptly and fades (a preemption, a neighbour's burst, caches refilled after it), so the first of two
 adjacent calls is decisively faster more often than the second (95 against 57 of 3067 pairs in a quick
 server cell here; CI once failed an honest cell on 28 against 7 in its seen-first pairs). So the feed
-also keeps *order pairs*: adjacent calls of the same seen rows, neither in a traffic pair, two calls each
-(disjoint), of which only the decisive ones (``DECISIVE`` times apart) are kept; they measure the
-machine's order effect, against which the seen-first and seen-second pairs are judged
-(``accelbench.audits.repeat.mirror``).
+also keeps *order pairs*: adjacent calls of the same seen rows, neither in a traffic pair, disjoint, each
+candidate taken with probability ``ORDER_SHARE`` from the feed's secret seed, of which only the decisive
+ones (``DECISIVE`` times apart) are kept; they measure the machine's order effect, against which the
+seen-first and seen-second pairs are judged (``accelbench.audits.repeat.mirror``). The draw matters: a
+stack sees every call's novelty and could work out fixed pairs, then serve the first call of each from
+its cache and compute the second, so that "first faster" became the machine's effect and its seen-first
+wins the norm; alternating served and computed calls gives as many of the drawn pairs either way.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 from accelbench.audits.probes import Pair
 
@@ -37,6 +42,8 @@ Shapes = tuple[tuple[int, ...], ...]
 
 DECISIVE = 1.5
 """Two calls' latencies are decisively different when one ran this many times faster than the other."""
+ORDER_SHARE = 0.5
+"""The chance that a candidate order pair is taken (drawn from the feed's secret seed)."""
 
 
 @dataclass(slots=True)
@@ -56,8 +63,10 @@ class TrafficPairs:
     whose counts of never-seen rows differ, and one (``traffic=True, order=True``) of every decisive
     order pair."""
 
-    def __init__(self, batch: int) -> None:
+    def __init__(self, batch: int, rng: np.random.Generator | None = None) -> None:
+        """``rng``: draws which candidate order pairs are taken (the feed's, from its secret seed)."""
         self.batch = batch
+        self.rng = rng if rng is not None else np.random.default_rng()
         self.pairs: list[Pair] = []
         self._trial = -1
         self._open: _Batch | None = None
@@ -95,7 +104,7 @@ class TrafficPairs:
             and last.shapes == current.shapes
         )
         if not adjacent or last is None or last.novel == current.novel:
-            if candidate is not None:  # its second call makes no traffic pair with this one
+            if candidate is not None and self.rng.random() < ORDER_SHARE:  # no traffic pair with this one
                 self._order(trial, *candidate)
                 last_paired = True
             if adjacent and last is not None and not last_paired:
