@@ -158,7 +158,10 @@ def _divided(point: CurvePoint, match: ChipMatch) -> float:
 
 
 def _per_chip(tokens_per_s: float, match: ChipMatch | None) -> str:
-    return "-" if match is None else f"{tokens_per_s / match.count:.4g}"
+    if match is None:
+        return "-"
+    value = tokens_per_s / match.count
+    return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def _ms(value_s: float) -> str:
