@@ -115,17 +115,15 @@ def run(
     per_run = {"variants": variants, "variant_seed": variant_seed, "runs": runs, "nproc": nproc}
     batching = {"batch": batch, "batch_sweep": _batches(batch_sweep), "input_seed": input_seed}
     named = {k: _names(v) for k, v in listed.items()}
-    served = cli_serving.served_settings(
-        serve_url, serve_cluster, api_key_env, concurrency, output_tokens, endpoint_requests, endpoint_api
-    )
+    endpoint = (api_key_env, concurrency, output_tokens, endpoint_requests, endpoint_api)
+    served = cli_serving.served_settings(serve_url, serve_cluster, *endpoint)
     overrides = _overrides({**named, **scalars, **per_run, **batching, **served}, config_file)
     chosen = suite(suite_name)
     llm = cli_serving.generative(overrides.get("workloads") or chosen.workloads)
     overrides = cli_serving.served_overrides(overrides, chosen.stacks, _names(serve) or (), llm)
     machine, mode = detect_machine(), cli_progress.chosen_mode(quiet or as_json)
     with _fleet_executor(fleet) as executor, chosen_store(store_path) as store:
-        if resume:
-            # the resumed run's inputs: --input-seed, else (None) a fresh seed
+        if resume:  # the resumed run's inputs: --input-seed, else (None) a fresh seed
             config = with_overrides(runner.resume_config(store, resume, machine), {"input_seed": input_seed})
             run_id = resume
         else:
