@@ -62,14 +62,12 @@ def served_chips(
     chips are unknown here): the chips it ran on, their count narrowed by the measured peak."""
     from accelbench.curve import EndpointFigures
 
+    served = [r for r in results if isinstance(r.generation, EndpointFigures) and r.cell.stack != "llm@url"]
+    if not served:  # the chips table is read only when a curve needs it
+        return {}
     table = chips if chips is not None else load_chips()
-    found = {}
-    for result in results:
-        if isinstance(result.generation, EndpointFigures) and result.cell.stack != "llm@url":
-            match = _match(result, machine, table, peaks)
-            if match is not None and match.count > 0:
-                found[result.cell.key] = match
-    return found
+    matches = {r.cell.key: _match(r, machine, table, peaks) for r in served}
+    return {key: match for key, match in matches.items() if match is not None and match.count > 0}
 
 
 def _match(
