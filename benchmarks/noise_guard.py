@@ -10,6 +10,9 @@ its first half. Both guards judge the same cell (their probes nest, the inner on
 - BEFORE: the guard as of commit 592e5bc: best-of-9 probe, unstable when it drifted > 5%; "machine busy"
   when the machine's CPU time minus the cell process's own exceeded 0.25 cores;
 - AFTER: ``accelbench.meters.noise`` (the run's tree is its own, steal, floor-derived limit, samples).
+- PROBE1 / PROBE3: the same guard for a cell with no samples to judge (a served curve): other load,
+  steal and the probe's drift alone, from one probe at each end or the median of ``CONFIRM_PROBES``
+  (three probes taken just inside the AFTER guard's own, at each end).
 
 A loaded cell "moved" when its headline (samples/s) is more than 5% off the median of the idle cells.
 Printed: false alarms among idle cells, detection among the loaded cells that moved, "machine busy"
@@ -156,6 +159,9 @@ class Cell:
     samples_per_s: float
     old: OldVerdict
     new: NoiseProbe
+    opening_s: tuple[float, ...] = ()
+    """``CONFIRM_PROBES`` probes just before the timed loop and just after it (the probe-only guard)."""
+    closing_s: tuple[float, ...] = ()
 
 
 def run_cell(load_cores: int, items: int, seconds: float, run_dir: Path, old_inside: bool) -> Cell:
@@ -169,20 +175,27 @@ def run_cell(load_cores: int, items: int, seconds: float, run_dir: Path, old_ins
         start_load(load_cores, delay_s, duration_s)
         return max(0.0, delay_s + duration_s - seconds) + 0.2
 
+    def probes() -> tuple[float, ...]:
+        return tuple(reference_probe.probe_s() for _ in range(noise.CONFIRM_PROBES))
+
     if old_inside:
         start = noise.begin(run_dir)
         old.begin()
+        opening = probes()
         latencies = timed_cell(items, go)
+        closing = probes()
         old_verdict = old.end()
         new = noise.end(start, latencies)
     else:
         old.begin()
         start = noise.begin(run_dir)
+        opening = probes()
         latencies = timed_cell(items, go)
+        closing = probes()
         new = noise.end(start, latencies)
         old_verdict = old.end()
     name = ("idle", "one core", "both cores")[min(load_cores, 2)]
-    return Cell(name, len(latencies) / sum(latencies), old_verdict, new)
+    return Cell(name, len(latencies) / sum(latencies), old_verdict, new, opening, closing)
 
 
 def calibrate_items(seconds: float) -> int:
@@ -212,7 +225,8 @@ def report(cells: list[Cell]) -> None:
     header = f"{'guard':<7} {'idle false alarms':>18} {'idle busy warnings':>19}"
     header += "".join(f" {'detected, ' + n:>22}" for n in loads) + f" {'retries, all cells':>19}"
     print("\n" + header)
-    for label, verdict in (("BEFORE", _old_flag), ("AFTER", _new_flag)):
+    guards = (("BEFORE", _old_flag), ("AFTER", _new_flag), ("PROBE1", _probe_only(1)))
+    for label, verdict in (*guards, ("PROBE3", _probe_only(noise.CONFIRM_PROBES))):
         row = f"{label:<7} {_rate(sum(verdict(c) for c in idle), len(idle)):>18}"
         busy = sum(_busy(c, label) for c in idle)
         row += f" {_rate(busy, len(idle)):>19}"
@@ -234,9 +248,32 @@ def _new_flag(cell: Cell) -> bool:
     return bool(cell.new.unstable)
 
 
+def _probe_only(probes: int) -> Callable[[Cell], bool]:
+    """The guard of a cell with no samples to judge (a served curve): other load, steal and the drift of
+    the first probe (``probes`` 1) or of the median of ``CONFIRM_PROBES`` at each end."""
+
+    def flag(cell: Cell) -> bool:
+        before = float(np.median(cell.opening_s[:probes]))
+        after = float(np.median(cell.closing_s[:probes]))
+        evidence = noise.Evidence(
+            cell.new.other_load_cores, cell.new.steal_cores or 0.0, abs(after - before) / before,
+            cell.new.threshold or reference_probe.DRIFT_MIN, None, after > before,
+            noise.other_load_limit_cores(),
+        )  # fmt: skip
+        return bool(noise.disturbance(evidence))
+
+    return flag
+
+
 def _retried(cell: Cell, label: str) -> bool:
     """The old guard measured every drifted cell again; the new one only while nothing is still busy."""
-    return cell.old.unstable if label == "BEFORE" else noise.worth_retrying(cell.new)
+    if label == "BEFORE":
+        return cell.old.unstable
+    if label == "AFTER":
+        return noise.worth_retrying(cell.new)
+    after = cell.new.other_load_after_cores
+    flagged = _probe_only(1 if label == "PROBE1" else noise.CONFIRM_PROBES)(cell)
+    return flagged and (after is None or after < noise.STILL_BUSY_CORES)
 
 
 def _busy(cell: Cell, label: str) -> bool:

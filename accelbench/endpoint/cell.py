@@ -105,7 +105,7 @@ def measure(spec: CellSpec) -> Outcome:
         started = time.perf_counter()
         warm_up(target, tokenizer, spec, settings, count)
         serve_url = spec.serve_url if stack.server == URL else None
-        guard = noise.begin(Path(spec.run_dir), serve_url)
+        guard = noise.begin(Path(spec.run_dir), serve_url, noise.CONFIRM_PROBES)  # no samples judged
         meter = point_meter(serve_url, started_here=stack.server != URL)
         try:
             curve, records, stopped = ladder(target, tokenizer, spec, settings, count, limits, meter)

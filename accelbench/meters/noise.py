@@ -15,7 +15,8 @@ average is raised by the benchmark itself). Around each measurement the guard ke
 The measurement was **disturbed** (the cell is ``unstable``; measured once more unless the disturbance
 is still going on, ``worth_retrying``) when other load reached ``other_load_limit_cores`` or steal
 ``STEAL_LIMIT_CORES`` (the same share on a big machine), or when the probe drifted beyond the run's
-limit and the timed samples (where there are enough) moved the same way. The limit comes from the run's
+limit and the timed samples (where there are enough) moved the same way; with too few samples the
+probe alone decides, from the median of ``CONFIRM_PROBES`` probes at each end where the caller asks. The limit comes from the run's
 own noise floor (``accelbench.meters.reference_probe``): the probe on these VMs differs by a median 2-3%
 between two idle calls a second apart, so a fixed 5% limit alarmed on a third of idle cells. A shift of
 the samples with no outside evidence is the stack's own (warm-up, throttling): a warning. What the guard
@@ -39,6 +40,7 @@ from accelbench.meters.reference_probe import probe_s
 from accelbench.results import NoiseProbe
 
 __all__ = [
+    "CONFIRM_PROBES",
     "OTHER_LOAD_LIMIT_CORES",
     "OTHER_LOAD_SHARE",
     "OTHER_LOAD_WARNING_CORES",
@@ -52,6 +54,7 @@ __all__ = [
     "disturbance",
     "end",
     "guard_warnings",
+    "median_probe_s",
     "other_load_cores",
     "other_load_limit_cores",
     "probe_s",
@@ -82,6 +85,10 @@ SHIFT_SIGMAS = 3.0
 """A shift counts when it exceeds this many standard errors of the difference of the two medians."""
 SHIFT_MIN_SAMPLES = 30
 """Fewer timed samples than this: the samples' shift is not judged (None)."""
+CONFIRM_PROBES = 3
+"""Probes taken at each end of a measurement that has too few samples to corroborate a drift (a served
+curve, an LLM cell's few replies): the guard judges the median of each end's probes, so one probe caught
+in a passing blip at either end cannot make the cell ``unstable`` (``benchmarks/noise_guard.py``)."""
 
 
 def other_load_cores(start: CpuClock, end: CpuClock) -> float:
@@ -145,15 +152,26 @@ class ProbeStart:
     floor: reference_probe.NoiseFloor | None
     servers: frozenset[int] = frozenset()
     """Roots of a local server the run measures but did not start (``cputime.server_roots``)."""
+    probes: int = 1
+    """Probes at each end, their median judged (``CONFIRM_PROBES`` where samples are few)."""
 
 
-def begin(run_dir: Path | None = None, serve_url: str | None = None) -> ProbeStart:
+def begin(run_dir: Path | None = None, serve_url: str | None = None, probes: int = 1) -> ProbeStart:
     """Observe before the measurement; the run's noise floor is read from (or first measured into)
     ``run_dir``, without one the drift limit is ``reference_probe.DRIFT_MIN``. A server on this machine
-    behind ``serve_url`` counts as the run's."""
+    behind ``serve_url`` counts as the run's. ``probes``: how many probes each end takes (their median);
+    ``CONFIRM_PROBES`` for a measurement whose samples cannot corroborate a drift."""
     floor = reference_probe.run_floor(run_dir) if run_dir is not None else None
     servers = server_roots(serve_url)
-    return ProbeStart(probe_s(), loadavg_1m(), cpu_clock(servers=servers), floor, servers)
+    before_s = median_probe_s(probes)
+    return ProbeStart(before_s, loadavg_1m(), cpu_clock(servers=servers), floor, servers, max(1, probes))
+
+
+def median_probe_s(probes: int = 1) -> float:
+    """The median of ``probes`` reference probes (one probe: ``probe_s()``)."""
+    if probes <= 1:
+        return probe_s()
+    return float(np.median([probe_s() for _ in range(probes)]))
 
 
 def other_load_limit_cores(cores: int | None = None) -> float:
@@ -166,7 +184,7 @@ def other_load_limit_cores(cores: int | None = None) -> float:
 def end(start: ProbeStart, samples_s: Sequence[float] = ()) -> NoiseProbe:
     """Observe after the measurement (``samples_s``: its timed latencies in order) and judge it."""
     clock = cpu_clock(servers=start.servers)
-    after_s = probe_s()
+    after_s = median_probe_s(start.probes)
     closing = cpu_clock(servers=start.servers)
     shift = samples_shift(samples_s)
     evidence = Evidence(

@@ -289,3 +289,29 @@ def test_the_run_floor_is_measured_once_and_then_read_from_the_run_folder(
     assert reference_probe.run_floor(tmp_path) == measured
     assert reference_probe.run_floor(tmp_path) == measured
     assert calls == [1] and len(list(tmp_path.glob("noise-floor-*.json"))) == 1
+
+
+@pytest.mark.parametrize(("probes", "unstable"), [(1, True), (noise.CONFIRM_PROBES, False)])
+def test_a_blip_in_one_probe_alarms_a_single_probe_guard_and_not_the_median_of_three(
+    probes: int, unstable: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the opening probes read 1.0 ms; the first closing probe is caught in a 30% blip, the others read 1.0
+    times = iter([1e-3] * probes + [1.3e-3, 1e-3, 1e-3][:probes])
+    monkeypatch.setattr(noise, "probe_s", lambda: next(times))
+    monkeypatch.setattr(noise, "cpu_clock", lambda servers: CpuClock(10.0, 5.0, 100.0))  # nothing else ran
+    start = noise.begin(probes=probes)
+    probe = noise.end(start)
+    assert next(times, None) is None  # every probe was taken, and no more
+    assert probe.unstable is unstable
+    assert probe.drift == pytest.approx(0.3 if probes == 1 else 0.0)
+
+
+def test_a_slowdown_lasting_through_the_closing_probes_still_alarms_the_median_of_three(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    times = iter([1e-3, 1.01e-3, 0.99e-3, 1.12e-3, 1.3e-3, 1.1e-3])
+    monkeypatch.setattr(noise, "probe_s", lambda: next(times))
+    monkeypatch.setattr(noise, "cpu_clock", lambda servers: CpuClock(10.0, 5.0, 100.0))
+    probe = noise.end(noise.begin(probes=noise.CONFIRM_PROBES))
+    assert probe.unstable and probe.drift == pytest.approx(0.12)
+    assert probe.reason.startswith("unstable: reference probe drifted 12%")
