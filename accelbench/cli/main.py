@@ -104,6 +104,7 @@ def run(
     endpoint_requests: cli_serving.EndpointRequestsOption = None,
     api_key_env: cli_serving.ApiKeyEnvOption = None,
     endpoint_api: cli_serving.EndpointApiOption = None,
+    arrivals: cli_serving.ArrivalsOption = None,
     store_path: StoreOption = None,
     as_json: JsonOption = False,
     include_unverified: UnverifiedOption = False,
@@ -115,7 +116,7 @@ def run(
     per_run = {"variants": variants, "variant_seed": variant_seed, "runs": runs, "nproc": nproc}
     batching = {"batch": batch, "batch_sweep": _batches(batch_sweep), "input_seed": input_seed}
     named = {k: _names(v) for k, v in listed.items()}
-    endpoint = (api_key_env, concurrency, output_tokens, endpoint_requests, endpoint_api)
+    endpoint = (api_key_env, concurrency, output_tokens, endpoint_requests, endpoint_api, arrivals)
     served = cli_serving.served_settings(serve_url, serve_cluster, *endpoint)
     overrides = _overrides({**named, **scalars, **per_run, **batching, **served}, config_file)
     chosen = suite(suite_name)
@@ -245,12 +246,11 @@ def _print_results(
         console.print(f"[yellow]warning[/] {line}")
     _print_expressiveness(results)
     _print_generalization(results)
-    served = serving_report.serving_table(serving_comparisons(results))
     for table in (
         training_report.training_table(results),
         generation_report.generation_table(results),
-        endpoint_report.curve_table(results, rate, chips),
-        served,
+        *endpoint_report.curve_tables(results, rate, chips),
+        serving_report.serving_table(serving_comparisons(results)),
     ):
         if table is not None:
             console.print(table)
