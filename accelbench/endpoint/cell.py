@@ -46,7 +46,7 @@ from accelbench.endpoint.driver import POISSON, TIMED, Load, run_point
 from accelbench.endpoint.energy import PointMeter, point_meter
 from accelbench.endpoint.outcome import Found, outcome
 from accelbench.endpoint.prompts import salted, seeded_texts
-from accelbench.endpoint.qps_search import Probing, not_searched, search_max_qps
+from accelbench.endpoint.qps_search import Probing, not_searched, search_max_qps, start_problem
 from accelbench.endpoint.records import RequestRecord
 from accelbench.endpoint.repeat import repeat_records
 from accelbench.endpoint.stack import URL, EndpointStack
@@ -117,7 +117,7 @@ def measure(spec: CellSpec) -> Outcome:
             curve, records, stopped = ladder(target, tokenizer, spec, settings, count, limits, meter)
         finally:
             meter.close()
-        searched, poisson = _search(target, tokenizer, spec, settings, count, limits, curve)
+        searched, poisson = _search(target, tokenizer, spec, settings, count, limits, (curve, stopped))
         probe = noise.end(guard)
         duration_s = time.perf_counter() - started
         audited = [] if stopped or not curve else _repeats(target, tokenizer, spec, settings, curve, count)
@@ -135,20 +135,22 @@ def _search(
     settings: Settings,
     count: Callable[[str], int],
     limits: point_figures.Bounds,
-    curve: Sequence[CurvePoint],
+    ladder_done: tuple[Sequence[CurvePoint], str],
 ) -> tuple[QpsSearch | None, list[RequestRecord]]:
-    """The max-QPS search when asked (``settings.arrivals``), from the curve's lowest point."""
+    """The max-QPS search when asked (``settings.arrivals``), from the curve's lowest point
+    (``ladder_done``: the curve and why the ladder stopped early, "" if it did not)."""
     if settings.arrivals != POISSON:
         return None, []
-    start = min(curve, key=lambda p: p.concurrency) if curve else None
-    if start is None or start.requests_per_s <= 0:
-        return not_searched(limits, "no curve point measured a request throughput to start from"), []
+    curve, stopped = ladder_done
+    problem = start_problem(curve, stopped, limits)
+    if problem:
+        return not_searched(limits, problem), []
     path = Path(spec.cell_dir) / RECORDS_FILE
     probing = Probing(
         target, tokenizer, spec.input_seed, settings.lengths, settings.max_tokens, count, limits,
         lambda done: append_records(path, done),
     )  # fmt: skip
-    return search_max_qps(probing, start.requests_per_s)
+    return search_max_qps(probing, min(curve, key=lambda p: p.concurrency).requests_per_s)
 
 
 def _accuracy(

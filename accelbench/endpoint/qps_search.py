@@ -8,7 +8,8 @@ the workload's goodput bounds and no request failed. The search (``accelbench.sc
 a probe fails (halves while none has passed), then bisects geometrically until the lowest failing target
 is within ``RESOLUTION`` of the highest passing one, in ``PROBE_BUDGET`` probes at most. The max QPS is
 the highest passing target. A probe where every request failed (the server is gone) ends the search,
-with that reason; a failed request is never an exception.
+with that reason; a failed request is never an exception. The search does not start (``start_problem``)
+after a ladder cut short, or when one request at a time already misses a bound.
 """
 
 from __future__ import annotations
@@ -124,6 +125,22 @@ def searched(
         bounds.ttft_s, bounds.tpot_s, best.target_qps if best else 0.0,
         best.goodput_requests_per_s if best else 0.0, tuple(probes), RESOLUTION, budget, ended,
     )  # fmt: skip
+
+
+def start_problem(curve: Sequence[CurvePoint], stopped: str, bounds: point_figures.Bounds) -> str:
+    """Why the search cannot start from ``curve`` (the ladder stopped early: ``stopped``), or "": no
+    point, no request throughput at the lowest one, or a lowest point at concurrency 1 already past a
+    bound (one request at a time: no arrival rate can meet it, and probes at ever lower rates would run
+    for minutes)."""
+    if stopped:
+        return f"not searched: the ladder stopped ({stopped})"
+    lowest = min(curve, key=lambda p: p.concurrency, default=None)
+    if lowest is None or lowest.requests_per_s <= 0:
+        return "not searched: no curve point measured a request throughput to start from"
+    if lowest.concurrency == 1 and not judged(lowest.requests_per_s, lowest, bounds).passed:
+        missed = judged(lowest.requests_per_s, lowest, bounds).reason
+        return f"not searched: one request at a time already misses the bounds ({missed})"
+    return ""
 
 
 def not_searched(bounds: point_figures.Bounds, why: str) -> QpsSearch:

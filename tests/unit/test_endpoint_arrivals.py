@@ -12,12 +12,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from accelbench.curve import EndpointFigures, QpsProbe
+from accelbench.curve import CurvePoint, EndpointFigures, QpsProbe
 from accelbench.endpoint import qps_search
 from accelbench.endpoint.client import Prompt, Target
 from accelbench.endpoint.driver import POISSON, arrival_times_s, run_arrivals
 from accelbench.endpoint.figures import Bounds
-from accelbench.endpoint.qps_search import Probing, run_probe, search_max_qps
+from accelbench.endpoint.qps_search import Probing, run_probe, search_max_qps, start_problem
 from accelbench.endpoint.records import RequestRecord
 from tests.unit.endpoint_stub import stub
 
@@ -149,3 +149,22 @@ def test_the_search_is_stored_only_when_run(monkeypatch: pytest.MonkeyPatch) -> 
     document = searched.to_dict()
     assert document["qps_search"]["max_qps"] == 4.0 and len(document["qps_search"]["probes"]) == 4
     assert EndpointFigures.from_dict(document) == searched
+
+
+def _point(concurrency: int, requests_per_s: float, ttft_p99_s: float) -> CurvePoint:
+    zeros = {f.name: 0 for f in dataclasses.fields(CurvePoint)} | {"energy_j": None, "energy_provenance": ""}
+    values = {"concurrency": concurrency, "requests_per_s": requests_per_s, "ttft_p99_s": ttft_p99_s}
+    return CurvePoint.from_dict({**zeros, **values})
+
+
+def test_the_search_starts_only_from_a_lowest_point_that_meets_the_bounds() -> None:
+    bounds = Bounds(1.0, 0.1)
+    assert start_problem([_point(4, 9.0, 3.0), _point(1, 2.0, 0.5)], "", bounds) == ""
+    assert start_problem([_point(4, 9.0, 3.0)], "", bounds) == ""  # a probe may still pass below c=4
+    slow = start_problem([_point(1, 2.0, 1.5)], "", bounds)
+    assert slow.startswith("not searched: one request at a time already misses the bounds")
+    assert slow.endswith("(p99 TTFT 1500 ms > 1000 ms)")
+    assert start_problem([], "", bounds).startswith("not searched: no curve point")
+    assert start_problem([_point(1, 0.0, 0.0)], "", bounds).startswith("not searched: no curve point")
+    gone = start_problem([_point(1, 2.0, 0.5)], "every request failed at concurrency 2: http 500", bounds)
+    assert gone == "not searched: the ladder stopped (every request failed at concurrency 2: http 500)"
