@@ -126,10 +126,9 @@ def run(
     with _fleet_executor(fleet) as executor, chosen_store(store_path) as store:
         if resume:  # the resumed run's inputs: --input-seed, else (None) a fresh seed
             config = with_overrides(runner.resume_config(store, resume, machine), {"input_seed": input_seed})
-            run_id = resume
         else:
             config = with_variant_seed(with_overrides(chosen, overrides))
-            run_id = _start(store, config, machine, probe=not no_probe and executor is None, mode=mode)
+        run_id = resume or _start(store, config, machine, probe=not no_probe and executor is None, mode=mode)
         results = _execute_with_progress(store, run_id, config, machine, mode, executor)
         _print_results(store, run_id, as_json, include_unverified)
     if not results and not resume:
