@@ -60,7 +60,7 @@ def test_a_slow_server_does_not_delay_the_issues() -> None:
         records = run_arrivals(Target(url, "tiny-llama"), _prompts(8), schedule_s, 6, _words, 50.0)
     assert all(r.ok and r.role == POISSON and r.target_qps == 50.0 for r in records)
     assert [r.issue_s for r in records] == schedule_s  # the scheduled time, not when a slot freed
-    assert all(0 <= r.send_s - r.issue_s < 0.1 for r in records)
+    assert all(0 <= r.send_s - r.issue_s < 0.25 for r in records)  # the loop's own lag only
     assert records[-1].send_s < records[0].end_s  # the last was sent before the first reply ended
     assert all(r.first_content_s - r.issue_s >= 0.5 for r in records)  # type: ignore[operator]
     assert "target_qps" in records[0].to_dict()
