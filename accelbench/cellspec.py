@@ -73,6 +73,8 @@ class CellSpec:
     """Endpoint cells: the environment variable holding the API key (empty: ``ACCELBENCH_API_KEY``)."""
     endpoint_api: str = ""
     """Endpoint cells: ``chat`` or ``completions`` (empty: ``chat``)."""
+    arrivals: str = ""
+    """Endpoint cells: ``poisson`` also searches the max QPS under Poisson arrivals (empty: the curve)."""
     store_cache_dir: str = ""
     """The results store's cache folder, kept across runs (the LLM models and their conversions); empty:
     ``cache_dir``."""

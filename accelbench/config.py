@@ -23,6 +23,9 @@ from accelbench.training import WORKLOADS as TRAINING_WORKLOADS
 
 ENDPOINT_APIS = ("chat", "completions")
 """The OpenAI APIs an endpoint cell can send its requests to (``accelbench.endpoint.client.PATHS``)."""
+ARRIVALS = ("concurrency", "poisson")
+"""How an endpoint cell loads its server: the fixed-concurrency curve, or the curve and then the max-QPS
+search under Poisson arrivals (``accelbench.endpoint.qps_search``)."""
 
 _RAY_ADDRESS = re.compile(r"^(auto|[A-Za-z0-9.\-]+:\d{1,5})$")
 """A Ray cluster as a driver joins it: its head's GCS ``HOST:PORT``, or ``auto``."""
@@ -101,6 +104,9 @@ class RunConfig:
     """``--endpoint-api``: the OpenAI API of the endpoint cells' requests, ``chat``
     (``/v1/chat/completions``, messages) or ``completions`` (``/v1/completions``, the chat template's
     text); empty: ``chat``."""
+    arrivals: str = ""
+    """``--arrivals``: ``poisson`` adds the max-QPS search under Poisson arrivals to each endpoint cell's
+    curve; ``concurrency`` or empty: the curve only."""
     serve_cluster: str | None = None
     """``--serve-cluster``: the Ray cluster (``HOST:PORT`` of its head, or ``auto``) where the Ray Serve
     stacks deploy their model instead of a Ray of their own (docs/serving.md)."""
@@ -129,6 +135,8 @@ class RunConfig:
             raise UserError(
                 f"endpoint_api must be one of {', '.join(ENDPOINT_APIS)}, got {self.endpoint_api[:80]!r}"
             )
+        if self.arrivals not in ("", *ARRIVALS):
+            raise UserError(f"arrivals must be one of {', '.join(ARRIVALS)}, got {self.arrivals[:80]!r}")
         if (self.batch is not None and self.batch < 1) or any(b < 1 for b in self.batch_sweep):
             raise UserError("batch sizes must be at least 1")
         if self.serve_url is not None and not self.serve_url.startswith(("http://", "https://")):

@@ -5,7 +5,8 @@ the LLM decode cells do (``accelbench.sections.GenerationFigures``), with the cu
 ``generation.curve``: one ``CurvePoint`` per concurrency, in ladder order, a step function (no figure
 between two points is implied). ``EndpointFigures.from_dict`` reads every stored form of that section
 (results schema 7; those stored before the accuracy check lack ``accuracy``); ``generation_section``
-loads either kind of ``generation`` section, told apart by the ``curve`` key.
+loads either kind of ``generation`` section, told apart by the ``curve`` key. With ``--arrivals poisson``
+the section also holds ``qps_search`` (``QpsSearch``: the max QPS under Poisson arrivals and its probes).
 """
 
 from __future__ import annotations
@@ -120,6 +121,74 @@ class EndpointAccuracy:
 
 
 @dataclass(frozen=True, slots=True)
+class QpsProbe:
+    """One probe of the max-QPS search (``accelbench.endpoint.qps_search``): Poisson arrivals at
+    ``target_qps`` and what they measured (TTFT from each request's scheduled arrival)."""
+
+    target_qps: float
+    requests: int
+    requests_per_s: float
+    """Achieved: ok replies over the probe's span (first arrival to last end)."""
+    output_tokens_per_s: float
+    ttft_p50_s: float
+    ttft_p90_s: float
+    ttft_p99_s: float
+    tpot_p50_s: float
+    tpot_p90_s: float
+    tpot_p99_s: float
+    goodput_requests_per_s: float
+    """Ok replies within both bounds, per second of the span."""
+    error_rate: float
+    passed: bool
+    """p99 TTFT and p99 TPOT within the bounds and no request failed."""
+    reason: str
+    """Why it failed (empty when it passed)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form (one entry of ``qps_search.probes``)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> QpsProbe:
+        """Inverse of ``to_dict`` (unknown keys ignored)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass(frozen=True, slots=True)
+class QpsSearch:
+    """The max-QPS search of an endpoint cell: its bounds, probes (in the order they ran), the highest
+    target that passed and why the search ended."""
+
+    ttft_bound_s: float
+    tpot_bound_s: float
+    max_qps: float
+    """The highest passing probe's target (0: no probe passed)."""
+    goodput_requests_per_s: float
+    """The goodput of the probe at ``max_qps`` (0 when none passed)."""
+    probes: tuple[QpsProbe, ...]
+    resolution: float
+    """The search stops once the lowest failing target is within this share above ``max_qps``."""
+    budget: int
+    """The most probes it may run."""
+    ended: str
+    """Why it ended: bracketed, the budget spent, the server failing every request, or no start."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored ``qps_search`` of the ``generation`` section."""
+        document = dataclasses.asdict(self)
+        document["probes"] = [p.to_dict() for p in self.probes]
+        return document
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> QpsSearch:
+        """Inverse of ``to_dict``."""
+        values = dict(data)
+        values["probes"] = tuple(QpsProbe.from_dict(p) for p in values["probes"])
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
 class EndpointFigures:
     """The ``generation`` section of an endpoint cell: the curve and the endpoint settings."""
 
@@ -144,6 +213,8 @@ class EndpointFigures:
     energy_note: str = ""
     """What the points' energy counts (the meter, and the estimate's formula for the last point), or why
     the points have none (empty, and absent, in records stored before)."""
+    qps_search: QpsSearch | None = None
+    """The max-QPS search under Poisson arrivals (``--arrivals poisson``; None, and absent: not run)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The stored ``generation`` section."""
@@ -155,6 +226,10 @@ class EndpointFigures:
             del document["accuracy"]
         else:
             document["accuracy"] = self.accuracy.to_dict()
+        if self.qps_search is None:
+            del document["qps_search"]
+        else:
+            document["qps_search"] = self.qps_search.to_dict()
         return document
 
     @classmethod
@@ -164,6 +239,8 @@ class EndpointFigures:
         values["curve"] = tuple(CurvePoint.from_dict(p) for p in values["curve"])
         accuracy = values.get("accuracy")
         values["accuracy"] = None if accuracy is None else EndpointAccuracy.from_dict(accuracy)
+        searched = values.get("qps_search")
+        values["qps_search"] = None if searched is None else QpsSearch.from_dict(searched)
         return cls(**values)
 
 

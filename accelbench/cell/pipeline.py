@@ -108,6 +108,7 @@ def cell_spec(
         output_tokens=config.output_tokens,
         api_key_env=config.api_key_env,
         endpoint_api=config.endpoint_api,
+        arrivals=config.arrivals,
         store_cache_dir=str(run_dir.parent.parent / "cache"),  # run_dir is <store>/runs/<run id>
     )
 

@@ -104,6 +104,7 @@ def run(
     endpoint_requests: cli_serving.EndpointRequestsOption = None,
     api_key_env: cli_serving.ApiKeyEnvOption = None,
     endpoint_api: cli_serving.EndpointApiOption = None,
+    arrivals: cli_serving.ArrivalsOption = None,
     store_path: StoreOption = None,
     as_json: JsonOption = False,
     include_unverified: UnverifiedOption = False,
@@ -115,7 +116,7 @@ def run(
     per_run = {"variants": variants, "variant_seed": variant_seed, "runs": runs, "nproc": nproc}
     batching = {"batch": batch, "batch_sweep": _batches(batch_sweep), "input_seed": input_seed}
     named = {k: _names(v) for k, v in listed.items()}
-    endpoint = (api_key_env, concurrency, output_tokens, endpoint_requests, endpoint_api)
+    endpoint = (api_key_env, concurrency, output_tokens, endpoint_requests, endpoint_api, arrivals)
     served = cli_serving.served_settings(serve_url, serve_cluster, *endpoint)
     overrides = _overrides({**named, **scalars, **per_run, **batching, **served}, config_file)
     chosen = suite(suite_name)
@@ -125,10 +126,9 @@ def run(
     with _fleet_executor(fleet) as executor, chosen_store(store_path) as store:
         if resume:  # the resumed run's inputs: --input-seed, else (None) a fresh seed
             config = with_overrides(runner.resume_config(store, resume, machine), {"input_seed": input_seed})
-            run_id = resume
         else:
             config = with_variant_seed(with_overrides(chosen, overrides))
-            run_id = _start(store, config, machine, probe=not no_probe and executor is None, mode=mode)
+        run_id = resume or _start(store, config, machine, probe=not no_probe and executor is None, mode=mode)
         results = _execute_with_progress(store, run_id, config, machine, mode, executor)
         _print_results(store, run_id, as_json, include_unverified)
     if not results and not resume:
@@ -245,12 +245,11 @@ def _print_results(
         console.print(f"[yellow]warning[/] {line}")
     _print_expressiveness(results)
     _print_generalization(results)
-    served = serving_report.serving_table(serving_comparisons(results))
     for table in (
         training_report.training_table(results),
         generation_report.generation_table(results),
-        endpoint_report.curve_table(results, rate, chips),
-        served,
+        *endpoint_report.curve_tables(results, rate, chips),
+        serving_report.serving_table(serving_comparisons(results)),
     ):
         if table is not None:
             console.print(table)

@@ -46,6 +46,13 @@ EndpointApiOption = Annotated[
         help="Served LLMs: chat (/v1/chat/completions, default) or completions (/v1/completions).",
     ),
 ]
+ArrivalsOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Served LLMs: concurrency (the curve, default) or poisson (the curve, then the max QPS "
+        "under the TTFT/TPOT bounds with Poisson arrivals)."
+    ),
+]
 ApiKeyEnvOption = Annotated[
     str | None,
     typer.Option("--api-key-env", help="Served LLMs: env variable with the API key (ACCELBENCH_API_KEY)."),
@@ -98,6 +105,7 @@ def served_settings(
     output_tokens: int | None,
     endpoint_requests: int | None,
     endpoint_api: str | None = None,
+    arrivals: str | None = None,
 ) -> dict[str, Any]:
     """The run settings of ``--serve-url``, ``--serve-cluster`` and the served-LLM options, by name."""
     return {
@@ -108,6 +116,7 @@ def served_settings(
         "output_tokens": output_tokens,
         "endpoint_requests": endpoint_requests,
         "endpoint_api": endpoint_api,
+        "arrivals": arrivals,
     }
 
 

@@ -18,6 +18,9 @@
    run's too: its CPU time is the measured work, not a disturbance; any other process is other load),
    steal, and the reference probe before and after. A disturbed curve is ``unstable`` (not measured
    again: a curve is long, and the guard's evidence is stored with it).
+4b. With ``--arrivals poisson``, after the curve (still under the noise guard): the max QPS under the
+   goodput bounds with Poisson arrivals, searched from the curve's lowest point
+   (``accelbench.endpoint.qps_search``); its requests are audited with the curve's.
 5. Every request is a line of ``requests.jsonl`` in the cell's folder, written after each point (a
    cell that times out keeps the points it finished there); the audits
    (``accelbench.endpoint.audits``) judge them; the status follows ``audits.cell_status``.
@@ -35,14 +38,15 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.cellspec import CellSpec
-from accelbench.curve import CurvePoint
+from accelbench.curve import CurvePoint, QpsSearch
 from accelbench.endpoint import figures as point_figures
 from accelbench.endpoint.accuracy import Accuracy, accuracy, judged
 from accelbench.endpoint.client import Prompt, Target
-from accelbench.endpoint.driver import TIMED, Load, run_point
+from accelbench.endpoint.driver import POISSON, TIMED, Load, run_point
 from accelbench.endpoint.energy import PointMeter, point_meter
 from accelbench.endpoint.outcome import Found, outcome
 from accelbench.endpoint.prompts import salted, seeded_texts
+from accelbench.endpoint.qps_search import Probing, not_searched, search_max_qps, start_problem
 from accelbench.endpoint.records import RequestRecord
 from accelbench.endpoint.repeat import repeat_records
 from accelbench.endpoint.stack import URL, EndpointStack
@@ -73,6 +77,8 @@ class Settings:
     api: str
     api_key_env: str
     lengths: tuple[int, int]
+    arrivals: str = ""
+    """``poisson``: search the max QPS under Poisson arrivals after the curve (empty: the curve only)."""
 
     def requests_at(self, concurrency: int) -> int:
         """The requests of the point at ``concurrency``."""
@@ -83,7 +89,7 @@ def settings_of(spec: CellSpec, lengths: tuple[int, int]) -> Settings:
     """The settings a cell spec asks for."""
     return Settings(
         tuple(spec.concurrency), spec.endpoint_requests, spec.output_tokens or DEFAULT_OUTPUT_TOKENS,
-        spec.endpoint_api or "chat", spec.api_key_env or DEFAULT_API_KEY_ENV, lengths,
+        spec.endpoint_api or "chat", spec.api_key_env or DEFAULT_API_KEY_ENV, lengths, spec.arrivals,
     )  # fmt: skip
 
 
@@ -111,14 +117,40 @@ def measure(spec: CellSpec) -> Outcome:
             curve, records, stopped = ladder(target, tokenizer, spec, settings, count, limits, meter)
         finally:
             meter.close()
+        searched, poisson = _search(target, tokenizer, spec, settings, count, limits, (curve, stopped))
         probe = noise.end(guard)
         duration_s = time.perf_counter() - started
         audited = [] if stopped or not curve else _repeats(target, tokenizer, spec, settings, curve, count)
     append_records(Path(spec.cell_dir) / RECORDS_FILE, audited)
     checked = _accuracy(model, tokenizer, spec, settings, records)
     note = f"{meter.note}; {meter.formula}" if meter.formula else meter.note
-    found = Found(curve, records, audited, stopped, duration_s, checked, probe, note)
+    found = Found(curve, records, audited, stopped, duration_s, checked, probe, note, searched, poisson)
     return outcome(spec, stack, model, settings, found, limits)
+
+
+def _search(
+    target: Target,
+    tokenizer: Any,
+    spec: CellSpec,
+    settings: Settings,
+    count: Callable[[str], int],
+    limits: point_figures.Bounds,
+    ladder_done: tuple[Sequence[CurvePoint], str],
+) -> tuple[QpsSearch | None, list[RequestRecord]]:
+    """The max-QPS search when asked (``settings.arrivals``), from the curve's lowest point
+    (``ladder_done``: the curve and why the ladder stopped early, "" if it did not)."""
+    if settings.arrivals != POISSON:
+        return None, []
+    curve, stopped = ladder_done
+    problem = start_problem(curve, stopped, limits)
+    if problem:
+        return not_searched(limits, problem), []
+    path = Path(spec.cell_dir) / RECORDS_FILE
+    probing = Probing(
+        target, tokenizer, spec.input_seed, settings.lengths, settings.max_tokens, count, limits,
+        lambda done: append_records(path, done),
+    )  # fmt: skip
+    return search_max_qps(probing, min(curve, key=lambda p: p.concurrency).requests_per_s)
 
 
 def _accuracy(

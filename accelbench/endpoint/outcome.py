@@ -12,7 +12,7 @@ from typing import Any
 
 from accelbench import audits
 from accelbench.cellspec import CellSpec
-from accelbench.curve import CurvePoint, EndpointFigures
+from accelbench.curve import CurvePoint, EndpointFigures, QpsSearch
 from accelbench.endpoint import audits as endpoint_audits
 from accelbench.endpoint.accuracy import Accuracy
 from accelbench.endpoint.figures import Bounds
@@ -57,6 +57,10 @@ class Found:
     """The noise guard's record of the ladder (None: not watched)."""
     energy_note: str = ""
     """What the points' energy counts, or why they have none (``accelbench.endpoint.energy``)."""
+    qps_search: QpsSearch | None = None
+    """The max-QPS search under Poisson arrivals (None: not asked)."""
+    searched: Sequence[RequestRecord] = ()
+    """The search's requests (audited with the curve's; a failing probe does not make the cell invalid)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +87,8 @@ def outcome(
     spec: CellSpec, stack: EndpointStack, model: LlmModel, settings: Any, found: Found, limits: Bounds
 ) -> Outcome:
     """The cell's outcome."""
-    verdicts = endpoint_audits.verdicts([*found.timed, *found.audited], settings.max_tokens, found.accuracy)
+    every = [*found.timed, *found.searched, *found.audited]
+    verdicts = endpoint_audits.verdicts(every, settings.max_tokens, found.accuracy)
     verdicts += (repeat_verdict(found.audited),) if found.audited else ()  # none: the ladder stopped
     failures = (
         [] if found.accuracy.passed else [f"accuracy vs fp32 reference {found.accuracy.mean_share:.2f}"]
@@ -123,6 +128,7 @@ def figures(
         duration_s=found.duration_s,
         accuracy=found.accuracy.record(),
         energy_note=found.energy_note,
+        qps_search=found.qps_search,
     )
 
 
@@ -136,6 +142,7 @@ def _settings(spec: CellSpec, stack: EndpointStack, settings: Any) -> dict[str, 
         "max_tokens": settings.max_tokens,
         "api_key_env": settings.api_key_env,
         "serve_url": spec.serve_url if stack.server == "url" else None,
+        **({"arrivals": settings.arrivals} if settings.arrivals else {}),
     }
 
 

@@ -21,14 +21,17 @@ class RequestRecord:
     """One request as the client saw it."""
 
     concurrency: int
+    """The point's concurrency (0: an open-loop request of the max-QPS search, ``target_qps`` set)."""
     index: int
     """The request's number within its point (0, 1, ...)."""
     role: str
-    """``timed`` (a scored request), or the repeat audit's ``seen`` / ``unseen``."""
+    """``timed`` (a scored request), the repeat audit's ``seen`` / ``unseen``, or ``poisson`` (a request of
+    the max-QPS search's open loop: ``accelbench.endpoint.qps_search``)."""
     salt: str
     """The prompt's salt (hex digits), unique per request of a cell."""
     issue_s: float
-    """When the request became due (a closed loop: when a slot freed); client queueing counts."""
+    """When the request became due (a closed loop: when a slot freed; an open loop: its scheduled
+    arrival); client queueing counts."""
     send_s: float
     """When the client started sending it."""
     first_content_s: float | None
@@ -54,6 +57,9 @@ class RequestRecord:
     """The first text chunk was whitespace or punctuation only (it did not stop the TTFT clock)."""
     first_chunk_text: str = ""
     """The first text chunk (the accuracy check tells a genuine ``[`` from a filler by it)."""
+    target_qps: float | None = None
+    """The arrival rate of the max-QPS search's probe that sent it (None, and absent from the stored
+    line: a request of the curve or an audit)."""
 
     @property
     def ok(self) -> bool:
@@ -64,6 +70,8 @@ class RequestRecord:
         """The stored form (one line of ``requests.jsonl``)."""
         document = dataclasses.asdict(self)
         document["chunk_s"] = list(self.chunk_s)
+        if self.target_qps is None:
+            del document["target_qps"]
         return document
 
     @classmethod

@@ -20,6 +20,7 @@ from rich.table import Table
 from accelbench.curve import CurvePoint, EndpointFigures
 from accelbench.hardware.match import ChipMatch
 from accelbench.meters.cost import HourlyRate, usd_per_million_queries
+from accelbench.report.endpoint_qps import qps_table
 from accelbench.results import Result
 
 TITLE = "Served LLM curves (fixed concurrency; client-side token counts)"
@@ -86,6 +87,13 @@ def curve_table(
         captions.append(f"{COST_COLUMN}: the machine's hour at {rate.basis} over the point's output tokens/s")
     table.caption = "\n".join(captions) or None
     return table
+
+
+def curve_tables(
+    results: Sequence[Result], rate: HourlyRate | None = None, chips: Mapping[str, ChipMatch] | None = None
+) -> tuple[Table | None, Table | None]:
+    """The curves' table (``curve_table``) and the max-QPS searches' (``report.endpoint_qps``)."""
+    return curve_table(results, rate, chips), qps_table(results)
 
 
 def usd_per_million_output_tokens(rate: HourlyRate, point: CurvePoint) -> float | None:

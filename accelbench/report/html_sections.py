@@ -23,6 +23,7 @@ from accelbench.report import html_charts, html_endpoint, html_leaderboard, term
 from accelbench.report import roofline as roofline_report
 from accelbench.report import serving as serving_report
 from accelbench.report.columns import leaderboard_tables
+from accelbench.report.endpoint_qps import qps_table
 from accelbench.report.headline import results_rules_note, sort_key
 from accelbench.report.html_tables import markup_html, rows_html, table_html
 from accelbench.results import Result
@@ -182,6 +183,8 @@ def _group_parts(
             title = f"Speed (run {data.run.run_id})"
             parts += [table_html(t) for t in leaderboard_tables(mine, title, include_unverified)]
             parts.append(table_html(terminal.checks_table(mine, data.normalized)))
+            searches = qps_table(mine)  # served LLMs' max QPS under Poisson arrivals (--arrivals poisson)
+            parts += [table_html(searches)] if searches is not None else []
     return parts
 
 

@@ -150,6 +150,40 @@ def test_llm_at_transformers_starts_and_stops_its_server(served: Served) -> None
     assert list(log.rglob("transformers.log"))
 
 
+def test_poisson_arrivals_search_the_max_qps_under_the_bounds(served: Served) -> None:
+    """``--arrivals poisson``: after the curve, probes of Poisson arrivals from the curve's request rate,
+    each judged on p99 TTFT / TPOT; the max QPS is a passing probe's, and every request is recorded."""
+    args = ("--workloads", "tiny-llama", "--stacks", "llm@url", "--serve-url", served.url)
+    tiny = ("--concurrency", "1", "--endpoint-requests", "4", "--output-tokens", "8", "--no-probe")
+    (result,) = run_document(served.store, *args, *tiny, "--arrivals", "poisson")["results"]
+    measured(result)
+    assert result["settings"]["arrivals"] == "poisson"
+    search = result["generation"]["qps_search"]
+    probes = search["probes"]
+    start = result["generation"]["curve"][0]["requests_per_s"]
+    assert 1 <= len(probes) <= search["budget"] == 6 and probes[0]["target_qps"] == pytest.approx(start)
+    section = result["generation"]
+    bounds = (section["goodput_ttft_bound_s"], section["goodput_tpot_bound_s"])
+    assert (search["ttft_bound_s"], search["tpot_bound_s"]) == bounds
+    passed = [p for p in probes if p["passed"]]
+    assert search["max_qps"] == max(p["target_qps"] for p in passed) > 0, probes
+    assert search["goodput_requests_per_s"] > 0
+    # a failing probe brackets the max QPS, or the budget ran out while every probe passed
+    assert any(not p["passed"] for p in probes) or search["ended"] == "budget of 6 probes spent"
+    for probe in probes:
+        assert probe["requests"] >= 16 and probe["requests_per_s"] > 0
+        assert 0 < probe["ttft_p50_s"] <= probe["ttft_p90_s"] <= probe["ttft_p99_s"]
+        assert probe["passed"] == (probe["reason"] == "")
+    run_dir = served.store / "runs" / result["run_id"]
+    lines = (run_dir / result["generation"]["requests_file"]).read_text().splitlines()
+    records = [RequestRecord.from_dict(json.loads(line)) for line in lines]
+    searched = [r for r in records if r.role == "poisson"]
+    assert len(searched) == sum(p["requests"] for p in probes) and all(r.target_qps for r in searched)
+    assert len({r.salt for r in records}) == len(records)  # fresh salts, as the curve's
+    assert all(r.send_s >= r.issue_s for r in searched)  # issue: the scheduled arrival
+    assert result["audit"]["salts"]["verdict"] == "pass"
+
+
 @pytest.mark.exhaustive  # 62 s at load 4.7; make test: the unit tests judge planted probes, and every
 # endpoint run here stores the guard's record (measured)
 def test_a_busy_client_machine_makes_the_curve_unstable(served: Served) -> None:

@@ -1,9 +1,11 @@
 """A stdlib OpenAI-style streaming server for the endpoint client's tests: each ``mode`` is one kind
 of server (honest, 401, not streaming, dying mid-stream, a filler first chunk, wrong model, a reply
-cache that strips the salt)."""
+cache that strips the salt); ``delay_s`` holds each reply back that long before its first chunk, and
+``serial`` serves one request at a time (a server with a capacity of 1 / ``delay_s`` requests/s)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -46,6 +48,11 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(0.2)
         if mode == "json":
             return self._send(200, "application/json", b'{"choices": [{"text": "Hello"}]}')
+        with self.server.lock if self.server.serial else contextlib.nullcontext():
+            time.sleep(self.server.delay_s)
+            self._stream(mode)
+
+    def _stream(self, mode: str) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
@@ -82,18 +89,26 @@ class _Server(ThreadingHTTPServer):
     key = ""
     models: tuple[str, ...] = ("tiny-llama",)
     usage = 0
+    delay_s = 0.0
+    serial = False
+    lock: threading.Lock
     bodies: list[dict[str, Any]]
     seen: set[str]
 
 
 @contextmanager
 def stub(
-    mode: str = "ok", key: str = "", models: tuple[str, ...] = ("tiny-llama",), usage: int = 0
+    mode: str = "ok",
+    key: str = "",
+    models: tuple[str, ...] = ("tiny-llama",),
+    usage: int = 0,
+    delay_s: float = 0.0,
+    serial: bool = False,
 ) -> Iterator[str]:
     """A running stub server; yields its base URL."""
     server = _Server(("127.0.0.1", 0), _Handler)
     server.mode, server.key, server.models, server.usage, server.bodies = mode, key, models, usage, []
-    server.seen = set()
+    server.seen, server.delay_s, server.serial, server.lock = set(), delay_s, serial, threading.Lock()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

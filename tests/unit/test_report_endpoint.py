@@ -6,8 +6,8 @@ import dataclasses
 
 from rich.console import Console
 
-from accelbench.curve import CurvePoint, EndpointFigures
-from accelbench.report.endpoint import curve_table
+from accelbench.curve import CurvePoint, EndpointFigures, QpsProbe, QpsSearch
+from accelbench.report.endpoint import curve_table, curve_tables
 from accelbench.report.generation import generation_table
 from accelbench.results import Cell, Result
 
@@ -144,3 +144,35 @@ def test_a_server_started_here_gets_its_output_tokens_per_second_per_chip() -> N
         per_chip_document([remote], {}) == {}
         and curve_table([remote]).columns[-1].header != "output tok/s per chip"
     )  # type: ignore[union-attr]
+
+
+def _searched() -> Result:
+    """An endpoint result with a max-QPS search of two probes (a pass at 4 QPS, a fail at 8)."""
+    figures = (0.21, 0.25, 0.3, 0.01, 0.012, 0.02, 3.0, 0.0)
+    passed = QpsProbe(4.0, 16, 3.9, 120.0, *figures, True, "")
+    failed = QpsProbe(8.0, 24, 6.1, 180.0, *figures, False, "p99 TTFT 1500 ms > 1000 ms")
+    search = QpsSearch(1.0, 0.1, 4.0, 3.0, (passed, failed), 0.1, 6, "budget of 6 probes spent")
+    result = _result([{"concurrency": 1}])
+    return dataclasses.replace(result, generation=dataclasses.replace(result.generation, qps_search=search))
+
+
+def test_the_max_qps_search_shows_a_row_per_probe_and_the_max_qps() -> None:
+    result, searched = _result([{"concurrency": 1}]), _searched()
+    assert curve_tables([result])[1] is None
+    curves, table = curve_tables([searched])
+    assert curves is not None and table is not None and table.row_count == 2
+    console = Console(width=250, record=True)
+    console.print(table)
+    text = console.export_text()
+    assert "210 / 250 / 300" in text and "10 / 12 / 20" in text and "fail: p99 TTFT 1500 ms > 1000 ms" in text
+    assert "llm@url: max QPS 4 (goodput 3 req/s) under p99 TTFT 1000 ms, p99 TPOT 100 ms" in text
+    assert "2 of 6 probes; budget of 6 probes spent" in text
+
+
+def test_the_html_report_has_the_max_qps_search_table() -> None:
+    from accelbench.report.html_sections import leaderboard_section
+    from tests.unit.report_cases import run
+
+    page = "".join(str(part) for part in leaderboard_section([run(_searched())]).parts)
+    assert "Served LLM max QPS" in page and "fail: p99 TTFT 1500 ms &gt; 1000 ms" in page
+    assert "llm@url: max QPS 4 (goodput 3 req/s)" in page
