@@ -16,11 +16,11 @@ The measurement was **disturbed** (the cell is ``unstable``; measured once more 
 is still going on, ``worth_retrying``) when other load reached ``other_load_limit_cores`` or steal
 ``STEAL_LIMIT_CORES`` (the same share on a big machine), or when the probe drifted beyond the run's
 limit and the timed samples (where there are enough) moved the same way; with too few samples the
-probe alone decides, from the median of ``CONFIRM_PROBES`` probes at each end where the caller asks. The limit comes from the run's
-own noise floor (``accelbench.meters.reference_probe``): the probe on these VMs differs by a median 2-3%
-between two idle calls a second apart, so a fixed 5% limit alarmed on a third of idle cells. A shift of
-the samples with no outside evidence is the stack's own (warm-up, throttling): a warning. What the guard
-detects and cannot: ``docs/noise.md``.
+probe alone decides, from the median of ``CONFIRM_PROBES`` probes at each end where the caller asks.
+The limit comes from the run's own noise floor (``accelbench.meters.reference_probe``): the probe on
+these VMs differs by a median 2-3% between two idle calls a second apart, so a fixed 5% limit alarmed on
+a third of idle cells. A shift of the samples with no outside evidence is the stack's own (warm-up,
+throttling): a warning. What the guard detects and cannot: ``docs/noise.md``.
 """
 
 from __future__ import annotations
