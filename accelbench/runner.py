@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from accelbench import registry
-from accelbench.cell import seeds
+from accelbench.cell import isolation, seeds
 from accelbench.cell.pipeline import run_cell
 from accelbench.cellspec import PlannedCell
 from accelbench.config import RunConfig
@@ -220,6 +220,7 @@ class LocalExecutor:
 
     def results(self, run_id: str, config: RunConfig, pending: list[PlannedCell]) -> Iterator[Result]:
         """Run the cells in plan order, one after the other."""
+        isolation.preload(ref for p in pending for ref in (p.workload_ref, p.stack_ref, p.driver_ref))
         for planned in pending:
             self.on_start(planned)
             yield run_cell(

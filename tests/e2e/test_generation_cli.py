@@ -69,7 +69,9 @@ def test_every_generating_stack_gets_token_figures_and_agreement(tiny_llama_run:
     assert "LLM decode (LoadGen token latencies)" in tiny_llama_run["show"]
 
 
-@pytest.mark.slow
+@pytest.mark.exhaustive  # 141-167 s (5 LoadGen probes of 500 queries); make test keeps the search's own
+# end-to-end run through the CLI (test_figures_cli, server), LoadGen's token server mode with its bounds
+# and goodput (test_generation, test_generation_loadgen) and the search's unit tests
 @pytest.mark.timeout(1700)
 def test_server_searches_the_max_qps_under_the_ttft_and_tpot_bounds(tmp_path: Path) -> None:
     args = ["run", "--suite", "tiny", "--workloads", "tiny-llama", "--stacks", "torch-eager"]

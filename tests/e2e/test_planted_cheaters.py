@@ -78,8 +78,12 @@ def assert_disqualified(document: dict[str, Any], variant: str = "canonical") ->
     by_stack = {r["cell"]["stack"]: r for r in document["results"] if r["cell"]["variant"] == variant}
     honest = by_stack["torch-eager"]
     assert measured_ok(honest), (honest["status"], honest["reason"], honest["audit"])
+    busy = [stack for stack in REASONS if _busy_elsewhere(by_stack[stack])]
+    assert len(busy) <= 2, busy  # a load beside the run blurs a few cells, not the test
     for stack, words in REASONS.items():
         result = by_stack[stack]
+        if stack in busy:
+            continue  # not ranked either (checked below); its timing audits were blurred by the load
         assert result["status"] == "disqualified", (stack, result["status"], result["reason"])
         assert result["reason"].startswith(words), (stack, result["reason"])
         assert re.search(r"\d", result["reason"]), result["reason"]
@@ -87,6 +91,15 @@ def assert_disqualified(document: dict[str, Any], variant: str = "canonical") ->
     assert ranked <= {"torch-eager"} and (ranked or honest["status"] == "unstable")
     listed = {u["stack"] for u in document["unverified"] if u["status"] == "disqualified"}
     assert listed == set(CHEATS)
+
+
+def _busy_elsewhere(result: dict[str, Any]) -> bool:
+    """The cell is ``unstable`` because processes outside the run kept the machine busy while it ran (a
+    helper's tests beside ``make test``: a cache's timing audit passed at 0.94 cores of outside load,
+    2026-12-04). Such a cell never ranks; the cheat's audit is judged on a quiet machine."""
+    noise = result.get("noise") or {}
+    outside = noise.get("other_load_cores") or 0.0
+    return result["status"] == "unstable" and outside >= 0.1 and "other processes" in result["reason"]
 
 
 @pytest.mark.slow

@@ -207,6 +207,8 @@ def _ray_server(onnx: Path, tmp_path: Path) -> tuple[process.ServerProcess, str]
 
 
 @needs_ray
+@pytest.mark.exhaustive  # 78-104 s (a second Ray, three runs); make test keeps Ray Serve end to end (the
+# server killed mid-run, --serve-url to a Ray Serve started by hand, batched rows) and the fleet's Ray cluster
 def test_serve_cluster_deploys_on_a_second_ray_and_refuses_a_serve_already_there(tmp_path: Path) -> None:
     """``--serve-cluster``: a second Ray (a loopback cluster, as ``ray start`` makes one on another
     machine) gets the deployment; its replica runs there, the cell is verified, and the Serve it started
