@@ -11,7 +11,7 @@ its first half. Both guards judge the same cell (their probes nest, the inner on
   when the machine's CPU time minus the cell process's own exceeded 0.25 cores;
 - AFTER: ``accelbench.meters.noise`` (the run's tree is its own, steal, floor-derived limit, samples).
 - PROBE1 / PROBE3: the same guard for a cell with no samples to judge (a served curve): other load,
-  steal and the probe's drift alone, from one probe at each end or the median of ``CONFIRM_PROBES``
+  steal and the probe's drift alone, from one probe at each end or the median of ``PROBES``
   (three probes taken just inside the AFTER guard's own, at each end).
 
 A loaded cell "moved" when its headline (samples/s) is more than 5% off the median of the idle cells.
@@ -45,6 +45,10 @@ from accelbench.meters import noise, reference_probe
 from accelbench.results import NoiseProbe
 
 _N = 384
+PROBES = 3
+"""Probes at each end of the PROBE3 guard (their medians): tried for the served curves on 2026-12-04, no
+fewer idle alarms than one probe (4 of 50 against 3), so not used; the curves corroborate a drift by
+measuring their first point again instead (``accelbench.endpoint.confirm``)."""
 _LOAD = """
 import os, sys, time
 delay_s, duration_s = float(sys.argv[1]), float(sys.argv[2])
@@ -160,7 +164,7 @@ class Cell:
     old: OldVerdict
     new: NoiseProbe
     opening_s: tuple[float, ...] = ()
-    """``CONFIRM_PROBES`` probes just before the timed loop and just after it (the probe-only guard)."""
+    """``PROBES`` probes just before the timed loop and just after it (the probe-only guard)."""
     closing_s: tuple[float, ...] = ()
 
 
@@ -176,7 +180,7 @@ def run_cell(load_cores: int, items: int, seconds: float, run_dir: Path, old_ins
         return max(0.0, delay_s + duration_s - seconds) + 0.2
 
     def probes() -> tuple[float, ...]:
-        return tuple(reference_probe.probe_s() for _ in range(noise.CONFIRM_PROBES))
+        return tuple(reference_probe.probe_s() for _ in range(PROBES))
 
     if old_inside:
         start = noise.begin(run_dir)
@@ -226,7 +230,7 @@ def report(cells: list[Cell]) -> None:
     header += "".join(f" {'detected, ' + n:>22}" for n in loads) + f" {'retries, all cells':>19}"
     print("\n" + header)
     guards = (("BEFORE", _old_flag), ("AFTER", _new_flag), ("PROBE1", _probe_only(1)))
-    for label, verdict in (*guards, ("PROBE3", _probe_only(noise.CONFIRM_PROBES))):
+    for label, verdict in (*guards, ("PROBE3", _probe_only(PROBES))):
         row = f"{label:<7} {_rate(sum(verdict(c) for c in idle), len(idle)):>18}"
         busy = sum(_busy(c, label) for c in idle)
         row += f" {_rate(busy, len(idle)):>19}"
@@ -250,7 +254,7 @@ def _new_flag(cell: Cell) -> bool:
 
 def _probe_only(probes: int) -> Callable[[Cell], bool]:
     """The guard of a cell with no samples to judge (a served curve): other load, steal and the drift of
-    the first probe (``probes`` 1) or of the median of ``CONFIRM_PROBES`` at each end."""
+    the first probe (``probes`` 1) or of the median of ``PROBES`` at each end."""
 
     def flag(cell: Cell) -> bool:
         before = float(np.median(cell.opening_s[:probes]))
@@ -272,7 +276,7 @@ def _retried(cell: Cell, label: str) -> bool:
     if label == "AFTER":
         return noise.worth_retrying(cell.new)
     after = cell.new.other_load_after_cores
-    flagged = _probe_only(1 if label == "PROBE1" else noise.CONFIRM_PROBES)(cell)
+    flagged = _probe_only(1 if label == "PROBE1" else PROBES)(cell)
     return flagged and (after is None or after < noise.STILL_BUSY_CORES)
 
 

@@ -42,6 +42,7 @@ from accelbench.curve import CurvePoint, QpsSearch
 from accelbench.endpoint import figures as point_figures
 from accelbench.endpoint.accuracy import Accuracy, accuracy, judged
 from accelbench.endpoint.client import Prompt, Target
+from accelbench.endpoint.confirm import confirmed
 from accelbench.endpoint.driver import POISSON, TIMED, Load, run_point
 from accelbench.endpoint.energy import PointMeter, point_meter
 from accelbench.endpoint.outcome import Found, outcome
@@ -111,7 +112,7 @@ def measure(spec: CellSpec) -> Outcome:
         started = time.perf_counter()
         warm_up(target, tokenizer, spec, settings, count)
         serve_url = spec.serve_url if stack.server == URL else None
-        guard = noise.begin(Path(spec.run_dir), serve_url, noise.CONFIRM_PROBES)  # no samples judged
+        guard = noise.begin(Path(spec.run_dir), serve_url)
         meter = point_meter(serve_url, started_here=stack.server != URL)
         try:
             curve, records, stopped = ladder(target, tokenizer, spec, settings, count, limits, meter)
@@ -120,6 +121,13 @@ def measure(spec: CellSpec) -> Outcome:
         searched, poisson = _search(target, tokenizer, spec, settings, count, limits, (curve, stopped))
         probe = noise.end(guard)
         duration_s = time.perf_counter() - started
+        work = (
+            settings.lengths,
+            settings.requests_at(curve[0].concurrency) if curve else 0,
+            settings.max_tokens,
+        )
+        probe, again = confirmed(probe, target, tokenizer, spec.input_seed, work, count, (curve, records))
+        append_records(Path(spec.cell_dir) / RECORDS_FILE, again)
         audited = [] if stopped or not curve else _repeats(target, tokenizer, spec, settings, curve, count)
     append_records(Path(spec.cell_dir) / RECORDS_FILE, audited)
     checked = _accuracy(model, tokenizer, spec, settings, records)

@@ -16,7 +16,8 @@ The measurement was **disturbed** (the cell is ``unstable``; measured once more 
 is still going on, ``worth_retrying``) when other load reached ``other_load_limit_cores`` or steal
 ``STEAL_LIMIT_CORES`` (the same share on a big machine), or when the probe drifted beyond the run's
 limit and the timed samples (where there are enough) moved the same way; with too few samples the
-probe alone decides, from the median of ``CONFIRM_PROBES`` probes at each end where the caller asks.
+probe alone decides, unless the caller measures the same work again to corroborate it (``runs_shift``,
+``rejudged``: a served curve runs its first point again).
 The limit comes from the run's own noise floor (``accelbench.meters.reference_probe``): the probe on
 these VMs differs by a median 2-3% between two idle calls a second apart, so a fixed 5% limit alarmed on
 a third of idle cells. A shift of the samples with no outside evidence is the stack's own (warm-up,
@@ -25,6 +26,7 @@ throttling): a warning. What the guard detects and cannot: ``docs/noise.md``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Sequence
@@ -40,7 +42,6 @@ from accelbench.meters.reference_probe import probe_s
 from accelbench.results import NoiseProbe
 
 __all__ = [
-    "CONFIRM_PROBES",
     "OTHER_LOAD_LIMIT_CORES",
     "OTHER_LOAD_SHARE",
     "OTHER_LOAD_WARNING_CORES",
@@ -52,12 +53,14 @@ __all__ = [
     "begin",
     "cpu_clock",
     "disturbance",
+    "drift_alone",
     "end",
     "guard_warnings",
-    "median_probe_s",
     "other_load_cores",
     "other_load_limit_cores",
     "probe_s",
+    "rejudged",
+    "runs_shift",
     "samples_shift",
     "unstable_reason",
     "worth_retrying",
@@ -85,10 +88,6 @@ SHIFT_SIGMAS = 3.0
 """A shift counts when it exceeds this many standard errors of the difference of the two medians."""
 SHIFT_MIN_SAMPLES = 30
 """Fewer timed samples than this: the samples' shift is not judged (None)."""
-CONFIRM_PROBES = 3
-"""Probes taken at each end of a measurement that has too few samples to corroborate a drift (a served
-curve, an LLM cell's few replies): the guard judges the median of each end's probes, so one probe caught
-in a passing blip at either end cannot make the cell ``unstable`` (``benchmarks/noise_guard.py``)."""
 
 
 def other_load_cores(start: CpuClock, end: CpuClock) -> float:
@@ -127,7 +126,20 @@ def samples_shift(samples_s: Sequence[float]) -> Shift | None:
     if values.size < SHIFT_MIN_SAMPLES:
         return None
     third = values.size // 3
-    first, last = values[:third], values[-third:]
+    return _shift(values[:third], values[-third:])
+
+
+def runs_shift(first_s: Sequence[float], again_s: Sequence[float]) -> Shift | None:
+    """The shift of ``again_s`` (the same work measured again at the end) against ``first_s``, judged as
+    ``samples_shift`` judges its thirds; None when either has fewer than a third of
+    ``SHIFT_MIN_SAMPLES``."""
+    first, again = np.asarray(first_s, dtype=float), np.asarray(again_s, dtype=float)
+    if min(first.size, again.size) < SHIFT_MIN_SAMPLES // 3:
+        return None
+    return _shift(first, again)
+
+
+def _shift(first: np.ndarray, last: np.ndarray) -> Shift | None:
     m_first, m_last = float(np.median(first)), float(np.median(last))
     if m_first <= 0:
         return None
@@ -152,26 +164,15 @@ class ProbeStart:
     floor: reference_probe.NoiseFloor | None
     servers: frozenset[int] = frozenset()
     """Roots of a local server the run measures but did not start (``cputime.server_roots``)."""
-    probes: int = 1
-    """Probes at each end, their median judged (``CONFIRM_PROBES`` where samples are few)."""
 
 
-def begin(run_dir: Path | None = None, serve_url: str | None = None, probes: int = 1) -> ProbeStart:
+def begin(run_dir: Path | None = None, serve_url: str | None = None) -> ProbeStart:
     """Observe before the measurement; the run's noise floor is read from (or first measured into)
     ``run_dir``, without one the drift limit is ``reference_probe.DRIFT_MIN``. A server on this machine
-    behind ``serve_url`` counts as the run's. ``probes``: how many probes each end takes (their median);
-    ``CONFIRM_PROBES`` for a measurement whose samples cannot corroborate a drift."""
+    behind ``serve_url`` counts as the run's."""
     floor = reference_probe.run_floor(run_dir) if run_dir is not None else None
     servers = server_roots(serve_url)
-    before_s = median_probe_s(probes)
-    return ProbeStart(before_s, loadavg_1m(), cpu_clock(servers=servers), floor, servers, max(1, probes))
-
-
-def median_probe_s(probes: int = 1) -> float:
-    """The median of ``probes`` reference probes (one probe: ``probe_s()``)."""
-    if probes <= 1:
-        return probe_s()
-    return float(np.median([probe_s() for _ in range(probes)]))
+    return ProbeStart(probe_s(), loadavg_1m(), cpu_clock(servers=servers), floor, servers)
 
 
 def other_load_limit_cores(cores: int | None = None) -> float:
@@ -184,7 +185,7 @@ def other_load_limit_cores(cores: int | None = None) -> float:
 def end(start: ProbeStart, samples_s: Sequence[float] = ()) -> NoiseProbe:
     """Observe after the measurement (``samples_s``: its timed latencies in order) and judge it."""
     clock = cpu_clock(servers=start.servers)
-    after_s = median_probe_s(start.probes)
+    after_s = probe_s()
     closing = cpu_clock(servers=start.servers)
     shift = samples_shift(samples_s)
     evidence = Evidence(
@@ -247,6 +248,31 @@ def disturbance(evidence: Evidence) -> str:
     if shift.significant and (shift.relative > 0) == evidence.probe_slower:
         return f"unstable: {probe} and the timed samples moved {shift.relative:+.0%} with it"
     return ""
+
+
+def drift_alone(probe: NoiseProbe) -> bool:
+    """The measurement is ``unstable`` on the probe's drift alone, with no samples judged: neither other
+    load nor steal reached its limit (the case ``rejudged`` can settle)."""
+    limit = other_load_limit_cores()
+    quiet = probe.other_load_cores < limit and (probe.steal_cores or 0.0) < max(STEAL_LIMIT_CORES, limit)
+    return probe.unstable and quiet and probe.samples_shift is None
+
+
+def rejudged(probe: NoiseProbe, shift: Shift | None) -> NoiseProbe:
+    """``probe`` judged again with ``shift`` (``runs_shift`` of the same work measured at the start and
+    again at the end) as its samples' shift: a drift the work did not share is the probe's own."""
+    evidence = Evidence(
+        probe.other_load_cores, probe.steal_cores or 0.0, probe.drift, probe.threshold, shift,
+        probe.after_s > probe.before_s, other_load_limit_cores(),
+    )  # fmt: skip
+    reason = disturbance(evidence)
+    return dataclasses.replace(
+        probe,
+        unstable=bool(reason),
+        reason=reason,
+        samples_shift=None if shift is None else shift.relative,
+        samples_shifted=bool(shift and shift.significant),
+    )
 
 
 def worth_retrying(probe: NoiseProbe) -> bool:

@@ -1,7 +1,8 @@
 """A stdlib OpenAI-style streaming server for the endpoint client's tests: each ``mode`` is one kind
 of server (honest, 401, not streaming, dying mid-stream, a filler first chunk, wrong model, a reply
 cache that strips the salt); ``delay_s`` holds each reply back that long before its first chunk, and
-``serial`` serves one request at a time (a server with a capacity of 1 / ``delay_s`` requests/s)."""
+``serial`` serves one request at a time (a server with a capacity of 1 / ``delay_s`` requests/s);
+``gap_s`` spaces the chunks of a reply (its inter-token latency)."""
 
 from __future__ import annotations
 
@@ -64,6 +65,8 @@ class _Handler(BaseHTTPRequestHandler):
             usage = (
                 {"prompt_tokens": 7, "completion_tokens": self.server.usage or len(pieces)} if last else None
             )
+            if i and self.server.gap_s:
+                time.sleep(self.server.gap_s)
             self.wfile.write(_chunk(piece, "length" if last else None, usage))
             self.wfile.flush()
         if mode != "nodone":
@@ -90,6 +93,7 @@ class _Server(ThreadingHTTPServer):
     models: tuple[str, ...] = ("tiny-llama",)
     usage = 0
     delay_s = 0.0
+    gap_s = 0.0
     serial = False
     lock: threading.Lock
     bodies: list[dict[str, Any]]
@@ -104,11 +108,13 @@ def stub(
     usage: int = 0,
     delay_s: float = 0.0,
     serial: bool = False,
+    gap_s: float = 0.0,
 ) -> Iterator[str]:
     """A running stub server; yields its base URL."""
     server = _Server(("127.0.0.1", 0), _Handler)
     server.mode, server.key, server.models, server.usage, server.bodies = mode, key, models, usage, []
     server.seen, server.delay_s, server.serial, server.lock = set(), delay_s, serial, threading.Lock()
+    server.gap_s = gap_s
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -291,27 +291,25 @@ def test_the_run_floor_is_measured_once_and_then_read_from_the_run_folder(
     assert calls == [1] and len(list(tmp_path.glob("noise-floor-*.json"))) == 1
 
 
-@pytest.mark.parametrize(("probes", "unstable"), [(1, True), (noise.CONFIRM_PROBES, False)])
-def test_a_blip_in_one_probe_alarms_a_single_probe_guard_and_not_the_median_of_three(
-    probes: int, unstable: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # the opening probes read 1.0 ms; the first closing probe is caught in a 30% blip, the others read 1.0
-    times = iter([1e-3] * probes + [1.3e-3, 1e-3, 1e-3][:probes])
-    monkeypatch.setattr(noise, "probe_s", lambda: next(times))
-    monkeypatch.setattr(noise, "cpu_clock", lambda servers: CpuClock(10.0, 5.0, 100.0))  # nothing else ran
-    start = noise.begin(probes=probes)
-    probe = noise.end(start)
-    assert next(times, None) is None  # every probe was taken, and no more
-    assert probe.unstable is unstable
-    assert probe.drift == pytest.approx(0.3 if probes == 1 else 0.0)
+def _drifted(other_cores: float = 0.0) -> NoiseProbe:
+    """A measurement unstable on an 8% probe drift (limit 5%) with no samples judged."""
+    evidence = noise.Evidence(other_cores, 0.0, 0.08, 0.05, None, True)
+    reason = noise.disturbance(evidence)
+    return NoiseProbe(1e-3, 1.08e-3, 0.08, 0.5, 0.5, other_cores, True, threshold=0.05, reason=reason)
 
 
-def test_a_slowdown_lasting_through_the_closing_probes_still_alarms_the_median_of_three(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    times = iter([1e-3, 1.01e-3, 0.99e-3, 1.12e-3, 1.3e-3, 1.1e-3])
-    monkeypatch.setattr(noise, "probe_s", lambda: next(times))
-    monkeypatch.setattr(noise, "cpu_clock", lambda servers: CpuClock(10.0, 5.0, 100.0))
-    probe = noise.end(noise.begin(probes=noise.CONFIRM_PROBES))
-    assert probe.unstable and probe.drift == pytest.approx(0.12)
-    assert probe.reason.startswith("unstable: reference probe drifted 12%")
+def test_a_drift_alone_is_settled_by_the_same_work_measured_again() -> None:
+    rng = np.random.default_rng(4)
+    first = list(0.02 * (1 + 0.05 * rng.standard_normal(60)))
+    same = list(0.02 * (1 + 0.05 * rng.standard_normal(60)))
+    slower = [s * 1.1 for s in same]
+    drifted = _drifted()
+    assert noise.drift_alone(drifted) and not noise.drift_alone(_drifted(other_cores=0.5))
+    kept = noise.rejudged(drifted, noise.runs_shift(first, same))
+    assert not kept.unstable and kept.reason == "" and kept.samples_shifted is False
+    still = noise.rejudged(drifted, noise.runs_shift(first, slower))
+    assert still.unstable and still.samples_shifted and still.reason.endswith("moved +11% with it")
+    faster = noise.rejudged(drifted, noise.runs_shift(first, [s / 1.1 for s in same]))
+    assert not faster.unstable  # the work sped up while the probe slowed: not the probe's drift
+    assert noise.runs_shift(first, same[:5]) is None  # too few to judge: the probe alone decides
+    assert noise.rejudged(drifted, None).unstable
