@@ -211,8 +211,12 @@ SUITES: Mapping[str, RunConfig] = {
         ("single-stream",),
         "standard",
         "quick",
-        generation_stacks=DEFAULT_GENERATION_STACKS,
+        generation_stacks=(*DEFAULT_GENERATION_STACKS, "llm@transformers-cb"),
         generation_scenarios=("single-stream",),
+        # the served curve (issue 31): transformers serve with continuous batching, 4 points
+        concurrency=(1, 2, 4, 8),
+        endpoint_requests=8,
+        output_tokens=64,
     ),
     "quick": RunConfig("quick", ALL_WORKLOADS, REAL_STACKS, ("single-stream",), "standard", "quick"),
     "tiny": RunConfig(

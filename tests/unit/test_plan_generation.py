@@ -28,7 +28,8 @@ def test_tiny_llama_runs_on_every_generating_stack_and_resnet_on_the_inference_o
 def test_llm_suite_runs_smollm2_single_stream_on_its_stacks_and_default_leaves_it_out() -> None:
     llm = [c.cell for c in plan(suite("llm"))]
     assert [(c.workload, c.stack, c.scenario) for c in llm] == [
-        ("smollm2-135m", "torch-eager", "single-stream")
+        ("smollm2-135m", "torch-eager", "single-stream"),
+        ("smollm2-135m", "llm@transformers-cb", "single-stream"),
     ]
     assert not [c for c in plan(suite("default")) if c.cell.workload == "smollm2-135m"]
 
