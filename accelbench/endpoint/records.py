@@ -25,8 +25,9 @@ class RequestRecord:
     index: int
     """The request's number within its point (0, 1, ...)."""
     role: str
-    """``timed`` (a scored request), the repeat audit's ``seen`` / ``unseen``, or ``poisson`` (a request of
-    the max-QPS search's open loop: ``accelbench.endpoint.qps_search``)."""
+    """``timed`` (a scored request), the repeat audit's ``seen`` / ``unseen``, ``poisson`` (a request of
+    the max-QPS search's open loop: ``accelbench.endpoint.qps_search``) or ``confirm`` (the first point
+    run again to corroborate a probe drift: ``accelbench.endpoint.confirm``)."""
     salt: str
     """The prompt's salt (hex digits), unique per request of a cell."""
     issue_s: float
