@@ -178,7 +178,7 @@ def test_command_line_serves_the_mode_until_interrupted(upstream: Upstream) -> N
         server.send_signal(signal.SIGINT)
         with contextlib.suppress(subprocess.TimeoutExpired):
             server.wait(timeout=60)
-        if server.poll() is None:  # make test once: still running 20 s after SIGINT (see the proxy's stop)
+        if server.poll() is None:  # make test twice: still running 20 s, 60 s after SIGINT (STOP_S)
             server.kill()
             server.wait()
     assert server.returncode == 0
