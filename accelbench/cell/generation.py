@@ -95,19 +95,14 @@ def measure(spec: CellSpec) -> Outcome:
             generator, feeds, prompts.max_new_tokens, scenario, rules, latency_s, bounds, log_dir
         )
         metered = meters.end("scored", max(run.queries, 1))
-        probe = noise.end(probe_start, _tpots_s(run))
+        # the guard's samples: each reply's TPOT in completion order (it hardly depends on the prompt)
+        probe = noise.end(probe_start, [r.time_per_output_token_s for r in run.replies if len(r.tokens) > 1])
         if not noise.worth_retrying(probe):
             break
         log_dir = Path(spec.cell_dir) / f"loadgen-attempt{attempt + 2}"
     meters.close()
     measured = _Measured(run, search, probe, metered, prepare_s, log_dir)
     return _outcome(spec, stack, generator, model, prompts, feeds, keep, measured)
-
-
-def _tpots_s(run: TokenFigures) -> list[float]:
-    """Each reply's TPOT in completion order: the samples the noise guard judges a drift by (a reply's
-    TPOT hardly depends on its prompt; its TTFT and latency do)."""
-    return [r.time_per_output_token_s for r in run.replies if len(r.tokens) >= 2]
 
 
 class _Feeds:
