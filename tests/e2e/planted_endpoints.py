@@ -25,6 +25,7 @@ import contextlib
 import copy
 import json
 import re
+import signal
 import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -383,6 +384,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str]) -> int:
     """Serve until interrupted; one line and exit 2 on bad input or a port that cannot be bound."""
     args = _parse(argv)
+    # SIGINT stops it even when it was started where SIGINT is ignored (a non-interactive shell's
+    # `cmd &`, whose children inherit SIG_IGN: make test run that way saw it still serving at 60 s)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with planted_endpoint(args.upstream, args.mode, args.port) as proxy:
             print(f"planted {args.mode} proxy on {proxy.url} -> {args.upstream}", flush=True)

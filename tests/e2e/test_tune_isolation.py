@@ -28,7 +28,8 @@ def interrupted() -> None:
     """A model function interrupted as by Ctrl-C: SIGINT to itself, then a sleep the interrupt ends.
     (``_thread:interrupt_main`` raced: under load its pending interrupt came after the function had
     returned None, and the cell said "must return (torch.nn.Module, ...)" instead.)"""
-    signal.raise_signal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal's Ctrl-C, even when the run
+    signal.raise_signal(signal.SIGINT)  # was started where SIGINT is ignored (a shell's `cmd &`)
     time.sleep(60)
 
 
