@@ -19,6 +19,13 @@ from typing import Any
 from accelbench.sections import GenerationFigures
 
 
+def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of ``data`` that name a field of the dataclass ``cls`` (a newer writer's keys are left
+    out)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
+
+
 @dataclass(frozen=True, slots=True)
 class CurvePoint:
     """The figures of one fixed-concurrency point (seconds, tokens, per second)."""
@@ -85,8 +92,7 @@ class CurvePoint:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CurvePoint:
         """Inverse of ``to_dict`` (unknown keys ignored)."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        return cls(**_known(cls, data))
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,8 +157,7 @@ class QpsProbe:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> QpsProbe:
         """Inverse of ``to_dict`` (unknown keys ignored)."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        return cls(**_known(cls, data))
 
 
 @dataclass(frozen=True, slots=True)
