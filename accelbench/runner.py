@@ -29,6 +29,7 @@ from accelbench.config import RunConfig
 from accelbench.errors import UserError
 from accelbench.generation import workload as generation_workload
 from accelbench.hardware.detect import Machine, machine_to_dict
+from accelbench.meters import reference_probe
 from accelbench.results import Cell, Result
 from accelbench.scenarios.rules import LOADGEN_SCENARIOS
 from accelbench.store import Store
@@ -219,8 +220,11 @@ class LocalExecutor:
     """Called as each cell starts (progress lines); a fleet's executor has no such moment here."""
 
     def results(self, run_id: str, config: RunConfig, pending: list[PlannedCell]) -> Iterator[Result]:
-        """Run the cells in plan order, one after the other."""
+        """Run the cells in plan order, one after the other, after taking the run's noise floor here
+        (measured, or an earlier run's on this host reused: ``reference_probe.run_floor``)."""
         isolation.preload(ref for p in pending for ref in (p.workload_ref, p.stack_ref, p.driver_ref))
+        if pending:
+            reference_probe.run_floor(self.store.run_dir(run_id), cache=reference_probe.user_cache())
         for planned in pending:
             self.on_start(planned)
             yield run_cell(

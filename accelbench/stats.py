@@ -10,12 +10,12 @@ instead of drawn (``median_ci``). Percentiles use numpy's default linear interpo
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from accelbench.results import Latency
 
@@ -31,8 +31,19 @@ INSTABILITY_REL_IQR = 0.10
 """``instability_warning`` threshold: interquartile range / median. Like pyperf's 10% (std dev / mean)
 check, but robust to the rare long outliers (interrupts, page faults) that every latency sample has."""
 
-_SEED_KEYWORD = "rng" if "rng" in inspect.signature(scipy_stats.bootstrap).parameters else "random_state"
-"""scipy >= 1.15 takes ``rng``; older versions only ``random_state`` (same meaning for a Generator)."""
+
+@functools.cache
+def _scipy_stats() -> Any:
+    """``scipy.stats``, imported at first use (0.5-1 s, which most commands never need)."""
+    from scipy import stats
+
+    return stats
+
+
+def _seed_keyword() -> str:
+    """scipy >= 1.15 takes ``rng``; older versions only ``random_state`` (same meaning for a Generator)."""
+    return "rng" if "rng" in inspect.signature(_scipy_stats().bootstrap).parameters else "random_state"
+
 
 Samples = Sequence[float] | np.ndarray
 """One sample of values: a sequence of floats or a 1-D numpy array."""
@@ -76,7 +87,7 @@ def _exact_median_ci(ordered: np.ndarray, confidence: float) -> tuple[float, flo
     share = np.arange(1, n + 1) / n
     ends = []
     for k in middles:
-        at_most = scipy_stats.binom.sf(k - 1, n, share)  # P(resample's k-th smallest <= ordered[j - 1])
+        at_most = _scipy_stats().binom.sf(k - 1, n, share)  # P(resample's k-th smallest <= ordered[j - 1])
         low, high = np.searchsorted(at_most, [tail, 1.0 - tail])
         ends.append((ordered[min(low, n - 1)], ordered[min(high, n - 1)]))
     return float(np.mean([e[0] for e in ends])), float(np.mean([e[1] for e in ends]))
@@ -166,7 +177,7 @@ def _median_ratio(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
 def _bootstrap(
     samples: tuple[np.ndarray, ...], statistic: Statistic, confidence: float, seed: int
 ) -> tuple[float, float]:
-    result = scipy_stats.bootstrap(
+    result = _scipy_stats().bootstrap(
         samples,
         statistic,
         n_resamples=BOOTSTRAP_RESAMPLES,
@@ -175,7 +186,7 @@ def _bootstrap(
         axis=-1,
         confidence_level=confidence,
         method="percentile",
-        **{_SEED_KEYWORD: np.random.default_rng(seed)},
+        **{_seed_keyword(): np.random.default_rng(seed)},
     )
     interval = result.confidence_interval
     return float(interval.low), float(interval.high)

@@ -35,20 +35,13 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accelbench.hardware.detect import Machine, detect_machine
 from accelbench.meters import noise
-from accelbench.probe.methods import (
-    TimedMethod,
-    array_elements,
-    bandwidth_methods,
-    bf16_support,
-    gemm_methods,
-    library_versions,
-    race,
-    thread_limit,
-)
+
+if TYPE_CHECKING:
+    from accelbench.probe.methods import TimedMethod
 
 PEAKS_SCHEMA_VERSION = 1
 DEFAULT_BUDGET_S = 10.0
@@ -161,6 +154,16 @@ def measure_peaks(
 
     ``machine`` (default: detected now) gives the fingerprint, the last-level cache and the ISA flags.
     """
+    from accelbench.probe.methods import (  # torch: imported by the probes only, not by readers of peaks
+        array_elements,
+        bandwidth_methods,
+        bf16_support,
+        gemm_methods,
+        library_versions,
+        race,
+        thread_limit,
+    )
+
     if threads < 1 or budget_s <= 0:
         raise ValueError("threads must be >= 1 and budget_s > 0")
     machine = machine or detect_machine()
@@ -209,8 +212,8 @@ def _peaks(methods: list[TimedMethod], threads: int, bf16_reason: str) -> Iterat
         not_run = [
             f"{m.method} {m.size}" for m in methods if not m.times_s and (m.kind, m.dtype) == (kind, dtype)
         ]
-        best = max(probes, key=TimedMethod.rate_per_s)
-        library = max(libraries, key=TimedMethod.rate_per_s, default=None)
+        best = max(probes, key=lambda m: m.rate_per_s())
+        library = max(libraries, key=lambda m: m.rate_per_s(), default=None)
         library_per_s = library.rate_per_s() if library else None
         yield Peak(
             kind=kind,

@@ -8,6 +8,7 @@ import json
 import multiprocessing
 import os
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -289,6 +290,37 @@ def test_the_run_floor_is_measured_once_and_then_read_from_the_run_folder(
     assert reference_probe.run_floor(tmp_path) == measured
     assert reference_probe.run_floor(tmp_path) == measured
     assert calls == [1] and len(list(tmp_path.glob("noise-floor-*.json"))) == 1
+
+
+def test_a_run_reuses_a_floor_this_host_measured_minutes_ago_and_nothing_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pairs = [(1.0, 1.0 + d) for d in (0.01, 0.02, 0.03, 0.01, 0.02, 0.04, 0.01, 0.03)]
+    measured = reference_probe.floor_of(pairs)
+    calls = []
+    monkeypatch.setattr(reference_probe, "measure_floor", lambda: calls.append(1) or measured)
+    cache = tmp_path / "cache" / "noise-floor-h.json"
+    first = reference_probe.run_floor(tmp_path / "run1", cache=cache)
+    assert first == measured and calls == [1] and reference_probe.cached_floor(cache) == measured
+    assert reference_probe.run_floor(tmp_path / "run2", cache=cache) == measured and calls == [1]
+    assert list((tmp_path / "run2").glob("noise-floor-*.json"))  # each run folder holds the floor it used
+    # too old, from the future, a limit that does not follow from its own pairs: measured again
+    stored = json.loads(cache.read_text())
+    at = datetime.fromisoformat(measured.measured_at)
+    later = at + timedelta(seconds=reference_probe.FLOOR_REUSE_S + 1)
+    assert reference_probe.cached_floor(cache, now=later) is None
+    assert reference_probe.cached_floor(cache, now=at - timedelta(seconds=5)) is None
+    cache.write_text(json.dumps({**stored, "threshold": reference_probe.DRIFT_MAX}))
+    assert reference_probe.cached_floor(cache) is None
+    cache.write_text(json.dumps({**stored, "pair_drifts": stored["pair_drifts"][:2]}))
+    assert reference_probe.cached_floor(cache) is None
+    cache.write_text("{not json")
+    assert reference_probe.run_floor(tmp_path / "run3", cache=cache) == measured and calls == [1, 1]
+    # a cache that cannot be written: the run measures and goes on
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    assert reference_probe.run_floor(tmp_path / "run4", cache=blocked / "x.json") == measured
+    assert calls == [1, 1, 1]
 
 
 def _drifted(other_cores: float = 0.0) -> NoiseProbe:
