@@ -40,12 +40,14 @@ PRELOAD = (
     "accelbench.cell.process",
     "accelbench.cell.inference",
     "accelbench.stats",
+    "scipy.stats",
     "accelbench.meters.quality",
     "torch",
     "onnxruntime",
     "mlperf_loadgen",
 )
-"""Imported once by the template process; a module that is not installed is skipped. The run's own
+"""Imported once by the template process; a module that is not installed is skipped (``scipy.stats``:
+``accelbench.stats`` imports it at first use, and every cell summarises its latencies). The run's own
 workload, stack and driver modules are added by ``preload`` (transformers, 1.5-2.5 s here, only with a
 text workload)."""
 PRELOAD_PREFIX = "accelbench."
