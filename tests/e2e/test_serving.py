@@ -166,12 +166,12 @@ def test_serve_url_sends_the_requests_to_a_server_someone_else_runs(tmp_path: Pa
         for seed, expected in (("1", "ok"), ("0", "quality_failed")):
             remote = tmp_path / f"remote-{seed}"
             done = accelbench(
-                "run", *base, "--stacks", "onnxruntime", "--serve-url", url, "--seed", seed,
+                "run", *base, "--stacks", "onnxruntime@url", "--serve-url", url, "--seed", seed,
                 "--store", str(remote), timeout_s=900,
             )  # fmt: skip
             assert done.returncode == 0, done.stderr[-3000:]
             results = _results(remote)
-            assert sorted(results) == ["onnxruntime/single-stream", "onnxruntime@url/single-stream"]
+            assert sorted(results) == ["onnxruntime@url/single-stream"]  # the served cell alone
             cell = results["onnxruntime@url/single-stream"]
             stack = cell["settings"]["stack"]
             assert stack["url"] == url and stack["onnx_files"] == f"resnet50-tiny-canonical-{seed}.onnx"
@@ -288,8 +288,10 @@ def test_serve_url_with_nothing_there_is_unavailable_and_the_run_goes_on(tmp_pat
     [s if "ray-serve" in s else pytest.param(s, marks=pytest.mark.exhaustive) for s in sorted(SERVERS)],
 )
 def test_a_server_killed_mid_run_crashes_its_cell_and_leaves_nothing(served: str, tmp_path: Path) -> None:
-    """The acceptance test: SIGKILL to every process of the server while LoadGen drives it; the other
-    cell of the run is measured. A server that never got ready (a slow machine: CI once) is another
+    """The acceptance test: SIGKILL to every process of the server while LoadGen drives it; the run ends
+    normally with the cell stored. (That the run measures the cells after a crashed one is
+    ``test_runner_failures``' and ``test_faults``'; a null server cell here cost 34 s: its max-QPS
+    search reaches ~150k QPS.) A server that never got ready (a slow machine: CI once) is another
     question than the one asked here: the run is tried once more, and the cell's reason is shown."""
     for server, reason in SKIPS.items():
         if server in served and reason:
@@ -298,7 +300,7 @@ def test_a_server_killed_mid_run_crashes_its_cell_and_leaves_nothing(served: str
         store = tmp_path / f"store{attempt}"
         run = subprocess.Popen(
             [sys.executable, "-m", "accelbench", "run", "--suite", "tiny", "--workloads", "resnet50",
-             "--stacks", f"{served},null", "--scenarios", "server", "--no-probe", "--store", str(store)],
+             "--stacks", served, "--scenarios", "server", "--no-probe", "--store", str(store)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "COLUMNS": "200"},
         )  # fmt: skip
         killed = _kill_server_once_serving(store, run, *SERVERS[served], timeout_s=600)
@@ -314,7 +316,7 @@ def test_a_server_killed_mid_run_crashes_its_cell_and_leaves_nothing(served: str
     # disconnected, or (make test, 2026-12-04) "ClientOSError: Can not write request body for <url>"
     reason = cell["reason"].lower()
     assert any(w in reason for w in ("connect", "disconnected", "can not write", "reset by peer")), reason
-    assert _null_measured(results["null/server"])
+    assert sorted(results) == [f"{served}/server"]
     _assert_nothing_left(store)
 
 
