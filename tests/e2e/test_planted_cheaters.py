@@ -55,8 +55,10 @@ def cli(env: dict[str, str], *args: str, timeout_s: float = 1500) -> subprocess.
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env)
 
 
-def run_cheaters(env: dict[str, str], store: Path, rules: str, *extra: str) -> dict[str, Any]:
-    stacks = ",".join(("torch-eager", *CHEATS))
+def run_cheaters(
+    env: dict[str, str], store: Path, rules: str, *extra: str, cheats: tuple[str, ...] = tuple(CHEATS)
+) -> dict[str, Any]:
+    stacks = ",".join(("torch-eager", *cheats))
     args = ["run", "--suite", "tiny", "--workloads", "resnet50", "--stacks", stacks, "--rules", rules]
     done = cli(env, *args, "--scenarios", "single-stream", "--no-probe", "--store", str(store), *extra)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -65,22 +67,35 @@ def run_cheaters(env: dict[str, str], store: Path, rules: str, *extra: str) -> d
     return {"stdout": done.stdout, "document": json.loads(shown.stdout)}
 
 
+VARIANT_CHEATS = ("planted-cache", "planted-seed-oracle")
+"""The cheaters run again on a seeded variant (``variant_run``): a cache, and an oracle of the canonical
+model's seed. Every cheater on a variant too was 14 more cells (~45 s of make test); the standard-rules
+run of ``make test-all`` has them all."""
+
+
 @pytest.fixture(scope="module")
 def quick_run(plugin_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     store = tmp_path_factory.mktemp("cheaters-quick") / "store"
-    return {
-        **run_cheaters(plugin_env, store, "quick", "--variants", "1", "--variant-seed", "3"),
-        "store": store,
-    }
+    return {**run_cheaters(plugin_env, store, "quick"), "store": store}
 
 
-def assert_disqualified(document: dict[str, Any], variant: str = "canonical") -> None:
+@pytest.fixture(scope="module")
+def variant_run(plugin_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    store = tmp_path_factory.mktemp("cheaters-variant") / "store"
+    extra = ("--variants", "1", "--variant-seed", "3")
+    return {**run_cheaters(plugin_env, store, "quick", *extra, cheats=VARIANT_CHEATS), "store": store}
+
+
+def assert_disqualified(
+    document: dict[str, Any], variant: str = "canonical", cheats: tuple[str, ...] = tuple(CHEATS)
+) -> None:
     by_stack = {r["cell"]["stack"]: r for r in document["results"] if r["cell"]["variant"] == variant}
     honest = by_stack["torch-eager"]
     assert measured_ok(honest), (honest["status"], honest["reason"], honest["audit"])
-    busy = [stack for stack in REASONS if _busy_elsewhere(by_stack[stack])]
-    assert len(busy) <= 2, busy  # a load beside the run blurs a few cells, not the test
-    for stack, words in REASONS.items():
+    busy = [stack for stack in cheats if _busy_elsewhere(by_stack[stack])]
+    assert len(busy) <= min(2, len(cheats) - 1), busy  # a load beside the run blurs a few cells, not the test
+    for stack in cheats:
+        words = REASONS[stack]
         result = by_stack[stack]
         if stack in busy:
             continue  # not ranked either (checked below); its timing audits were blurred by the load
@@ -90,7 +105,7 @@ def assert_disqualified(document: dict[str, Any], variant: str = "canonical") ->
     ranked = {e["stack"] for board in document["leaderboard"] for e in board["entries"]}
     assert ranked <= {"torch-eager"} and (ranked or honest["status"] == "unstable")
     listed = {u["stack"] for u in document["unverified"] if u["status"] == "disqualified"}
-    assert listed == set(CHEATS)
+    assert listed == set(cheats)
 
 
 def _busy_elsewhere(result: dict[str, Any]) -> bool:
@@ -105,7 +120,12 @@ def _busy_elsewhere(result: dict[str, Any]) -> bool:
 @pytest.mark.slow
 def test_every_cheater_is_disqualified_under_quick_rules(quick_run: dict[str, Any]) -> None:
     assert_disqualified(quick_run["document"])
-    assert_disqualified(quick_run["document"], variant="s3-v1")
+
+
+@pytest.mark.slow
+def test_cheaters_are_disqualified_on_a_seeded_variant(variant_run: dict[str, Any]) -> None:
+    assert_disqualified(variant_run["document"], cheats=VARIANT_CHEATS)
+    assert_disqualified(variant_run["document"], variant="s3-v1", cheats=VARIANT_CHEATS)
 
 
 @pytest.mark.slow
@@ -129,11 +149,11 @@ def test_the_terminal_shows_cheaters_only_in_the_unverified_section(
 
 
 @pytest.mark.slow
-def test_the_goodhart_table_holds_the_honest_stack_only(quick_run: dict[str, Any]) -> None:
-    generalization = quick_run["document"]["generalization"]
+def test_the_goodhart_table_holds_the_honest_stack_only(variant_run: dict[str, Any]) -> None:
+    generalization = variant_run["document"]["generalization"]
     assert {row["stack"] for row in generalization["stacks"]} <= {"torch-eager"}
     assert {row["stack"] for row in generalization["heatmap"]} <= {"torch-eager"}
-    assert {row["stack"] for row in generalization["excluded"]} >= set(CHEATS)
+    assert {row["stack"] for row in generalization["excluded"]} >= set(VARIANT_CHEATS)
 
 
 @pytest.mark.slow
