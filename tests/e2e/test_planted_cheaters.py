@@ -69,8 +69,8 @@ def run_cheaters(
 
 VARIANT_CHEATS = ("planted-cache", "planted-seed-oracle")
 """The cheaters run again on a seeded variant (``variant_run``): a cache, and an oracle of the canonical
-model's seed. Every cheater on a variant too was 14 more cells (~45 s of make test); the standard-rules
-run of ``make test-all`` has them all."""
+model's seed. Every cheater on a variant too was 14 more cells (~45 s of make test): ``make test-all``
+runs them all (``test_every_cheater_is_disqualified_on_a_variant``)."""
 
 
 @pytest.fixture(scope="module")
@@ -187,3 +187,12 @@ def test_every_cheater_is_disqualified_under_standard_rules(
     plugin_env: dict[str, str], tmp_path: Path
 ) -> None:
     assert_disqualified(run_cheaters(plugin_env, tmp_path / "store", "standard")["document"])
+
+
+@pytest.mark.slow
+@pytest.mark.exhaustive  # ~90 s; make test runs every cheater on the canonical model and two on a variant
+def test_every_cheater_is_disqualified_on_a_variant(plugin_env: dict[str, str], tmp_path: Path) -> None:
+    extra = ("--variants", "1", "--variant-seed", "3")
+    document = run_cheaters(plugin_env, tmp_path / "store", "quick", *extra)["document"]
+    assert_disqualified(document)
+    assert_disqualified(document, variant="s3-v1")
