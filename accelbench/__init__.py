@@ -1,11 +1,12 @@
 """accelbench: a fair, open, hard-to-game benchmark for AI acceleration.
 
 The public API is small: results and their records, the error hierarchy, and the version. Everything
-else is reached through the ``accelbench`` command line.
+else is reached through the ``accelbench`` command line. The records load on first use, so that
+``import accelbench`` (the console script's first step) takes milliseconds and a Ctrl-C during start-up
+reaches the CLI's error boundary.
 """
 
 from accelbench.errors import AccelbenchError, CellError, Unavailable, Unsupported, UserError
-from accelbench.results import SCHEMA_VERSION, Cell, Result
 
 __version__ = "0.1.0"
 
@@ -20,3 +21,11 @@ __all__ = [
     "UserError",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> object:  # no typing import: start-up stays a few ms
+    if name in ("SCHEMA_VERSION", "Cell", "Result"):
+        from accelbench import results
+
+        return getattr(results, name)
+    raise AttributeError(name)

@@ -1,6 +1,12 @@
-"""``python -m accelbench`` runs the command line."""
+"""``python -m accelbench`` runs the command line (a Ctrl-C while it loads is one line, exit 130)."""
 
-from accelbench.cli import main
+import sys
+
+try:
+    from accelbench.cli import main
+except KeyboardInterrupt:
+    sys.stderr.write("accelbench: error: interrupted\n")
+    sys.exit(130)
 
 if __name__ == "__main__":
     main()

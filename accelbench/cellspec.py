@@ -75,6 +75,9 @@ class CellSpec:
     """Endpoint cells: ``chat`` or ``completions`` (empty: ``chat``)."""
     arrivals: str = ""
     """Endpoint cells: ``poisson`` also searches the max QPS under Poisson arrivals (empty: the curve)."""
+    noise_floor: dict[str, Any] | None = None
+    """The run's noise floor (``reference_probe.floor_to_dict``), taken by the parent: the cell reads its
+    drift limit from here, never from a file a stack could write; None: the cell measures one."""
     store_cache_dir: str = ""
     """The results store's cache folder, kept across runs (the LLM models and their conversions); empty:
     ``cache_dir``."""

@@ -91,6 +91,11 @@ class RunConfig:
     serve_url: str | None = None
     """``--serve-url``: the v2 server (``http://host:port``) that the ``<stack>@url`` stacks send their
     requests to; accelbench neither starts nor stops it (docs/serving.md)."""
+    serve_hardware: str = ""
+    """``--serve-hardware``, resolved: the ``--serve-url`` server's chips as ``CHIP x N`` (a chips-table key;
+    ``accelbench.hardware.declared``); empty: unknown, and its cells have no per-chip figures."""
+    serve_hardware_source: str = ""
+    """Where ``serve_hardware`` came from: declared by the user, as text or a machine-facts file."""
     concurrency: tuple[int, ...] = ()
     """``--concurrency``: the endpoint cells' concurrencies (``llm@...`` stacks); empty: automatic."""
     endpoint_requests: int = 0
@@ -143,6 +148,10 @@ class RunConfig:
             raise UserError(f"serve_url must be an http:// or https:// address, got {self.serve_url[:80]!r}")
         if self.serve_cluster is not None and not _RAY_ADDRESS.match(self.serve_cluster):
             raise UserError(f"serve_cluster must be HOST:PORT or auto, got {self.serve_cluster[:80]!r}")
+        if self.serve_hardware and self.serve_url is None:
+            raise UserError(
+                "serve_hardware declares the --serve-url server's chips; --serve-url was not given"
+            )
         remote = [stack for stack in self.stacks if stack.endswith("@url")]
         if remote and self.serve_url is None:
             raise UserError(f"stack {remote[0]} sends its requests to --serve-url, which was not given")

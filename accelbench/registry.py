@@ -9,8 +9,13 @@ planted test stack or a plugin runs exactly like a built-in one.
 
 from __future__ import annotations
 
+import functools
 import importlib
+import json
 import logging
+import os
+import subprocess
+import sys
 from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any
@@ -146,10 +151,48 @@ def driver_of(workload_ref: str) -> str:
     return name
 
 
+def is_builtin(reference: str) -> bool:
+    """Whether ``reference`` is one of accelbench's own tables' (never a plugin's). A plugin's module is
+    never imported in the runner, which holds the run's input seed (``plugin_declarations``)."""
+    return any(reference in built.values() for built in _BUILTIN.values())
+
+
+_DECLARATIONS = """
+import json, sys
+from accelbench.registry import load
+found = load(sys.argv[1])
+print()
+print(json.dumps({"driver": getattr(found, "driver", None), "computes": getattr(found, "computes", True)}))
+"""
+
+
+@functools.lru_cache(maxsize=256)
+def plugin_declarations(reference: str) -> tuple[str | None, bool]:
+    """A plugin stack's declared driver and ``computes``, read in a fresh interpreter of its own (its
+    module's import-time code never runs in the runner); (None, True) when it does not load."""
+    path = os.pathsep.join(os.path.abspath(p) for p in sys.path if p)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _DECLARATIONS, reference],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": path},
+        )
+        declared = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else {}
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+        declared = {}
+    driver = declared.get("driver")
+    return (str(driver) if driver else None), bool(declared.get("computes", True))
+
+
 def stack_driver(stack_ref: str) -> str | None:
     """The driver a stack class declares for its cells (``driver``: a stack that is measured its own
     way, such as a served model's endpoint), None when the workload's driver measures it (or the stack
-    does not load: its cells are recorded unavailable)."""
+    does not load: its cells are recorded unavailable). A plugin's stack is asked in a process of its
+    own (``plugin_declarations``)."""
+    if not is_builtin(stack_ref):
+        return plugin_declarations(stack_ref)[0]
     try:
         declared = getattr(load(stack_ref), "driver", None)
     except Exception:  # a stack that does not import is recorded per cell

@@ -220,6 +220,9 @@ class NoiseProbe:
     other_load_after_cores: float | None = None
     """Other processes' load during the closing probe: a disturbance still going on is not measured
     again (``accelbench.meters.noise.worth_retrying``)."""
+    outside_view: str = ""
+    """What the guard could not watch: a served model on another machine (its load, steal and drift are
+    not this machine's); "" when the whole measurement ran here."""
 
 
 @dataclass(frozen=True, slots=True)

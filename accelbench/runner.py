@@ -170,10 +170,13 @@ def _variants(config: RunConfig, stack_ref: str) -> tuple[str, ...]:
         return (variants.CANONICAL,)
     if config.variant_seed is None:
         raise UserError("a run with variants needs a variant seed (accelbench.config.with_variant_seed)")
-    try:
-        computes = bool(registry.instantiate(stack_ref).computes)
-    except Exception:  # a stack that does not load is recorded unavailable, once per cell
-        computes = True
+    if not registry.is_builtin(stack_ref):  # never imported in the runner, which holds the run's seed
+        computes = registry.plugin_declarations(stack_ref)[1]
+    else:
+        try:
+            computes = bool(registry.instantiate(stack_ref).computes)
+        except Exception:  # a stack that does not load is recorded unavailable, once per cell
+            computes = True
     names = variants.variant_names(config.variant_seed, config.variants) if computes else ()
     return (variants.CANONICAL, *names)
 
@@ -221,15 +224,14 @@ class LocalExecutor:
 
     def results(self, run_id: str, config: RunConfig, pending: list[PlannedCell]) -> Iterator[Result]:
         """Run the cells in plan order, one after the other, after taking the run's noise floor here
-        (measured, or an earlier run's on this host reused: ``reference_probe.run_floor``)."""
+        (measured, or an earlier run's on this host reused once fresh pairs agree:
+        ``reference_probe.host_floor``), handed to every cell in its spec."""
         isolation.preload(ref for p in pending for ref in (p.workload_ref, p.stack_ref, p.driver_ref))
-        if pending:
-            reference_probe.run_floor(self.store.run_dir(run_id), cache=reference_probe.user_cache())
+        floor = reference_probe.host_floor(reference_probe.user_cache()) if pending else None
         for planned in pending:
             self.on_start(planned)
-            yield run_cell(
-                planned, run_id, config, self.store.run_dir(run_id).resolve(), self.machine.fingerprint
-            )
+            run_dir = self.store.run_dir(run_id).resolve()
+            yield run_cell(planned, run_id, config, run_dir, self.machine.fingerprint, noise_floor=floor)
 
 
 def execute(

@@ -10,8 +10,9 @@ Three parts, each as a user meets it:
 - ``--rounds`` of four writer processes (``tests/e2e/store_writer.py``) released at one instant on a new
   store, each registering its run and storing its records: every record of every writer must be there;
 - user code that dies in ``accelbench tune module:function`` (``os:abort``, ``faulthandler:_sigsegv``,
-  ``_thread:interrupt_main``): the CLI must exit 0 with the cells' status (a parent crash otherwise), and
-  no process that any command here started may outlive it (found by a marker in the environment);
+  ``_thread:interrupt_main``): the CLI must exit 1 (nothing verified) with the cells' status (a parent
+  crash otherwise), and no process that any command here started may outlive it (found by a marker in
+  the environment);
 - every reading command (``show``, ``export``, ``report``, ``store check``) on the store the kills left,
   and on an empty ``results.sqlite``: the store's bytes must not change.
 
@@ -83,6 +84,16 @@ def fuzz(log: Path) -> tuple[int, int, int, int]:
     return len(entries), sum(1 for e in entries if e["traceback"]), code, hangs
 
 
+def per_class_source(log: Path) -> list[str]:
+    """The logged fuzz inputs' classes, read before the temporary folder goes."""
+    return [json.loads(line)["kind"] for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def per_class(kinds: list[str]) -> Counter[str]:
+    """How many inputs each class of the fuzz (``readers:<class>``, ``toml``, ``chips``, ...) judged."""
+    return Counter(kinds)
+
+
 def user_code(store: Path) -> tuple[int, int, int]:
     """(functions tried, parent crashes, hangs) of ``tune`` on model functions that die."""
     crashes = hangs = 0
@@ -94,10 +105,10 @@ def user_code(store: Path) -> tuple[int, int, int]:
         except subprocess.TimeoutExpired:
             hangs += 1
             continue
-        statuses = (
-            {row["status"] for row in json.loads(done.stdout)["ranking"]} if done.returncode == 0 else set()
+        statuses = (  # exit 1: no stack produced a verified result, said in one line
+            {row["status"] for row in json.loads(done.stdout)["ranking"]} if done.returncode == 1 else set()
         )
-        crashes += done.returncode != 0 or statuses != {"crashed"}
+        crashes += done.returncode != 1 or statuses != {"crashed"}
     return len(USER_CODE), crashes, hangs
 
 
@@ -217,6 +228,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         inputs, fuzz_tracebacks, fuzz_code, hangs = fuzz(folder / "fuzz.jsonl")
+        folder_log = per_class_source(folder / "fuzz.jsonl")
         injected, fault_lost, fault_tracebacks, wrong = faults(folder / "faults" / "store")
         survived, kill_lost, duplicates, clean = kills(folder / "kills", args.kills, args.seed)
         raced, race_lost, race_clean = concurrent(folder / "concurrent", args.rounds)
@@ -241,6 +253,8 @@ def main() -> None:
     print(f"{'reliability':<30} {'count':>6}  note")
     for name, value, note in rows:
         print(f"{name:<30} {value:>6}  {note}")
+    for kind, count in sorted(per_class(folder_log).items()):
+        print(f"{'  fuzzed: ' + kind:<30} {count:>6}")
 
 
 if __name__ == "__main__":

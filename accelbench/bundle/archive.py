@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from accelbench.errors import UserError
+from accelbench.files import read_bytes
 
 MANIFEST = "MANIFEST"
 SIGNATURE = "SIGNATURE"
@@ -99,10 +100,11 @@ def read_archive(path: Path) -> Archive:
     """Every member of the bundle at ``path``; UserError (one line) when it cannot be read as one."""
     if not path.is_file():
         raise UserError(f"no bundle file at {path}")
+    data = read_bytes(path, "bundle file", MAX_BYTES)
     try:
-        if zipfile.is_zipfile(path):
-            return Archive(_read_zip(path))
-        return Archive(_read_tar(path))
+        if zipfile.is_zipfile(io.BytesIO(data)):
+            return Archive(_read_zip(data))
+        return Archive(_read_tar(data))
     except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
         raise UserError(
             f"{path} is not a readable bundle archive: {str(exc) or type(exc).__name__}"
@@ -127,9 +129,9 @@ def _packed(kind: str, members: Mapping[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
-def _read_tar(path: Path) -> dict[str, bytes]:
+def _read_tar(data: bytes) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
-    with tarfile.open(path, mode="r:*") as archive:
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as archive:
         for info in archive:
             if info.isdir():
                 continue
@@ -141,9 +143,9 @@ def _read_tar(path: Path) -> dict[str, bytes]:
     return files
 
 
-def _read_zip(path: Path) -> dict[str, bytes]:
+def _read_zip(data: bytes) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
-    with zipfile.ZipFile(path) as archive:
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
         for info in archive.infolist():
             if info.is_dir():
                 continue

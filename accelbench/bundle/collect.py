@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.bundle.fields import cell_key
+from accelbench.files import read_json, read_text
 from accelbench.results import to_dict
 from accelbench.store import Store
 
@@ -104,7 +105,7 @@ def _cell_folders(run_dir: Path, keys: set[str]) -> dict[str, str]:
     cells = run_dir / "cells"
     for folder in sorted(cells.iterdir()) if cells.is_dir() else ():
         try:
-            cell = json.loads((folder / "spec.json").read_text())["cell"]
+            cell = read_json(folder / "spec.json", "cell spec")["cell"]
         except (OSError, ValueError, KeyError, TypeError):
             continue
         key = cell_key({"cell": cell})
@@ -121,10 +122,15 @@ def _cell_files(folder: Path, prefix: str, scrub: Scrubber) -> dict[str, bytes]:
         chosen += sorted(p for name in LOG_NAMES for p in loadgen.rglob(name))  # server probes: -search/p<N>
     chosen += sorted(folder.rglob("*.jsonl"))
     return {
-        f"{prefix}/{p.relative_to(folder).as_posix()}": scrub.text(p.read_text(errors="replace")).encode()
+        f"{prefix}/{p.relative_to(folder).as_posix()}": scrub.text(_log_text(p)).encode()
         for p in chosen
         if p.is_file() and not p.is_symlink()
     }
+
+
+def _log_text(path: Path) -> str:
+    """A cell's log as it is (bytes that are not UTF-8 replaced), through the guarded reader."""
+    return read_text(path, "cell log", errors="replace")
 
 
 def _without_secrets(config: Mapping[str, Any]) -> dict[str, Any]:

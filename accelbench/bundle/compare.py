@@ -12,7 +12,6 @@ a claim differs. Only verified (``ok``) cells are explained unless ``include_unv
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from accelbench.bundle.archive import read_archive
 from accelbench.bundle.fields import Stored, cell_key, headline, stored
 from accelbench.bundle.verify import verify
 from accelbench.errors import UserError
+from accelbench.files import json_text
 from accelbench.hardware.chips import ChipTable
 from accelbench.hardware.detect import machine_from_dict
 from accelbench.hardware.match import match_device
@@ -130,18 +130,18 @@ def _bundle_side(path: Path) -> Side:
     if not checked.passed:
         differ = sum(f.matched is False for f in checked.findings)
         raise UserError(f"{path} does not verify ({differ} claim(s) differ): see accelbench verify {path}")
-    run = json.loads(archive.files["run.json"])
+    run = json_text(archive.files["run.json"], f"{path} run.json")
     docs = {}
     for name, data in archive.files.items():
         if name.startswith("results/") and name.endswith(".json"):
-            doc = json.loads(data)
+            doc = json_text(data, f"{path} {name}", finite=False)
             docs[cell_key(doc)] = doc
     config = run.get("config") or {}
     return Side(
         path.name,
         str(run.get("run_id")),
         str(config.get("rules", "")),
-        json.loads(archive.files["machine.json"]),
+        json_text(archive.files["machine.json"], f"{path} machine.json"),
         docs,
     )
 

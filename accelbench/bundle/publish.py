@@ -9,7 +9,6 @@ readable bundle is listed with the reason and left out. The HTML is drawn by ``a
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from accelbench.bundle.archive import SUFFIXES, read_archive
 from accelbench.bundle.fields import stored
 from accelbench.bundle.verify import verify
 from accelbench.errors import UserError
+from accelbench.files import json_text
 from accelbench.hardware.chips import ChipTable
 from accelbench.normalize.lookup import result_figures
 from accelbench.results import from_dict
@@ -89,12 +89,12 @@ def entries_of(folder: Path, chips: ChipTable) -> tuple[list[Entry], list[Listed
 
 
 def _entries(name: str, files: Mapping[str, bytes], verified: bool, chips: ChipTable) -> list[Entry]:
-    machine = json.loads(files["machine.json"])
-    run = json.loads(files["run.json"])
+    machine = json_text(files["machine.json"], f"{name} machine.json")
+    run = json_text(files["run.json"], f"{name} run.json")
     label = f"{machine.get('cpu_model', '?')} ({machine.get('fingerprint', '?')})"
     found = []
     for path in sorted(p for p in files if p.startswith("results/") and p.endswith(".json")):
-        doc = json.loads(files[path])
+        doc = json_text(files[path], f"{name} {path}", finite=False)
         claims = stored(doc, f"{name} {path}")
         figures = claims.figures or {}
         ci = figures.get("ci")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from accelbench.errors import UserError
+from accelbench.files import json_text, read_bytes, read_text
 
 ALGORITHM = "ed25519"
 
@@ -35,7 +36,7 @@ def sign(manifest: bytes, key_path: Path) -> bytes:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     try:
-        key = serialization.load_ssh_private_key(key_path.read_bytes(), password=None)
+        key = serialization.load_ssh_private_key(read_bytes(key_path, "signing key", 1 << 20), password=None)
     except OSError as exc:
         raise UserError(f"cannot read signing key {key_path}: {exc.strerror or exc}") from None
     except (ValueError, TypeError) as exc:
@@ -60,7 +61,7 @@ def check(manifest: bytes, signature: bytes, trusted: str | None = None) -> Sign
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
     try:
-        document = json.loads(signature)
+        document = json_text(signature, "SIGNATURE")
         public_line = str(document["public_key"])
         key = serialization.load_ssh_public_key(public_line.encode())
         raw = base64.b64decode(str(document["signature"]), validate=True)
@@ -90,8 +91,8 @@ def fingerprint(public_line: str) -> str:
 def trusted_key(path: Path) -> str:
     """The OpenSSH public line in ``path`` (a ``.pub`` file); UserError when unreadable."""
     try:
-        line = path.read_text().strip().splitlines()[0]
-    except (OSError, UnicodeDecodeError, IndexError):
+        line = read_text(path, "public key", 1 << 20).strip().splitlines()[0]
+    except (OSError, ValueError, IndexError):
         raise UserError(f"cannot read a public key line from {path}") from None
     if not line.startswith("ssh-ed25519 "):
         raise UserError(f"{path} does not hold an ssh-ed25519 public key")

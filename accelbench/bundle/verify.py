@@ -9,7 +9,6 @@ derivation (or, for a signed bundle, by the signature).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +20,7 @@ from accelbench.bundle.archive import MANIFEST, SIGNATURE, Archive, parse_manife
 from accelbench.bundle.collect import FORMAT
 from accelbench.bundle.fields import Stored, stored
 from accelbench.errors import UserError
+from accelbench.files import json_text
 from accelbench.hardware.detect import machine_from_dict
 from accelbench.scenarios.rules import RULES
 
@@ -112,7 +112,7 @@ def _fingerprint(machine: Mapping[str, Any], run: Mapping[str, Any]) -> Finding:
 
 def _cell(archive: Archive, path: str, folders: Mapping[str, Any], cores: int | None) -> list[Finding]:
     try:
-        doc = json.loads(archive.files[path])
+        doc = json_text(archive.files[path], path, finite=False)
         claims = stored(doc, path)
     except (ValueError, UserError) as exc:
         return [Finding(path, "document", False, str(exc).splitlines()[0])]
@@ -228,7 +228,7 @@ def _is_entry(entry: object) -> bool:
 
 def _document(archive: Archive, path: str) -> Mapping[str, Any]:
     try:
-        value = json.loads(archive.text(path))
+        value = json_text(archive.text(path), f"bundle member {path}")
     except ValueError:
         raise UserError(f"bundle member {path} is not JSON") from None
     if not isinstance(value, Mapping):

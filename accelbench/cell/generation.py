@@ -89,7 +89,7 @@ def measure(spec: CellSpec) -> Outcome:
     log_dir = Path(spec.cell_dir) / "loadgen"
     meters = CellMeters(spec.cell.device)
     for attempt in range(ATTEMPTS):
-        probe_start = noise.begin(Path(spec.run_dir))
+        probe_start = noise.begin(spec.noise_floor)
         meters.begin("scored")
         search, run = _measure(
             generator, feeds, prompts.max_new_tokens, scenario, rules, latency_s, bounds, log_dir

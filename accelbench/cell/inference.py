@@ -27,7 +27,6 @@ from accelbench.audits import output as output_audit
 from accelbench.audits import precision, repeat
 from accelbench.cell import trial
 from accelbench.cellspec import CellSpec
-from accelbench.errors import Unavailable
 from accelbench.meters import noise
 from accelbench.meters.window import combined_energy, max_memory
 from accelbench.outcome import Head, Outcome
@@ -37,7 +36,6 @@ from accelbench.scenarios import figures, server_search
 from accelbench.scenarios.loadgen import Measurement
 from accelbench.scenarios.rules import Rules, get_rules
 from accelbench.sections import AuditSection, ServerSearch, VariantInfo
-from accelbench.stacks.base import Stack
 from accelbench.versions import with_python
 from accelbench.workloads.base import Workload
 
@@ -50,15 +48,11 @@ ATTEMPTS = 2
 
 def measure(spec: CellSpec) -> Outcome:
     """The outcome of a LoadGen cell: trials, figures, audits, status."""
-    stack: Stack = instantiate(spec.stack_ref)
-    reason = stack.unavailable_reason(spec.cell.device)
-    if reason:
-        raise Unavailable(reason)
     workload: Workload = instantiate(spec.workload_ref)
     rules = get_rules(spec.rules)
     for attempt in range(ATTEMPTS):
-        start = noise.begin(Path(spec.run_dir), spec.serve_url)
-        evidence, search, discarded = _trials(spec, rules, attempt, stack.computes)
+        start = noise.begin(spec.noise_floor, spec.serve_url)
+        evidence, search, discarded = _trials(spec, rules, attempt)
         probe = noise.end(start, [s for e in evidence for s in e.timed.measurement.sut_latencies_s])
         if not noise.worth_retrying(probe) or attempt == ATTEMPTS - 1:
             break
@@ -66,15 +60,16 @@ def measure(spec: CellSpec) -> Outcome:
     measurements = [e.timed.measurement for e in evidence]
     found = _figures(evidence, search)
     # rounds discarded by a server back-off are judged too: a stack caught there never ranks
-    judged = _judge(stack, workload, [*discarded, *evidence], rules)
+    computes = evidence[0].computes  # the stack's declaration, asked in its SUT process
+    judged = _judge(computes, workload, [*discarded, *evidence], rules)
     sanity = evidence[-1].sanity
     failures = [q.metric for q in (judged.quality, sanity) if q is not None and not q.passed]
     drift = noise.unstable_reason(probe)
-    disagreement = figures.timer_disagreement(found) if stack.computes else None
+    disagreement = figures.timer_disagreement(found) if computes else None
     status, why = audits.cell_status(
-        judged.verdicts, failures, _invalid_reasons(stack, measurements), drift or disagreement or ""
+        judged.verdicts, failures, _invalid_reasons(computes, measurements), drift or disagreement or ""
     )
-    measured = _head(spec, stack, evidence, probe)
+    measured = _head(spec, computes, evidence, probe)
     head = dataclasses.replace(
         measured,
         status=status,
@@ -89,7 +84,7 @@ def measure(spec: CellSpec) -> Outcome:
 
 
 def _trials(
-    spec: CellSpec, rules: Rules, attempt: int, computes: bool
+    spec: CellSpec, rules: Rules, attempt: int
 ) -> tuple[list[trial.Evidence], server_search.Search | None, list[trial.Evidence]]:
     """The rule set's trials of one attempt, each in a fresh process. Trial 0 decides the batch and,
     for server, searches the max QPS; when a scored server trial comes out INVALID at that target,
@@ -105,7 +100,7 @@ def _trials(
             plan = trial.Plan(number, attempt, last, first.batch, target or None, backoff)
             evidence.append(trial.evidence_of(spec, plan, rules.trials))
         failed = [e.timed.measurement.summary for e in evidence if not e.timed.measurement.summary.valid]
-        if search is None or not failed or not computes or not search.can_back_off:
+        if search is None or not failed or not first.computes or not search.can_back_off:
             return evidence, search, discarded
         summary = failed[0]
         search = search.backed_off(
@@ -135,12 +130,12 @@ class _Judged:
     section: AuditSection | None
 
 
-def _judge(stack: Stack, workload: Workload, evidence: Sequence[trial.Evidence], rules: Rules) -> _Judged:
+def _judge(computes: bool, workload: Workload, evidence: Sequence[trial.Evidence], rules: Rules) -> _Judged:
     """Output check and quality gate over every trial, repeat audit, post-run audits, precision."""
     from accelbench.meters.quality import compare
 
     after, precision_name = evidence[-1].post, evidence[-1].effective_precision
-    if not stack.computes or after is None:
+    if not computes or after is None:
         why = "outputs are not the model's (the stack declares computes = False): nothing vouches for them"
         return _Judged((audits.Verdict("output", audits.INCONCLUSIVE, why),), None, None)
     refs = {origin: ref for e in evidence for origin, ref in e.references.items()}
@@ -202,7 +197,7 @@ class LoadgenBody:
         )
 
 
-def _head(spec: CellSpec, stack: Stack, evidence: Sequence[trial.Evidence], probe: NoiseProbe) -> Head:
+def _head(spec: CellSpec, computes: bool, evidence: Sequence[trial.Evidence], probe: NoiseProbe) -> Head:
     """The measured part of the head; status, quality and the audits' warnings are added once judged."""
     trials = [e.timed.measurement for e in evidence]
     first, metered = evidence[0], [e.timed.metered for e in evidence]
@@ -214,9 +209,11 @@ def _head(spec: CellSpec, stack: Stack, evidence: Sequence[trial.Evidence], prob
         noise=probe,
         energy=combined_energy([m.energy for m in metered]),
         device_memory=max_memory([m.device_memory for m in metered]),
-        warnings=tuple(sorted({*_warnings(trials, probe, stack), *(w for m in metered for w in m.warnings)})),
+        warnings=tuple(
+            sorted({*_warnings(trials, probe, computes), *(w for m in metered for w in m.warnings)})
+        ),
         versions={**_base_versions(), **first.versions},
-        settings=_settings(spec, first, _median_trial(trials)),
+        settings={**_settings(spec, first, _median_trial(trials)), "sut_process": _sut_cpu(evidence)},
     )
 
 
@@ -252,9 +249,9 @@ def _trial_p50_s(trial: Measurement) -> float:
     return float(np.median(trial.sut_latencies_s))
 
 
-def _invalid_reasons(stack: Stack, trials: Sequence[Measurement]) -> list[str]:
+def _invalid_reasons(computes: bool, trials: Sequence[Measurement]) -> list[str]:
     """LoadGen's reasons for every INVALID trial (a trial without reasons still counts)."""
-    expected = " (expected for the null stack)" if not stack.computes else ""
+    expected = " (expected for the null stack)" if not computes else ""
     return [
         f"trial {number}{expected}: {'; '.join(t.summary.invalid_reasons) or 'no reason given'}"
         for number, t in enumerate(trials)
@@ -262,16 +259,16 @@ def _invalid_reasons(stack: Stack, trials: Sequence[Measurement]) -> list[str]:
     ]
 
 
-def _warnings(trials: Sequence[Measurement], probe: NoiseProbe, stack: Stack) -> list[str]:
+def _warnings(trials: Sequence[Measurement], probe: NoiseProbe, computes: bool) -> list[str]:
     # a no-op outruns the queries LoadGen pre-generates, so the null stack is INVALID by design
-    expected = " (expected for the null stack)" if not stack.computes else ""
+    expected = " (expected for the null stack)" if not computes else ""
     notes = [
         f"LoadGen INVALID{expected}: {'; '.join(t.summary.invalid_reasons)}"
         for t in trials
         if not t.summary.valid
     ]
     notes.extend(noise.guard_warnings(probe))
-    if not stack.computes:
+    if not computes:
         notes.append("null stack: measures harness overhead only; outputs are not checked")
     return sorted(set(notes))
 
@@ -289,6 +286,16 @@ def _settings(spec: CellSpec, first: trial.Evidence, measured: Measurement) -> d
         "loadgen": dict(measured.settings),
         "stack": dict(first.details),
     }
+
+
+def _sut_cpu(evidence: Sequence[trial.Evidence]) -> dict[str, float]:
+    """The SUT process's CPU over the timed windows of every trial: all of it, inside the calls, and
+    between them (work the stack did while the harness was not waiting on it)."""
+    used = [e.sut_cpu for e in evidence if e.sut_cpu is not None]
+    if not used:  # a served session: its calls overlap
+        return {}
+    cpu_s, in_calls_s = sum(u.cpu_s for u in used), sum(u.in_calls_s for u in used)
+    return {"cpu_s": cpu_s, "in_calls_s": in_calls_s, "off_calls_s": max(0.0, cpu_s - in_calls_s)}
 
 
 def _base_versions() -> dict[str, str]:

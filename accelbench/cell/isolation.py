@@ -8,8 +8,9 @@ whole; it kills its own group when the runner dies (even by SIGKILL), so no orph
 parent samples the resident memory of the cell's process tree a few times a second; past the limit the
 group is killed and the cell is ``oom``. HOME-like variables point into the run folder, so
 framework caches and telemetry never land in the user's home. The spec file in the cell's folder (the
-stack's ``work_dir``) holds no input seed: the seed travels in the fork's arguments (a pipe to the
-template process), so no stack finds it on disk.
+stack's ``work_dir``) holds no input seed, and the cell never reads it: the whole spec (the seed, the
+noise floor) travels in the fork's arguments (a pipe to the template process), so no stack finds the
+seed on disk nor rewrites what a later cell is told.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import json
 import multiprocessing
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -33,12 +35,14 @@ import psutil
 from accelbench.cellspec import CellSpec
 from accelbench.meters.cputime import RUNNER_PID_VARIABLE
 from accelbench.outputs import write_json_atomic
+from accelbench.sut import hardening, launcher
 
 POLL_S = 0.25
 STDERR_TAIL_CHARS = 2000
 PRELOAD = (
     "accelbench.cell.process",
     "accelbench.cell.inference",
+    "accelbench.sut.launcher",
     "accelbench.stats",
     "scipy.stats",
     "accelbench.meters.quality",
@@ -105,13 +109,26 @@ def run_in_process(spec: CellSpec, timeout_s: float, mem_limit_bytes: int) -> Ch
     Path(spec.result_path).unlink(missing_ok=True)
     stderr_path = cell_dir / "stderr.txt"
     start = time.perf_counter()
+    runner_end, cell_end = launcher.control_pair()
     proc = _fork_context().Process(
         target=_cell_main,
-        args=(str(spec_path), str(stderr_path), cell_environment(spec), os.getpid(), spec.input_seed),
+        args=(
+            str(spec_path),
+            str(stderr_path),
+            cell_environment(spec),
+            os.getpid(),
+            spec.to_dict(),
+            cell_end,
+        ),
         daemon=False,
     )
     proc.start()
-    imposed = _watch(proc, timeout_s, mem_limit_bytes)
+    cell_end.close()
+    suts = launcher.Launcher(_fork_context(), runner_end, str(stderr_path), int(proc.pid or 0))
+    try:
+        imposed = _watch(proc, timeout_s, mem_limit_bytes, suts)
+    finally:
+        suts.close()  # the cell's SUT processes (and a served stack's servers) end with it
     wall_s = time.perf_counter() - start
     tail = stderr_path.read_text(errors="replace")[-STDERR_TAIL_CHARS:] if stderr_path.exists() else ""
     return ChildOutcome(_outcome(spec, proc.exitcode or 0, imposed, timeout_s), wall_s, tail)
@@ -120,15 +137,24 @@ def run_in_process(spec: CellSpec, timeout_s: float, mem_limit_bytes: int) -> Ch
 def _fork_context() -> ForkServerContext:
     global _context
     if _context is None:
+        hardening.make_undumpable()  # the runner holds the run's input seed: no SUT process reads it
         _context = multiprocessing.get_context("forkserver")
         _context.set_forkserver_preload([*PRELOAD, *_extra])
     return _context
 
 
 def _cell_main(
-    spec_path: str, stderr_path: str, env: dict[str, str], runner_pid: int, input_seed: int
+    spec_path: str,
+    stderr_path: str,
+    env: dict[str, str],
+    runner_pid: int,
+    spec: dict[str, Any],
+    control: socket.socket,
 ) -> None:
-    """In the cell process: own process group, stdout/stderr to the cell's file, private env, measure."""
+    """In the cell process: undumpable (no same-user process reads its memory or environment), own
+    process group, stdout/stderr to the cell's file, private env, measure."""
+    hardening.make_undumpable()
+    launcher.control = control  # the runner forks this cell's SUT processes from its clean template
     os.setsid()
     _die_with_runner(runner_pid)
     # A forkserver child inherits "forkserver" as its default start method, so a library's
@@ -146,7 +172,7 @@ def _cell_main(
     os.chdir(Path(spec_path).parent)  # LoadGen reads an audit.config from the working directory
     from accelbench.cell import process
 
-    sys.exit(process.main([spec_path], input_seed))
+    sys.exit(process.main([spec_path], spec=spec))
 
 
 def _die_with_runner(runner_pid: int) -> None:
@@ -174,11 +200,12 @@ def _alive(proc: psutil.Process) -> bool:
         return False
 
 
-def _watch(proc: Any, timeout_s: float, mem_limit_bytes: int) -> str | None:
-    """Wait for the child; kill its group and return ``timeout``/``oom`` when a limit is crossed."""
+def _watch(proc: Any, timeout_s: float, mem_limit_bytes: int, suts: launcher.Launcher) -> str | None:
+    """Wait for the child, starting the SUT processes it asks for; kill its group and return
+    ``timeout``/``oom`` when a limit is crossed (its SUT processes' memory counts in its own)."""
     deadline = time.monotonic() + timeout_s
     while True:
-        proc.join(timeout=POLL_S)
+        suts.serve(POLL_S, proc.sentinel)
         if proc.exitcode is not None:
             _kill_group(proc.pid)  # leftovers of the cell (e.g. compiler workers) go with it
             return None
@@ -186,7 +213,7 @@ def _watch(proc: Any, timeout_s: float, mem_limit_bytes: int) -> str | None:
             _kill_group(proc.pid)
             proc.join()
             return "timeout"
-        if _tree_rss_bytes(proc.pid) > mem_limit_bytes:
+        if _tree_rss_bytes(proc.pid) + suts.rss_bytes() > mem_limit_bytes:
             _kill_group(proc.pid)
             proc.join()
             return "oom"

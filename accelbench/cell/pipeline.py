@@ -24,6 +24,8 @@ from accelbench.cell import seeds
 from accelbench.cell.isolation import run_in_process
 from accelbench.cellspec import CellSpec, PlannedCell
 from accelbench.config import RunConfig, effective_mem_limit_bytes, effective_threads
+from accelbench.meters import reference_probe
+from accelbench.meters.reference_probe import NoiseFloor
 from accelbench.outcome import Head, Outcome
 from accelbench.results import SCHEMA_VERSION, Cell, Result, from_dict
 
@@ -37,17 +39,20 @@ def run_cell(
     run_dir: Path,
     fingerprint: str,
     input_seed: int | None = None,
+    noise_floor: NoiseFloor | None = None,
 ) -> Result:
     """Measure ``planned`` on this machine in its own process working in ``run_dir`` (an absolute,
     local folder), or record it unavailable; ``fingerprint`` is this machine's; ``input_seed``: the
-    cell's own (a fleet node gets it instead of the run's), else derived from ``config.input_seed``."""
+    cell's own (a fleet node gets it instead of the run's), else derived from ``config.input_seed``;
+    ``noise_floor``: the run's, else this host's (``reference_probe.host_floor``)."""
     started_at = now()
     reason = unavailable_reason(planned)
     if reason:
         outcome = Outcome.failed("unavailable", reason).to_dict()
         wall_s, tail = 0.0, ""
     else:
-        spec = cell_spec(run_id, config, planned, run_dir, input_seed)
+        floor = noise_floor or reference_probe.host_floor(reference_probe.user_cache())
+        spec = cell_spec(run_id, config, planned, run_dir, input_seed, floor)
         start = time.perf_counter()
         child = run_in_process(spec, config.timeout_s, effective_mem_limit_bytes(config))
         outcome, wall_s, tail = child.outcome, time.perf_counter() - start, child.stderr_tail
@@ -64,7 +69,11 @@ def now() -> str:
 
 
 def unavailable_reason(planned: PlannedCell) -> str | None:
-    """Why the cell's stack cannot run on this machine's device, or None; never starts a process."""
+    """Why the cell's stack cannot run on this machine's device, or None; never starts a process. Asked
+    here of accelbench's own stacks only: a plugin's code never runs in the runner, which holds the
+    run's input seed (its cell asks it in its SUT process, ``accelbench.sut``)."""
+    if not registry.is_builtin(planned.stack_ref):
+        return None
     try:
         stack = registry.instantiate(planned.stack_ref)
     except Exception as err:  # a plugin that does not even import is unavailable, not fatal
@@ -74,7 +83,12 @@ def unavailable_reason(planned: PlannedCell) -> str | None:
 
 
 def cell_spec(
-    run_id: str, config: RunConfig, planned: PlannedCell, run_dir: Path, input_seed: int | None = None
+    run_id: str,
+    config: RunConfig,
+    planned: PlannedCell,
+    run_dir: Path,
+    input_seed: int | None = None,
+    noise_floor: NoiseFloor | None = None,
 ) -> CellSpec:
     """The spec of a cell whose process works in ``run_dir`` (an absolute, local folder); its input seed
     is ``input_seed``, else derived from the run's (``config.input_seed``; None: a fresh one)."""
@@ -109,6 +123,7 @@ def cell_spec(
         api_key_env=config.api_key_env,
         endpoint_api=config.endpoint_api,
         arrivals=config.arrivals,
+        noise_floor=reference_probe.floor_to_dict(noise_floor) if noise_floor else None,
         store_cache_dir=str(run_dir.parent.parent / "cache"),  # run_dir is <store>/runs/<run id>
     )
 

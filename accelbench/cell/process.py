@@ -15,8 +15,9 @@ import json
 import logging
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from accelbench.cell import seeds
 from accelbench.cellspec import CellSpec
@@ -27,12 +28,19 @@ from accelbench.outputs import write_json_atomic
 from accelbench.registry import load
 
 
-def main(argv: Sequence[str], input_seed: int | None = None) -> int:
-    """Entry point: measure the cell described by the spec file ``argv[0]`` (``CellSpec.public_dict``)
-    with ``input_seed`` (None: the first line of standard input)."""
+def main(argv: Sequence[str], input_seed: int | None = None, spec: Mapping[str, Any] | None = None) -> int:
+    """Entry point: measure the cell described by ``spec`` (``CellSpec.to_dict``, from the runner's
+    pipe), else by the spec file ``argv[0]`` (``CellSpec.public_dict``) with ``input_seed`` (None: the
+    first line of standard input)."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    if spec is not None:
+        return _measured(CellSpec.from_dict(spec))
     seed = input_seed if input_seed is not None else seeds.checked(int(sys.stdin.readline()))
-    spec = CellSpec.from_dict(json.loads(Path(argv[0]).read_text()), input_seed=seed)
+    return _measured(CellSpec.from_dict(json.loads(Path(argv[0]).read_text()), input_seed=seed))
+
+
+def _measured(spec: CellSpec) -> int:
+    """Measure ``spec`` and write its outcome document."""
     outcome = outcome_of(spec)
     peak_rss_bytes = max(outcome.head.peak_rss_bytes or 0, memory.peak_rss_bytes())
     head = dataclasses.replace(outcome.head, peak_rss_bytes=peak_rss_bytes)

@@ -14,9 +14,10 @@ trial's inputs were seen by another; the timed pool is drawn after ``stack.prepa
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import multiprocessing
+import os
+import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from accelbench.audits import post_run
 from accelbench.audits.feed import Check, Origin, Pair
 from accelbench.cell.samples import SampleSets
 from accelbench.cellspec import CellSpec
-from accelbench.errors import CellError, Unsupported
+from accelbench.errors import CellError, Unavailable, Unsupported
 from accelbench.meters import memory
 from accelbench.meters.window import CellMeters
 from accelbench.registry import instantiate
@@ -39,7 +40,8 @@ from accelbench.scenarios import batch_sweep, batching
 from accelbench.scenarios.loadgen import batch_for
 from accelbench.scenarios.rules import Rules, get_rules
 from accelbench.scenarios.trials import Timed, run_trial
-from accelbench.stacks.base import CellContext, ModelSpec, Stack
+from accelbench.sut import hardening, launcher
+from accelbench.sut.remote import StackFacts, SutCpu, SutProcess
 from accelbench.workloads.base import Inputs, Variant, Workload
 
 AUDIT_STRIDE = 1 << 20
@@ -84,6 +86,10 @@ class Evidence:
     post: post_run.PostRun | None = None
     sanity: Quality | None = None
     peak_rss_bytes: int = 0
+    computes: bool = True
+    """The stack's declaration (asked in the SUT process): False only for the null stack."""
+    sut_cpu: SutCpu | None = None
+    """CPU the SUT process spent over the timed window, and inside the calls of it."""
 
 
 def evidence_of(spec: CellSpec, plan: Plan, trials: int) -> Evidence:
@@ -97,7 +103,9 @@ def spawned(spec: CellSpec, plan: Plan) -> Evidence:
     """Run the trial in a fresh interpreter; its failure is raised here as the same ``CellError``."""
     context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=_worker, args=(spec.to_dict(), plan, sender), daemon=True)
+    process = context.Process(
+        target=_worker, args=(spec.to_dict(), plan, sender, launcher.control), daemon=True
+    )
     process.start()
     sender.close()
     try:
@@ -116,7 +124,9 @@ def spawned(spec: CellSpec, plan: Plan) -> Evidence:
     raise raised
 
 
-def _worker(spec_document: dict[str, Any], plan: Plan, sender: Any) -> None:
+def _worker(spec_document: dict[str, Any], plan: Plan, sender: Any, control: Any = None) -> None:
+    hardening.make_undumpable()  # this process holds the cell's input seed and the trial's samples
+    launcher.control = control  # the runner forks its SUT processes, as the cell's
     try:
         message: tuple[str, Any] = ("ok", run(CellSpec.from_dict(spec_document), plan))
     except CellError as err:
@@ -132,49 +142,62 @@ def _worker(spec_document: dict[str, Any], plan: Plan, sender: Any) -> None:
 
 
 def run(spec: CellSpec, plan: Plan) -> Evidence:
-    """Run the trial in this process."""
-    stack: Stack = instantiate(spec.stack_ref)
+    """Run the trial in this process, the stack's code in a SUT process of its own
+    (``accelbench.sut``): this process holds the samples, the seeds and the audits, and the stack
+    cannot read it."""
+    sut = SutProcess(spec.stack_ref, Path(spec.cell_dir) / "sut", _sut_environment())
+    # the SUT process imports the stack and builds its model while this process builds its own
+    sut.post({"op": "describe", "device": spec.cell.device})
+    sut.post({**_prepare_request(spec, None, 1), "op": "warm"})
+    try:
+        return run_with(spec, plan, sut)
+    finally:
+        sut.stop()
+
+
+def run_with(spec: CellSpec, plan: Plan, sut: SutProcess) -> Evidence:
+    """The trial, its stack behind ``sut`` (a ``SutProcess``; the overhead benchmark passes an
+    ``accelbench.sut.inprocess.InProcessSut`` of the same interface)."""
     workload: Workload = instantiate(spec.workload_ref)
     _set_torch_threads(spec.threads)
     drawn = variants.resolve(workload, spec.cell.size, spec.cell.variant)
     variant = drawn.variant if drawn else None
-    # the null stack never looks at the model: skip building it, so it measures the harness alone
-    model = variants.build_model(workload, spec.cell.size, spec.seed, variant) if stack.computes else None
+    facts = sut.describe(spec.cell.device)
+    if facts.unavailable_reason:
+        raise Unavailable(facts.unavailable_reason)
+    # the fp32 reference; the SUT process builds its own copy from the same public weights seed (the
+    # null stack never looks at the model: it is not built, so it measures the harness alone)
+    model = variants.build_model(workload, spec.cell.size, spec.seed, variant) if facts.computes else None
     sets = SampleSets(workload, spec, variant, (plan.attempt, _slot(plan)))
-    reference = _reference(copy.deepcopy(model))
+    reference = _reference(model)
     rules = get_rules(spec.rules)
     batch, swept = plan.batch, None
     if batch is None:
-        batch = _batch(spec, stack, workload)
-        if spec.batch_sweep and stack.computes and spec.cell.scenario in ("offline", "multi-stream"):
-            batch, swept = _sweep(spec, stack, workload, model, sets, rules, reference)
+        batch = _batch(spec, sut, facts, workload)
+        if spec.batch_sweep and facts.computes and spec.cell.scenario in ("offline", "multi-stream"):
+            batch, swept = _sweep(spec, sut, workload, sets, rules, reference)
     example = batching.join(sets.example(batch), batch)
-    session = stack.prepare(model, _model_spec(spec, workload, example, batch), _context(spec))  # type: ignore[arg-type]
+    session, prepared = sut.prepare(_prepare_request(spec, workload, batch), example)
     try:
-        feed = sets.feed(rules, batch) if stack.computes else None
-        meters = CellMeters(spec.cell.device)
-        try:
-            lower = f"-b{plan.backoff}" if plan.backoff else ""
-            log_dir = Path(spec.cell_dir) / "loadgen" / f"a{plan.attempt}-t{plan.number}{lower}"
-            timed = run_trial(
-                spec.cell.scenario, session.infer, sets.timed, sets.calibration, rules, log_dir, meters,
-                feed, batch, plan.target_qps,
-            )  # fmt: skip
-        finally:
-            meters.close()
+        feed = sets.feed(rules, batch) if facts.computes else None
+        timed, sut_cpu = _timed(spec, plan, sut, session.infer, sets, rules, feed, batch)
         evidence = Evidence(
-            plan.number, timed, session.effective_precision, session.compile_s, batch, sets.pool_size,
-            dict(session.details), stack.versions(), swept=swept,
-        )  # fmt: skip
+            number=plan.number,
+            timed=timed,
+            effective_precision=session.effective_precision,
+            compile_s=session.compile_s,
+            batch=batch,
+            pool_size=sets.pool_size,
+            details=sut.details(prepared.session),
+            versions=dict(prepared.versions),
+            swept=swept,
+            computes=facts.computes,
+            # a served session's calls overlap (its SUT process is an HTTP client): no "between calls"
+            sut_cpu=None if prepared.asynchronous else sut_cpu,
+        )
         if feed is not None:
-            checks = tuple(_renumbered(c, plan) for c in feed.checks)
-            origins = {c.origin: o.origin for c, o in zip(checks, feed.checks, strict=True)}
-            references = {mine: reference(feed.audit_input(theirs)) for mine, theirs in origins.items()}
-            pairs = tuple(dataclasses.replace(p, trial=_trial_number(plan, p.trial)) for p in feed.pairs)
-            evidence = dataclasses.replace(
-                evidence, checks=checks, references=references, pairs=pairs, feed_seed=feed.seed
-            )
-        if plan.last and stack.computes:
+            evidence = _with_feed(evidence, feed, plan, reference)
+        if plan.last and facts.computes:
             one = batching.one_at_a_time(session.infer, batch)
             evidence = dataclasses.replace(
                 evidence,
@@ -183,9 +206,73 @@ def run(spec: CellSpec, plan: Plan) -> Evidence:
             )
     finally:
         # a served session's server stops with its trial, before the cell's closing noise probe
-        if callable(close := getattr(session.infer, "close", None)):
-            close()
-    return dataclasses.replace(evidence, peak_rss_bytes=memory.peak_rss_bytes())
+        sut.close_session(prepared.session)
+    return dataclasses.replace(evidence, peak_rss_bytes=max(memory.peak_rss_bytes(), _rss_bytes(sut)))
+
+
+def _timed(
+    spec: CellSpec,
+    plan: Plan,
+    sut: SutProcess,
+    infer: Callable[[Inputs], np.ndarray],
+    sets: SampleSets,
+    rules: Rules,
+    feed: Any,
+    batch: int,
+) -> tuple[Timed, SutCpu]:
+    """The trial's LoadGen run under the cell's meters, and the SUT process's CPU meanwhile."""
+    meters = CellMeters(spec.cell.device)
+    cpu_start_s, in_calls_start_s = sut.cpu_s(), sut.cpu_in_calls_s
+    try:
+        lower = f"-b{plan.backoff}" if plan.backoff else ""
+        log_dir = Path(spec.cell_dir) / "loadgen" / f"a{plan.attempt}-t{plan.number}{lower}"
+        timed = run_trial(
+            spec.cell.scenario,
+            infer,
+            sets.timed,
+            sets.calibration,
+            rules,
+            log_dir,
+            meters,
+            feed,
+            batch,
+            plan.target_qps,
+        )
+    finally:
+        meters.close()
+    used = SutCpu(cpu_s=sut.cpu_s() - cpu_start_s, in_calls_s=sut.cpu_in_calls_s - in_calls_start_s)
+    return timed, used
+
+
+def _with_feed(
+    evidence: Evidence, feed: Any, plan: Plan, reference: Callable[[Inputs], np.ndarray]
+) -> Evidence:
+    """The evidence with the feed's checks (their fp32 references) and pairs, numbered across the cell."""
+    checks = tuple(_renumbered(c, plan) for c in feed.checks)
+    origins = {c.origin: o.origin for c, o in zip(checks, feed.checks, strict=True)}
+    references = {mine: reference(feed.audit_input(theirs)) for mine, theirs in origins.items()}
+    pairs = tuple(dataclasses.replace(p, trial=_trial_number(plan, p.trial)) for p in feed.pairs)
+    return dataclasses.replace(
+        evidence, checks=checks, references=references, pairs=pairs, feed_seed=feed.seed
+    )
+
+
+def _sut_environment() -> dict[str, str]:
+    """What the SUT process's environment adds: this interpreter's import path (plugins and planted
+    test stacks import there exactly as here)."""
+    return {"PYTHONPATH": os.pathsep.join(os.path.abspath(p) for p in sys.path if p)}
+
+
+def _rss_bytes(sut: SutProcess) -> int:
+    """The SUT process's peak resident memory (its ``VmHWM``), 0 when it cannot be read."""
+    if not sut.pid:
+        return 0
+    try:
+        status = Path(f"/proc/{sut.pid}/status").read_text()
+    except OSError:
+        return 0
+    line = next((x for x in status.splitlines() if x.startswith("VmHWM:")), "")
+    return int(line.split()[1]) * 1024 if line else 0
 
 
 def _renumbered(check: Check, plan: Plan) -> Check:
@@ -221,13 +308,13 @@ def _post_run(
     )
 
 
-def _batch(spec: CellSpec, stack: Stack, workload: Workload) -> int:
+def _batch(spec: CellSpec, sut: SutProcess, facts: StackFacts, workload: Workload) -> int:
     """The samples per call: ``spec.batch`` when fixed (a refusal makes the cell unsupported), else the
     stack's default (1 where the stack or the workload cannot batch); 1 for single-stream and server."""
     if spec.cell.scenario in ("single-stream", "server"):
         return 1
     default = spec.batch is None
-    wanted = spec.batch if spec.batch is not None else stack.default_batch(spec.cell.device)
+    wanted = spec.batch if spec.batch is not None else facts.default_batch
     if spec.cell.scenario == "multi-stream" and default:  # a batch divides the 8 samples of a query
         wanted = max(b for b in (1, 2, 4, 8) if b <= wanted)
     try:
@@ -236,7 +323,7 @@ def _batch(spec: CellSpec, stack: Stack, workload: Workload) -> int:
         raise Unsupported(str(err)) from None
     if batch == 1:
         return 1
-    reason = stack.batch_reason(spec.cell.workload, batch) or workload.batch_reason(spec.cell.size)
+    reason = sut.batch_reason(spec.cell.workload, batch) or workload.batch_reason(spec.cell.size)
     if reason and default:
         return 1
     if reason:
@@ -246,9 +333,8 @@ def _batch(spec: CellSpec, stack: Stack, workload: Workload) -> int:
 
 def _sweep(
     spec: CellSpec,
-    stack: Stack,
+    sut: SutProcess,
     workload: Workload,
-    model: Any,
     sets: SampleSets,
     rules: Rules,
     reference: Callable[[Inputs], np.ndarray],
@@ -257,14 +343,12 @@ def _sweep(
     from accelbench.meters.quality import compare
 
     def prepare(batch: int) -> Callable[[Inputs], np.ndarray]:
-        refused = stack.batch_reason(spec.cell.workload, batch) if batch > 1 else None
+        refused = sut.batch_reason(spec.cell.workload, batch) if batch > 1 else None
         refused = refused or (workload.batch_reason(spec.cell.size) if batch > 1 else None)
         if refused:
             raise Unsupported(refused)
         example = batching.join(sets.example(batch), batch)
-        ready = stack.prepare(
-            copy.deepcopy(model), _model_spec(spec, workload, example, batch), _context(spec)
-        )
+        ready, _ = sut.prepare(_prepare_request(spec, workload, batch), example)
         return ready.infer
 
     def correct(infer: Callable[[Inputs], np.ndarray], batch: int) -> str:
@@ -281,27 +365,24 @@ def _sweep(
     return chosen, batch_sweep.to_document(points, chosen)
 
 
-def _model_spec(spec: CellSpec, workload: Workload, example: Inputs, batch: int) -> ModelSpec:
-    return ModelSpec(
-        workload=spec.cell.workload,
-        size=spec.cell.size,
-        seed=spec.seed,
-        variant=spec.cell.variant,
-        input_names=workload.input_names(),
-        example=example,
-        batch=batch,
-    )
-
-
-def _context(spec: CellSpec) -> CellContext:
-    return CellContext(
-        device=spec.cell.device,
-        threads=spec.threads,
-        work_dir=Path(spec.cell_dir),
-        cache_dir=Path(spec.cache_dir),
-        serve_url=spec.serve_url,
-        serve_cluster=spec.serve_cluster,
-    )
+def _prepare_request(spec: CellSpec, workload: Workload | None, batch: int) -> dict[str, Any]:
+    """What the SUT process needs to build the model and prepare a session: the stack's ``ModelSpec``
+    (but its example batch, which crosses as arrays) and ``CellContext``; nothing of the harness."""
+    return {
+        "workload_ref": spec.workload_ref,
+        "workload": spec.cell.workload,
+        "size": spec.cell.size,
+        "seed": spec.seed,
+        "variant": spec.cell.variant,
+        "input_names": list(workload.input_names()) if workload is not None else [],
+        "batch": batch,
+        "device": spec.cell.device,
+        "threads": spec.threads,
+        "work_dir": str(Path(spec.cell_dir) / "sut"),
+        "cache_dir": spec.cache_dir,
+        "serve_url": spec.serve_url,
+        "serve_cluster": spec.serve_cluster,
+    }
 
 
 def _set_torch_threads(threads: int) -> None:

@@ -1,12 +1,12 @@
 """The ``accelbench`` command line (typer + rich): run, list, show, export, hw, probe.
 
-Bad input raises ``UserError`` anywhere below; ``main`` turns it into one line on stderr and exit code 2.
+Bad input raises ``UserError`` anywhere below; the error boundary (``boundary``, entered by
+``accelbench.cli.main``) turns it into one line on stderr and exit code 2.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -22,6 +22,7 @@ from accelbench.cli import listing as cli_list
 from accelbench.cli import normalize as cli_normalize
 from accelbench.cli import progress as cli_progress
 from accelbench.cli import report as cli_report
+from accelbench.cli import resume as cli_resume
 from accelbench.cli import serving as cli_serving
 from accelbench.cli import store as cli_store
 from accelbench.cli import tune as cli_tune
@@ -41,7 +42,7 @@ from accelbench.cli.options import (
 from accelbench.config import RunConfig, load_toml, suite, with_overrides, with_variant_seed
 from accelbench.errors import UserError
 from accelbench.hardware.detect import Machine, detect_machine, machine_to_dict
-from accelbench.inputs import MAX_PROBE_BUDGET_S, RANGES, check_names, one_line, positive_finite
+from accelbench.inputs import MAX_PROBE_BUDGET_S, RANGES, check_names, positive_finite
 from accelbench.meters.cost import HourlyRate, user_rate
 from accelbench.normalize import ranking
 from accelbench.normalize.expressiveness import expressiveness_section
@@ -98,6 +99,7 @@ def run(
     fleet: FleetOption = None,
     serve: cli_serving.ServeOption = None,
     serve_url: cli_serving.ServeUrlOption = None,
+    serve_hardware: cli_serving.ServeHardwareOption = None,
     serve_cluster: cli_serving.ServeClusterOption = None,
     concurrency: cli_serving.ConcurrencyOption = None,
     output_tokens: cli_serving.OutputTokensOption = None,
@@ -117,7 +119,7 @@ def run(
     batching = {"batch": batch, "batch_sweep": _batches(batch_sweep), "input_seed": input_seed}
     named = {k: _names(v) for k, v in listed.items()}
     endpoint = (api_key_env, concurrency, output_tokens, endpoint_requests, endpoint_api, arrivals)
-    served = cli_serving.served_settings(serve_url, serve_cluster, *endpoint)
+    served = cli_serving.served_settings(serve_url, serve_cluster, *endpoint, serve_hardware=serve_hardware)
     overrides = _overrides({**named, **scalars, **per_run, **batching, **served}, config_file)
     chosen = suite(suite_name)
     llm = cli_serving.generative(overrides.get("workloads") or chosen.workloads)
@@ -125,7 +127,12 @@ def run(
     machine, mode = detect_machine(), cli_progress.chosen_mode(quiet or as_json)
     with _fleet_executor(fleet) as executor, chosen_store(store_path) as store:
         if resume:  # the resumed run's inputs: --input-seed, else (None) a fresh seed
-            config = with_overrides(runner.resume_config(store, resume, machine), {"input_seed": input_seed})
+            config = with_overrides(
+                cli_resume.stored_config(store, resume, machine), {"input_seed": input_seed}
+            )
+            if cli_resume.already_complete(store, resume, config, err_console):
+                _print_results(store, resume, as_json, include_unverified)
+                return
         else:
             config = with_variant_seed(with_overrides(chosen, overrides))
         run_id = resume or _start(store, config, machine, probe=not no_probe and executor is None, mode=mode)
@@ -216,9 +223,9 @@ def _print_results(
 
     results, run_dir = store.results(run_id), store.run_dir(run_id)
     peaks = load_peaks(run_dir)
-    machine = store.run(run_id).machine
+    machine, config = store.run(run_id).machine, store.run(run_id).config
     normalized = normalized_documents(results, machine, peaks, store.path / "cache")
-    chips = served_chips(results, machine, peaks)
+    chips = served_chips(results, machine, peaks, config=config)
     if as_json:
         documents = [{**to_dict(r), "normalized": normalized.get(r.cell.key)} for r in results]
         peaks_doc = peaks.to_dict() if peaks else None
@@ -386,13 +393,3 @@ cli_tune.register(app)  # tune
 cli_report.register(app)  # report, export
 cli_store.register(app)  # store check
 cli_bundle.register(app)  # bundle, verify
-
-
-def main() -> None:
-    """Console entry point: one-line errors with exit code 2 for bad input."""
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        app()
-    except UserError as err:
-        sys.stderr.write(f"accelbench: error: {one_line(str(err))}\n")
-        sys.exit(2)

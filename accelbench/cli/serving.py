@@ -26,6 +26,14 @@ ServeOption = Annotated[
 ServeUrlOption = Annotated[
     str | None, typer.Option("--serve-url", help="Also send each stack's requests to this running v2 server.")
 ]
+ServeHardwareOption = Annotated[
+    str | None,
+    typer.Option(
+        "--serve-hardware",
+        help="The --serve-url server's chips: CHIP [x N] (a chips-table key) or a file from `accelbench hw "
+        "--json` run on the server (declared, for per-chip figures).",
+    ),
+]
 ConcurrencyOption = Annotated[
     str | None,
     typer.Option(help="Served LLMs (llm@...): the curve's concurrencies, e.g. 1,2,4,8 (default: automatic)."),
@@ -106,9 +114,18 @@ def served_settings(
     endpoint_requests: int | None,
     endpoint_api: str | None = None,
     arrivals: str | None = None,
+    serve_hardware: str | None = None,
 ) -> dict[str, Any]:
-    """The run settings of ``--serve-url``, ``--serve-cluster`` and the served-LLM options, by name."""
+    """The run settings of ``--serve-url``, ``--serve-cluster`` and the served-LLM options, by name;
+    ``--serve-hardware`` resolved now (``accelbench.hardware.declared``), so the run stores what it named."""
+    declared: dict[str, Any] = {"serve_hardware": None, "serve_hardware_source": None}
+    if serve_hardware is not None:
+        from accelbench.hardware.declared import resolve_declaration
+
+        chips, source = resolve_declaration(serve_hardware)
+        declared = {"serve_hardware": chips, "serve_hardware_source": source}
     return {
+        **declared,
         "serve_url": serve_url,
         "serve_cluster": serve_cluster,
         "api_key_env": api_key_env,

@@ -1,7 +1,8 @@
 """The ``tune`` command of the CLI: bring your own model (ONNX file or ``module:function``).
 
 ``register(app)`` adds it to the typer app of ``accelbench.cli``; a malformed file or a bad function
-raises ``UserError`` before anything is stored, which the CLI turns into one line and exit code 2.
+raises ``UserError`` before anything is stored, which the CLI turns into one line and exit code 2. When
+no stack produced a verified result the command exits 1 with one line saying why, stack by stack.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from accelbench import registry, tune
 from accelbench.cli.options import JsonOption, StoreOption, store_dir
 from accelbench.errors import UserError
 from accelbench.hardware.detect import detect_machine
-from accelbench.inputs import check_names
+from accelbench.inputs import check_names, one_line
 from accelbench.report import terminal
 from accelbench.report import tune as tune_report
 from accelbench.results import Result
@@ -61,9 +62,12 @@ def tune_command(
         ranking = tune.tune(store, source, config, machine, on_result=progress, failure=failure)
     if as_json:
         terminal.print_json(tune.ranking_document(ranking))
-        return
-    console.print(tune_report.ranking_table(ranking))
-    console.print(tune_report.verdict_line(ranking))
+    else:
+        console.print(tune_report.ranking_table(ranking))
+        console.print(tune_report.verdict_line(ranking))
+    if ranking.best is None:  # nothing verified: a failed measurement, whatever the table shows
+        sys.stderr.write(f"accelbench: error: {one_line(tune_report.no_result_line(ranking))}\n")
+        raise typer.Exit(1)
 
 
 def _stack_names(text: str) -> tuple[str, ...]:

@@ -1,13 +1,21 @@
-"""The accuracy check of a served LLM: its replies at the lowest, the highest and two middle points of
-the curve (MLPerf Endpoints' four; all of a curve of three points or fewer) against torch-eager fp32's
-greedy replies to the same salted prompts (``accelbench.generation.reference``).
+"""The accuracy check of a served LLM: ok replies of the curve drawn at random against torch-eager
+fp32's greedy replies to the same salted prompts (``accelbench.generation.reference``).
 
-``JUDGED`` ok replies of each judged point are judged (``judged_points``). A reply agrees by the share of the
-reference's text (EOS and special tokens dropped) that it repeats from its start: text, not ids, so
-the client's re-tokenizing cannot count against it, and a server that runs on past EOS (``transformers
-serve`` with ``eos_token_id: -1``) is judged on the reference's length. The check passes when the mean
-share reaches ``MIN_AGREEMENT`` (greedy decoding on other kernels may leave the reference at a near
-tie; a server of another model, or of garbage, shares little).
+Which replies are judged is drawn after the curve, from the cell's secret input seed, across every ok
+reply of every point (``judged``; issue 40 item 5): a server that answers the first requests of a
+point, or those shaped like audits, honestly and cheats on the rest cannot tell which ones will be
+judged. ``judged_count`` replies (more on small models, whose reference is cheap), then up to
+``FLAGGED_MORE`` of the replies that begin with a filler chunk or end in a repeated tail
+(``accelbench.endpoint.padding``), drawn the same way: the reference says whether the model made them.
+
+A reply agrees by the share of the reference's text (EOS and special tokens dropped) that it repeats
+from its start: text, not ids, so the client's re-tokenizing cannot count against it, and a server
+that runs on past EOS (``transformers serve`` with ``eos_token_id: -1``) is judged on the reference's
+length. The check passes when the mean share reaches ``MIN_AGREEMENT`` and no more than
+``FLOOR_MISSES`` of the replies share less than ``MIN_REPLY_SHARE`` (a per-reply floor: a mean hides a
+few garbage replies among good ones; greedy decoding on other kernels may leave the reference at a
+near tie, so one reply in eight may). A judged reply that ends in filler the reference does not have
+is ``padded`` (the ``padding`` audit disqualifies).
 """
 
 from __future__ import annotations
@@ -16,15 +24,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from accelbench.cell.seeds import sub_seed
 from accelbench.curve import EndpointAccuracy
 from accelbench.endpoint.client import Prompt
+from accelbench.endpoint.padding import padded, repeated_tail
 from accelbench.endpoint.records import RequestRecord
 from accelbench.generation.base import GenerationContext
 from accelbench.generation.models import LlmModel
 from accelbench.generation.reference import sent_reference
 
-JUDGED = 4
+JUDGED_SMALL = 16
+"""Replies judged on a model under ``SMALL_PARAMS`` (its reference replies take seconds each on CPU)."""
+JUDGED_LARGE = 8
+SMALL_PARAMS = 1_000_000_000
+FLAGGED_MORE = 4
+"""Replies with a filler first chunk or a repeated tail judged beside the drawn ones, at most."""
 MIN_AGREEMENT = 0.6
+MIN_REPLY_SHARE = 0.2
+FAKE_GAIN = 0.5
+"""How much more of the reference a reply must repeat without its first chunk for the chunk to be fake."""
+FLOOR_MISSES = 0.125
+"""The share of judged replies that may fall below ``MIN_REPLY_SHARE`` (one in eight)."""
 REFERENCE = "torch-eager fp32, greedy"
 
 
@@ -39,7 +61,18 @@ class Accuracy:
     fillers: int = 0
     """Judged replies whose first chunk was whitespace/punctuation only."""
     fake_fillers: int = 0
-    """... of which the reference reply does not begin with that chunk (a filler, not the model's)."""
+    """Judged replies whose first chunk is not the model's (``fake_first_chunk``)."""
+    padded: int = 0
+    """Judged replies that end in repeated filler where they leave the reference (``padding``)."""
+    below_floor: int = 0
+    """Judged replies that share less than ``MIN_REPLY_SHARE`` of the reference's text."""
+    flagged: int = 0
+    """Judged replies with a filler first chunk or a repeated tail (``flagged``)."""
+
+    @property
+    def floor_failed(self) -> bool:
+        """More than ``FLOOR_MISSES`` of the judged replies fell below the per-reply floor."""
+        return self.below_floor > FLOOR_MISSES * len(self.shares)
 
     def record(self) -> EndpointAccuracy:
         """The stored record (the ``generation`` section's ``accuracy``), shares rounded to 4 digits."""
@@ -49,22 +82,33 @@ class Accuracy:
         )  # fmt: skip
 
 
-def judged(records: Sequence[RequestRecord], prompts: dict[str, Prompt]) -> list[RequestRecord]:
-    """Up to ``JUDGED`` ok replies of each judged concurrency (``judged_points``), those with a filler
-    first chunk first (the ``first_chunk`` audit judges them by the reference)."""
-    chosen = []
-    for c in judged_points(sorted({r.concurrency for r in records})):
-        candidates = [r for r in records if r.concurrency == c and r.ok and r.salt in prompts]
-        chosen += sorted(candidates, key=lambda r: not r.filler_first_chunk)[:JUDGED]
-    return chosen
+def judged_count(params: int) -> int:
+    """How many drawn replies are judged on a model of ``params`` parameters."""
+    return JUDGED_SMALL if params < SMALL_PARAMS else JUDGED_LARGE
 
 
-def judged_points(points: Sequence[int]) -> list[int]:
-    """The lowest, the highest and the two points at a third and two thirds of the ladder between them
-    (every point of a ladder of four or fewer)."""
-    last = len(points) - 1
-    places = sorted({0, round(last / 3), round(2 * last / 3), last}) if points else []
-    return [points[i] for i in places]
+def is_flagged(record: RequestRecord) -> bool:
+    """An ok reply that begins with a filler chunk or ends in a repeated tail."""
+    return record.ok and (record.filler_first_chunk or repeated_tail(record.text) is not None)
+
+
+def flagged(records: Sequence[RequestRecord]) -> set[str]:
+    """The salts of the flagged replies (``is_flagged``)."""
+    return {r.salt for r in records if is_flagged(r)}
+
+
+def judged(
+    records: Sequence[RequestRecord], prompts: dict[str, Prompt], input_seed: int, count: int
+) -> list[RequestRecord]:
+    """``count`` ok replies drawn from ``input_seed`` across every point, then up to ``FLAGGED_MORE``
+    of the flagged ones left (``flagged``), drawn the same way; in the records' order."""
+    pool = [r for r in records if r.ok and r.salt in prompts]
+    rng = np.random.default_rng(sub_seed(input_seed, "judged"))
+    drawn = {pool[int(i)].salt for i in rng.permutation(len(pool))[:count]}
+    marked = flagged(pool)
+    left = [r for r in pool if r.salt in marked and r.salt not in drawn]
+    drawn |= {left[int(i)].salt for i in rng.permutation(len(left))[:FLAGGED_MORE]}
+    return [r for r in pool if r.salt in drawn]
 
 
 def shared_share(reply: str, reference: str) -> float:
@@ -89,17 +133,48 @@ def accuracy(
     prompts: dict[str, Prompt],
     max_tokens: int,
     ctx: GenerationContext,
+    full_length: bool = False,
 ) -> Accuracy:
-    """The chosen replies against torch-eager fp32's replies to their prompts."""
+    """The chosen replies against torch-eager fp32's replies to their prompts (``full_length``: the
+    server was told to ignore EOS: ``accelbench.endpoint.padding``)."""
     ids = [list(tokenizer(prompts[r.salt].text, add_special_tokens=False)["input_ids"]) for r in chosen]
     reference = sent_reference(model, ids, max_tokens, ctx) if ids else None
     texts = [
         tokenizer.decode(list(reply.tokens), skip_special_tokens=True)
         for reply in (reference.replies if reference else ())
     ]
+    return judge(chosen, texts, full_length)
+
+
+def fake_first_chunk(record: RequestRecord, reference: str) -> bool:
+    """A first chunk that the reply it starts does not account for: a filler the reference does not
+    begin with, or any chunk without which the reply repeats ``FAKE_GAIN`` more of the reference (text
+    put before the model's reply to stop the TTFT clock early)."""
+    first = record.first_chunk_text
+    if not first:
+        return False
+    if record.filler_first_chunk and not reference.startswith(first):
+        return True
+    rest = record.text[len(first) :]
+    return shared_share(rest, reference) >= shared_share(record.text, reference) + FAKE_GAIN
+
+
+def judge(chosen: Sequence[RequestRecord], texts: Sequence[str], full_length: bool) -> Accuracy:
+    """The chosen replies against the reference's ``texts`` (one each, in order)."""
     shares = tuple(shared_share(r.text, t) for r, t in zip(chosen, texts, strict=True))
     mean = sum(shares) / len(shares) if shares else 0.0
     fillers = [(r, t) for r, t in zip(chosen, texts, strict=True) if r.filler_first_chunk]
-    fake = sum(not t.startswith(r.first_chunk_text) for r, t in fillers)
+    fake = sum(fake_first_chunk(r, t) for r, t in zip(chosen, texts, strict=True))
     concurrencies = tuple(sorted({r.concurrency for r in chosen}))
-    return Accuracy(mean, shares, concurrencies, bool(shares) and mean >= MIN_AGREEMENT, len(fillers), fake)
+    below = sum(share < MIN_REPLY_SHARE for share in shares)
+    return Accuracy(
+        mean_share=mean,
+        shares=shares,
+        concurrencies=concurrencies,
+        passed=bool(shares) and mean >= MIN_AGREEMENT and below <= FLOOR_MISSES * len(shares),
+        fillers=len(fillers),
+        fake_fillers=fake,
+        padded=sum(padded(r.text, t, full_length) for r, t in zip(chosen, texts, strict=True)),
+        below_floor=below,
+        flagged=sum(map(is_flagged, chosen)),
+    )

@@ -40,7 +40,7 @@ from typing import Any
 from accelbench.cellspec import CellSpec
 from accelbench.curve import CurvePoint, QpsSearch
 from accelbench.endpoint import figures as point_figures
-from accelbench.endpoint.accuracy import Accuracy, accuracy, judged
+from accelbench.endpoint.accuracy import Accuracy, accuracy, judged, judged_count
 from accelbench.endpoint.client import Prompt, Target
 from accelbench.endpoint.confirm import confirmed
 from accelbench.endpoint.driver import POISSON, TIMED, Load, run_point
@@ -109,10 +109,11 @@ def measure(spec: CellSpec) -> Outcome:
     limits = point_figures.Bounds(bounds.ttft_s, bounds.tpot_s)
     (Path(spec.cell_dir) / RECORDS_FILE).unlink(missing_ok=True)
     with serving(stack, spec, model, settings) as target:
+        full_length = bool(target.extra_body)  # the server's own fields make every reply max_tokens long
         started = time.perf_counter()
         warm_up(target, tokenizer, spec, settings, count)
         serve_url = spec.serve_url if stack.server == URL else None
-        guard = noise.begin(Path(spec.run_dir), serve_url)
+        guard = noise.begin(spec.noise_floor, serve_url)
         meter = point_meter(serve_url, started_here=stack.server != URL)
         try:
             curve, records, stopped = ladder(target, tokenizer, spec, settings, count, limits, meter)
@@ -130,7 +131,7 @@ def measure(spec: CellSpec) -> Outcome:
         append_records(Path(spec.cell_dir) / RECORDS_FILE, again)
         audited = [] if stopped or not curve else _repeats(target, tokenizer, spec, settings, curve, count)
     append_records(Path(spec.cell_dir) / RECORDS_FILE, audited)
-    checked = _accuracy(model, tokenizer, spec, settings, records)
+    checked = _accuracy(model, tokenizer, spec, settings, (records, poisson), full_length)
     note = f"{meter.note}; {meter.formula}" if meter.formula else meter.note
     found = Found(curve, records, audited, stopped, duration_s, checked, probe, note, searched, poisson)
     return outcome(spec, stack, model, settings, found, limits)
@@ -162,18 +163,43 @@ def _search(
 
 
 def _accuracy(
-    model: LlmModel, tokenizer: Any, spec: CellSpec, settings: Settings, records: Sequence[RequestRecord]
+    model: LlmModel,
+    tokenizer: Any,
+    spec: CellSpec,
+    settings: Settings,
+    sent: tuple[Sequence[RequestRecord], Sequence[RequestRecord]],
+    full_length: bool,
 ) -> Accuracy:
-    """The judged points' replies (lowest, highest, two middle) against the fp32 reference
+    """Replies drawn now, after the curve and the search, from the secret seed across every point and
+    probe (``sent``: the curve's requests, the max-QPS search's), against the fp32 reference
     (``endpoint.accuracy``)."""
-    prompts: dict[str, Prompt] = {}
+    records, searched = sent
+    prompts = probe_prompts(tokenizer, spec.input_seed, settings.lengths, searched)
     for c in sorted({r.concurrency for r in records}):
         texts = seeded_texts(spec.input_seed, settings.lengths, settings.requests_at(c), "point", c)
         prompts |= {p.salt: p for p in salted(tokenizer, spec.input_seed, texts, "point", c)}
     ctx = GenerationContext(
         Path(spec.store_cache_dir or spec.cache_dir) / "llm-stacks", threads=spec.threads or 1
     )
-    return accuracy(model, tokenizer, judged(records, prompts), prompts, settings.max_tokens, ctx)
+    chosen = judged([*records, *searched], prompts, spec.input_seed, judged_count(model.params))
+    return accuracy(model, tokenizer, chosen, prompts, settings.max_tokens, ctx, full_length)
+
+
+def probe_prompts(
+    tokenizer: Any, input_seed: int, lengths: tuple[int, int], searched: Sequence[RequestRecord]
+) -> dict[str, Prompt]:
+    """The prompts of the max-QPS search's requests by salt: its probes ran one after another, each at a
+    rate of its own (``qps_search.run_probe``: probe k sent the stream (``poisson``, k))."""
+    probes: list[list[RequestRecord]] = []
+    for record in searched:
+        if not probes or probes[-1][0].target_qps != record.target_qps:
+            probes.append([])
+        probes[-1].append(record)
+    prompts: dict[str, Prompt] = {}
+    for number, probe in enumerate(probes):
+        texts = seeded_texts(input_seed, lengths, len(probe), POISSON, number)
+        prompts |= {p.salt: p for p in salted(tokenizer, input_seed, texts, POISSON, number)}
+    return prompts
 
 
 def _tokenizer(model: LlmModel) -> Any:
@@ -208,7 +234,9 @@ def serving(stack: EndpointStack, spec: CellSpec, model: LlmModel, settings: Set
     if stack.server == URL:
         if not spec.serve_url:
             raise Unavailable(f"{stack.name} sends its requests to --serve-url, and the run has none")
-        yield Target(spec.serve_url, remote_model_id(spec.serve_url, model.name, key), settings.api, key)
+        model_id = remote_model_id(spec.serve_url, model.name, key)
+        fields = remote_length_fields(spec.serve_url, model_id, key)
+        yield Target(spec.serve_url, model_id, settings.api, key, fields)
         return
     from accelbench.endpoint.servers import ServerSettings, get_server
 
@@ -233,6 +261,31 @@ def server_threads(threads: int) -> int:
 
 def remote_model_id(url: str, name: str, key: str | None) -> str:
     """``name``, after checking that ``GET /v1/models`` (when it answers) lists it."""
+    listed = [str(m.get("id")) for m in _models(url, key)]
+    if listed and name not in listed:
+        base = url.rstrip("/").removesuffix("/v1")
+        raise Unavailable(f"the server at {base} serves {', '.join(listed[:5])}, not {name}")
+    return name
+
+
+LENGTH_FIELDS: dict[str, dict[str, Any]] = {
+    "vllm": {"ignore_eos": True},
+    "sglang": {"ignore_eos": True},
+    "llamacpp": {"ignore_eos": True},
+}
+"""The request fields that make every reply ``max_tokens`` long on a server that ``GET /v1/models``
+names as its models' ``owned_by`` (each server's own field; any other server gets none, and replies
+that end early are a warning: ``outcome.length_warnings``)."""
+
+
+def remote_length_fields(url: str, name: str, key: str | None) -> dict[str, Any]:
+    """The fields that force the reply length on the server at ``url`` serving ``name`` ({}: unknown)."""
+    owners = {str(m.get("owned_by", "")).lower() for m in _models(url, key) if m.get("id") == name}
+    return next((dict(LENGTH_FIELDS[o]) for o in sorted(owners) if o in LENGTH_FIELDS), {})
+
+
+def _models(url: str, key: str | None) -> list[dict[str, Any]]:
+    """``GET /v1/models``' entries ([] when it does not answer, or not with JSON)."""
     import urllib.request
 
     base = url.rstrip("/").removesuffix("/v1")
@@ -241,12 +294,10 @@ def remote_model_id(url: str, name: str, key: str | None) -> str:
     )
     try:
         with urllib.request.urlopen(request, timeout=10) as answer:
-            listed = [str(m.get("id")) for m in json.loads(answer.read()).get("data", [])]
+            data = json.loads(answer.read()).get("data", [])
     except Exception:  # no /v1/models (or not JSON): the warm-up request decides
-        return name
-    if listed and name not in listed:
-        raise Unavailable(f"the server at {base} serves {', '.join(listed[:5])}, not {name}")
-    return name
+        return []
+    return [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
 
 
 def warm_up(

@@ -1,9 +1,10 @@
 """The figures of a fixed-concurrency point from its request records (pure arithmetic).
 
 TTFT is from the request's issue (client queueing counts, no coordinated omission) to its first chunk
-with visible content; TPOT is (last chunk - first content) / (output tokens - 1) for replies of two
-tokens or more; ITL is every gap between consecutive text chunks from the first content on; e2e is issue
-to end. The span of the point is its first issue to its last end. Tokens are the client's counts.
+with text (the first non-empty chunk, as MLPerf and AIPerf time it); TPOT is (last chunk - first
+content) / (output tokens - 1) for replies of two tokens or more; ITL is every gap between consecutive
+text chunks from the first content on; e2e is issue to end. The span of the point is its first issue to
+its last end. Tokens are the client's counts.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class Bounds:
 
 
 def ttft_s(record: RequestRecord) -> float | None:
-    """Issue to first visible content, None when no content came."""
+    """Issue to the first non-empty chunk, None when no content came."""
     return None if record.first_content_s is None else record.first_content_s - record.issue_s
 
 
@@ -46,7 +47,7 @@ def tpot_s(record: RequestRecord) -> float | None:
 
 
 def itl_s(record: RequestRecord) -> list[float]:
-    """The gaps between consecutive text chunks from the first visible content on."""
+    """The gaps between consecutive text chunks from the first non-empty one on."""
     if record.first_content_s is None:
         return []
     times = [t for t in record.chunk_s if t >= record.first_content_s]

@@ -10,11 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from accelbench import audits
 from accelbench.cellspec import CellSpec
 from accelbench.curve import CurvePoint, EndpointFigures, QpsSearch
 from accelbench.endpoint import audits as endpoint_audits
-from accelbench.endpoint.accuracy import Accuracy
+from accelbench.endpoint.accuracy import MIN_REPLY_SHARE, Accuracy
 from accelbench.endpoint.figures import Bounds
 from accelbench.endpoint.prompts import SALT_BITS, length_text
 from accelbench.endpoint.records import RequestRecord
@@ -25,6 +27,10 @@ from accelbench.meters import noise
 from accelbench.outcome import Head, Outcome
 from accelbench.results import NoiseProbe
 from accelbench.sections import AuditSection
+
+EARLY_SHARE = 0.9
+"""A reply shorter than this share of ``max_tokens`` by the client's count ended early (the slack: the
+client's re-tokenizing of the text, a few percent)."""
 
 
 def invalid_reasons(curve: Sequence[CurvePoint], records: Sequence[RequestRecord], stopped: str) -> list[str]:
@@ -90,22 +96,46 @@ def outcome(
     every = [*found.timed, *found.searched, *found.audited]
     verdicts = endpoint_audits.verdicts(every, settings.max_tokens, found.accuracy)
     verdicts += (repeat_verdict(found.audited),) if found.audited else ()  # none: the ladder stopped
-    failures = (
-        [] if found.accuracy.passed else [f"accuracy vs fp32 reference {found.accuracy.mean_share:.2f}"]
-    )
+    failures = [] if found.accuracy.passed else [_accuracy_failure(found.accuracy)]
     invalid = invalid_reasons(found.curve, found.timed, found.stopped)
     probe = found.probe
     unstable = noise.unstable_reason(probe) if probe is not None else ""
     status, reason = audits.cell_status(verdicts, failures, invalid, unstable)
+    warned = noise.guard_warnings(probe) if probe is not None else []
     head = Head(
         status, reason, effective_precision=stack.precision, noise=probe, versions=stack.versions(),
         settings=_settings(spec, stack, settings),
-        warnings=tuple(noise.guard_warnings(probe)) if probe is not None else (),
+        warnings=(*warned, *length_warnings(found.timed, settings.max_tokens)),
     )  # fmt: skip
     body = EndpointBody(
         audits.section(verdicts, salt_bits=SALT_BITS), figures(spec, stack, model, settings, found, limits)
     )
     return Outcome(head, body)
+
+
+def length_warnings(records: Sequence[RequestRecord], max_tokens: int) -> list[str]:
+    """A warning when ok replies ended before ``max_tokens`` (EOS on a server not told to ignore it:
+    the curve's output length is then the model's, not the one asked; issue 44 item 6), with the
+    output-length distribution."""
+    ok = [r for r in records if r.ok]
+    short = [r for r in ok if r.output_tokens < EARLY_SHARE * max_tokens]
+    if not short:
+        return []
+    lengths = np.array([r.output_tokens for r in ok])
+    p10, p50, p90 = (float(np.percentile(lengths, q)) for q in (10, 50, 90))
+    return [
+        f"{len(short)} of {len(ok)} replies ended before {EARLY_SHARE:.0%} of max_tokens {max_tokens} "
+        f"(output tokens mean {lengths.mean():.1f}, p10/p50/p90 {p10:g}/{p50:g}/{p90:g}): the server "
+        "was not made to ignore EOS, so the curve's reply length is the model's"
+    ]
+
+
+def _accuracy_failure(accuracy: Accuracy) -> str:
+    """Why the accuracy check failed: the mean, and the per-reply floor when that is what failed."""
+    said = f"accuracy vs fp32 reference {accuracy.mean_share:.2f}"
+    if accuracy.floor_failed:
+        said += f" ({accuracy.below_floor} of {len(accuracy.shares)} replies below {MIN_REPLY_SHARE:g})"
+    return said
 
 
 def figures(

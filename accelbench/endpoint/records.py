@@ -36,7 +36,8 @@ class RequestRecord:
     send_s: float
     """When the client started sending it."""
     first_content_s: float | None
-    """When the first chunk with visible content arrived (None: none did)."""
+    """When the first non-empty text chunk arrived (None: none did): the TTFT clock stops there, as
+    MLPerf's and AIPerf's do; a fake early chunk is caught by the reply it starts (``accuracy``)."""
     end_s: float
     """When the stream ended (or failed)."""
     chunk_s: tuple[float, ...]
@@ -55,7 +56,7 @@ class RequestRecord:
     finish_reason: str = ""
     """The last ``finish_reason`` the stream gave (``length``, ``stop``; empty: none)."""
     filler_first_chunk: bool = False
-    """The first text chunk was whitespace or punctuation only (it did not stop the TTFT clock)."""
+    """The first text chunk was whitespace or punctuation only (such replies are judged first)."""
     first_chunk_text: str = ""
     """The first text chunk (the accuracy check tells a genuine ``[`` from a filler by it)."""
     target_qps: float | None = None

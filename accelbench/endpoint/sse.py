@@ -73,8 +73,8 @@ def error_of(chunk: dict[str, Any]) -> str:
 
 
 def visible(text: str) -> bool:
-    """True when ``text`` holds a letter, digit or symbol: whitespace or punctuation only is filler,
-    which does not stop the TTFT clock (MLPerf Endpoints' genuine first token)."""
+    """True when ``text`` holds a letter, digit or symbol: whitespace or punctuation only is a filler
+    chunk (it stops the TTFT clock, and the reply is judged against the reference: ``accuracy``)."""
     return any(not ch.isspace() and not unicodedata.category(ch).startswith("P") for ch in text)
 
 

@@ -21,12 +21,12 @@ in the section and in the report's LLM table.
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from accelbench.files import read_json
 from accelbench.generation.loadgen_tokens import TokenFigures
 from accelbench.generation.quality import Agreement, ReplyCheck
 from accelbench.results import HEADLINES, Figures
@@ -38,7 +38,7 @@ PERCENTILES = (50.0, 90.0, 99.0)
 
 def kv_cache_bytes_per_token(model_folder: Path) -> int:
     """fp32 K+V bytes one token occupies in the cache, from the model's ``config.json``."""
-    config = json.loads((model_folder / "config.json").read_text())
+    config = read_json(model_folder / "config.json", "model config")
     heads = int(config["num_attention_heads"])
     head_dim = int(config.get("head_dim") or int(config["hidden_size"]) // heads)
     kv_heads = int(config.get("num_key_value_heads") or heads)

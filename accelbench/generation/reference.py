@@ -8,10 +8,10 @@ its timed run, for the replies the quality gate judges: the salts are the cell's
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from accelbench.files import read_json
 from accelbench.generation.base import GenerationContext, GenerationStack, Generator, Reply
 from accelbench.generation.models import LlmModel
 from accelbench.generation.quality import reference_margins
@@ -56,7 +56,7 @@ def prompt_reference(
         replies, margins = _replies_and_margins(_torch_eager(model, ctx), prompts, max_new_tokens)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(path, {"replies": replies, "margins": margins})
-    stored = json.loads(path.read_text())
+    stored = read_json(path, "reference replies", finite=False)
     return _from_tokens(stored["replies"], stored["margins"])
 
 

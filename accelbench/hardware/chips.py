@@ -2,7 +2,8 @@
 
 The table is built from three layers, each validated on load:
     1. ``accelbench/data/chips.csv``: a verbatim copy of ``shared/data/chips.csv`` (every source column kept);
-       each filled number is a ``datasheet`` figure from the row's ``source``.
+       each filled number is a ``datasheet`` figure from the row's ``source``, of source class ``review``
+       (the rows quote vendor figures through compilations: Epoch AI's dataset, news and reviews).
     2. ``accelbench/data/chip_facts.toml``: ranges where sources disagree (TPU v4 transistors 22-41 B,
        TPU v4 TDP 192-340 W, MI250X TDP 500-560 W), provenances other than ``datasheet``, clocks, core
        and thread counts, microarchitectures, and extra chips: one representative SKU per CPU family a
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UserError
+from accelbench.files import number_problem
 from accelbench.inputs import parse_toml, read_input_text
 from accelbench.ranges import PROVENANCES, Range
 
@@ -51,6 +53,10 @@ FIELDS: dict[str, tuple[str, float, bool]] = {
     "die_area_mm2": ("die_area_mm2", 1.0, False),
     "tdp_w": ("tdp_w", 1.0, False),
     "clock_mhz": ("clock_hz", 1e6, False),
+    "base_clock_mhz": ("base_clock_hz", 1e6, False),
+    "all_core_boost_mhz": ("all_core_boost_hz", 1e6, False),
+    "max_boost_mhz": ("max_boost_hz", 1e6, False),
+    "fp32_flop_per_cycle": ("fp32_flop_per_cycle", 1.0, False),
     "cores": ("cores", 1.0, True),
     "threads": ("threads", 1.0, True),
     "peak_dense_fp16_bf16_tflops": ("peak_fp16_flop_per_s", 1e12, False),
@@ -64,7 +70,12 @@ _TEXT_FIELDS = ("vendor", "name", "variant", "kind", "microarchitecture", "syste
 _CHIP_KEYS = {"key", "year", *_TEXT_FIELDS, *FIELDS}
 _AMEND_TEXTS = ("kind", "microarchitecture", "system_vendor", "notes")
 _AMEND_KEYS = {"key", *_AMEND_TEXTS, *FIELDS}
-_FACT_KEYS = {"value", "low", "high", "central", "provenance", "source"}
+_FACT_KEYS = {"value", "low", "high", "central", "provenance", "source", "class"}
+SOURCE_CLASSES = ("vendor datasheet", "vendor announcement", "independent measurement", "review", "estimate")
+"""Where a fact comes from, most trusted first: the vendor's datasheet or product page, the vendor's launch
+announcement or paper, a measurement by someone else, a review or compilation, an estimate (derived,
+recalled, leaked). A fact without a ``class`` takes the class of its provenance (``_DEFAULT_CLASS``)."""
+_DEFAULT_CLASS = {"datasheet": "vendor datasheet", "paper": "vendor announcement", "estimate": "estimate"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +85,8 @@ class Fact:
     value: Range
     provenance: str
     source: str
+    source_class: str = "estimate"
+    """One of ``SOURCE_CLASSES``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +113,13 @@ class Chip:
     die_area_mm2: Fact | None = None
     tdp_w: Fact | None = None
     clock_hz: Fact | None = None
+    base_clock_hz: Fact | None = None
+    all_core_boost_hz: Fact | None = None
+    """cpu: the clock every core holds under load (AMD's "all core boost"; Intel's all-core turbo)."""
+    max_boost_hz: Fact | None = None
+    """The highest clock, reached with few cores busy (GPUs: the boost clock of the datasheet peak)."""
+    fp32_flop_per_cycle: Fact | None = None
+    """cpu: FP32 FLOP per cycle per core (FMA units x lanes x 2)."""
     cores: Fact | None = None
     """cpu: cores per socket."""
     threads: Fact | None = None
@@ -183,8 +203,10 @@ def _read_csv_chips() -> dict[str, Chip]:
 
 def _csv_chip(row: Mapping[str, str]) -> Chip:
     key, where = row["chip_key"], "accelbench/data/chips.csv"
-    facts: dict[str, Any] = {
-        FIELDS[column][0]: _fact(float(text), column, key, where, "datasheet", row["source"])
+    facts: dict[str, Any] = {  # vendor figures read through compilations (Epoch AI, news): class review
+        FIELDS[column][0]: dataclasses.replace(
+            _fact(float(text), column, key, where, "datasheet", row["source"]), source_class="review"
+        )
         for column, text in row.items()
         if column in FIELDS and text.strip()
     }
@@ -315,9 +337,20 @@ def _toml_fact(raw: Any, name: str, key: str, where: str, chip_source: str) -> F
         raise UserError(f"chips file {where}: chip {key!r} field {name!r}: unknown entry {unknown[0]!r}")
     provenance = raw.get("provenance", "datasheet")
     source = raw.get("source", chip_source)
-    if not isinstance(source, str) or not isinstance(provenance, str):
-        raise UserError(f"chips file {where}: chip {key!r} field {name!r}: provenance and source are strings")
-    return _fact(_range_of(raw, name, key, where), name, key, where, provenance, source)
+    kind = raw.get("class", _DEFAULT_CLASS.get(provenance, "estimate"))
+    if not all(isinstance(text, str) for text in (source, provenance, kind)):
+        raise UserError(
+            f"chips file {where}: chip {key!r} field {name!r}: provenance, source and class are strings"
+        )
+    if kind not in SOURCE_CLASSES:
+        raise UserError(
+            f"chips file {where}: chip {key!r} field {name!r}: class {kind!r} is not one of "
+            f"{', '.join(SOURCE_CLASSES)}"
+        )
+    if provenance == "estimate" and kind != "estimate":
+        raise UserError(f"chips file {where}: chip {key!r} field {name!r}: an estimate has class 'estimate'")
+    fact = _fact(_range_of(raw, name, key, where), name, key, where, provenance, source)
+    return dataclasses.replace(fact, source_class=kind)
 
 
 def _range_of(raw: Mapping[str, Any], name: str, key: str, where: str) -> float | tuple[float, ...]:
@@ -346,6 +379,9 @@ def _fact(
     given = [v for v in (low, high, central) if not math.isnan(v)]
     if math.isnan(low) or math.isnan(high) or not all(math.isfinite(v) and v > 0 for v in given):
         raise UserError(f"{prefix}: values must be positive finite numbers")
+    extreme = next(filter(None, (number_problem(v, "a value") for v in given)), None)
+    if extreme:
+        raise UserError(f"{prefix}: {extreme}")
     if low > high:
         raise UserError(f"{prefix}: low {low:g} is above high {high:g}")
     if not math.isnan(central) and not low <= central <= high:
@@ -354,7 +390,7 @@ def _fact(
     if whole and any(v != int(v) for v in given):
         raise UserError(f"{prefix}: expected a whole number")
     value = Range.between(low * scale, high * scale, None if math.isnan(central) else central * scale)
-    return Fact(value, provenance, source)
+    return Fact(value, provenance, source, _DEFAULT_CLASS.get(provenance, "estimate"))
 
 
 def _validated(chip: Chip, where: str) -> Chip:

@@ -15,8 +15,10 @@ thread), e.g. ``2 vCPUs / 2 threads per core / 64 cores per socket = 0.0156 chip
 whether its vCPUs are sibling threads of one core or threads of different cores (this VM's kernel shows
 2 cores of 1 thread), so on an SMT chip the count is a range (``count_high``) up to vCPUs / cores per
 socket, each vCPU a whole core, and the per-chip figures carry it. Per-socket figures
-(uncore included) are shared equally by the socket's cores. The energy estimate
-(``accelbench.meters.energy.cpu_tdp``) uses this same match, so report and energy read one row.
+(uncore included) are shared equally by the socket's cores. ``narrowed`` then decides the count
+from the measured GEMM peak (``accelbench.hardware.share``: whole cores or SMT siblings, at which
+clock). The energy estimate (``accelbench.meters.energy.cpu_tdp``) uses this same match (undecided: it
+has no measured peak), so report and energy read one row.
 GPUs: the NVML name's model token (``H100``, ``A100``) names a chip; between variants (A100 40/80 GB) the
 memory size decides.
 """
@@ -29,9 +31,11 @@ from dataclasses import dataclass
 
 from accelbench.hardware.chips import Chip, ChipTable, load_chips
 from accelbench.hardware.detect import Gpu, Machine
+from accelbench.hardware.share import ShareDecision, clock_aware, decide
 from accelbench.ranges import Range
 
-BASES = ("model string", "microarchitecture guess", "gpu name", "unmatched")
+BASES = ("model string", "microarchitecture guess", "gpu name", "declared", "unmatched")
+"""``declared``: a ``--serve-url`` server's chips as declared (``accelbench.hardware.declared``)."""
 
 _SKUS = (  # (family word that the chip key must contain, pattern whose group "sku" ends the key)
     ("epyc", re.compile(r"\bEPYC\s+(?P<sku>\d[0-9A-Z]{3}[A-Z]?)(?![0-9A-Za-z])", re.IGNORECASE)),
@@ -63,6 +67,11 @@ class ChipMatch:
     count_high: float | None = None
     """The largest count the machine allows when ``count`` is an estimate (a VM on an SMT chip: each vCPU
     a whole core); None when ``count`` is exact."""
+    guest_threads_per_core: float | None = None
+    """A VM's logical CPUs per core as the guest reports them (evidence, not proof); None on bare metal."""
+    decision: ShareDecision | None = None
+    """Whole cores or SMT siblings, at which clock, and why (``accelbench.hardware.share``); None when the
+    chip has no clocks and FLOP/cycle (then ``narrowed`` compares the datasheet figure x count)."""
 
     @property
     def count_range(self) -> Range:
@@ -70,8 +79,12 @@ class ChipMatch:
         return Range.up_to(self.count, self.count_high)
 
 
-def narrowed(match: ChipMatch, measured_flops_per_s: float, dtype: str = "fp32") -> ChipMatch:
+def narrowed(match: ChipMatch, measured_flops_per_s: float | None, dtype: str = "fp32") -> ChipMatch:
     """``match`` with the counts the machine's measured peak rules out removed.
+
+    A CPU whose facts give clocks and FP32 FLOP/cycle is decided by ``accelbench.hardware.share.decide``
+    (whole cores or SMT siblings, judged at the clock its cores can reach), the decision stored in
+    ``decision`` and summarised in ``count_basis``. Otherwise:
 
     A part cannot beat its own datasheet: when the measured GEMM peak is above the datasheet peak of the
     low count (the chip's best figure x ``count``), that count is impossible, and a VM's count becomes its
@@ -79,8 +92,10 @@ def narrowed(match: ChipMatch, measured_flops_per_s: float, dtype: str = "fp32")
     highest count is beaten, nothing is narrowed and the note says so (the datasheet shares are then
     suspect). Unchanged without a chip, a datasheet peak or a measurement.
     """
+    if match.chip is not None and match.chip.kind == "cpu" and clock_aware(match.chip) and match.count > 0:
+        return _decided(match, match.chip, measured_flops_per_s)
     fact = match.chip.peak_fp32_flop_per_s if match.chip is not None else None
-    if fact is None or match.count <= 0 or not measured_flops_per_s > 0:
+    if fact is None or match.count <= 0 or measured_flops_per_s is None or not measured_flops_per_s > 0:
         return match
     per_chip = fact.value.high
     if measured_flops_per_s <= per_chip * match.count:
@@ -99,6 +114,21 @@ def narrowed(match: ChipMatch, measured_flops_per_s: float, dtype: str = "fp32")
     notes = (*match.notes, note)
     return dataclasses.replace(
         match, count=high, count_high=None, count_basis=basis, notes=notes, threads_per_core=1.0
+    )
+
+
+def _decided(match: ChipMatch, chip: Chip, measured_flops_per_s: float | None) -> ChipMatch:
+    high = match.count_high if match.count_high is not None else match.count
+    decision = decide(chip, match.count, high, measured_flops_per_s, match.guest_threads_per_core)
+    exact = decision.count_high <= decision.count_low
+    return dataclasses.replace(
+        match,
+        count=decision.count,
+        count_high=None if exact else decision.count_high,
+        count_basis=f"{match.count_basis}; decided: {decision.summary()}",
+        notes=(*match.notes, decision.failed) if decision.failed else match.notes,
+        threads_per_core=1.0 if decision.model == "whole cores" else match.threads_per_core,
+        decision=decision,
     )
 
 
@@ -175,7 +205,8 @@ def _cpu_match(chip: Chip, machine: Machine, basis: str, notes: tuple[str, ...],
             f"{f'; up to {high:.3g} if each vCPU is a whole core' if high else ''})"
         )
         extra = f"a VM's vCPUs are hardware threads of a {socket_cores:g}-core {chip.key} socket; {shared}"
-        return ChipMatch(chip, count, basis, detected, (*notes, extra), text, per_core, high)
+        guest = machine.logical_cores / max(machine.physical_cores, 1)
+        return ChipMatch(chip, count, basis, detected, (*notes, extra), text, per_core, high, guest)
     count = machine.physical_cores / socket_cores
     per_core = machine.logical_cores / max(machine.physical_cores, 1)
     text = f"{machine.physical_cores} cores / {socket_cores:g} cores per socket = {count:.3g} chips"

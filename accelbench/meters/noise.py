@@ -4,9 +4,11 @@ Shared machines drift between fast and slow phases that the load average does no
 average is raised by the benchmark itself). Around each measurement the guard keeps (``NoiseProbe``):
 
 - **other load**: CPU time the whole machine spent (``/proc/stat``) minus the run's own process tree's
-  (``accelbench.meters.cputime``: the cell, its trial processes, servers, compilers, the runner), per
-  second of wall time: how many cores *other* processes kept busy while we measured;
-- **steal**: CPU time the hypervisor gave to other guests while this VM wanted to run, in cores;
+  (``accelbench.meters.cputime``: the cell, its trial processes, servers, compilers, the runner, the
+  orphans the cell adopts and the children the kernel reaped for a parent ignoring SIGCHLD), per second
+  of wall time: how many cores *other* processes kept busy while we measured;
+- **steal**: CPU time the hypervisor gave to other guests while this VM wanted to run, in cores, judged
+  by what the measurement shows of it (``STEAL_SURE_CORES``);
 - **the probe**: a fixed amount of one-thread float64 arithmetic timed before and after (the median of
   rounds, each the best of a few calls, ~0.1 s: ``accelbench.meters.reference_probe``);
 - **the samples' own shift**: the median latency of the last third of the timed samples against the
@@ -18,7 +20,8 @@ is still going on, ``worth_retrying``) when other load reached ``other_load_limi
 limit and the timed samples (where there are enough) moved the same way; with too few samples the
 probe alone decides, unless the caller measures the same work again to corroborate it (``runs_shift``,
 ``rejudged``: a served curve runs its first point again).
-The limit comes from the run's own noise floor (``accelbench.meters.reference_probe``): the probe on
+The limit comes from the run's own noise floor, handed to the cell in its spec, never read from a file
+(``accelbench.meters.reference_probe``): the probe on
 these VMs differs by a median 2-3% between two idle calls a second apart, so a fixed 5% limit alarmed on
 a third of idle cells. A shift of the samples with no outside evidence is the stack's own (warm-up,
 throttling): a warning. What the guard detects and cannot: ``docs/noise.md``.
@@ -29,15 +32,23 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from accelbench.hardware.detect import loadavg_1m
 from accelbench.meters import reference_probe
-from accelbench.meters.cputime import CpuClock, cpu_clock, server_roots
+from accelbench.meters.cputime import (
+    AutoReapedWatch,
+    CpuClock,
+    adopt_orphans,
+    cpu_clock,
+    remote_server,
+    run_root_pid,
+    server_roots,
+)
 from accelbench.meters.reference_probe import probe_s
 from accelbench.results import NoiseProbe
 
@@ -46,6 +57,7 @@ __all__ = [
     "OTHER_LOAD_SHARE",
     "OTHER_LOAD_WARNING_CORES",
     "STEAL_LIMIT_CORES",
+    "STEAL_SURE_CORES",
     "STILL_BUSY_CORES",
     "CpuClock",
     "Evidence",
@@ -78,8 +90,12 @@ disturbance is still going on, a second attempt would only be disturbed too (``w
 OTHER_LOAD_WARNING_CORES = 0.25
 """Other processes' load (in cores) above which a result carries a "machine busy" warning."""
 STEAL_LIMIT_CORES = 0.1
-"""Hypervisor steal (in cores, averaged over the measurement) from which it counts as disturbed, or the
-share of a big machine's cores that other load is judged by, where that is more."""
+"""Hypervisor steal (in cores, averaged over the measurement) from which it counts as disturbed when the
+measurement shows it (its samples shifted or its probe drifted), or the share of a big machine's cores
+that other load is judged by, where that is more."""
+STEAL_SURE_CORES = 0.25
+"""Steal (in cores on a machine of up to 2 usable cores, scaled with the steal limit on a bigger one) from
+which a measurement is disturbed whatever it shows: spread evenly, it slows each of two vCPUs by 12%."""
 SHIFT_MIN = 0.025
 """Smallest relative move of the samples' median (last third vs first) that corroborates a probe drift."""
 SHIFT_WARNING = 0.05
@@ -161,18 +177,44 @@ class ProbeStart:
     probe_s: float
     loadavg: float
     clock: CpuClock
-    floor: reference_probe.NoiseFloor | None
+    floor: reference_probe.NoiseFloor
     servers: frozenset[int] = frozenset()
     """Roots of a local server the run measures but did not start (``cputime.server_roots``)."""
+    outside_view: str = ""
+    """The server the cell measures on another machine (``cputime.remote_server``), else ""."""
+    watch: AutoReapedWatch | None = None
+    """The tree's auto-reaped children, watched until ``end`` (``cputime.AutoReapedWatch``)."""
 
 
-def begin(run_dir: Path | None = None, serve_url: str | None = None) -> ProbeStart:
-    """Observe before the measurement; the run's noise floor is read from (or first measured into)
-    ``run_dir``, without one the drift limit is ``reference_probe.DRIFT_MIN``. A server on this machine
-    behind ``serve_url`` counts as the run's."""
-    floor = reference_probe.run_floor(run_dir) if run_dir is not None else None
+def begin(
+    floor: Mapping[str, Any] | reference_probe.NoiseFloor | None, serve_url: str | None = None
+) -> ProbeStart:
+    """Observe before the measurement. ``floor``: the run's noise floor as the cell's spec carries it
+    (``CellSpec.noise_floor``; its limit is derived again from its pairs, ``floor_from_dict``), never
+    read from a file; None: measured here (~3.4 s). This process becomes the subreaper of what it
+    starts (``cputime.adopt_orphans``). A server on this machine behind ``serve_url`` counts as the
+    run's; one on another machine is outside the guard's view (``NoiseProbe.outside_view``)."""
+    adopt_orphans()
     servers = server_roots(serve_url)
-    return ProbeStart(probe_s(), loadavg_1m(), cpu_clock(servers=servers), floor, servers)
+    floor_used = _spec_floor(floor)
+    watch = AutoReapedWatch(run_root_pid(), servers)  # before the clock: a child that exits is seen
+    return ProbeStart(
+        probe_s=probe_s(),
+        loadavg=loadavg_1m(),
+        clock=cpu_clock(servers=servers),
+        floor=floor_used,
+        servers=servers,
+        outside_view=remote_server(serve_url),
+        watch=watch,
+    )
+
+
+def _spec_floor(floor: Mapping[str, Any] | reference_probe.NoiseFloor | None) -> reference_probe.NoiseFloor:
+    if floor is None:
+        return reference_probe.measure_floor()
+    if isinstance(floor, reference_probe.NoiseFloor):
+        floor = reference_probe.floor_to_dict(floor)
+    return reference_probe.floor_from_dict(floor)
 
 
 def other_load_limit_cores(cores: int | None = None) -> float:
@@ -184,15 +226,16 @@ def other_load_limit_cores(cores: int | None = None) -> float:
 
 def end(start: ProbeStart, samples_s: Sequence[float] = ()) -> NoiseProbe:
     """Observe after the measurement (``samples_s``: its timed latencies in order) and judge it."""
-    clock = cpu_clock(servers=start.servers)
+    gone_s = start.watch.close() if start.watch is not None else 0.0
+    clock = _with_gone(cpu_clock(servers=start.servers), gone_s)
     after_s = probe_s()
-    closing = cpu_clock(servers=start.servers)
+    closing = _with_gone(cpu_clock(servers=start.servers), gone_s)
     shift = samples_shift(samples_s)
     evidence = Evidence(
         other_cores=other_load_cores(start.clock, clock),
         steal_cores=steal_cores(start.clock, clock),
         drift=abs(after_s - start.probe_s) / start.probe_s if start.probe_s > 0 else 0.0,
-        threshold=start.floor.threshold if start.floor else reference_probe.DRIFT_MIN,
+        threshold=start.floor.threshold,
         shift=shift,
         probe_slower=after_s > start.probe_s,
         other_limit_cores=other_load_limit_cores(),
@@ -208,12 +251,18 @@ def end(start: ProbeStart, samples_s: Sequence[float] = ()) -> NoiseProbe:
         unstable=bool(reason),
         steal_cores=evidence.steal_cores,
         threshold=evidence.threshold,
-        floor=start.floor.median_drift if start.floor else None,
+        floor=start.floor.median_drift,
         samples_shift=None if shift is None else shift.relative,
         samples_shifted=bool(shift and shift.significant),
         reason=reason,
         other_load_after_cores=other_load_cores(clock, closing),
+        outside_view=start.outside_view,
     )
+
+
+def _with_gone(clock: CpuClock, gone_s: float) -> CpuClock:
+    """``clock`` with the run's auto-reaped children's time added to its own time."""
+    return dataclasses.replace(clock, own_s=clock.own_s + gone_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,8 +286,9 @@ def disturbance(evidence: Evidence) -> str:
     if other >= limit:
         return f"unstable: other processes kept {other:.2f} cores busy while it ran (limit {limit:.2f})"
     limit = max(STEAL_LIMIT_CORES, limit)
-    if steal >= limit:
-        return f"unstable: the hypervisor stole {steal:.2f} cores while it ran (limit {limit:.2f})"
+    if steal >= limit and (steal >= STEAL_SURE_CORES * limit / STEAL_LIMIT_CORES or _moved(evidence)):
+        stole = f"the hypervisor stole {steal:.2f} cores while it ran (limit {limit:.2f})"
+        return f"unstable: {stole}{_how(evidence)}"
     drift, shift = evidence.drift, evidence.shift
     if drift <= evidence.threshold:
         return ""
@@ -247,6 +297,22 @@ def disturbance(evidence: Evidence) -> str:
         return f"unstable: {probe}"
     if shift.significant and (shift.relative > 0) == evidence.probe_slower:
         return f"unstable: {probe} and the timed samples moved {shift.relative:+.0%} with it"
+    return ""
+
+
+def _moved(evidence: Evidence) -> bool:
+    """The measurement shows a disturbance of its own: the samples shifted significantly (either way: a
+    steal early makes the first third slower), or the probe drifted beyond its limit."""
+    shift = evidence.shift
+    return bool(shift and shift.significant) or evidence.drift > evidence.threshold
+
+
+def _how(evidence: Evidence) -> str:
+    shift = evidence.shift
+    if shift is not None and shift.significant:
+        return f" and the timed samples moved {shift.relative:+.0%}"
+    if evidence.drift > evidence.threshold:
+        return f" and the reference probe drifted {evidence.drift:.0%}"
     return ""
 
 
@@ -262,9 +328,14 @@ def rejudged(probe: NoiseProbe, shift: Shift | None) -> NoiseProbe:
     """``probe`` judged again with ``shift`` (``runs_shift`` of the same work measured at the start and
     again at the end) as its samples' shift: a drift the work did not share is the probe's own."""
     evidence = Evidence(
-        probe.other_load_cores, probe.steal_cores or 0.0, probe.drift, probe.threshold, shift,
-        probe.after_s > probe.before_s, other_load_limit_cores(),
-    )  # fmt: skip
+        other_cores=probe.other_load_cores,
+        steal_cores=probe.steal_cores or 0.0,
+        drift=probe.drift,
+        threshold=probe.threshold,
+        shift=shift,
+        probe_slower=probe.after_s > probe.before_s,
+        other_limit_cores=other_load_limit_cores(),
+    )
     reason = disturbance(evidence)
     return dataclasses.replace(
         probe,
@@ -297,7 +368,7 @@ def unstable_reason(probe: NoiseProbe) -> str:
 
 def guard_warnings(probe: NoiseProbe) -> list[str]:
     """Warnings a result keeps from its noise record: a busy machine, samples that moved on their own."""
-    notes = []
+    notes = [probe.outside_view] if probe.outside_view else []
     if probe.other_load_cores > OTHER_LOAD_WARNING_CORES:
         notes.append(f"machine busy: other processes used {probe.other_load_cores:.2f} cores meanwhile")
     shift = probe.samples_shift

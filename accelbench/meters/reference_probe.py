@@ -5,27 +5,34 @@ equal on these VMs (the machine drifts between faster and slower phases): the gu
 a best of 9 matmuls, differed by a median 2.8% and by more than 5% in 30% of 40 idle pairs on a quiet
 2-vCPU EPYC VM. So each run takes a floor once, at its start: ``FLOOR_PAIRS`` pairs of probes, and the
 guard's drift limit is ``FLOOR_FACTOR`` times their median drift, within ``DRIFT_MIN`` and ``DRIFT_MAX``.
-The floor is stored in the run folder (``noise-floor-<host>.json``) and its median and the limit with
-every cell's noise record.
 
-The parent measures it before the first cell (``run_floor`` with the user's cache), or reuses the floor
-an earlier run measured on this host less than ``FLOOR_REUSE_S`` ago (its ``measured_at`` is kept, so a
-record shows the floor's age). Measuring takes ~3.4 s; ``make test`` starts ~50 runs. A cell on another
-host (a fleet's node) measures its host's floor itself, at its first cell.
+The parent takes it before the first cell (``host_floor``) and hands it to every cell in its spec
+(``CellSpec.noise_floor``, through the fork's arguments); a cell derives the limit again from the pairs
+(``floor_from_dict``) and reads no file: a floor in the run folder or the user's cache is writable by any
+stack's process, and a forged one switched the drift check off for every later cell (issue 40). The
+parent may reuse the floor it wrote to the user's cache less than ``FLOOR_REUSE_S`` ago, once
+``FRESH_PAIRS`` fresh pairs do not contradict it (``checked_floor``: ~1.4 s instead of ~3.4 s); a
+forged cache can then loosen the limit at most to the largest fresh idle drift's. A cell whose spec has
+no floor measures one itself.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import socket
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from accelbench.files import read_json
 
 DRIFT_MIN = 0.05
 """The smallest drift limit: a headline is judged on 5% moves."""
@@ -39,8 +46,13 @@ FLOOR_PAUSE_S = 0.25
 """Seconds between the two probes of a pair (a measurement's probes are seconds apart, the drift
 between phases is what is measured)."""
 
+FRESH_PAIRS = 3
+"""Fresh pairs a reused floor is checked against (``checked_floor``): ~1.4 s instead of ~3.4 s."""
 FLOOR_REUSE_S = 600.0
 """A floor measured on this host less than this long ago is reused by a new run (``cached_floor``)."""
+
+_taken: tuple[float, NoiseFloor] | None = None
+"""(monotonic time, floor) of the last floor ``host_floor`` returned in this process."""
 
 _PROBE_N = 384
 _PROBE_REPEATS = 5
@@ -105,29 +117,65 @@ def floor_of(pairs: list[tuple[float, float]]) -> NoiseFloor:
 
 def measure_floor(pairs: int = FLOOR_PAIRS, pause_s: float = FLOOR_PAUSE_S) -> NoiseFloor:
     """Time ``pairs`` pairs of probes ``pause_s`` apart (~0.45 s a pair)."""
-    measured = []
-    for _ in range(pairs):
-        first = probe_s()
-        time.sleep(pause_s)
-        measured.append((first, probe_s()))
-    return floor_of(measured)
+    return floor_of([measure_pair(pause_s) for _ in range(pairs)])
 
 
-def run_floor(run_dir: Path, cache: Path | None = None) -> NoiseFloor:
-    """The run's floor on this host: read from the run folder, else the one in ``cache`` when it is
-    younger than ``FLOOR_REUSE_S``, else measured now (and written to ``cache``); stored in the run folder."""
-    path = Path(run_dir) / f"noise-floor-{socket.gethostname()}.json"
-    stored = _read_floor(path)
-    if stored is not None:
-        return stored
+def host_floor(cache: Path | None = None) -> NoiseFloor:
+    """This host's floor, taken by the parent before the run's first cell: the one in ``cache`` when it
+    is younger than ``FLOOR_REUSE_S`` and ``FRESH_PAIRS`` fresh pairs do not contradict it
+    (``checked_floor``), else measured now (and written to ``cache``). Nothing a cell reads: the floor
+    travels to each cell in its spec (``CellSpec.noise_floor``). A floor this process took less than
+    ``FLOOR_REUSE_S`` ago is reused as it is (its memory is no stack's to write: tune's and a fleet
+    node's cells)."""
+    global _taken
+    if _taken is not None and time.monotonic() - _taken[0] < FLOOR_REUSE_S:
+        return _taken[1]
     floor = cached_floor(cache) if cache is not None else None
+    if floor is not None:
+        floor = checked_floor(floor, [measure_pair() for _ in range(FRESH_PAIRS)])
     if floor is None:
         floor = measure_floor()
         if cache is not None:
             with contextlib.suppress(OSError):  # a read-only cache: the next run measures its own
                 _write_floor(cache, floor)
-    _write_floor(path, floor)
+    _taken = (time.monotonic(), floor)
     return floor
+
+
+def checked_floor(cached: NoiseFloor | None, fresh: list[tuple[float, float]]) -> NoiseFloor | None:
+    """``cached`` when its median drift is no more than the largest drift of the ``fresh`` pairs, else
+    None. A file anyone of this user can write (a stack's process too) can thus loosen the limit at
+    most to ``drift_limit`` of the largest of ``FRESH_PAIRS`` fresh idle drifts, never beyond
+    ``DRIFT_MAX``; an honest cache fails the check when all its fresh pairs drift less than its median
+    (1 in 2^``FRESH_PAIRS``), and the floor is then measured again."""
+    drifts = [abs(b - a) / a for a, b in fresh if a > 0]
+    if cached is None or not drifts or cached.median_drift > max(drifts):
+        return None
+    return cached
+
+
+def measure_pair(pause_s: float = FLOOR_PAUSE_S) -> tuple[float, float]:
+    """Two probe times ``pause_s`` apart."""
+    first = probe_s()
+    time.sleep(pause_s)
+    return first, probe_s()
+
+
+def floor_to_dict(floor: NoiseFloor) -> dict[str, Any]:
+    """The plain form a cell's spec carries."""
+    return asdict(floor)
+
+
+def floor_from_dict(document: Mapping[str, Any]) -> NoiseFloor:
+    """The floor of a spec (or a file), its median and limit derived again from its own pairs: the limit
+    is always ``drift_limit`` of the pairs' median, within ``DRIFT_MIN`` and ``DRIFT_MAX``, whatever the
+    document says. ValueError when the pairs are missing or not finite non-negative drifts."""
+    drifts = tuple(float(d) for d in document["pair_drifts"])
+    if not drifts or not all(math.isfinite(d) and d >= 0 for d in drifts):
+        raise ValueError("a noise floor needs finite, non-negative pair drifts")
+    median = float(np.median(drifts))
+    probe = float(document.get("probe_s", 0.0))
+    return NoiseFloor(drifts, median, drift_limit(median), probe, str(document.get("measured_at", "")))
 
 
 def user_cache() -> Path:
@@ -140,18 +188,13 @@ def cached_floor(path: Path, now: datetime | None = None) -> NoiseFloor | None:
     """The floor stored at ``path`` when it was measured less than ``FLOOR_REUSE_S`` ago and its limit
     follows from its own pairs, else None."""
     floor = _read_floor(path)
-    if floor is None or len(floor.pair_drifts) != FLOOR_PAIRS or floor != _rederived(floor):
+    if floor is None or len(floor.pair_drifts) != FLOOR_PAIRS or floor != floor_from_dict(asdict(floor)):
         return None
     try:
         age_s = ((now or datetime.now(UTC)) - datetime.fromisoformat(floor.measured_at)).total_seconds()
     except (ValueError, TypeError):
         return None
     return floor if 0 <= age_s < FLOOR_REUSE_S else None
-
-
-def _rederived(floor: NoiseFloor) -> NoiseFloor:
-    median = float(np.median(floor.pair_drifts))
-    return NoiseFloor(floor.pair_drifts, median, drift_limit(median), floor.probe_s, floor.measured_at)
 
 
 def _write_floor(path: Path, floor: NoiseFloor) -> None:
@@ -163,7 +206,7 @@ def _write_floor(path: Path, floor: NoiseFloor) -> None:
 
 def _read_floor(path: Path) -> NoiseFloor | None:
     try:
-        document = json.loads(path.read_text())
+        document = read_json(path, "noise floor cache", finite=False)
         document["pair_drifts"] = tuple(document["pair_drifts"])
         return NoiseFloor(**document)
     except (OSError, ValueError, TypeError, KeyError):

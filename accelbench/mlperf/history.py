@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from accelbench.errors import UserError
+from accelbench.files import number_problem
 
 COLUMNS = (
     "round", "round_published_approx", "role_in_table", "submitter", "division", "availability",
@@ -236,6 +237,9 @@ def _number(text: Mapping[str, str], name: str, where: str) -> float | None:
         raise UserError(f"{where} column {name!r}: {text[name][:40]!r} is not a number") from None
     if not math.isfinite(value) or value <= 0:
         raise UserError(f"{where} column {name!r}: {text[name][:40]!r} is not a positive number")
+    extreme = number_problem(value, f"{where} column {name!r}")
+    if extreme:
+        raise UserError(extreme)
     return value
 
 

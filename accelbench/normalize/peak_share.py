@@ -5,8 +5,10 @@ measured peak of a kind and dtype is therefore the best of *every* measurement o
 run's roofline probe made (``accelbench.probe.roofline``): its probes and the libraries it raced them
 against, each already the best of its repeated calls. GEMM peaks are ``gemm`` measurements; the memory
 roof is the best ``copy`` or ``triad`` measurement (STREAM byte counting). Where the device was matched to
-a chip with a datasheet FLOP/s, the datasheet peak of the part used (chip peak x chips counted: a share of
-a socket on CPUs) is a second denominator, a range when the chip fact is uncertain.
+a chip with a datasheet FLOP/s, the datasheet peak of the part used is a second denominator: for a CPU
+whose facts give clocks and FLOP/cycle, its decided cores at the clock they can reach (``decided_peak``,
+``accelbench.hardware.share``), else the chip peak x chips counted (a range when the fact is uncertain);
+its source names the clock and the source class.
 
 A result whose achieved rate exceeds the measured peak (share above ``SUSPECT_SHARE``) is not shown
 silently: its ``PeakShare`` is ``suspect`` with a reason, and ``suspect_reasons`` gathers those reasons
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.hardware.chips import Chip
+from accelbench.hardware.share import ShareDecision
 from accelbench.probe.roofline import MeasuredPeaks, Measurement
 from accelbench.ranges import Range
 
@@ -106,8 +109,27 @@ def datasheet_peak(chip: Chip | None, count: float, dtype: str = "fp32") -> tupl
     fact = getattr(chip, _DATASHEET[dtype])
     if fact is None:
         return None
-    source = f"{chip.key} {fact.provenance} ({fact.source}) x {count:.4g} chips counted"
+    clock = chip.max_boost_hz or chip.clock_hz
+    at = ""
+    if chip.kind == "gpu" and clock is not None:
+        at = f", at {clock.value.central / 1e9:.2f} GHz boost (source class {clock.source_class})"
+    source = (
+        f"{chip.key} {fact.provenance}, source class {fact.source_class} ({fact.source}) x {count:.4g} chips "
+        f"counted{at}"
+    )
     return fact.value * count, source
+
+
+def decided_peak(chip: Chip, decision: ShareDecision) -> tuple[Range, str]:
+    """The FP32 datasheet FLOP/s of a decided share (``accelbench.hardware.share``): its cores at the clock
+    they can reach, and a source naming the model, the count, the clock and its source class."""
+    top = decision.ceiling
+    ghz = f" {top.clock_hz / 1e9:.2f} GHz" if top.clock_hz else ""
+    source = (
+        f"{chip.key}: {decision.model}, {decision.count:.4g} chips counted, at {top.name}{ghz} "
+        f"(source class {top.source_class}: {top.source})"
+    )
+    return Range.point(top.flops_per_s), source
 
 
 def peak_share(

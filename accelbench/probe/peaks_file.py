@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
+from accelbench.files import read_json
 from accelbench.outputs import write_json_atomic
 from accelbench.probe.roofline import MeasuredPeaks
 
@@ -25,7 +25,7 @@ def load_peaks(run_dir: Path) -> MeasuredPeaks | None:
     if not path.exists():
         return None
     try:
-        return MeasuredPeaks.from_dict(json.loads(path.read_text()))
+        return MeasuredPeaks.from_dict(read_json(path, "peaks file"))
     except (ValueError, KeyError, TypeError) as err:
         log.warning("ignoring unreadable %s: %s", path, err)
         return None

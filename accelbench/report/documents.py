@@ -15,7 +15,7 @@ from typing import Any
 
 from accelbench.hardware.chips import ChipTable, load_chips
 from accelbench.hardware.match import ChipMatch
-from accelbench.normalize.peak_share import datasheet_peak, machine_peak, peak_share
+from accelbench.normalize.peak_share import datasheet_peak, decided_peak, machine_peak, peak_share
 from accelbench.probe.roofline import MeasuredPeaks
 from accelbench.ranges import Range
 from accelbench.report.normalized import figures_document, range_document
@@ -46,7 +46,7 @@ def normalized_documents(
             continue
         match = _match(result, machine, table, peaks)
         documents[result.cell.key] = {
-            "roofline": _roofline(result, peaks, cache_dir, _datasheet(match)),
+            "roofline": _with_decision(_roofline(result, peaks, cache_dir, _datasheet(match)), match),
             "figures": figures_document(result_figures(result, machine, table, match)),
         }
     return documents
@@ -57,17 +57,39 @@ def served_chips(
     machine: Mapping[str, Any],
     peaks: MeasuredPeaks | None,
     chips: ChipTable | None = None,
+    config: Mapping[str, Any] | None = None,
 ) -> dict[str, ChipMatch]:
-    """Per endpoint cell whose server the cell started on this machine (not ``llm@url``, whose server's
-    chips are unknown here): the chips it ran on, their count narrowed by the measured peak."""
+    """Per endpoint cell: the chips its server ran on. A server the cell started on this machine: matched
+    here, the count narrowed by the measured peak. A ``--serve-url`` server (``llm@url``): the run's
+    ``--serve-hardware`` declaration (``config``), basis ``declared``; absent without one."""
     from accelbench.curve import EndpointFigures
 
-    served = [r for r in results if isinstance(r.generation, EndpointFigures) and r.cell.stack != "llm@url"]
+    served = [r for r in results if isinstance(r.generation, EndpointFigures)]
     if not served:  # the chips table is read only when a curve needs it
         return {}
     table = chips if chips is not None else load_chips()
-    matches = {r.cell.key: _match(r, machine, table, peaks) for r in served}
+    declared = _declared(config or {}, table)
+    matches = {
+        r.cell.key: declared if r.cell.stack == "llm@url" else _match(r, machine, table, peaks)
+        for r in served
+    }
     return {key: match for key, match in matches.items() if match is not None and match.count > 0}
+
+
+def _declared(config: Mapping[str, Any], chips: ChipTable) -> ChipMatch | None:
+    """The run's ``--serve-hardware`` declaration as a match; None when there is none or it no longer
+    names a known chip (a chips table that lost the row)."""
+    from accelbench.errors import UserError
+    from accelbench.hardware.declared import declared_match
+
+    declaration = config.get("serve_hardware")
+    if not declaration or not isinstance(declaration, str):
+        return None
+    try:
+        return declared_match(declaration, str(config.get("serve_hardware_source") or "declared"), chips)
+    except (UserError, ValueError) as error:
+        log.warning("the run's --serve-hardware %r is not usable: %s", declaration, error)
+        return None
 
 
 def _match(
@@ -86,7 +108,7 @@ def _match(
     measured = (
         machine_peak(peaks, "gemm", "fp32") if peaks is not None and result.cell.device == "cpu" else None
     )
-    return narrowed(match, measured.value_per_s) if measured is not None else match
+    return narrowed(match, measured.value_per_s if measured is not None else None)
 
 
 def _datasheet(match: ChipMatch | None) -> DatasheetPeaks:
@@ -94,7 +116,39 @@ def _datasheet(match: ChipMatch | None) -> DatasheetPeaks:
     if match is None:
         return {}
     found = {dtype: datasheet_peak(match.chip, match.count, dtype) for dtype in ("fp32", "bf16")}
+    if match.decision is not None and match.chip is not None:
+        found["fp32"] = decided_peak(match.chip, match.decision)
     return {dtype: value for dtype, value in found.items() if value is not None}
+
+
+def _with_decision(roofline: dict[str, Any] | None, match: ChipMatch | None) -> dict[str, Any] | None:
+    """The roofline document with the share decision behind its datasheet peak: the model, the count and
+    its range, the clock used and every clock's peak, the evidence; an unexplained datasheet share says
+    which assumption failed."""
+    decision = match.decision if match is not None else None
+    if roofline is None or decision is None:
+        return roofline
+    top = decision.ceiling
+    extra: dict[str, Any] = {
+        "datasheet_clock": top.name,
+        "datasheet_clock_hz": top.clock_hz,
+        "datasheet_source_class": top.source_class,
+        "share_decision": {
+            "model": decision.model,
+            "count": decision.count,
+            "count_low": decision.count_low,
+            "count_high": decision.count_high,
+            "cores": decision.cores,
+            "measured_flops_per_s": decision.measured_per_s,
+            "peaks_flops_per_s": {p.name: p.flops_per_s for p in decision.peaks},
+            "smt_sibling_peaks_flops_per_s": {p.name: p.flops_per_s for p in decision.smt_peaks},
+            "evidence": list(decision.evidence),
+            "failed": decision.failed,
+        },
+    }
+    if roofline.get("datasheet_suspect") and decision.failed:
+        extra["datasheet_suspect_reason"] = f"no model explains it: {decision.failed}"
+    return {**roofline, **extra}
 
 
 def _roofline(

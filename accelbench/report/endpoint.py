@@ -82,7 +82,9 @@ def curve_table(
         for key, match in sorted(chips.items())
     ]
     if chips and any(r.cell.key not in chips for r, _ in curves):
-        captions.append(f"{CHIP_COLUMN} -: a server at --serve-url, whose chips are not known here")
+        captions.append(
+            f"{CHIP_COLUMN} -: a server at --serve-url whose chips were not declared (--serve-hardware)"
+        )
     if rate is not None:
         captions.append(f"{COST_COLUMN}: the machine's hour at {rate.basis} over the point's output tokens/s")
     table.caption = "\n".join(captions) or None
@@ -153,6 +155,7 @@ def per_chip_document(results: Sequence[Result], chips: Mapping[str, ChipMatch])
     counted (and how) and each point's output tokens/s per chip."""
     cells = [
         {"cell_key": r.cell.key, "chips": match.count, "count_basis": match.count_basis or match.basis,
+         "declared": match.basis == "declared",
          "points": [{"concurrency": p.concurrency, "output_tokens_per_s_per_chip": _divided(p, match)}
                     for p in section.curve]}
         for r, section in sorted(curves_of(results), key=lambda pair: pair[0].cell.key)
@@ -169,7 +172,8 @@ def _per_chip(tokens_per_s: float, match: ChipMatch | None) -> str:
     if match is None:
         return "-"
     value = tokens_per_s / match.count
-    return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
+    text = f"{value:.0f}" if value >= 100 else f"{value:.3g}"
+    return f"{text} decl" if match.basis == "declared" else text
 
 
 def _ms(value_s: float) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from accelbench.hardware.chips import Chip, ChipTable, Fact
 from accelbench.hardware.detect import machine_from_dict
-from accelbench.hardware.match import match_device
+from accelbench.hardware.match import ChipMatch, match_device
 from accelbench.normalize import ranking
 from accelbench.normalize.peak_share import machine_peak, suspect_reasons
 from accelbench.normalize.serving import serving_comparisons
@@ -85,6 +85,18 @@ def summary_section(runs: Sequence[RunData], chips: ChipTable) -> Section:
     return Section("summary", "Machine and run settings", tuple(parts))
 
 
+def _decided(match: ChipMatch, device: str, data: RunData) -> ChipMatch:
+    """A CPU's share decided by the run's measured FP32 GEMM peak (``accelbench.hardware.share``), as the
+    roofline's "% datasheet" and the per-chip figures count it."""
+    from accelbench.hardware.match import narrowed
+    from accelbench.normalize.peak_share import machine_peak
+
+    if device != "cpu":
+        return match
+    measured = machine_peak(data.peaks, "gemm", "fp32") if data.peaks is not None else None
+    return narrowed(match, measured.value_per_s if measured is not None else None)
+
+
 def _chip_parts(data: RunData, chips: ChipTable) -> list[str]:
     try:
         machine = machine_from_dict(data.run.machine)
@@ -92,7 +104,7 @@ def _chip_parts(data: RunData, chips: ChipTable) -> list[str]:
         return [text(f"the stored machine cannot be read ({exc}): no chip facts")]
     parts = []
     for device in sorted({r.cell.device for r in data.results}):
-        match = match_device(machine, device, chips)
+        match = _decided(match_device(machine, device, chips), device, data)
         lines = [
             f"{device}: {match.detected} -> {match.chip.key if match.chip else 'no chip'} "
             f"({match.basis}), {match.count_basis or f'{match.count:.4g} chips counted'}",
@@ -148,7 +160,9 @@ def _served_chips(members: Sequence[tuple[RunData, Result]]) -> dict[tuple[str, 
 
     found = {}
     for data, result in members:
-        match = served_chips([result], data.run.machine, data.peaks).get(result.cell.key)
+        match = served_chips([result], data.run.machine, data.peaks, config=data.run.config).get(
+            result.cell.key
+        )
         if match is not None:
             found[(result.run_id, result.cell.key)] = match.count
     return found

@@ -61,7 +61,9 @@ def checks_table(results: Sequence[Result], normalized: Mapping[str, Mapping[str
 
     "% of peak" divides by the machine's best measured GEMM (probes and libraries); a share above 100%
     is marked SUSPECT and its reason is the table's caption. "% datasheet" divides by the chip's
-    datasheet peak where the chip is known.
+    datasheet peak where the chip is known; the caption says how much of the chip was counted, at which
+    clock, from which class of source and why (``accelbench.hardware.share``), and why a datasheet share
+    no model explains is SUSPECT.
     """
     shown = [r for r in results if r.status in ("ok", "quality_failed", *UNVERIFIED_STATUSES)]
     title = f"Quality, precision, compile time, energy, roofline; {results_rules_note(shown)}"
@@ -70,15 +72,39 @@ def checks_table(results: Sequence[Result], normalized: Mapping[str, Mapping[str
         table.add_column(column, justify="right" if column in ("compile s", "J/query") else "left")
     for column in ("GFLOP/s", "% of peak", "% datasheet", "bound"):
         table.add_column(column, justify="right")
-    reasons = []
+    reasons: list[str] = []
     for result in sorted(shown, key=lambda r: r.cell.key):
         roofline = normalized.get(result.cell.key, {}).get("roofline")
         table.add_row(*cell_columns(result)[:3], *_check_columns(result), *_roofline_columns(roofline))
         if roofline and roofline.get("suspect"):
             reasons.append(f"SUSPECT {result.cell.key}: {roofline.get('suspect_reason', '')}")
+        if roofline and roofline.get("datasheet_suspect"):
+            why = roofline.get("datasheet_suspect_reason")
+            reasons.append(f"SUSPECT % datasheet {result.cell.key}: {why}")
+        basis = _datasheet_basis(roofline)
+        if basis and basis not in reasons:
+            reasons.append(basis)
     if reasons:
         table.caption, table.caption_justify = "\n".join(reasons), "left"
     return table
+
+
+def _datasheet_basis(roofline: Mapping[str, Any] | None) -> str:
+    """The chips behind "% datasheet": model, count, cores, clock and its source class, and the evidence."""
+    decision = (roofline or {}).get("share_decision")
+    if not decision:
+        return ""
+    assert roofline is not None
+    hz = roofline.get("datasheet_clock_hz")
+    clock = f"{roofline.get('datasheet_clock')}{f' {hz / 1e9:.2f} GHz' if hz else ''}"
+    span = ""
+    if decision["count_high"] > decision["count_low"]:
+        span = f" (range {decision['count_low']:.4g}-{decision['count_high']:.4g})"
+    return (
+        f"% datasheet: {decision['model']}, {decision['count']:.4g} chips{span} ({decision['cores']:g} "
+        f"cores) at {clock} (source class: {roofline.get('datasheet_source_class')}); "
+        f"{'; '.join(decision['evidence'])}"
+    )
 
 
 def _check_columns(result: Result) -> list[str]:

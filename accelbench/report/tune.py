@@ -51,6 +51,12 @@ def verdict_line(ranking: Ranking) -> str:
     )
 
 
+def no_result_line(ranking: Ranking) -> str:
+    """Why no stack produced a verified result, stack by stack (``stack: status reason``; the reason cut)."""
+    why = "; ".join(f"{r.cell.stack}: {r.status} {_note(r)[:80]}".strip() for r in ranking.results)
+    return f"no stack produced a verified result ({why or 'no stack ran'})"
+
+
 def _note(result: object) -> str:
     quality = getattr(result, "quality", None)
     if getattr(result, "status", "") == "ok" and quality is not None:

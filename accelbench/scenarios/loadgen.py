@@ -35,7 +35,7 @@ import mlperf_loadgen as lg
 import numpy as np
 
 from accelbench.results import LoadgenVerdict
-from accelbench.scenarios import batching
+from accelbench.scenarios import batching, vault
 from accelbench.scenarios.loadgen_log import Summary, parse_detail, parse_detail_values, parse_summary
 from accelbench.scenarios.rules import LOADGEN_SCENARIOS, Rules
 from accelbench.scenarios.sut import AsyncSut, Feed, Infer, Sut
@@ -292,18 +292,19 @@ def _run_loadgen(sut: Sut, sample_count: int, settings: Mapping[str, Any], log_d
             setattr(test_settings, name, value)
     for name in LOADGEN_SEEDS:  # fixed seeds would let a stack predict which index comes when
         setattr(test_settings, name, secrets.randbits(63))
-    log_settings = lg.LogSettings()
-    log_settings.log_output.outdir = str(log_dir)
-    log_settings.log_output.copy_summary_to_stdout = False
-    log_settings.log_output.copy_detail_to_stdout = False
-    log_settings.enable_trace = False
-    lg_sut = lg.ConstructSUT(sut.issue_queries, sut.flush_queries)
-    qsl = lg.ConstructQSL(sample_count, sample_count, _load_nothing, _load_nothing)
-    try:
-        lg.StartTestWithLogSettings(lg_sut, qsl, test_settings, log_settings)
-    finally:
-        lg.DestroyQSL(qsl)
-        lg.DestroySUT(lg_sut)
+    with vault.sealed(log_dir) as sealed_dir:  # LoadGen's seeds stay out of a stack's reach meanwhile
+        log_settings = lg.LogSettings()
+        log_settings.log_output.outdir = str(sealed_dir)
+        log_settings.log_output.copy_summary_to_stdout = False
+        log_settings.log_output.copy_detail_to_stdout = False
+        log_settings.enable_trace = False
+        lg_sut = lg.ConstructSUT(sut.issue_queries, sut.flush_queries)
+        qsl = lg.ConstructQSL(sample_count, sample_count, _load_nothing, _load_nothing)
+        try:
+            lg.StartTestWithLogSettings(lg_sut, qsl, test_settings, log_settings)
+        finally:
+            lg.DestroyQSL(qsl)
+            lg.DestroySUT(lg_sut)
 
 
 def _load_nothing(indices: Sequence[int]) -> None:

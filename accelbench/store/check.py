@@ -19,7 +19,6 @@ so ``accelbench run --resume RUN_ID`` measures that cell again.
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 from collections import defaultdict
@@ -29,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from accelbench.errors import UserError
+from accelbench.files import json_text, read_json
 from accelbench.record_types import check_record
 from accelbench.results import Cell, from_dict
 from accelbench.store import schema as store_schema
@@ -126,7 +126,9 @@ def _run_problems(db: sqlite3.Connection) -> list[Problem]:
     for run_id, config, machine in db.execute("SELECT run_id, config_json, machine_json FROM runs"):
         for name, text in (("config_json", config), ("machine_json", machine)):
             try:
-                value = json.loads(text) if isinstance(text, str) else text
+                value = (
+                    json_text(text, f"run {run_id} {name}", finite=False) if isinstance(text, str) else text
+                )
             except (ValueError, RecursionError):
                 value = None
             if not isinstance(value, dict):
@@ -165,7 +167,7 @@ def _record_problems(row: _Row, runs: dict[str, str], has_checksums: bool) -> li
 def _document_problem(row: _Row) -> tuple[str, str] | None:
     """``(kind, detail)`` when the document does not load or disagrees with its row."""
     try:
-        result = from_dict(json.loads(row.doc_json))
+        result = from_dict(json_text(row.doc_json, "stored result", finite=False))
         check_record(result)
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         return "schema", f"result document does not load ({type(exc).__name__}: {_one_line(exc)})"
@@ -225,7 +227,7 @@ def _orphan_cells(run_dir: Path, run_status: str, recorded: set[tuple[str, str]]
 def _spec_cell_key(cell_dir: Path) -> str | None:
     """The key of the cell a cell folder's ``spec.json`` names; None when it has no readable spec."""
     try:
-        return Cell(**json.loads((cell_dir / "spec.json").read_text())["cell"]).key
+        return Cell(**read_json(cell_dir / "spec.json", "cell spec")["cell"]).key
     except (OSError, ValueError, TypeError, KeyError):
         return None
 

@@ -18,8 +18,10 @@ transaction; append a step, never edit a released one):
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,6 +29,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from accelbench.errors import UserError
+from accelbench.store.locking import begin_immediate
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +100,7 @@ def open_read_only(db_path: Path) -> tuple[sqlite3.Connection, Callable[[], None
     sidecars = [db_path.with_name(db_path.name + suffix) for suffix in ("-wal", "-shm")]
     existed = [path.exists() for path in sidecars]
     try:
-        uri = f"file:{quote(str(db_path.resolve()))}?mode=ro"
+        uri = f"file:{quote(str(db_path.resolve()))}?mode=ro{_immutable(db_path)}"
         db = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     except sqlite3.Error as exc:
         raise UserError(f"cannot open result store {db_path}: {exc}") from None
@@ -106,10 +109,17 @@ def open_read_only(db_path: Path) -> tuple[sqlite3.Connection, Callable[[], None
     def cleanup() -> None:
         wal, shm = sidecars
         if not any(existed) and (not wal.exists() or wal.stat().st_size == 0):
-            wal.unlink(missing_ok=True)
-            shm.unlink(missing_ok=True)
+            for sidecar in (wal, shm):
+                with contextlib.suppress(OSError):  # absent, or a read-only store: nothing to remove
+                    sidecar.unlink(missing_ok=True)
 
     return db, cleanup
+
+
+def _immutable(db_path: Path) -> str:
+    """``&immutable=1`` for a store on read-only media (or in a folder this user cannot write): SQLite
+    cannot make the ``-shm`` file a WAL database's readers need, and nothing can change the file."""
+    return "" if os.access(db_path.parent, os.W_OK) else "&immutable=1"
 
 
 def empty_in_memory() -> sqlite3.Connection:
@@ -231,8 +241,9 @@ def _current_version(db: sqlite3.Connection) -> int:
 
 @contextmanager
 def transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on any exception) on an autocommit connection."""
-    db.execute("BEGIN IMMEDIATE")
+    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on any exception) on an autocommit connection; another
+    writer's lock is reported and waited for, bounded (``locking.begin_immediate``)."""
+    begin_immediate(db)
     try:
         yield db
     except BaseException:

@@ -30,7 +30,6 @@ naming it and skips it, ``run`` reads a malformed configuration or machine as em
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
@@ -46,8 +45,10 @@ from types import TracebackType
 from typing import Any
 
 from accelbench.errors import UserError
+from accelbench.files import json_text
 from accelbench.record_types import check_record
 from accelbench.results import SCHEMA_VERSION, Result, from_dict, to_dict
+from accelbench.store.locking import folder_lock
 from accelbench.store.schema import (
     STORE_SCHEMA_VERSION,
     connect,
@@ -109,25 +110,6 @@ def _open_read_only(folder: Path) -> Store:
         if stored_version(db_path) < STORE_SCHEMA_VERSION:
             return Store(folder, connect(db_path))  # an older schema is migrated once, as any open does
         return Store(folder, *open_read_only(db_path), read_only=True)
-
-
-@contextmanager
-def folder_lock(folder: Path) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on the store folder while a database connection is opened or
-    inspected (released when the folder's descriptor is closed, also by a killed process)."""
-    try:
-        handle = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError as exc:
-        raise UserError(f"cannot open result store directory {folder}: {exc.strerror or exc}") from None
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-    except OSError as exc:
-        os.close(handle)
-        raise UserError(f"cannot lock result store directory {folder}: {exc.strerror or exc}") from None
-    try:
-        yield
-    finally:
-        os.close(handle)
 
 
 class Store:
@@ -267,8 +249,14 @@ class Store:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with transaction(self._db) as db:
-            yield db
+        """A write transaction; a database SQLite finds read-only is a one-line UserError naming it."""
+        try:
+            with transaction(self._db) as db:
+                yield db
+        except sqlite3.OperationalError as exc:
+            if "readonly" not in str(exc) and "read-only" not in str(exc):
+                raise
+            raise UserError(f"result store {self.path / DB_NAME} is read-only: {exc}") from None
 
     def _run_row(self, run_id: str, db: sqlite3.Connection) -> sqlite3.Row:
         row = db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
@@ -324,7 +312,7 @@ def _load_result(db_file: Path, run_id: Any, cell_key: Any, doc_json: Any, sha25
         log.warning("%s skipped: it fails its checksum (see: accelbench store check --repair)", where)
         return None
     try:
-        document = json.loads(doc_json)
+        document = json_text(doc_json, where, finite=False)
         _refuse_newer(document, where)
         result = from_dict(document)
         check_record(result)
@@ -344,7 +332,7 @@ def _refuse_newer(document: Any, where: str) -> None:
 def _stored_mapping(text: Any, where: str) -> Mapping[str, Any]:
     """A run's stored JSON object; anything else reads as empty, with a warning."""
     try:
-        value = json.loads(text) if isinstance(text, str | bytes) else text
+        value = json_text(text, where, finite=False) if isinstance(text, str | bytes) else text
     except (ValueError, RecursionError) as exc:
         value = f"unreadable ({_one_line(exc)})"
     if isinstance(value, dict):

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from accelbench.files import read_json
+
 if TYPE_CHECKING:
     import torch
 
@@ -189,7 +191,7 @@ def _nbytes(tensor: torch.Tensor) -> int:
 def read_cost_cache(cache_dir: Path) -> dict[str, Any]:
     path = cache_dir / COST_CACHE_FILE
     try:
-        document = json.loads(path.read_text())
+        document = read_json(path, "cost cache", finite=False)
     except (OSError, ValueError):
         return {}
     if document.get("schema_version") != COST_SCHEMA_VERSION:

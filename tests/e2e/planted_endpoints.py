@@ -14,6 +14,20 @@ Modes (``/v1/completions`` and ``/v1/chat/completions``; every other path is pas
   upstream's reply follows (a fake first token that stops a naive TTFT clock early).
 * ``pad``: each reply gets ``PAD_REPEATS`` x the upstream's output tokens of a repeated filler token
   appended (sent at once), and ``usage`` is raised by as many tokens (inflated output tokens/s).
+
+The request-counting pads (issue 40 item 5): a reply it pads keeps the upstream's first quarter of
+``max_tokens`` (at least one token), then leaves the upstream and sends the filler token up to
+``max_tokens`` at once, ``usage`` saying ``max_tokens``: never longer than asked, the client's count
+agrees, and the reply costs a quarter of the decode. A *point* begins with a request that arrives
+after ``POINT_GAP_S`` with nothing in flight; the index of a request is its place since then. Which
+replies it pads (the rest go through honestly; streamed requests only):
+
+* ``count-pad``: all but those shaped like audits (``max_tokens`` <= ``AUDIT_TOKENS`` with nothing
+  else in flight) and the first ``COUNT_HONEST`` of each point (the replies the accuracy check used to
+  judge): the cheat that topped issue 40's try, 4.9-5.6x the honest output tokens/s.
+* ``pad-late``: replies of requests that arrive ``LATE_S`` or more after their point began.
+* ``pad-busy``: replies of requests that arrive while another is in flight (concurrency > 1).
+* ``pad-after``: replies past the first ``PAD_AFTER`` of each point.
 """
 
 from __future__ import annotations
@@ -28,13 +42,15 @@ import re
 import signal
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 
-MODES = ("honest", "cache", "filler", "pad")
+COUNTING = ("count-pad", "pad-late", "pad-busy", "pad-after")
+MODES = ("honest", "cache", "filler", "pad", *COUNTING)
 GENERATION_PATHS = ("/v1/completions", "/v1/chat/completions")
 SALT = re.compile(r"[0-9a-fA-F]{8,}")
 """What the cache ignores: a run of 8 or more hex digits (a salt drawn as hex)."""
@@ -43,6 +59,11 @@ PAD_TEXT = " the"
 """One token in SmolLM2's tokenizer (and most BPE vocabularies)."""
 PAD_REPEATS = 1
 """Filler tokens appended per upstream output token: 1 doubles every reply."""
+AUDIT_TOKENS = 8
+COUNT_HONEST = 4
+PAD_AFTER = 1
+LATE_S = 1.0
+POINT_GAP_S = 0.05
 UPSTREAM_TIMEOUT_S = 600.0
 HOP_HEADERS = {"content-length", "transfer-encoding", "connection", "keep-alive", "content-encoding"}
 
@@ -58,6 +79,38 @@ class ProxyState:
     cache_hits: int = 0
     cache: dict[str, list[bytes]] = field(default_factory=dict)
     """Stored replies: the key -> the raw SSE events (streamed) or the one JSON body (not streamed)."""
+    padded: int = 0
+    """Replies a request-counting mode padded (``COUNTING``)."""
+    kept_honest: int = 0
+    """Streamed replies a request-counting mode let through unchanged."""
+    in_flight: int = 0
+    idle_since_s: float = 0.0
+    point_started_s: float = 0.0
+    point_requests: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """What a request-counting proxy knows of a request when it arrives."""
+
+    index: int
+    """Its place since its point began (0, 1, ...)."""
+    since_point_s: float
+    busy: bool
+    """Another request was in flight."""
+    max_tokens: int
+
+
+def pads(mode: str, arrival: Arrival) -> bool:
+    """Whether the request-counting ``mode`` pads the reply to ``arrival``."""
+    if mode == "count-pad":
+        audit_shaped = arrival.max_tokens <= AUDIT_TOKENS and not arrival.busy
+        return not audit_shaped and arrival.index >= COUNT_HONEST
+    if mode == "pad-late":
+        return arrival.since_point_s >= LATE_S
+    if mode == "pad-busy":
+        return arrival.busy
+    return mode == "pad-after" and arrival.index >= PAD_AFTER
 
 
 KEYED = ("model", "prompt", "messages")
@@ -182,9 +235,65 @@ class Proxy:
             self.state.cache_hits += 1
             stored = _cut(self.state.cache[key], _max_tokens(body))
             return await self._replay(request, stored, bool(body.get("stream")))
+        if body.get("stream") and self.state.mode in COUNTING:
+            return await self._counted(request, raw, chat, _max_tokens(body) or 16)
         if body.get("stream"):
             return await self._streamed(request, raw, key, chat)
         return await self._whole(request, raw, key, chat)
+
+    def _arrive(self, max_tokens: int) -> Arrival:
+        state, now = self.state, time.monotonic()
+        if state.in_flight == 0 and now - state.idle_since_s >= POINT_GAP_S:
+            state.point_started_s, state.point_requests = now, 0
+        arrival = Arrival(state.point_requests, now - state.point_started_s, state.in_flight > 0, max_tokens)
+        state.point_requests += 1
+        state.in_flight += 1
+        return arrival
+
+    async def _counted(
+        self, request: web.Request, raw: bytes, chat: bool, max_tokens: int
+    ) -> web.StreamResponse:
+        """A request-counting mode: the reply honest, or padded (``pads``)."""
+        arrival = self._arrive(max_tokens)
+        try:
+            if not pads(self.state.mode, arrival):
+                self.state.kept_honest += 1
+                return await self._streamed(request, raw, "", chat)
+            self.state.padded += 1
+            return await self._padded_stream(request, raw, chat, max_tokens)
+        finally:
+            self.state.in_flight -= 1
+            if self.state.in_flight == 0:
+                self.state.idle_since_s = time.monotonic()
+
+    async def _padded_stream(
+        self, request: web.Request, raw: bytes, chat: bool, max_tokens: int
+    ) -> web.StreamResponse:
+        """The upstream's first quarter of ``max_tokens``, then the filler up to ``max_tokens`` at once
+        and a closing event whose ``usage`` says ``max_tokens``."""
+        keep = max(1, max_tokens // 4)
+        response: web.StreamResponse | None = None
+        last: dict[str, Any] = {}
+        kept = 0
+        async with self._upstream(request, raw) as reply:
+            if reply.status != 200:
+                data = await reply.read()
+                return web.Response(status=reply.status, body=data, content_type=reply.content_type)
+            response = await _open_stream(request)
+            async for event in _events(reply):
+                payload = _payload(event)
+                if payload and payload.get("choices") and _text_of(payload["choices"][0]):
+                    await response.write(event)
+                    last, kept = payload, kept + 1
+                    if kept >= keep:
+                        break  # leaves the upstream: its connection closes here
+        tail = [_sse(_with_text(last, PAD_TEXT, chat)) for _ in range(max_tokens - kept)]
+        closing = _with_text(last, "", chat)
+        closing["choices"][0]["finish_reason"] = "length"
+        closing["usage"] = {"completion_tokens": max_tokens}
+        await response.write(b"".join([*tail, _sse(closing), _sse("[DONE]")]))
+        await response.write_eof()
+        return response
 
     def _upstream(self, request: web.Request, raw: bytes) -> Any:
         self.state.upstream_calls += 1

@@ -85,10 +85,11 @@ def test_the_curve_has_a_point_per_concurrency_with_every_figure(url_run: tuple[
     note = result["generation"]["energy_note"]
     assert note.startswith(("cpu-estimate: the run's process tree", "rapl")), note
     accuracy = result["generation"]["accuracy"]
-    assert accuracy["passed"] and accuracy["concurrencies"] == [1, 4] and len(accuracy["shares"]) == 8
-    assert accuracy["mean_share"] >= 0.6
-    names = ("salts", "first_chunk", "token_count", "repeat")
-    assert [result["audit"][name]["verdict"] for name in names] == ["pass"] * 4
+    # 16 drawn across the curve's and the search's replies (concurrency 0), up to 4 flagged ones beside
+    assert accuracy["passed"] and set(accuracy["concurrencies"]) <= {0, 1, 4}
+    assert 16 <= len(accuracy["shares"]) <= 20 and accuracy["mean_share"] >= 0.6
+    names = ("salts", "first_chunk", "token_count", "repeat", "padding")
+    assert [result["audit"][name]["verdict"] for name in names] == ["pass"] * 5
     assert "api_key" not in json.dumps(result["settings"]).replace("api_key_env", "")
 
 

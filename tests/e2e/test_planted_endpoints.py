@@ -13,6 +13,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -38,7 +40,18 @@ from tests.e2e.openai_fake import (
     stream,
     whole_reply,
 )
-from tests.e2e.planted_endpoints import FILLER_TEXT, PAD_TEXT, cache_key, planted_endpoint
+from tests.e2e.planted_endpoints import (
+    COUNT_HONEST,
+    COUNTING,
+    FILLER_TEXT,
+    LATE_S,
+    PAD_TEXT,
+    POINT_GAP_S,
+    Arrival,
+    cache_key,
+    pads,
+    planted_endpoint,
+)
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +139,69 @@ def test_pad_appends_repeated_tokens_and_raises_usage(upstream: Upstream) -> Non
     assert whole["usage"]["completion_tokens"] == 2 * TOKENS
 
 
-@pytest.mark.parametrize("mode", ["honest", "cache", "filler", "pad"])
+def test_which_replies_each_request_counting_mode_pads() -> None:
+    first, fifth = Arrival(0, 0.0, False, 16), Arrival(COUNT_HONEST, 0.5, False, 16)
+    audit, busy, late = Arrival(9, 0.5, False, 8), Arrival(1, 0.1, True, 16), Arrival(1, LATE_S, False, 16)
+    table = {
+        "count-pad": [False, True, False, False, False],
+        "pad-late": [False, False, False, False, True],
+        "pad-busy": [False, False, False, True, False],
+        "pad-after": [False, True, True, True, True],
+    }
+    for mode, padded in table.items():
+        assert [pads(mode, a) for a in (first, fifth, audit, busy, late)] == padded, mode
+    assert pads("count-pad", Arrival(9, 0.5, True, 8))  # audit-shaped only at concurrency 1
+
+
+def _padded_as_the_proxy_sends_it(reply: Reply, honest: list[str], max_tokens: int) -> None:
+    keep = max_tokens // 4
+    assert reply.texts == honest[:keep] + [PAD_TEXT] * (max_tokens - keep) and reply.done
+    assert reply.usage == {"completion_tokens": max_tokens}  # as the client will count it
+    assert reply.events[-1]["choices"][0]["finish_reason"] == "length"
+
+
+def test_count_pad_answers_the_first_of_a_point_and_audit_shapes_honestly(upstream: Upstream) -> None:
+    prompts = [prompt(f"{i:016x}") for i in range(COUNT_HONEST + 2)]
+    with planted_endpoint(upstream.url, "count-pad") as proxy:
+        replies = [stream(proxy.url, p, max_tokens=12) for p in prompts[: COUNT_HONEST + 1]]
+        audit = stream(proxy.url, prompts[-1], max_tokens=8)  # index 5 of the point, audit-shaped
+        time.sleep(3 * POINT_GAP_S)
+        again = stream(proxy.url, prompts[0], max_tokens=12)  # a new point: honest again
+        state = proxy.state
+    for reply, text in zip(replies[:COUNT_HONEST], prompts, strict=False):
+        assert reply.texts == reply_words(text, 12)
+    _padded_as_the_proxy_sends_it(replies[-1], reply_words(prompts[COUNT_HONEST], 12), 12)
+    assert replies[-1].duration_s < 0.6 * replies[0].duration_s  # a quarter of the decode
+    assert audit.texts == reply_words(prompts[-1], 8) and again.texts == replies[0].texts
+    assert (state.padded, state.kept_honest) == (1, COUNT_HONEST + 2)
+
+
+def test_pad_busy_pads_only_what_arrives_beside_another_request(upstream: Upstream) -> None:
+    with planted_endpoint(upstream.url, "pad-busy") as proxy:
+        alone = stream(proxy.url, prompt(SALT_A))
+        replies: dict[str, Reply] = {}
+        first = threading.Thread(target=lambda: replies.update(a=stream(proxy.url, prompt(SALT_A))))
+        first.start()
+        time.sleep(0.2)  # the first is in flight (its first token comes at 0.4 s)
+        replies["b"] = stream(proxy.url, prompt(SALT_B))
+        first.join(timeout=30)
+    honest = reply_words(prompt(SALT_A), TOKENS)
+    assert alone.texts == replies["a"].texts == honest
+    _padded_as_the_proxy_sends_it(replies["b"], reply_words(prompt(SALT_B), TOKENS), TOKENS)
+
+
+def test_pad_after_and_pad_late_pad_later_replies_of_a_point(upstream: Upstream) -> None:
+    with planted_endpoint(upstream.url, "pad-after") as proxy:
+        after = [stream(proxy.url, prompt(SALT_A)), stream(proxy.url, prompt(SALT_B))]
+    with planted_endpoint(upstream.url, "pad-late") as proxy:
+        late = [stream(proxy.url, prompt(SALT_A), max_tokens=16) for _ in range(2)]  # 1.15 s each
+    for replies in (after, late):
+        assert replies[0].texts == reply_words(prompt(SALT_A), len(replies[0].texts))
+    _padded_as_the_proxy_sends_it(after[1], reply_words(prompt(SALT_B), TOKENS), TOKENS)
+    _padded_as_the_proxy_sends_it(late[1], reply_words(prompt(SALT_A), 16), 16)
+
+
+@pytest.mark.parametrize("mode", ["honest", "cache", "filler", "pad", "count-pad"])
 def test_an_upstream_error_comes_through(upstream: Upstream, mode: str) -> None:
     with planted_endpoint(upstream.url, mode) as proxy:
         with pytest.raises(urllib.error.HTTPError) as caught:
@@ -239,21 +314,24 @@ CHEATS = {  # mode: what the reason of the cheater's disqualification names
     "cache": ("repeat", "cache"),
     "filler": ("first", "filler"),
     "pad": ("token", "pad", "repeat"),
+    **{mode: ("padding",) for mode in ("count-pad", "pad-late", "pad-busy", "pad-after")},
 }
+"""The request-counting pads keep within max_tokens with usage to match: the padding audit names them."""
 
 
 SIZES = (
     "--concurrency",
     "1,2",
     "--endpoint-requests",
-    "4",
+    "6",
     "--output-tokens",
     "16",
     "--rules",
     "quick",
     "--no-probe",
 )
-"""Small: two points of 4 requests, 16-token replies (a padded reply, 32, is past 16 x 1.25 + 2)."""
+"""Small: two points of 6 requests (past count-pad's honest first 4 of a point, should it tell the points
+apart), 16-token replies (a padded reply, 32, is past 16 x 1.25 + 2)."""
 
 
 @pytest.fixture(scope="module")
@@ -289,6 +367,8 @@ def test_accelbench_disqualifies_the_planted_servers_and_not_the_honest_proxy(
             assert proxy.state.requests > 0
             if mode == "cache":
                 assert proxy.state.cache_hits > 0  # the audit's re-salted prompts were replayed
+            if mode in COUNTING:
+                assert proxy.state.padded > 0 and proxy.state.kept_honest > 0, mode
     honest = results["honest"]
     assert honest["status"] != "disqualified", honest.get("reason")
     points = honest["generation"]["curve"]

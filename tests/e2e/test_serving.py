@@ -86,7 +86,7 @@ def _null_measured(result: dict) -> bool:
 def _assert_nothing_left(store: Path) -> None:
     """Every server the run started (its config under the store) is gone: no process names its config
     or its temp folder, the temp folder is removed, its ports are free."""
-    configs = sorted(store.glob("runs/*/cells/*/serving/*.json"))
+    configs = sorted(store.glob("runs/*/cells/*/sut/serving/*.json"))
     assert configs
     for path in configs:
         config = json.loads(path.read_text())
@@ -327,7 +327,7 @@ def _kill_server_once_serving(
     process of the server's session; False when the run ends (or the time is up) before that."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and run.poll() is None:
-        found = store.glob(f"runs/*/cells/*/serving/{log_name}-*.log")
+        found = store.glob(f"runs/*/cells/*/sut/serving/{log_name}-*.log")
         logs = [path for path in found if ready in path.read_bytes()]
         if logs:
             time.sleep(4.0)  # calibration, then the server search's first LoadGen probe

@@ -1,6 +1,7 @@
 """``accelbench tune module:function`` never runs user code in the CLI's process: an abort, a segfault,
 an interrupt or a hang in the function is every cell's status with its reason, the CLI prints its summary
-and exits 0, and nothing the function started outlives the command (``accelbench.workloads.user_check``)."""
+and exits 1 with one line saying why, stack by stack (no stack produced a verified result), and nothing
+the function started outlives the command (``accelbench.workloads.user_check``)."""
 
 from __future__ import annotations
 
@@ -51,8 +52,11 @@ def test_user_code_that_dies_or_hangs_is_a_cell_status(
         "tune", function, "--stacks", "torch-eager,onnxruntime", "--timeout-s", "5", "--json",
         "--store", str(store), env={PID_FILE_ENV: str(pid_file)}, timeout_s=300,
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode == 1, done.stderr[-2000:]
     assert time.monotonic() - started < 120
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("accelbench: error: no stack produced a verified result (")
+    assert f"onnxruntime: {status}" in last and f"torch-eager: {status}" in last, last
     rows = json.loads(done.stdout)["ranking"]
     assert sorted((r["stack"], r["status"]) for r in rows) == [
         ("onnxruntime", status),

@@ -33,7 +33,8 @@ class _Handler(BaseHTTPRequestHandler):
         return
 
     def do_GET(self) -> None:
-        body = json.dumps({"data": [{"id": m} for m in self.server.models]}).encode()
+        owner = {"owned_by": self.server.owner} if self.server.owner else {}
+        body = json.dumps({"data": [{"id": m, **owner} for m in self.server.models]}).encode()
         self._send(200, "application/json", body)
 
     def do_POST(self) -> None:
@@ -91,6 +92,7 @@ class _Server(ThreadingHTTPServer):
     mode = "ok"
     key = ""
     models: tuple[str, ...] = ("tiny-llama",)
+    owner = ""
     usage = 0
     delay_s = 0.0
     gap_s = 0.0
@@ -109,12 +111,13 @@ def stub(
     delay_s: float = 0.0,
     serial: bool = False,
     gap_s: float = 0.0,
+    owner: str = "",
 ) -> Iterator[str]:
     """A running stub server; yields its base URL."""
     server = _Server(("127.0.0.1", 0), _Handler)
     server.mode, server.key, server.models, server.usage, server.bodies = mode, key, models, usage, []
     server.seen, server.delay_s, server.serial, server.lock = set(), delay_s, serial, threading.Lock()
-    server.gap_s = gap_s
+    server.gap_s, server.owner = gap_s, owner
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

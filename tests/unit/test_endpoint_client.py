@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from accelbench.endpoint.cell import remote_model_id
+from accelbench.endpoint.cell import remote_length_fields, remote_model_id
 from accelbench.endpoint.client import Prompt, Target, body
 from accelbench.endpoint.driver import Load, run_point
 from accelbench.errors import Unavailable
@@ -34,11 +34,12 @@ def test_an_honest_stream_is_recorded_with_its_times_and_counts() -> None:
     assert not record.filler_first_chunk
 
 
-def test_a_filler_first_chunk_does_not_stop_the_ttft_clock() -> None:
+def test_the_ttft_clock_stops_at_the_first_non_empty_chunk_a_filler_too() -> None:
+    """As MLPerf and AIPerf time it (issue 44): a fake early chunk is caught by the reply it starts."""
     with stub("filler") as url:
         (record,) = run_point(Target(url, "tiny-llama"), _prompts(1), Load(1, 6), _words)
-    assert record.ok and record.filler_first_chunk
-    assert record.first_content_s == record.chunk_s[1] > record.chunk_s[0]
+    assert record.ok and record.filler_first_chunk and record.first_chunk_text == " "
+    assert record.first_content_s == record.chunk_s[0] < record.chunk_s[1]
 
 
 def test_a_stream_without_done_ends_on_close() -> None:
@@ -98,3 +99,13 @@ def test_a_server_that_lists_other_models_is_unavailable_with_their_names() -> N
         with pytest.raises(Unavailable, match=r"serves gpt-x, other, not tiny-llama"):
             remote_model_id(url, "tiny-llama", None)
         assert remote_model_id(url, "gpt-x", None) == "gpt-x"
+
+
+def test_the_reply_length_is_forced_where_the_server_says_what_it_is() -> None:
+    for owner, fields in (("vllm", {"ignore_eos": True}), ("llamacpp", {"ignore_eos": True}), ("acme", {})):
+        with stub(owner=owner) as url:
+            assert remote_length_fields(url, "tiny-llama", None) == fields, owner
+            assert remote_length_fields(url, "other", None) == {}  # not the model it serves
+    with stub() as url:  # no owned_by: nothing forced (replies that end early are a warning)
+        assert remote_length_fields(url, "tiny-llama", None) == {}
+    assert remote_length_fields("http://127.0.0.1:1", "tiny-llama", None) == {}  # no /v1/models

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from accelbench.curve import CurvePoint
 from accelbench.endpoint import audits
-from accelbench.endpoint.accuracy import Accuracy, judged, judged_points, shared_share
+from accelbench.endpoint.accuracy import FLAGGED_MORE, Accuracy, judge, judged, judged_count, shared_share
 from accelbench.endpoint.figures import Bounds, itl_s, point, tpot_s, ttft_s, usage_disagrees
 from accelbench.endpoint.records import RequestRecord
 from accelbench.endpoint.repeat import repeat_verdict
@@ -107,7 +107,7 @@ def test_usage_disagreement_allows_eos_and_retokenizing() -> None:
 def test_audits_catch_repeated_salts_filler_and_padding() -> None:
     honest = [_record(0, [1, 2], 8, salt=f"{i:x}", index=i) for i in range(8)]
     judged = Accuracy(1.0, (1.0,) * 4, (1, 8), True)
-    assert [v.outcome for v in audits.verdicts(honest, 8, judged)] == ["pass", "pass", "pass"]
+    assert [v.outcome for v in audits.verdicts(honest, 8, judged)] == ["pass"] * 4
     repeated = [*honest, _record(0, [1, 2], 8, salt="0")]
     assert audits.salts(repeated).outcome == "fail"
     filler = [_record(0, [1, 2], 8, salt=f"{i:x}", filler_first_chunk=i < 3) for i in range(8)]
@@ -124,6 +124,16 @@ def test_audits_catch_repeated_salts_filler_and_padding() -> None:
     assert audits.token_count(retokenized, max_tokens=8).outcome == "pass"  # 3 of 67 tokens
     inflated = [_record(0, [1, 2], 8, salt=f"{i:x}", usage_output_tokens=10) for i in range(8)]
     assert audits.token_count(inflated, max_tokens=8).outcome == "fail"
+    # a few replies over-reported inside honest totals: 3 of 20 at 8 -> 12 tokens is 7.5% off in all
+    few = [_record(0, [1, 2], 8, salt=f"{i:x}", usage_output_tokens=12 if i < 3 else 8) for i in range(20)]
+    verdict = audits.token_count(few, max_tokens=8)
+    assert verdict.outcome == "fail" and verdict.evidence == {
+        "usage_off": 0.075,
+        "padded": 0,
+        "disagreeing": 3,
+        "over": 3,
+    }
+    assert audits.token_count(few[2:], max_tokens=8).outcome == "pass"  # 1 of 18
 
 
 times = st.floats(min_value=0.0, max_value=100.0, allow_nan=False)
@@ -213,19 +223,98 @@ def test_failed_requests_and_a_stopped_ladder_are_invalid_reasons() -> None:
     ]
 
 
-def test_accuracy_shares_and_the_judged_replies() -> None:
+def test_accuracy_shares_and_the_judged_replies_drawn_from_the_secret_seed() -> None:
     assert shared_share(" The cat sat", "The cat ran") == 8 / 11
     assert shared_share("anything", "") == 1.0 and shared_share("", "abc") == 0.0
     records = [
-        _record(0, [1, 2], 4, salt=f"{c}-{i}", concurrency=c, filler_first_chunk=i == 5)
+        _record(0, [1, 2], 4, salt=f"{c}-{i}", concurrency=c, filler_first_chunk=(c, i) == (8, 5))
         for c in (1, 2, 4, 8, 16)
-        for i in range(6)
+        for i in range(8)
     ]
+    records.append(_record(0, [], 0, status="http 500", salt="16-8", concurrency=16))
     prompts = {r.salt: None for r in records}
-    chosen = judged(records, prompts)  # type: ignore[arg-type]
-    firsts = ["-5", "-0", "-1", "-2"]  # the filler first, then up to JUDGED = 4 in order
-    assert [r.salt for r in chosen] == [f"{c}{end}" for c in (1, 2, 8, 16) for end in firsts]
-    # MLPerf Endpoints' four: the lowest, the highest and two middle points; all of a short ladder
-    assert judged_points([1, 2, 4, 8, 16, 32, 64]) == [1, 4, 16, 64]
-    assert judged_points([1, 2, 4, 8]) == [1, 2, 4, 8] and judged_points([1, 4]) == [1, 4]
-    assert judged_points([3]) == [3] and judged_points([]) == []
+    chosen = [r.salt for r in judged(records, prompts, 7, 16)]  # type: ignore[arg-type]
+    assert len(chosen) in (16, 17) and "8-5" in chosen and "16-8" not in chosen  # the filler start added
+    assert chosen == [r.salt for r in judged(records, prompts, 7, 16)]  # type: ignore[arg-type]
+    others = [[r.salt for r in judged(records, prompts, seed, 16)] for seed in range(8, 20)]  # type: ignore[arg-type]
+    assert all(o != chosen for o in others)
+    # across every point, not the first requests of a few: over 13 seeds every reply is drawn at least
+    # once, and every place in a point (a server counting requests since the point began) as often
+    drawn = [salt for o in [chosen, *others] for salt in o if salt != "8-5"]
+    assert {r.salt for r in records if r.ok} - {"8-5"} <= set(drawn)
+    per_place = [sum(s.endswith(f"-{i}") for s in drawn) for i in range(8)]
+    assert min(per_place) >= 10, per_place  # 13 x 16 / 40 x 5 = 26 each in expectation; the old 4-a-point: 0
+    assert judged_count(134_515_008) == 16 and judged_count(8_030_000_000) == 8
+    padded_text = [_record(0, [1], 16, salt=f"p{i}", text="Paris" + " the" * 12) for i in range(12)]
+    flagged = judged([*records, *padded_text], prompts | {r.salt: None for r in padded_text}, 7, 0)  # type: ignore[arg-type]
+    # with none drawn, FLAGGED_MORE of the 13 flagged ones (12 padded, a filler start) are judged
+    assert len(flagged) == FLAGGED_MORE and all(r.salt[0] == "p" or r.salt == "8-5" for r in flagged)
+
+
+def test_a_judged_reply_padded_with_filler_fails_and_an_honest_loop_does_not() -> None:
+    reference = " The capital of France is Paris. It is known for the Eiffel Tower and"
+    honest = _record(0, [1], 16, text=reference)
+    pad = _record(0, [1], 16, text=" The capital of" + " the" * 12)
+    loop = " I am sorry. I am sorry. I am sorry. I am sorry. I am"
+    looping = _record(0, [1], 16, text=loop)
+    past_eos = _record(0, [1], 16, text=" Paris." + " the" * 12)
+    found = judge(
+        [honest, pad, looping, past_eos], [reference, reference, loop, " Paris."], full_length=False
+    )
+    assert found.padded == 2 and found.flagged == 3  # the loop is flagged, and judged the model's own
+    assert judge([past_eos], [" Paris."], full_length=True).padded == 0  # told to ignore EOS: not judged
+    assert judge([honest, looping], [reference, loop], full_length=False).padded == 0
+    # the model's loop that the reference breaks out of after 4 pieces (a near tie on other kernels)
+    broke_out = " I am sorry. I am sorry. I am sorry. I am sorry. But I can help."
+    assert judge([looping], [broke_out], full_length=False).padded == 0
+    ends_in_the = _record(0, [1], 16, text=" Paris is the" + " the" * 11)  # the pad starts a piece early
+    assert judge([ends_in_the], [" Paris is the capital of France."], full_length=False).padded == 1
+    verdict = audits.padding(found)
+    assert (
+        verdict.outcome == "fail" and verdict.evidence["padded"] == 2 and "repeated filler" in verdict.reason
+    )
+    assert audits.padding(judge([honest], [reference], False)).outcome == "pass"
+
+
+def test_a_fake_first_chunk_is_caught_by_the_reply_it_starts() -> None:
+    reference = " The capital of France is Paris."
+    inserted = _record(0, [1], 8, text="[" + reference, first_chunk_text="[", filler_first_chunk=True)
+    word = _record(0, [1], 8, text=" Sure" + reference, first_chunk_text=" Sure")  # not a filler: fake
+    genuine = _record(0, [1], 8, text="[x] ok", first_chunk_text="[", filler_first_chunk=True)
+    near_tie = _record(0, [1], 8, text=" The city of Paris.", first_chunk_text=" The")
+    found = judge([inserted, word, genuine, near_tie], [reference, reference, "[x] ok", reference], False)
+    assert found.fillers == 2 and found.fake_fillers == 2
+    assert audits.first_chunk([inserted, word], found).outcome == "fail"
+
+
+def test_the_per_reply_floor_fails_a_few_garbage_replies_the_mean_would_hide() -> None:
+    reference = " The capital of France is Paris."
+    good = [_record(0, [1], 8, text=reference) for _ in range(14)]
+    garbage = [_record(0, [1], 8, text=" zq xv") for _ in range(2)]
+    one = judge([*good, garbage[0]], [reference] * 15, False)
+    assert one.passed and one.below_floor == 1  # one in 15: a near tie on other kernels may do that
+    two = judge([*good[1:], *garbage], [reference] * 15, False)  # 2 of 15: more than one in eight
+    assert two.mean_share > 0.85 and two.below_floor == 2 and two.floor_failed and not two.passed
+
+
+class _Template:
+    def apply_chat_template(self, messages: list[dict[str, str]], **_: object) -> str:
+        return messages[-1]["content"]
+
+
+def test_the_search_probes_prompts_are_found_again_for_the_draw() -> None:
+    from accelbench.endpoint.cell import probe_prompts
+    from accelbench.endpoint.driver import POISSON
+    from accelbench.endpoint.prompts import salted, seeded_texts
+
+    sent = []
+    for number, (qps, n) in enumerate([(1.0, 16), (2.0, 16), (1.41, 20)]):
+        prompts = salted(_Template(), 5, seeded_texts(5, (4, 8), n, POISSON, number), POISSON, number)
+        sent += [
+            _record(0, [1], 8, salt=p.salt, index=i, concurrency=0, target_qps=qps, role=POISSON)
+            for i, p in enumerate(prompts)
+        ]
+    found = probe_prompts(_Template(), 5, (4, 8), sent)
+    assert set(found) == {r.salt for r in sent} and len(found) == 52
+    assert probe_prompts(_Template(), 6, (4, 8), sent).keys().isdisjoint(found)  # another seed: none
+    assert judged(sent, found, 5, 16)[0].role == POISSON  # the search's replies are drawn too

@@ -99,3 +99,32 @@ def test_the_report_and_the_bundle_read_the_stored_curve() -> None:
     broken = {**stored, "generation": {k: v for k, v in stored["generation"].items() if k != "model"}}
     with pytest.raises(UserError, match=r"x\.json is not a result document"):
         bundle_claims(broken, "x.json")
+
+
+def test_replies_that_ended_early_are_a_warning_with_the_length_distribution() -> None:
+    from accelbench.endpoint.outcome import length_warnings
+    from accelbench.endpoint.records import RequestRecord
+
+    def reply(tokens: int, status: str = "ok") -> RequestRecord:
+        return RequestRecord(
+            concurrency=1,
+            index=0,
+            role="timed",
+            salt="ab",
+            issue_s=0.0,
+            send_s=0.0,
+            first_content_s=0.1,
+            end_s=1.0,
+            chunk_s=(0.1,),
+            text="x",
+            output_tokens=tokens,
+            usage_output_tokens=tokens,
+            usage_prompt_tokens=9,
+            status=status,
+            error="",
+        )
+
+    assert length_warnings([reply(64), reply(62), reply(3, "http 500")], 64) == []  # 62: re-tokenizing
+    (warning,) = length_warnings([reply(64), reply(64), reply(40), reply(12)], 64)
+    assert warning.startswith("2 of 4 replies ended before 90% of max_tokens 64 (output tokens mean 45.0")
+    assert "p10/p50/p90 20.4/52/64" in warning and "ignore EOS" in warning

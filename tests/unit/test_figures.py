@@ -178,7 +178,7 @@ def test_a_failed_scored_run_backs_the_search_off_one_step_at_most_twice() -> No
     assert not nothing_valid.can_back_off  # no VALID target to step down from
 
 
-def _fake_evidence(capacity: float, calls: list[tuple[int, float | None, int]]) -> Any:
+def _fake_evidence(capacity: float, calls: list[tuple[int, float | None, int]], computes: bool = True) -> Any:
     """``trial.evidence_of`` of a server whose scored trials are VALID up to ``capacity`` QPS, the
     search (trial 0 without a target) having found 137 QPS; ``calls`` records (trial, target, back-off)."""
     from accelbench.cell.trial import Plan
@@ -193,7 +193,7 @@ def _fake_evidence(capacity: float, calls: list[tuple[int, float | None, int]]) 
             invalid_reasons=() if valid else ("99th percentile latency above the bound",),
         )  # fmt: skip
         timed = SimpleNamespace(search=search, measurement=SimpleNamespace(summary=summary))
-        return SimpleNamespace(timed=timed, batch=1)
+        return SimpleNamespace(timed=timed, batch=1, computes=computes)
 
     return evidence_of
 
@@ -209,7 +209,7 @@ def test_the_cell_reruns_every_trial_lower_after_an_invalid_scored_server_trial(
 
     calls: list[tuple[int, float | None, int]] = []
     monkeypatch.setattr(trial, "evidence_of", _fake_evidence(capacity, calls))
-    evidence, search, discarded = inference._trials(None, get_rules("standard"), 0, computes=True)  # type: ignore[arg-type]
+    evidence, search, discarded = inference._trials(None, get_rules("standard"), 0)  # type: ignore[arg-type]
     assert search is not None and len(search.scored_failures) == backoffs and len(evidence) == 3
     assert len(discarded) == 3 * backoffs  # kept for the audits
     assert all(e.timed.measurement.summary.valid for e in evidence) is valid
@@ -222,7 +222,8 @@ def test_the_cell_reruns_every_trial_lower_after_an_invalid_scored_server_trial(
         for k, r in enumerate(rounds[1:], 1)
         for _, t, _ in r
     )
-    evidence, search, _ = inference._trials(None, get_rules("standard"), 0, computes=False)  # type: ignore[arg-type]
+    monkeypatch.setattr(trial, "evidence_of", _fake_evidence(capacity, calls, computes=False))
+    evidence, search, _ = inference._trials(None, get_rules("standard"), 0)  # type: ignore[arg-type]
     assert search is not None and not search.scored_failures  # the null stack is INVALID by design
 
 

@@ -27,6 +27,7 @@ from accelbench.hardware.detect import detect_machine
 from accelbench.results import Cell, Result
 from accelbench.scenarios.rules import get_rules
 from accelbench.store import Store, open_store
+from accelbench.sut import host
 from tests.e2e.planted import _key, oracle_table
 
 CELL = Cell("resnet50", "torch-eager", "single-stream", "cpu", "tiny")
@@ -51,7 +52,8 @@ def _visible(spec: CellSpec) -> tuple[object, object]:
     (Path(spec.cell_dir) / "spec.json").write_text(json.dumps(spec.public_dict()))
     workload = registry.instantiate(spec.workload_ref)
     example = variants.make_sample(workload, "tiny", spec.seed, 0, None)
-    return trial._model_spec(spec, workload, example, 1), trial._context(spec)
+    request = trial._prepare_request(spec, workload, 1)
+    return host.model_spec_of(request, example), host.context_of(request)
 
 
 def test_a_stack_that_regenerates_inputs_from_every_field_it_sees_finds_no_match(tmp_path: Path) -> None:

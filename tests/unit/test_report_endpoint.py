@@ -136,7 +136,7 @@ def test_a_server_started_here_gets_its_output_tokens_per_second_per_chip() -> N
     text = console.export_text()
     assert "32 " in text and "80 " in text  # 8 and 20 tok/s over a quarter of a chip
     assert "0.25 chips counted (2 vCPUs / 2 threads per core / 4 cores)" in text
-    assert "a server at --serve-url, whose chips are not known here" in text
+    assert "a server at --serve-url whose chips were not declared (--serve-hardware)" in text
     document = per_chip_document([here, remote], chips)["served_llm_per_chip"]
     assert [c["cell_key"] for c in document] == [here.cell.key] and document[0]["chips"] == 0.25
     assert [p["output_tokens_per_s_per_chip"] for p in document[0]["points"]] == [32.0, 80.0]

@@ -21,7 +21,7 @@ GOLDEN_V1 = Path(__file__).parent.parent / "golden" / "result_v1.json"
 
 
 NOISE_ADDED = ("steal_cores", "threshold", "floor", "samples_shift", "samples_shifted", "reason")
-NOISE_ADDED = (*NOISE_ADDED, "other_load_after_cores")
+NOISE_ADDED = (*NOISE_ADDED, "other_load_after_cores", "outside_view")
 """Fields the noise record gained in version 7 (issue 34), with defaults for older records."""
 
 

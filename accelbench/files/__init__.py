@@ -1,0 +1,25 @@
+"""Reading files accelbench did not just write itself: the guarded reader (``reader``)."""
+
+from accelbench.files.reader import (
+    MAX_FILE_BYTES,
+    MAX_MAGNITUDE,
+    MAX_NESTING,
+    UnreadableFile,
+    json_text,
+    number_problem,
+    read_bytes,
+    read_json,
+    read_text,
+)
+
+__all__ = [
+    "MAX_FILE_BYTES",
+    "MAX_MAGNITUDE",
+    "MAX_NESTING",
+    "UnreadableFile",
+    "json_text",
+    "number_problem",
+    "read_bytes",
+    "read_json",
+    "read_text",
+]

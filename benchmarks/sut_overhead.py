@@ -1,0 +1,100 @@
+"""What the SUT process costs: each model's call in the harness's process against the same call across
+the wire to a SUT process, interleaved.
+
+For every (workload, stack, batch) asked, one session is prepared both ways from the same prepare
+request a cell sends (``accelbench.cell.trial``): in this process (``accelbench.sut.inprocess``, as
+before the boundary existed) and in a SUT process (``accelbench.sut.remote``). Then the same example
+batch is run ``--calls`` times, alternating A B A B after a warm-up, and the table gives each side's
+median seconds per call, the difference (the boundary's cost per call: two copies of the inputs and
+the output, a socket round trip, two process wake-ups) and its share of the in-process median. The null
+stack is the harness floor: its call is the boundary's cost alone.
+
+Usage: ``python benchmarks/sut_overhead.py [--size standard] [--workloads resnet50,bert-base,minilm-l6]
+[--stacks null,torch-eager,onnxruntime] [--calls 200]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from accelbench import registry, variants
+from accelbench.cell import pipeline, trial
+from accelbench.cellspec import PlannedCell
+from accelbench.config import RunConfig
+from accelbench.results import Cell
+from accelbench.scenarios import batching
+from accelbench.sut.inprocess import InProcessSut
+from accelbench.sut.remote import SutProcess
+
+
+def _spec(workload: str, stack: str, size: str, folder: Path) -> Any:
+    config = RunConfig("bench", (workload,), (stack,), ("offline",), size, "quick", input_seed=1)
+    planned = PlannedCell(
+        Cell(workload, stack, "offline", "cpu", size),
+        registry.table("workload")[workload],
+        registry.table("stack")[stack],
+        registry.DRIVERS["loadgen"],
+    )
+    return pipeline.cell_spec("bench", config, planned, folder)
+
+
+def _timed(infer: Any, example: Any) -> float:
+    start = time.perf_counter()
+    infer(example)
+    return time.perf_counter() - start
+
+
+def measure(workload: str, stack: str, size: str, batch: int, calls: int) -> dict[str, float]:
+    """Median seconds per call in process and across the wire, interleaved."""
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = _spec(workload, stack, size, Path(tmp))
+        model = registry.instantiate(spec.workload_ref)
+        example = batching.join([variants.make_sample(model, size, 7, k, None) for k in range(batch)], batch)
+        request = trial._prepare_request(spec, model, batch)
+        remote = SutProcess(spec.stack_ref, Path(tmp) / "sut", trial._sut_environment())
+        local = InProcessSut(spec.stack_ref)
+        try:
+            sessions = [sut.prepare(request, example)[0].infer for sut in (local, remote)]
+            for infer in sessions:
+                for _ in range(max(3, calls // 20)):
+                    infer(example)
+            times: list[list[float]] = [[], []]
+            for _ in range(calls):
+                for side, infer in enumerate(sessions):
+                    times[side].append(_timed(infer, example))
+        finally:
+            remote.stop()
+    here, there = (statistics.median(t) for t in times)
+    return {"in_process_s": here, "sut_process_s": there}
+
+
+def main(argv: list[str]) -> None:
+    """Print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", default="standard")
+    parser.add_argument("--workloads", default="resnet50,bert-base,minilm-l6")
+    parser.add_argument("--stacks", default="null,torch-eager,onnxruntime")
+    parser.add_argument("--batches", default="1,8")
+    parser.add_argument("--calls", type=int, default=100)
+    args = parser.parse_args(argv)
+    columns = ("workload", "stack", "batch", "in process ms", "SUT process ms", "overhead us", "share")
+    print("  ".join(columns))
+    for workload in args.workloads.split(","):
+        for stack in args.stacks.split(","):
+            for batch in (int(b) for b in args.batches.split(",")):
+                row = measure(workload, stack, args.size, batch, args.calls)
+                here, there = row["in_process_s"], row["sut_process_s"]
+                share = (there - here) / here if here > 1e-5 else float("nan")
+                cells = (workload, stack, str(batch), f"{here * 1e3:.3f}", f"{there * 1e3:.3f}")
+                print("  ".join((*cells, f"{(there - here) * 1e6:.1f}", f"{share:.1%}")))
+                sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
