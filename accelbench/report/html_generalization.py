@@ -1,35 +1,31 @@
 """Generalization, expressiveness and training sections of the HTML report.
 
 The documents come from ``accelbench.normalize.generalization.generalization_document`` and
-``accelbench.normalize.expressiveness.expressiveness_document`` (imported here, lazily); when a module is
-missing,
-or the runs hold no such results, the section says so in one line. Training results (the optional
-``training`` section of a result) become a small table.
+``accelbench.normalize.expressiveness.expressiveness_document`` (imported openly: ``normalize`` is a
+layer below ``report``); when the runs hold no such results, the section says so in one line. Training
+results (the optional ``training`` section of a result) become a small table.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from accelbench.normalize.expressiveness import expressiveness_document
+from accelbench.normalize.generalization import generalization_document
 from accelbench.report import html_charts
 from accelbench.report.html_sections import RunData, Section, text
 from accelbench.report.html_tables import rows_html
-from accelbench.results import Result
 from accelbench.sections import TrainingFigures
-
-log = logging.getLogger(__name__)
 
 
 def generalization_section(runs: Sequence[RunData]) -> Section:
     """The Goodhart gap per stack and the stack x variant heatmap, relative to the canonical model."""
     title = "Generalization to unseen variants"
-    document, problem = _document("accelbench.normalize.generalization", "generalization_document", runs)
-    if document is None or not document.get("heatmap"):
-        return Section("generalization", title, (text(problem or "no variant results in these runs"),))
+    document = generalization_document([r for d in runs for r in d.results])
+    if not document.get("heatmap"):
+        return Section("generalization", title, (text("no variant results in these runs"),))
     parts: list[Any] = [
         text(f"variant seed {document.get('variant_seed')}"),
         _stacks_table(document["stacks"]),
@@ -85,9 +81,9 @@ def _stacks_table(stacks: Sequence[Mapping[str, Any]]) -> str:
 def expressiveness_section(runs: Sequence[RunData]) -> Section:
     """Which stacks run the non-matmul workloads, and how fast relative to eager."""
     title = "Expressiveness"
-    document, problem = _document("accelbench.normalize.expressiveness", "expressiveness_document", runs)
-    if document is None or not document.get("cells"):
-        return Section("expressiveness", title, (text(problem or "no expressiveness results in these runs"),))
+    document = expressiveness_document([r for d in runs for r in d.results])
+    if not document.get("cells"):
+        return Section("expressiveness", title, (text("no expressiveness results in these runs"),))
     cells = document["cells"]
     rows = sorted({_row(c) for c in cells})
     columns = list(dict.fromkeys(c["workload"] for c in cells))
@@ -125,22 +121,6 @@ def training_section(runs: Sequence[RunData]) -> Section | None:
     ]
     table = rows_html("Training to quality", ("cell", "status", *keys), rows)
     return Section("training", "Training to quality", (table,))
-
-
-def _document(module: str, function: str, runs: Sequence[RunData]) -> tuple[Mapping[str, Any] | None, str]:
-    """The document a helper module builds from the results, or (None, why not)."""
-    try:
-        build: Callable[[Sequence[Result]], Mapping[str, Any]] = getattr(
-            importlib.import_module(module), function
-        )
-    except (ImportError, AttributeError) as exc:
-        return None, f"unavailable: {module}.{function} does not import ({exc})"
-    results = [r for d in runs for r in d.results]
-    try:
-        return build(results), ""
-    except Exception as exc:  # a section must never break the whole report
-        log.warning("%s failed: %s", function, exc, exc_info=True)
-        return None, f"unavailable: {function} failed ({type(exc).__name__}: {exc})"
 
 
 def _scalar(value: Any) -> bool:
