@@ -27,8 +27,9 @@ import signal
 import sys
 import urllib.request
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
+from accelbench.endpoint.servers import EndpointServer, ServerSettings
 from accelbench.generation.models import smollm2_gguf
 from accelbench.serving import process
 from accelbench.serving.process import HOST, ServerProcess
@@ -44,18 +45,7 @@ PROMPT_TOKENS_PER_SLOT = 1024
 """Room for a prompt in each slot's context, beside the reply (as the transformers CB cache is sized)."""
 
 
-class ServerSettings(Protocol):
-    """What a server is started for (``accelbench.endpoint.servers.ServerSettings`` has these)."""
-
-    @property
-    def max_concurrency(self) -> int: ...
-    @property
-    def max_tokens(self) -> int: ...
-    @property
-    def threads(self) -> int: ...
-
-
-class LlamaCppServer:
+class LlamaCppServer(EndpointServer):
     """llama.cpp's server (``xllamacpp``) on loopback, the endpoint-server interface of
     ``accelbench.endpoint.servers``: ``start`` returns (url, model id) once ``/health`` answers,
     ``stop`` ends it and everything it started.
