@@ -13,6 +13,10 @@ the child process and records the status directly.
 
 from __future__ import annotations
 
+import re
+
+_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+
 
 class AccelbenchError(Exception):
     """Root of every error accelbench raises on purpose."""
@@ -38,3 +42,15 @@ class Unsupported(CellError):
     """The stack is available but cannot execute this model (op or shape not supported)."""
 
     status = "unsupported"
+
+
+def first_line(exc: BaseException, limit: int = 500, root_cause: bool = False) -> str:
+    """The one home of a one-line reason: ``Type: first non-empty line`` of ``exc`` (colour codes
+    removed), cut at ``limit`` characters; with ``root_cause``, of its innermost ``__cause__``
+    (exporters and compilers wrap the real failure, e.g. "No ONNX function found for aten.x", in
+    generic errors whose first line only says which step failed)."""
+    while root_cause and exc.__cause__ is not None:
+        exc = exc.__cause__
+    text = _ANSI_ESCAPE.sub("", str(exc))
+    line = next((one.strip() for one in text.splitlines() if one.strip()), "")
+    return (f"{type(exc).__name__}: {line}" if line else type(exc).__name__)[:limit]

@@ -21,7 +21,7 @@ from typing import Any
 
 from accelbench.cell import seeds
 from accelbench.cellspec import CellSpec
-from accelbench.errors import CellError
+from accelbench.errors import CellError, first_line
 from accelbench.meters import memory
 from accelbench.outcome import Outcome
 from accelbench.outputs import write_json_atomic
@@ -65,8 +65,7 @@ def outcome_of(spec: CellSpec) -> Outcome:
         return Outcome.failed("oom", "MemoryError in the cell process")
     except Exception as err:
         traceback.print_exc()
-        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-        return Outcome.failed("crashed", f"{type(err).__name__}: {first}"[:500])
+        return Outcome.failed("crashed", first_line(err))
 
 
 if __name__ == "__main__":

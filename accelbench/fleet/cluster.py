@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from accelbench import errors
 from accelbench.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -138,6 +139,5 @@ def _node_info(node: Mapping[str, Any]) -> NodeInfo:
 
 
 def first_line(err: BaseException) -> str:
-    """``Type: first line of the message`` of an exception (Ray's messages run to many lines)."""
-    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-    return f"{type(err).__name__}: {lines[0] if lines else ''}"[:300]
+    """``accelbench.errors.first_line``, 300 characters (Ray's messages run to many lines)."""
+    return errors.first_line(err, 300)

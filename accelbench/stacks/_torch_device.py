@@ -7,13 +7,13 @@ torch surfaces as an "unavailable" reason, never as an import error of the stack
 from __future__ import annotations
 
 import importlib
-import re
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from accelbench import errors
 from accelbench.stacks.base import CellContext, Stack
 from accelbench.workloads.base import Inputs
 
@@ -36,7 +36,6 @@ resnet50 standard, same method: onnxruntime 21.41, 20.44, 23.70, 23.78 (load 2.5
 were not measured on resnet50.
 """
 """The measurement behind the CPU ``default_batch`` of the stacks."""
-_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 _PRECISION_NAMES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64"}
 
 
@@ -192,13 +191,5 @@ def time_first_call_s(infer: Callable[[Inputs], np.ndarray], inputs: Inputs) -> 
 
 
 def first_line(exc: BaseException) -> str:
-    """A one-line reason: ``Type: first line`` of the root cause of ``exc`` (colour codes removed).
-
-    Exporters and compilers wrap the real failure (e.g. "No ONNX function found for aten.x") in generic
-    errors whose first line only says which step failed, so the innermost ``__cause__`` is used.
-    """
-    while exc.__cause__ is not None:
-        exc = exc.__cause__
-    text = _ANSI_ESCAPE.sub("", str(exc))
-    line = next((one.strip() for one in text.splitlines() if one.strip()), "")
-    return f"{type(exc).__name__}: {line}" if line else type(exc).__name__
+    """``accelbench.errors.first_line`` of the root cause (a stack's failures come wrapped)."""
+    return errors.first_line(exc, root_cause=True)

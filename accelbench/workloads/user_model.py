@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from accelbench.errors import UserError
+from accelbench.errors import UserError, first_line
 from accelbench.workloads.base import Inputs, Variant, Workload
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def check_onnx(path: Path) -> Any:
         model = onnx.load(str(path))
         onnx.checker.check_model(model, full_check=True)
     except Exception as err:
-        raise UserError(f"{path} is not a valid ONNX model: {_first_line(err)}") from None
+        raise UserError(f"{path} is not a valid ONNX model: {first_line(err, 300)}") from None
     if not _graph_inputs(model) or not model.graph.output:
         raise UserError(f"{path}: the ONNX graph needs at least one input and one output")
     _check_opset(path, model)
@@ -130,7 +130,7 @@ def load_torch_model(source: ModelSource, seed: int) -> tuple[torch.nn.Module, t
         try:
             returned = function()
         except Exception as err:
-            raise UserError(f"{source.location} raised {type(err).__name__}: {_first_line(err)}") from None
+            raise UserError(f"{source.location} raised {first_line(err, 300)}") from None
     if not (isinstance(returned, tuple) and len(returned) == 2 and isinstance(returned[0], torch.nn.Module)):
         raise UserError(f"{source.location} must return (torch.nn.Module, tuple of example tensors)")
     module, example = returned
@@ -148,9 +148,7 @@ def _import_function(source: ModelSource) -> Callable[[], Any]:
     try:
         function = getattr(importlib.import_module(module_name), attribute)
     except Exception as err:
-        raise UserError(
-            f"cannot import {source.location}: {type(err).__name__}: {_first_line(err)}"
-        ) from None
+        raise UserError(f"cannot import {source.location}: {first_line(err, 300)}") from None
     if not callable(function):
         raise UserError(f"{source.location} is not a function")
     return function
@@ -288,8 +286,3 @@ def __getattr__(name: str) -> Any:
 
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "-" for c in text)[:60] or "model"
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0][:300] if text else type(err).__name__
