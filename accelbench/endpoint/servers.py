@@ -12,7 +12,6 @@ they are unavailable with the reason.
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import json
 import os
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from accelbench.errors import UserError
+from accelbench.registry import instantiate
 
 SERVERS: Mapping[str, str] = {
     "transformers": "accelbench.endpoint.servers:TransformersServer",
@@ -72,8 +72,7 @@ def get_server(name: str) -> EndpointServer:
     """A fresh instance of the server ``name``; UserError for an unknown one."""
     if name not in SERVERS:
         raise UserError(f"unknown LLM server {name!r}; choose one of: {', '.join(SERVERS)}")
-    module, _, cls = SERVERS[name].partition(":")
-    server: EndpointServer = getattr(importlib.import_module(module), cls)()
+    server: EndpointServer = instantiate(SERVERS[name])
     return server
 
 
