@@ -146,11 +146,25 @@ async def send(
         error = error.replace(target.api_key, "***")
     text = "".join(stream.pieces)
     return RequestRecord(
-        slot.concurrency, slot.index, slot.role, prompt.salt, slot.issue_s, send_s, stream.first_content_s,
-        end_s, tuple(stream.chunk_s), text, count_tokens(text) if text else 0,
-        stream.usage.get("completion_tokens"), stream.usage.get("prompt_tokens"), status, error,
-        stream.finish_reason, stream.filler, stream.pieces[0] if stream.pieces else "",
-    )  # fmt: skip
+        concurrency=slot.concurrency,
+        index=slot.index,
+        role=slot.role,
+        salt=prompt.salt,
+        issue_s=slot.issue_s,
+        send_s=send_s,
+        first_content_s=stream.first_content_s,
+        end_s=end_s,
+        chunk_s=tuple(stream.chunk_s),
+        text=text,
+        output_tokens=count_tokens(text) if text else 0,
+        usage_output_tokens=stream.usage.get("completion_tokens"),
+        usage_prompt_tokens=stream.usage.get("prompt_tokens"),
+        status=status,
+        error=error,
+        finish_reason=stream.finish_reason,
+        filler_first_chunk=stream.filler,
+        first_chunk_text=stream.pieces[0] if stream.pieces else "",
+    )
 
 
 async def _read(response: Any, stream: _Stream, clock0: float) -> None:

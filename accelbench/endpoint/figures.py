@@ -90,14 +90,35 @@ def point(
     e2es = [r.end_s - r.issue_s for r in ok]
     good = [r for r in ok if _good(r, bounds)]
     tokens = sum(r.output_tokens for r in ok)
-    tpot = _three(tpots)
+    ttft, tpot, itl, e2e = _three(ttfts), _three(tpots), _three(gaps), _three(e2es)
     return CurvePoint(
-        concurrency, len(records), tokens * per_s, 1.0 / tpot[1] if tpot[1] > 0 else 0.0,
-        *_three(ttfts), *tpot, *_three(gaps), *_three(e2es),
-        len(ok) * per_s, len(good) * per_s, (len(records) - len(ok)) / len(records) if records else 0.0,
-        tokens, span, sum(r.filler_first_chunk for r in records), sum(usage_disagrees(r) for r in ok),
-        input_tokens, energy.energy_j if energy else None, energy.provenance if energy else "",
-    )  # fmt: skip
+        concurrency=concurrency,
+        requests=len(records),
+        output_tokens_per_s=tokens * per_s,
+        tokens_per_s_per_user=1.0 / tpot[1] if tpot[1] > 0 else 0.0,
+        ttft_p50_s=ttft[0],
+        ttft_p90_s=ttft[1],
+        ttft_p99_s=ttft[2],
+        tpot_p50_s=tpot[0],
+        tpot_p90_s=tpot[1],
+        tpot_p99_s=tpot[2],
+        itl_p50_s=itl[0],
+        itl_p90_s=itl[1],
+        itl_p99_s=itl[2],
+        e2e_p50_s=e2e[0],
+        e2e_p90_s=e2e[1],
+        e2e_p99_s=e2e[2],
+        requests_per_s=len(ok) * per_s,
+        goodput_requests_per_s=len(good) * per_s,
+        error_rate=(len(records) - len(ok)) / len(records) if records else 0.0,
+        output_tokens=tokens,
+        duration_s=span,
+        filler_first_chunks=sum(r.filler_first_chunk for r in records),
+        usage_disagreements=sum(usage_disagrees(r) for r in ok),
+        input_tokens=input_tokens,
+        energy_j=energy.energy_j if energy else None,
+        energy_provenance=energy.provenance if energy else "",
+    )
 
 
 def _good(record: RequestRecord, bounds: Bounds) -> bool:
