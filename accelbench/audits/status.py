@@ -8,8 +8,9 @@ Order of precedence, most severe first (the reason is that of the first that app
    alternate-seed or precision audit fails (inputs memorised, precision lowered).
 2. ``quality_failed``: the outputs are inaccurate for the declared precision (quality gate or sanity
    check); the alternate-seed and precision audits then fail too, as consequences, not as cheats.
-3. ``unverified``: an audit could not conclude (too few samples, or outputs the stack says are not
-   the model's); nothing says the figure is wrong, nothing vouches for it either.
+3. ``unverified``: an audit could not conclude (too few samples, outputs the stack says are not the
+   model's, or work the SUT process did between its calls: ``accelbench.audits.off_calls``); nothing
+   says the figure is wrong, nothing vouches for it either.
 4. ``invalid``: LoadGen said INVALID for a trial (its reasons follow).
 5. ``unstable``: the machine drifted during the measurement beyond the noise guard's threshold.
 6. ``ok``.
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 
 from accelbench.audits.verdict import FAIL, INCONCLUSIVE, Verdict
 
-AUDIT_ORDER = ("output", "repeat", "caching", "alternate_seed", "precision")
+AUDIT_ORDER = ("output", "repeat", "caching", "alternate_seed", "precision", "off_calls")
 ACCURACY_AUDITS = ("alternate_seed", "precision")
 """Audits that an inaccurate stack fails as a consequence of its inaccuracy."""
 COARSEST_CLASS = "coarser than bf16"

@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from accelbench.audits import output, post_run, precision, repeat
+from accelbench.audits import off_calls, output, post_run, precision, repeat
 from accelbench.audits.status import cell_status
 from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS, Verdict
 from accelbench.meters import noise
@@ -27,12 +27,18 @@ def verdict(name: str, entry: Mapping[str, Any], precision_name: str = "fp32") -
         "repeat": _repeat,
         "caching": _caching,
         "precision": _precision,
+        "off_calls": _off_calls,
     }
     if name == "alternate_seed":
         outcome = _alternate_seed(entry, precision_name)
     else:
         outcome = judges[name](entry) if name in judges else str(entry.get("verdict"))
     return Verdict(name, outcome, str(entry.get("reason", "")), _evidence(name, entry))
+
+
+def _off_calls(entry: Mapping[str, Any]) -> str:
+    in_calls_s = float(entry["in_calls_s"])
+    return off_calls.judge(in_calls_s + float(entry["off_calls_s"]), in_calls_s)
 
 
 def unaudited() -> Verdict:

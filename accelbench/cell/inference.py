@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from accelbench import audits, variants
+from accelbench.audits import off_calls, precision, repeat
 from accelbench.audits import output as output_audit
-from accelbench.audits import precision, repeat
 from accelbench.cell import trial
 from accelbench.cellspec import CellSpec
 from accelbench.meters import noise
@@ -61,7 +61,7 @@ def measure(spec: CellSpec) -> Outcome:
     found = _figures(evidence, search)
     # rounds discarded by a server back-off are judged too: a stack caught there never ranks
     computes = evidence[0].computes  # the stack's declaration, asked in its SUT process
-    judged = _judge(computes, workload, [*discarded, *evidence], rules)
+    judged = _judge(computes, workload, [*discarded, *evidence], rules, _sut_cpu(evidence))
     sanity = evidence[-1].sanity
     failures = [q.metric for q in (judged.quality, sanity) if q is not None and not q.passed]
     drift = noise.unstable_reason(probe)
@@ -130,8 +130,15 @@ class _Judged:
     section: AuditSection | None
 
 
-def _judge(computes: bool, workload: Workload, evidence: Sequence[trial.Evidence], rules: Rules) -> _Judged:
-    """Output check and quality gate over every trial, repeat audit, post-run audits, precision."""
+def _judge(
+    computes: bool,
+    workload: Workload,
+    evidence: Sequence[trial.Evidence],
+    rules: Rules,
+    sut_cpu: Mapping[str, float],
+) -> _Judged:
+    """Output check and quality gate over every trial, repeat audit, post-run audits, precision, and
+    the SUT process's CPU off its calls."""
     from accelbench.meters.quality import compare
 
     after, precision_name = evidence[-1].post, evidence[-1].effective_precision
@@ -152,6 +159,7 @@ def _judge(computes: bool, workload: Workload, evidence: Sequence[trial.Evidence
         after.caching,
         after.alternate_seed,
         precision.precision_verdict(precision_name, error, len(checked_outs) + len(after.outputs)),
+        *((v,) if (v := off_calls.off_calls_verdict(sut_cpu)) else ()),
     )
     extra = {"feed_seed": seeds, "timed_pool": evidence[0].pool_size, "post_run_s": after.elapsed_s}
     return _Judged(verdicts, quality, audits.section(verdicts, **extra))
