@@ -305,6 +305,16 @@ class Result:
             raise ValueError(f"unknown result status {self.status!r}")
 
     @property
+    def decode(self) -> GenerationFigures | None:
+        """The tokens driver's body (an in-process LLM cell's decode figures), else None."""
+        return self.generation if isinstance(self.generation, GenerationFigures) else None
+
+    @property
+    def curve(self) -> EndpointFigures | None:
+        """The endpoint driver's body (a served LLM's curve), else None."""
+        return self.generation if isinstance(self.generation, EndpointFigures) else None
+
+    @property
     def qps(self) -> float | None:
         """LoadGen's scenario throughput, when the cell was measured (server: the searched max QPS)."""
         if self.figures is not None:

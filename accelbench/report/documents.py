@@ -20,7 +20,6 @@ from accelbench.probe.roofline import MeasuredPeaks
 from accelbench.ranges import Range
 from accelbench.report.normalized import figures_document, range_document
 from accelbench.results import Result
-from accelbench.sections import GenerationFigures
 
 log = logging.getLogger(__name__)
 
@@ -62,9 +61,7 @@ def served_chips(
     """Per endpoint cell: the chips its server ran on. A server the cell started on this machine: matched
     here, the count narrowed by the measured peak. A ``--serve-url`` server (``llm@url``): the run's
     ``--serve-hardware`` declaration (``config``), basis ``declared``; absent without one."""
-    from accelbench.curve import EndpointFigures
-
-    served = [r for r in results if isinstance(r.generation, EndpointFigures)]
+    served = [r for r in results if r.curve is not None]
     if not served:  # the chips table is read only when a curve needs it
         return {}
     table = chips if chips is not None else load_chips()
@@ -166,8 +163,8 @@ def _roofline(
     flops_peak, bytes_peak = machine_peak(peaks, "gemm", dtype), machine_peak(peaks, "bandwidth")
     if flops_peak is None or bytes_peak is None:
         return None
-    if isinstance(result.generation, GenerationFigures):
-        cost = query_cost(result.cell.workload, result.cell.size, result.generation)
+    if (decode := result.decode) is not None:
+        cost = query_cost(result.cell.workload, result.cell.size, decode)
     else:
         cost = workload_cost(
             result.cell.workload, result.cell.size, cache_dir=cache_dir, variant=result.cell.variant

@@ -47,11 +47,6 @@ COST_COLUMN = "$/M output tok"
 CHIP_COLUMN = "output tok/s per chip"
 
 
-def curve_of(result: Result) -> EndpointFigures | None:
-    """The endpoint section of ``result``, None when it is not an endpoint cell's."""
-    return result.generation if isinstance(result.generation, EndpointFigures) else None
-
-
 def curve_table(
     results: Sequence[Result], rate: HourlyRate | None = None, chips: Mapping[str, ChipMatch] | None = None
 ) -> Table | None:
@@ -119,7 +114,7 @@ def cost_document(results: Sequence[Result], rate: HourlyRate) -> dict[str, Any]
 
 def curves_of(results: Sequence[Result]) -> list[tuple[Result, EndpointFigures]]:
     """The endpoint results among ``results``, each with its section."""
-    return [(r, section) for r in results if (section := curve_of(r)) is not None]
+    return [(r, section) for r in results if (section := r.curve) is not None]
 
 
 def _row(result: Result, point: CurvePoint) -> list[str]:

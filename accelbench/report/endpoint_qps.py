@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
-from accelbench.curve import EndpointFigures, QpsProbe, QpsSearch
+from accelbench.curve import QpsProbe, QpsSearch
 from accelbench.results import Result
 
 TITLE = "Served LLM max QPS (Poisson arrivals; TTFT from the scheduled arrival)"
@@ -32,11 +32,7 @@ _LEFT = ("workload", "stack", "probe")
 
 def searches_of(results: Sequence[Result]) -> list[tuple[Result, QpsSearch]]:
     """The endpoint results that ran a max-QPS search, each with its search, by cell key."""
-    found = [
-        (r, r.generation.qps_search)
-        for r in results
-        if isinstance(r.generation, EndpointFigures) and r.generation.qps_search is not None
-    ]
+    found = [(r, search) for r in results if (curve := r.curve) and (search := curve.qps_search)]
     return sorted(found, key=lambda pair: pair[0].cell.key)
 
 

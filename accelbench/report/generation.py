@@ -38,12 +38,7 @@ _LEFT = ("workload", "stack", "scenario", "status", "precision / weights", "agre
 
 def generation_table(results: Sequence[Result]) -> Table | None:
     """One row per generative result; None when there is none."""
-    return section_table(results, decode_of, TITLE, COLUMNS, _LEFT, _row)
-
-
-def decode_of(result: Result) -> GenerationFigures | None:
-    """The decode section of ``result`` (None for an endpoint cell's: ``report.endpoint``'s table)."""
-    return result.generation if isinstance(result.generation, GenerationFigures) else None
+    return section_table(results, lambda r: r.decode, TITLE, COLUMNS, _LEFT, _row)
 
 
 def _row(result: Result, section: GenerationFigures) -> list[str]:

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 
 from accelbench.report.headline import Headline, headline
 from accelbench.results import Result
-from accelbench.sections import GenerationFigures, SearchProbe, ServerSearch
+from accelbench.sections import SearchProbe, ServerSearch
 
 Value = tuple[float, float, float]
 """(central, low, high) of one bar."""
@@ -213,9 +213,7 @@ def token_search_figures(title: str, entries: Sequence[Entry]) -> list[go.Figure
     searched = [
         (e.label, s, g)
         for e in entries
-        if (s := e.result.server_search)
-        and s.probes
-        and isinstance(g := e.result.generation, GenerationFigures)
+        if (s := e.result.server_search) and s.probes and (g := e.result.decode) is not None
     ]
     if not searched:
         return []

@@ -18,7 +18,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from accelbench.curve import EndpointFigures
 from accelbench.endpoint.records import RequestRecord
 from accelbench.errors import UserError
 from accelbench.inputs import parse_json, read_input_text
@@ -45,8 +44,8 @@ def export_requests(results: Sequence[Result], run_dir: Path, out: Path) -> int:
 def request_lines(results: Sequence[Result], run_dir: Path) -> Iterator[dict[str, Any]]:
     """Every stored request of the endpoint cells among ``results``, with its run id and cell key."""
     for result in sorted(results, key=lambda r: r.cell.key):
-        if isinstance(result.generation, EndpointFigures):
-            for record in cell_records(run_dir, result.generation.requests_file, result.cell.key):
+        if (curve := result.curve) is not None:
+            for record in cell_records(run_dir, curve.requests_file, result.cell.key):
                 yield {"run_id": result.run_id, "cell_key": result.cell.key, **record.to_dict()}
 
 
