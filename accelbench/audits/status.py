@@ -42,7 +42,10 @@ def cell_status(
     failed = [v for v in ordered if v.outcome == FAIL]
     cheats = [v for v in failed if v.audit not in ACCURACY_AUDITS or _lowered_precision(v)]
     if cheats or (failed and not quality_failures):
-        first = (cheats or failed)[0]
+        # the run's own outputs passed the gate: a failed precision audit is the sharper diagnosis of
+        # the two accuracy audits (its error may fit no class when a model amplifies rounding)
+        lowered = [v for v in failed if v.audit == "precision"]
+        first = (cheats or lowered or failed)[0]
         others = [v.audit for v in failed if v is not first]
         more = f" (and {len(others)} more audit(s) failed: {', '.join(others)})" if others else ""
         return "disqualified", f"{first.audit} audit: {first.reason}{more}"

@@ -117,3 +117,12 @@ def test_precision_lowered_to_bf16_disqualifies_even_when_the_gate_fails() -> No
 def test_memorised_inputs_disqualify_when_the_run_itself_passes_the_gate() -> None:
     status, reason = cell_status([verdict("alternate_seed", FAIL)], [], [], "")
     assert status == "disqualified" and reason.startswith("alternate_seed audit")
+
+
+def test_with_the_gate_passed_a_failed_precision_audit_is_named_before_the_alternate_seed() -> None:
+    """planted-bf16 once had an error no class explains (a tiny model amplified the rounding): its own
+    outputs passed the gate, so it is still disqualified, and the reason names the precision audit."""
+    coarse = Verdict("precision", FAIL, "error 0.2", {"consistent_with": "coarser than bf16"})
+    status, reason = cell_status([verdict("alternate_seed", FAIL), coarse], [], [], "")
+    assert status == "disqualified"
+    assert reason == "precision audit: error 0.2 (and 1 more audit(s) failed: alternate_seed)"
