@@ -13,8 +13,8 @@ SECONDS = st.floats(min_value=0.0, max_value=500.0, allow_nan=False)
 
 
 def test_honest_spin_passes_and_a_worker_between_calls_does_not() -> None:
-    # ONNX Runtime's offline ResNet-50, the most an honest stack spent off its calls (10%)
-    assert off_calls.judge(cpu_s=4.08, in_calls_s=3.71) == PASS
+    # ONNX Runtime's server ResNet-50, the most an honest stack spent off its calls (13%)
+    assert off_calls.judge(cpu_s=2.89, in_calls_s=2.56) == PASS
     # a thread busy through 1 s of gaps beside 0.1 s of calls
     assert off_calls.judge(cpu_s=1.1, in_calls_s=0.1) == INCONCLUSIVE
     # a short window's spin-down is never judged, whatever its share
