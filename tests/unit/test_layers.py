@@ -52,6 +52,25 @@ def test_every_top_level_module_and_folder_is_in_one_layer() -> None:
     assert set(listed) == units
 
 
+def test_the_architecture_drawing_names_every_layer_in_its_order() -> None:
+    """docs/architecture.md's drawing lists the contract's layers top to bottom (the records' line
+    names its first few and ends in "...")."""
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    drawing = doc.split("```\n", 2)[1].split("```", 1)[0]
+    drawn: list[set[str]] = []
+    for line in drawing.splitlines():
+        head = line.split("  ")[0].strip()
+        names = {n.strip() for n in head.split("|") if n.strip() and n.strip() != "..."}
+        if head.startswith("|"):  # the line above goes on
+            drawn[-1] |= names
+        elif head:
+            drawn.append(names)
+    contract = [{n.removeprefix("accelbench.") for n in layer} for layer in _layers()[1:]]  # not __main__
+    assert len(drawn) == len(contract), (drawn, contract)
+    for names, layer in zip(drawn, contract, strict=True):
+        assert names <= layer and names, (names, layer)
+
+
 @pytest.mark.parametrize(
     ("module", "planted", "broken"),
     [
