@@ -56,7 +56,14 @@ def test_ctrl_c_during_start_up_is_130_without_a_traceback(tmp_path: Path) -> No
     codes = []
     for delay_s in [0.03 + 0.05 * i for i in range(12)]:
         command = [sys.executable, "-m", "accelbench", "list", "stacks"]
-        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        child = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            preexec_fn=_sigint_default,  # a suite started in the background inherits SIGINT ignored
+        )
         time.sleep(delay_s)
         child.send_signal(signal.SIGINT)
         out, err = child.communicate(timeout=30)
@@ -67,6 +74,12 @@ def test_ctrl_c_during_start_up_is_130_without_a_traceback(tmp_path: Path) -> No
     # -SIGINT: Python ends a process interrupted while it unwinds by SIGINT itself (a shell shows 130)
     assert set(codes) <= {-1, 0, 130, -signal.SIGINT}, codes
     assert 130 in codes
+
+
+def _sigint_default() -> None:
+    """SIGINT back to its default in the child: Python installs its KeyboardInterrupt handler only
+    then (a shell starts background jobs with SIGINT ignored, and the children inherit it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _carrying(mark: str) -> list[int]:
