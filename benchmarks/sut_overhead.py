@@ -57,7 +57,7 @@ def measure(workload: str, stack: str, size: str, batch: int, calls: int) -> dic
         model = registry.instantiate(spec.workload_ref)
         example = batching.join([variants.make_sample(model, size, 7, k, None) for k in range(batch)], batch)
         request = trial._prepare_request(spec, model, batch)
-        remote = SutProcess(spec.stack_ref, Path(tmp) / "sut", trial._sut_environment())
+        remote = SutProcess(spec.stack_ref, Path(tmp) / "sut", trial.sut_environment())
         local = InProcessSut(spec.stack_ref)
         try:
             sessions = [sut.prepare(request, example)[0].infer for sut in (local, remote)]

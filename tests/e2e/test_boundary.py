@@ -156,7 +156,7 @@ def test_cpu_spent_between_calls_is_seen(tmp_path: Path, stack: str, busy: bool)
     from accelbench.sut.remote import SutProcess
 
     ref = READER.get(stack) or registry.STACKS[stack]
-    sut = SutProcess(ref, tmp_path / "sut", trial._sut_environment())
+    sut = SutProcess(ref, tmp_path / "sut", trial.sut_environment())
     try:
         workload = registry.instantiate(registry.WORKLOADS["resnet50"])
         example = variants.make_sample(workload, "tiny", 1, 0, None)
