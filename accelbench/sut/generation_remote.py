@@ -2,15 +2,18 @@
 
 ``describe`` asks the stack whether it runs on the device; ``prepare`` has it prepare a generator for
 the model the harness built (``accelbench.sut.generation_host``) and returns a ``RemoteGenerator``.
-Each ``generate`` sends one prompt with a call number drawn with ``secrets`` and reads back two frames
-that must carry it: the first token, the moment the stack reported it, then every token.
+Each ``generate`` sends one prompt with a call number drawn with ``secrets`` and reads back three
+frames that must carry it: "received" (sent by accelbench's code before any stack code runs), the first
+token, the moment the stack reported it, then every token.
 
 **Which clock.** The reply's times are the harness's (``time.perf_counter`` in this process): the start
 is read just before the prompt is sent, the time to first token when the first-token frame has
 arrived, the latency when the last frame has arrived; ``on_first_token`` (LoadGen's
 ``FirstTokenComplete``, whose own clock runs from the query's issue) is called right then. The SUT
 process sends no time at all, so it cannot claim one: its first token counts when it reaches the
-harness. A frame it sent ahead of its request (to be read the moment the next call starts) cannot
+harness. The "received" frame's time (``Reply.wire_s``, a round trip of the wire) is what the first-token
+audit takes off the time to first token (``accelbench.generation.timing_audits``): a stack that delays it
+only makes its own first token look earlier. A frame it sent ahead of its request (to be read the moment the next call starts) cannot
 carry the call's number, and a frame of no call in flight, a second first token or a reply before its
 first token ends the cell (``SutFailure``, crashed: the protocol broken).
 """
@@ -82,6 +85,9 @@ class RemoteGenerator(Generator):
         with self.sut.call() as conn:
             start = time.perf_counter()
             wire.send(conn, header, (ids,))
+            if "received" not in _frame(conn, call).header:
+                raise SutFailure("crashed", "the SUT process replied before it said it received the prompt")
+            wire_s = time.perf_counter() - start
             first = _frame(conn, call)
             first_token_s = time.perf_counter() - start
             if "first" not in first.header:
@@ -96,7 +102,7 @@ class RemoteGenerator(Generator):
         if "first" in last.header:
             raise SutFailure("crashed", "the SUT process reported a first token twice in one reply")
         tokens = tuple(int(t) for t in last.header["tokens"])
-        return Reply(tokens, first_token_s, latency_s, token)
+        return Reply(tokens, first_token_s, latency_s, token, wire_s)
 
     def close(self) -> None:
         """Let the SUT process drop the generator."""
