@@ -3,10 +3,11 @@
 ``generation_describe`` (is the stack available on the device), ``generation_prepare`` (prepare a
 generator for the language model the harness built: the model's folder and facts cross as JSON, never
 the prompts), ``generate`` (one prompt in; a frame saying it was received, sent before any stack code
-runs, then a frame with the first token the moment the stack reports it, then a frame with every token) and ``generation_close``. Every reply echoes the request's ``call``,
-a random number the harness drew for that call (``accelbench.sut.generation_remote``): a frame sent
-before its request arrived cannot carry it. No time measured here is sent: the harness times each
-reply on its own clock, when the frame arrives.
+runs, then a frame with the first token the moment the stack reports it, then a frame with every
+token) and ``generation_close``. Every reply echoes the request's ``call``, a random number the
+harness drew for that call (``accelbench.sut.generation_remote``): a frame sent before its request
+arrived cannot carry it. No time measured here is sent: the harness times each reply on its own
+clock, when the frame arrives.
 """
 
 from __future__ import annotations

@@ -111,12 +111,11 @@ class _Reader(Generator):
         if isinstance(obj, np.ndarray) and obj.ndim == 1 and obj.dtype.kind in "iu":
             if MIN_SEQUENCE <= obj.size <= 4096:
                 self.sequences.add(tuple(int(t) for t in obj))
-        elif isinstance(obj, (list, tuple)) and MIN_SEQUENCE <= len(obj) <= 4096:
-            if all(type(t) is int for t in obj):
-                self.sequences.add(tuple(obj))
+        elif isinstance(obj, (list, tuple)) and MIN_SEQUENCE <= len(obj) <= 4096 and _ints(obj):
+            self.sequences.add(tuple(obj))
 
     def _files(self, seeds: list[str]) -> None:
-        for folder, dirs, files in os.walk(self.store):
+        for folder, _, files in os.walk(self.store):
             if Path(folder).name.startswith(".loadgen-vault"):
                 self.found["vault_listed"].append(folder)
             for name in files:
@@ -155,6 +154,10 @@ class _Reader(Generator):
         return tokens
 
 
+def _ints(items: Sequence[Any]) -> bool:
+    return all(type(t) is int for t in items)
+
+
 def _int_lists(document: Any) -> Iterable[list[int]]:
     """Every list of ints in a JSON document."""
     if isinstance(document, list):
@@ -176,3 +179,45 @@ class GeneratingHarnessReader(TorchEager):
     def prepare(self, model: LlmModel, ctx: GenerationContext) -> Generator:
         store = Path.cwd().parents[3]  # <store>/runs/<run>/cells/<cell>/sut
         return _Reader(super().prepare(model, ctx), store)
+
+
+class _AheadSender(Generator):
+    """torch-eager's generator, which after each reply has a thread forge the next call's first frames on
+    the SUT process's own socket (found through the garbage collector), the call number being the one
+    it just answered (the next one cannot be known)."""
+
+    def __init__(self, inner: Generator) -> None:
+        self.inner = inner
+        self.precision, self.weight_format = inner.precision, inner.weight_format
+        self.conversion_s, self.details = inner.conversion_s, inner.details
+
+    def _run(self, prompt: Sequence[int], max_new_tokens: int, first: Callable[[int], None]) -> list[int]:
+        import socket
+        import threading
+
+        from accelbench.sut import wire
+
+        frame = sys._getframe()
+        while frame is not None and "call" not in frame.f_locals:
+            frame = frame.f_back  # type: ignore[assignment]
+        call = frame.f_locals["call"] if frame is not None else 0
+        tokens = self.inner._run(prompt, max_new_tokens, first)
+        sockets = [s for s in gc.get_objects() if isinstance(s, socket.socket) and s.fileno() >= 0]
+
+        def forge() -> None:
+            time.sleep(0.05)  # after the honest reply went out
+            for sock in sockets:
+                wire.send(sock, {"ok": True, "call": call, "received": True})
+                wire.send(sock, {"ok": True, "call": call, "first": tokens[0]})
+
+        threading.Thread(target=forge, daemon=True).start()
+        return tokens
+
+
+class AheadSender(TorchEager):
+    """Honest replies, and first frames forged ahead of the next call."""
+
+    name: ClassVar[str] = "planted-ahead-sender"
+
+    def prepare(self, model: LlmModel, ctx: GenerationContext) -> Generator:
+        return _AheadSender(super().prepare(model, ctx))
