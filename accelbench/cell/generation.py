@@ -1,5 +1,6 @@
 """The LLM decode driver (``tokens``): measure one generative cell (single-stream, offline, server) in the
-cell process and return its ``Outcome`` with a ``TokensBody``. The steps (the reference replies, the
+cell process, the generating stack's code in a SUT process of its own (``accelbench.sut``), and return
+its ``Outcome`` with a ``TokensBody``. The steps (the reference replies, the
 stack's preparation and calibration, LoadGen in token mode between two noise probes, the quality gate and
 the three audits) are told in ``docs/llm.md`` ("How a generative cell is measured").
 """
@@ -15,10 +16,11 @@ from typing import Any
 
 from accelbench import audits
 from accelbench.audits.verdict import FAIL, PASS, Verdict
+from accelbench.cell.trial import sut_environment
 from accelbench.cellspec import CellSpec
 from accelbench.errors import Unavailable, Unsupported
 from accelbench.generation import figures as token_figures
-from accelbench.generation.base import GenerationContext, GenerationStack, Generator
+from accelbench.generation.base import GenerationContext, Generator
 from accelbench.generation.feed import REPEAT, PromptFeed, SaltPlace
 from accelbench.generation.loadgen_tokens import (
     MIN_TOKEN_QUERIES,
@@ -51,6 +53,9 @@ from accelbench.results import Figures, LoadgenVerdict, NoiseProbe, Quality, jso
 from accelbench.scenarios import server_search
 from accelbench.scenarios.rules import Rules, get_rules
 from accelbench.sections import AuditSection, GenerationFigures, ServerSearch
+from accelbench.sut import generation_remote
+from accelbench.sut.generation_remote import RemoteGenerator
+from accelbench.sut.remote import SutProcess
 from accelbench.versions import with_python
 
 ATTEMPTS = 2
@@ -65,12 +70,23 @@ of it added a 143 s probe to a 150 s search."""
 
 
 def measure(spec: CellSpec) -> Outcome:
-    """The outcome of a generative cell (see the module text)."""
+    """The outcome of a generative cell (see the module text); the stack's code runs in a SUT process of
+    its own (``accelbench.sut``), which gets each prompt only when its query is issued."""
     scenario = spec.cell.scenario
     if scenario not in SCENARIOS:
         raise Unsupported(f"LLM decode runs {', '.join(SCENARIOS)}, not {scenario}")
-    stack: GenerationStack = instantiate(spec.stack_ref)
-    reason = stack.unavailable_reason(spec.cell.device)
+    sut = SutProcess(spec.stack_ref, Path(spec.cell_dir) / "sut", sut_environment())
+    # the SUT process imports the stack while this process builds the model, the prompts and the reference
+    sut.post({"op": "generation_describe", "device": spec.cell.device})
+    try:
+        return measure_with(spec, sut)
+    finally:
+        sut.stop()
+
+
+def measure_with(spec: CellSpec, sut: SutProcess) -> Outcome:
+    """The outcome of a generative cell whose stack runs behind ``sut``."""
+    reason = generation_remote.describe(sut, spec.cell.device)
     if reason:
         raise Unavailable(reason)
     workload: GenerativeWorkload = instantiate(spec.workload_ref)
@@ -81,7 +97,8 @@ def measure(spec: CellSpec) -> Outcome:
     keep = timed_prompts(reference.replies)
     feeds = _Feeds([prompts.prompts[i] for i in keep], prompts, model, spec.input_seed)
     start = time.perf_counter()
-    generator = stack.prepare(model, GenerationContext(cache / "llm-stacks", threads=spec.threads))
+    ctx = GenerationContext(cache / "llm-stacks", threads=spec.threads, device=spec.cell.device)
+    generator = generation_remote.prepare(sut, model, ctx)
     prepare_s = time.perf_counter() - start
     latency_s = _calibrated_latency_s(generator, feeds, prompts.max_new_tokens)
     rules = get_rules(spec.rules)
@@ -92,7 +109,7 @@ def measure(spec: CellSpec) -> Outcome:
         probe_start = noise.begin(spec.noise_floor)
         meters.begin("scored")
         search, run = _measure(
-            generator, feeds, prompts.max_new_tokens, scenario, rules, latency_s, bounds, log_dir
+            generator, feeds, prompts.max_new_tokens, spec.cell.scenario, rules, latency_s, bounds, log_dir
         )
         metered = meters.end("scored", max(run.queries, 1))
         # the guard's samples: each reply's TPOT in completion order (it hardly depends on the prompt)
@@ -102,7 +119,7 @@ def measure(spec: CellSpec) -> Outcome:
         log_dir = Path(spec.cell_dir) / f"loadgen-attempt{attempt + 2}"
     meters.close()
     measured = _Measured(run, search, probe, metered, prepare_s, log_dir)
-    return _outcome(spec, stack, generator, model, prompts, feeds, keep, measured)
+    return _outcome(spec, generator, model, prompts, feeds, keep, measured)
 
 
 class _Feeds:
@@ -334,8 +351,7 @@ class TokensBody:
 
 def _outcome(
     spec: CellSpec,
-    stack: GenerationStack,
-    generator: Generator,
+    generator: RemoteGenerator,
     model: LlmModel,
     prompts: PromptSet,
     feeds: _Feeds,
@@ -382,7 +398,7 @@ def _outcome(
         noise=measured.probe,
         energy=energy,
         warnings=tuple(w for w in measured.metered.warnings if w),
-        versions={**with_python(("accelbench", "numpy", "torch", "mlcommons-loadgen")), **stack.versions()},
+        versions={**with_python(("accelbench", "numpy", "torch", "mlcommons-loadgen")), **generator.versions},
         settings={
             "threads": spec.threads,
             "rules": spec.rules,

@@ -145,7 +145,7 @@ def run(spec: CellSpec, plan: Plan) -> Evidence:
     """Run the trial in this process, the stack's code in a SUT process of its own
     (``accelbench.sut``): this process holds the samples, the seeds and the audits, and the stack
     cannot read it."""
-    sut = SutProcess(spec.stack_ref, Path(spec.cell_dir) / "sut", _sut_environment())
+    sut = SutProcess(spec.stack_ref, Path(spec.cell_dir) / "sut", sut_environment())
     # the SUT process imports the stack and builds its model while this process builds its own
     sut.post({"op": "describe", "device": spec.cell.device})
     sut.post({**_prepare_request(spec, None, 1), "op": "warm"})
@@ -257,7 +257,7 @@ def _with_feed(
     )
 
 
-def _sut_environment() -> dict[str, str]:
+def sut_environment() -> dict[str, str]:
     """What the SUT process's environment adds: this interpreter's import path (plugins and planted
     test stacks import there exactly as here)."""
     return {"PYTHONPATH": os.pathsep.join(os.path.abspath(p) for p in sys.path if p)}

@@ -40,6 +40,10 @@ class Reply:
     """Seconds from the start of ``generate`` to its return."""
     first_reported: int
     """The token id passed to ``on_first_token`` (TEST06: must equal ``tokens[0]``)."""
+    wire_s: float = 0.0
+    """Seconds until the harness read the SUT process's "received" frame, sent before any stack code ran
+    (``accelbench.sut.generation_remote``): at least a round trip of the wire, more when the harness
+    woke late; 0 for a generator in this process."""
 
     @property
     def time_per_output_token_s(self) -> float:

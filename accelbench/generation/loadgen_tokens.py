@@ -7,6 +7,10 @@ buffer alive until the call returns. ``use_token_latencies`` is on, so LoadGen m
 token (TTFT) and the time per output token, which it defines as MLPerf does:
 TPOT = (latency - TTFT) / (tokens - 1), per query.
 
+LoadGen's seeds (the order of the prompt lengths, the server's arrivals) are drawn with ``secrets`` for
+every test, and its logs are written in a vault while it runs (``accelbench.scenarios.vault``), as for
+the inference cells.
+
 Scenarios: ``single-stream`` (at least ``MIN_TOKEN_QUERIES`` queries: fewer leave TPOT's early stopping
 unmet and the run INVALID), ``offline`` (one query of every sample, processed one after another;
 LoadGen reports tokens/s but no TTFT/TPOT), ``server`` (Poisson arrivals at ``target_qps`` with p99
@@ -26,6 +30,7 @@ from __future__ import annotations
 import logging
 import queue
 import re
+import secrets
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -37,6 +42,7 @@ import numpy as np
 
 from accelbench.generation.base import Generator, Reply
 from accelbench.generation.feed import FRESH, PromptFeed, Sent
+from accelbench.scenarios import vault
 from accelbench.scenarios.loadgen_log import Summary, parse_detail_values, parse_summary
 
 log = logging.getLogger(__name__)
@@ -206,15 +212,19 @@ def measure_tokens(
     exception raised by the generator propagates after LoadGen returns."""
     import mlperf_loadgen as lg
 
-    log_dir.mkdir(parents=True, exist_ok=True)
+    from accelbench.scenarios.loadgen import LOADGEN_SEEDS  # (imports LoadGen)
+
     sut = _TokenSut(generator, prompts, max_new_tokens, feed)
     sut.worker.start()
     settings = _settings(lg, run)
+    for name in LOADGEN_SEEDS:  # fixed seeds would let a stack predict each query's prompt length
+        setattr(settings, name, secrets.randbits(63))
     lg_sut = lg.ConstructSUT(sut.issue_queries, sut.flush_queries)
     qsl = lg.ConstructQSL(len(prompts), len(prompts), _nothing, _nothing)
     start = time.perf_counter()
     try:
-        lg.StartTestWithLogSettings(lg_sut, qsl, settings, _log_settings(lg, log_dir))
+        with vault.sealed(log_dir) as sealed_dir:  # LoadGen's seeds stay out of the stack's reach meanwhile
+            lg.StartTestWithLogSettings(lg_sut, qsl, settings, _log_settings(lg, sealed_dir))
     finally:
         sut.queue.put(None)
         sut.worker.join()

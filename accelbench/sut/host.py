@@ -7,7 +7,8 @@ folder of its own as working directory and HOME, and one socket (``FD``) to the 
 It answers requests one at a time (``accelbench.sut.wire``): ``describe`` (is the stack available, does
 it compute, its default batch), ``batch_reason``, ``prepare`` (build the model from the public weights
 seed and prepare a session for the example batch), ``infer`` (one batch in, one output out), ``submit``
-(a served session: the reply comes when the server answers) and ``close``. What it never gets: the
+(a served session: the reply comes when the server answers) and ``close``; a generating stack's ops are
+``accelbench.sut.generation_host``'s. What it never gets: the
 input seed, the sample sets, the audit schedule, LoadGen, the noise floor, the store. Each input crosses
 when LoadGen issues it; each output crosses back as a copy, so nothing the stack does to a buffer after
 it returned can reach the harness.
@@ -31,7 +32,7 @@ import numpy as np
 
 from accelbench.errors import CellError
 from accelbench.stacks.base import CellContext, ModelSpec
-from accelbench.sut import hardening, wire
+from accelbench.sut import generation_host, hardening, wire
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,8 @@ class Host:
         self.lock = threading.Lock()
         self.sessions: dict[int, Any] = {}
         self.models: dict[tuple[str, str, int, str], Any] = {}
+        self.generators: dict[int, Any] = {}
+        """A generating stack's prepared generators (``accelbench.sut.generation_host``)."""
         self._stack: Any = None
 
     @property
@@ -78,12 +81,15 @@ class Host:
                 header, arrays = self._answer(op, message)
             except BaseException as err:  # every failure of stack code becomes a reply
                 header, arrays = failure(err), ()
-            if "id" in message.header:  # a served session's wire routes replies by id
-                header = {**header, "id": message.header["id"]}
+            for key in ("id", "call"):  # a served session's wire routes replies by id; a generation's
+                if key in message.header:  # frames carry the call's number
+                    header = {**header, key: message.header[key]}
             self.reply(header, arrays)
 
     def _answer(self, op: str, message: wire.Message) -> tuple[dict[str, Any], tuple[np.ndarray, ...]]:
         request = message.header
+        if op in generation_host.OPS:
+            return generation_host.answer(self, op, message), ()
         if op == "infer":
             output = self.sessions[int(request["session"])].infer(message.arrays)
             return {"ok": True}, (_output(output),)

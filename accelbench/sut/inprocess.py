@@ -3,7 +3,9 @@ benchmark only (``benchmarks/sut_overhead.py`` times a cell both ways, interleav
 stack in the harness's process could read the harness's memory (``docs/audits.md``).
 
 ``InProcessSut`` answers what ``accelbench.sut.remote.SutProcess`` answers, through the SUT process's
-own code (``accelbench.sut.host.Host``), without the wire.
+own code (``accelbench.sut.host.Host``), without the wire; ``in_process_generator`` prepares a
+generating stack's generator the same way (its replies timed by the generator's own clock, as before
+the boundary).
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from accelbench.generation.base import GenerationContext, Generator
+from accelbench.generation.models import LlmModel
 from accelbench.stacks.base import Session
+from accelbench.sut import generation_host
 from accelbench.sut.host import Host
 from accelbench.sut.remote import Prepared, StackFacts
 from accelbench.workloads.base import Inputs
@@ -67,3 +72,12 @@ class InProcessSut:
 
     def stop(self) -> None:
         """Nothing to stop."""
+
+
+def in_process_generator(stack_ref: str, model: LlmModel, ctx: GenerationContext) -> Generator:
+    """The generating stack's generator prepared in this process, through the SUT process's own code."""
+    host = Host(None, stack_ref)  # type: ignore[arg-type]  # it never replies on a wire
+    request = {"model": generation_host.model_document(model), **generation_host.context_request(ctx)}
+    number = int(generation_host.prepare(host, request)["generator"])
+    generator: Generator = host.generators[number]
+    return generator

@@ -22,11 +22,12 @@ import ctypes.util
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -148,7 +149,7 @@ class SutProcess:
     def request(self, header: Mapping[str, Any], arrays: tuple[np.ndarray, ...] = ()) -> wire.Message:
         """Send a request and wait for its reply; a failed one raises ``SutFailure``."""
         if self.reader is not None:
-            return _checked(self._through_reader(header, arrays))
+            return checked(self._through_reader(header, arrays))
         with self.lock:
             self._collect()
             try:
@@ -156,16 +157,28 @@ class SutProcess:
                 reply = wire.receive(self.conn)
             except (wire.WireError, OSError) as err:
                 raise self._died(err) from None
-        return _checked(reply)
+        return checked(reply)
+
+    @contextlib.contextmanager
+    def call(self) -> Iterator[socket.socket]:
+        """The wire for one exchange of several frames (a generation), under the lock, the SUT process's
+        CPU meanwhile counted in calls; a broken wire raises the SUT process's end (``SutFailure``)."""
+        with self.lock:
+            self._collect()
+            before = self.clock.seconds()
+            try:
+                yield self.conn
+            except (wire.WireError, OSError) as err:
+                raise self._died(err) from None
+            finally:
+                self.cpu_in_calls_s += self.clock.seconds() - before
 
     def describe(self, device: str) -> StackFacts:
         """Is the stack available on ``device``, does it compute, its default batch (the reply of a
         posted ``describe`` when there is one)."""
         posted = [m for m in self.replies() if "unavailable_reason" in m.header]
         reply = (
-            _checked(posted[0]).header
-            if posted
-            else self.request({"op": "describe", "device": device}).header
+            checked(posted[0]).header if posted else self.request({"op": "describe", "device": device}).header
         )
         reason = reply.get("unavailable_reason")
         return StackFacts(
@@ -196,7 +209,7 @@ class SutProcess:
     def infer(self, session: int, inputs: Inputs) -> np.ndarray:
         """One batch through the session; the CPU the SUT process spent meanwhile is counted in calls."""
         if self.reader is not None:
-            return _checked(self._through_reader({"op": "infer", "session": session}, inputs)).arrays[0]
+            return checked(self._through_reader({"op": "infer", "session": session}, inputs)).arrays[0]
         with self.lock:
             before = self.clock.seconds()
             try:
@@ -206,7 +219,7 @@ class SutProcess:
                 raise self._died(err) from None
             finally:
                 self.cpu_in_calls_s += self.clock.seconds() - before
-        return _checked(reply).arrays[0]
+        return checked(reply).arrays[0]
 
     def submit(self, session: int, inputs: Inputs, done: Callable[[Any, Any], None]) -> None:
         """Schedule one batch of a served session; ``done(output, error)`` runs on the reader thread."""
@@ -216,7 +229,7 @@ class SutProcess:
                 done(None, error)
                 return
             try:
-                output = _checked(reply).arrays[0]
+                output = checked(reply).arrays[0]
             except SutFailure as err:
                 done(None, err)
             else:
@@ -345,7 +358,8 @@ class RemoteInfer:
         self.sut.close_session(self.session)
 
 
-def _checked(reply: wire.Message) -> wire.Message:
+def checked(reply: wire.Message) -> wire.Message:
+    """``reply`` when it says ok, else its failure raised as a ``SutFailure``."""
     if reply.header.get("ok") is True:
         return reply
     status = str(reply.header.get("status", "crashed"))

@@ -156,7 +156,7 @@ def test_cpu_spent_between_calls_is_seen(tmp_path: Path, stack: str, busy: bool)
     from accelbench.sut.remote import SutProcess
 
     ref = READER.get(stack) or registry.STACKS[stack]
-    sut = SutProcess(ref, tmp_path / "sut", trial._sut_environment())
+    sut = SutProcess(ref, tmp_path / "sut", trial.sut_environment())
     try:
         workload = registry.instantiate(registry.WORKLOADS["resnet50"])
         example = variants.make_sample(workload, "tiny", 1, 0, None)
@@ -185,3 +185,112 @@ def test_cpu_spent_between_calls_is_seen(tmp_path: Path, stack: str, busy: bool)
     assert (off_calls_s > 0.1) is busy, (off_calls_s, cpu_s)  # 1 s of gaps: up to 1 s busy, ~0 idle
     in_calls_s = cpu_s - off_calls_s
     assert off_calls.judge(cpu_s, in_calls_s) == (INCONCLUSIVE if busy else PASS), (off_calls_s, in_calls_s)
+
+
+GENERATING_READER = {
+    "planted-generating-reader": "tests.e2e.planted_boundary_llm:GeneratingHarnessReader",
+}
+
+
+@pytest.fixture(scope="module")
+def generating_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
+    """One tiny-llama single-stream cell of the generating reader installed as a plugin, through the CLI."""
+    from accelbench.generation.models import missing_packages
+
+    if missing_packages():
+        pytest.skip(f"llm extra missing: {missing_packages()}")
+    root = tmp_path_factory.mktemp("boundary-llm")
+    env = installed_plugins(
+        root / "site", "planted-boundary-llm", "accelbench.generation_stacks", GENERATING_READER
+    )
+    store = root / "store"
+    args = ["run", "--suite", "tiny", "--workloads", "tiny-llama", "--stacks", "planted-generating-reader"]
+    args += ["--scenarios", "single-stream", "--rules", "quick", "--no-probe", "--store", str(store)]
+    done = subprocess.run(
+        [sys.executable, "-m", "accelbench", *args], capture_output=True, text=True, env=env, timeout=900
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    (found_path,) = store.glob("runs/*/cells/*/sut/found.json")
+    shown = subprocess.run(
+        [sys.executable, "-m", "accelbench", "show", "--json", "--include-unverified", "--store", str(store)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    )
+    found = json.loads(found_path.read_text())
+    (found["result"],) = json.loads(shown.stdout)["results"]
+    return found_path.parents[1], found
+
+
+def test_the_generating_reader_finds_no_prompt_reply_salt_nor_harness_object(
+    generating_run: tuple[Path, dict[str, object]],
+) -> None:
+    _, found = generating_run
+    result: dict[str, object] = found["result"]  # type: ignore[assignment]
+    assert result["status"] in ("ok", "unstable"), result["reason"]  # it answered honestly throughout
+    assert found["calls"] > 64  # called through calibration, the timed run and the prefix-cache audit
+    assert found["files_read"] > 0 and found["sequences"] > 100  # its searches saw files and token lists
+    assert found["sent_found"] > 0  # and would have seen a prompt: those it had been sent already
+    assert found["harness_objects"] == []  # no CellSpec, prompt feed, salt place, reference, LoadGen SUT
+    assert found["calls_found_before"] == 0  # no prompt (fresh content, salt) before its query
+    assert found["replies_checked"] > 10 and found["replies_found_before"] == 0  # no reference reply
+    assert found["vault_listed"] == []
+    assert [n for n in found["environment"] if n != "ACCELBENCH_TVM_TRIALS"] == []  # type: ignore[attr-defined]
+    input_seed = str(result["settings"]["input_seed"])  # type: ignore[index]
+    assert all(input_seed not in s["seeds"] for s in found["snapshots"])  # type: ignore[attr-defined]
+
+
+def test_the_generating_reader_cannot_read_the_cell_nor_the_runner(
+    generating_run: tuple[Path, dict[str, object]],
+) -> None:
+    _, found = generating_run
+    ancestors = dict(found["ancestors"])  # type: ignore[call-overload]
+    readable: dict[str, list[str]] = found["ancestor_readable"]  # type: ignore[assignment]
+    chain = list(ancestors)
+    runner = next(i for i, pid in enumerate(chain) if "-m accelbench run" in ancestors[pid])
+    template = [pid for pid in chain[1:runner] if "forkserver import main" in ancestors[pid]][-1:]
+    harness = [pid for pid in chain[: runner + 1] if pid not in template]
+    assert len(harness) >= 2
+    for pid in harness:
+        assert not {"mem", "fd", "cwd"} & set(readable[pid]), (ancestors[pid], readable[pid])
+
+
+def test_the_generating_reader_finds_no_loadgen_seed_of_a_test_that_has_not_ended(
+    generating_run: tuple[Path, dict[str, object]],
+) -> None:
+    cell_dir, found = generating_run
+    details = sorted(cell_dir.glob("loadgen*/**/mlperf_log_detail.txt"))
+    assert details
+    for detail in details:
+        seeds = set(SEED_LINE.findall(detail.read_text()))
+        assert seeds  # drawn for this test (``secrets``), not MLPerf's fixed ones
+        for snapshot in found["snapshots"]:  # type: ignore[attr-defined]
+            if snapshot["time"] < detail.stat().st_mtime - 1.0:
+                assert not seeds & set(snapshot["seeds"]), snapshot
+
+
+def test_a_first_token_frame_sent_ahead_of_its_call_ends_the_cell(tmp_path: Path) -> None:
+    """The SUT process's frames carry the call's secret number: one forged ahead for the next call
+    (``planted-ahead-sender``) is refused, never read as that call's first token."""
+    from accelbench.cell import trial
+    from accelbench.generation.base import GenerationContext
+    from accelbench.generation.models import load_model, missing_packages
+    from accelbench.sut import generation_remote
+    from accelbench.sut.remote import SutFailure, SutProcess
+
+    if missing_packages():
+        pytest.skip(f"llm extra missing: {missing_packages()}")
+    model = load_model("tiny-llama", tmp_path)
+    ref = "tests.e2e.planted_boundary_llm:AheadSender"
+    sut = SutProcess(ref, tmp_path / "sut", trial.sut_environment())
+    try:
+        generator = generation_remote.prepare(sut, model, GenerationContext(tmp_path / "llm-stacks"))
+        reply = generator.generate([1, 2, 3, 4, 5], 8)
+        assert reply.first_reported == reply.tokens[0] and 0 < reply.wire_s < reply.first_token_s
+        time.sleep(0.3)  # the forged frames are in the wire
+        with pytest.raises(SutFailure, match="no call in flight"):
+            generator.generate([1, 2, 3, 4, 6], 8)
+    finally:
+        sut.stop()

@@ -99,6 +99,24 @@ def test_the_first_token_audit_flags_tokens_reported_before_the_prefill() -> Non
     assert first_token_audit(honest[:10]).outcome == "inconclusive"
 
 
+def test_the_first_token_audit_takes_the_fastest_wire_round_trip_off() -> None:
+    """Over the wire a token reported before any work arrives a round trip late (0.3 ms here, against a
+    TPOT of 2 ms: 0.15, above the floor); the run's fastest round trip comes off every TTFT, not each
+    reply's own (a harness that woke late reads a round trip as long as the whole TTFT)."""
+
+    def wired(first_token_s: float, wire_s: float, tpot_s: float = 0.002) -> Reply:
+        return Reply(tuple(range(16)), first_token_s, first_token_s + 15 * tpot_s, 0, wire_s)
+
+    early = [wired(0.00032, 0.0003)] * 36 + [wired(0.00035, 0.00031)] * 4
+    assert (
+        first_token_audit([Reply(r.tokens, r.first_token_s, r.latency_s, 0) for r in early]).outcome == "pass"
+    )
+    verdict = first_token_audit(early)
+    assert verdict.outcome == "fail" and verdict.evidence["wire_s"] == pytest.approx(0.0003)
+    late_wakes = [wired(0.0023, 0.0003)] * 30 + [wired(0.0026, 0.0025)] * 10  # honest, woken late 10 times
+    assert first_token_audit(late_wakes).outcome == "pass"
+
+
 def test_a_plugin_generating_stack_is_found_through_its_entry_point(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
