@@ -174,7 +174,9 @@ _LEADERBOARD_NOTE = (
     "at zero; the second row of buttons switches to a log scale. Error bars are 95% intervals across "
     "trials or the ranges of uncertain chip facts. Share of peak divides by the machine's best measured "
     "GEMM (probes and libraries); above 100% is marked SUSPECT. Energy: meas = hardware counter, "
-    "poll = sampled power, est = TDP model (see each result's formula)."
+    "poll = sampled power, est = TDP model (see each result's formula). Each normalized bar's hover names "
+    "the provenance and source class of its denominator (vendor datasheet, vendor announcement, "
+    "independent measurement, review, estimate; measured: this run)."
 )
 
 
