@@ -35,6 +35,7 @@ CLOUD_CPUS = [
     ("CPU: AWS Graviton3", 64, 2.6, None, 2.6, 32),
     ("CPU: AWS Graviton4", 96, 2.8, None, 2.8, 32),
     ("CPU: Ampere Altra Q80-30", 80, 3.0, None, 3.0, 16),
+    ("CPU: AmpereOne 192-core", 192, 3.0, None, 3.0, 16),  # AmpereOne, review figures
 ]
 
 
