@@ -78,6 +78,10 @@ class CellSpec:
     noise_floor: dict[str, Any] | None = None
     """The run's noise floor (``reference_probe.floor_to_dict``), taken by the parent: the cell reads its
     drift limit from here, never from a file a stack could write; None: the cell measures one."""
+    measured_fp32_flops_per_s: float | None = None
+    """The run's measured FP32 GEMM peak (``accelbench.probe.peaks_file.run_fp32_peak``), read by the parent
+    before the first cell: the CPU energy estimate decides its share of the socket from it as the
+    per-chip figures do (``accelbench.hardware.share``); None: no probe ran (undecided, the low count)."""
     store_cache_dir: str = ""
     """The results store's cache folder, kept across runs (the LLM models and their conversions); empty:
     ``cache_dir``."""

@@ -30,6 +30,7 @@ from accelbench.errors import UserError
 from accelbench.generation import workload as generation_workload
 from accelbench.hardware.detect import Machine, machine_to_dict
 from accelbench.meters import reference_probe
+from accelbench.probe.peaks_file import run_fp32_peak
 from accelbench.results import Cell, Result
 from accelbench.scenarios.rules import LOADGEN_SCENARIOS
 from accelbench.store import Store
@@ -228,10 +229,20 @@ class LocalExecutor:
         ``reference_probe.host_floor``), handed to every cell in its spec."""
         isolation.preload(ref for p in pending for ref in (p.workload_ref, p.stack_ref, p.driver_ref))
         floor = reference_probe.host_floor(reference_probe.user_cache()) if pending else None
+        peak = run_fp32_peak(self.store.run_dir(run_id)) if pending else None  # read before any cell runs
         for planned in pending:
             self.on_start(planned)
             run_dir = self.store.run_dir(run_id).resolve()
-            yield run_cell(planned, run_id, config, run_dir, self.machine.fingerprint, noise_floor=floor)
+            fingerprint = self.machine.fingerprint
+            yield run_cell(
+                planned,
+                run_id,
+                config,
+                run_dir,
+                fingerprint,
+                noise_floor=floor,
+                measured_fp32_flops_per_s=peak,
+            )
 
 
 def execute(

@@ -104,7 +104,7 @@ def measure_with(spec: CellSpec, sut: SutProcess) -> Outcome:
     rules = get_rules(spec.rules)
     bounds = _bounds(workload, model)
     log_dir = Path(spec.cell_dir) / "loadgen"
-    meters = CellMeters(spec.cell.device)
+    meters = CellMeters(spec.cell.device, spec.measured_fp32_flops_per_s)
     for attempt in range(ATTEMPTS):
         probe_start = noise.begin(spec.noise_floor)
         meters.begin("scored")

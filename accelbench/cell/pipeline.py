@@ -11,6 +11,7 @@ The local runner, the fleet node and ``tune`` all call ``run_cell``. The steps:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import time
@@ -40,11 +41,13 @@ def run_cell(
     fingerprint: str,
     input_seed: int | None = None,
     noise_floor: NoiseFloor | None = None,
+    measured_fp32_flops_per_s: float | None = None,
 ) -> Result:
     """Measure ``planned`` on this machine in its own process working in ``run_dir`` (an absolute,
     local folder), or record it unavailable; ``fingerprint`` is this machine's; ``input_seed``: the
     cell's own (a fleet node gets it instead of the run's), else derived from ``config.input_seed``;
-    ``noise_floor``: the run's, else this host's (``reference_probe.host_floor``)."""
+    ``noise_floor``: the run's, else this host's (``reference_probe.host_floor``);
+    ``measured_fp32_flops_per_s``: the run's measured GEMM peak, for the energy estimate's share."""
     started_at = now()
     reason = unavailable_reason(planned)
     if reason:
@@ -53,6 +56,7 @@ def run_cell(
     else:
         floor = noise_floor or reference_probe.host_floor(reference_probe.user_cache())
         spec = cell_spec(run_id, config, planned, run_dir, input_seed, floor)
+        spec = dataclasses.replace(spec, measured_fp32_flops_per_s=measured_fp32_flops_per_s)
         start = time.perf_counter()
         child = run_in_process(spec, config.timeout_s, effective_mem_limit_bytes(config))
         outcome, wall_s, tail = child.outcome, time.perf_counter() - start, child.stderr_tail

@@ -221,7 +221,7 @@ def _timed(
     batch: int,
 ) -> tuple[Timed, SutCpu]:
     """The trial's LoadGen run under the cell's meters, and the SUT process's CPU meanwhile."""
-    meters = CellMeters(spec.cell.device)
+    meters = CellMeters(spec.cell.device, spec.measured_fp32_flops_per_s)
     cpu_start_s, in_calls_start_s = sut.cpu_s(), sut.cpu_in_calls_s
     try:
         lower = f"-b{plan.backoff}" if plan.backoff else ""

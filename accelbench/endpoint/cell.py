@@ -114,7 +114,7 @@ def measure(spec: CellSpec) -> Outcome:
         warm_up(target, tokenizer, spec, settings, count)
         serve_url = spec.serve_url if stack.server == URL else None
         guard = noise.begin(spec.noise_floor, serve_url)
-        meter = point_meter(serve_url, started_here=stack.server != URL)
+        meter = point_meter(serve_url, stack.server != URL, spec.measured_fp32_flops_per_s)
         try:
             curve, records, stopped = ladder(target, tokenizer, spec, settings, count, limits, meter)
         finally:

@@ -55,9 +55,12 @@ class PointMeter:
             self.meter.close()
 
 
-def point_meter(serve_url: str | None, started_here: bool) -> PointMeter:
+def point_meter(
+    serve_url: str | None, started_here: bool, measured_fp32_flops_per_s: float | None = None
+) -> PointMeter:
     """The meter of a curve's points: the server was started by the cell (``started_here``), or is the
-    one behind ``serve_url``, metered only when it listens on this machine."""
+    one behind ``serve_url``, metered only when it listens on this machine; the CPU estimate's share of
+    the socket is decided from the run's measured GEMM peak (``choose_meter``)."""
     from accelbench.hardware.detect import detect_machine
     from accelbench.meters.cputime import own_cpu_s, server_roots
     from accelbench.meters.energy import choose_meter
@@ -68,7 +71,8 @@ def point_meter(serve_url: str | None, started_here: bool) -> PointMeter:
         return PointMeter(None, f"energy not measured: {where}")
     cpu_s: Callable[[], float] = lambda: own_cpu_s(servers=servers)  # noqa: E731
     try:
-        meter = choose_meter(detect_machine(probe_gpus=False), "cpu", cpu_s=cpu_s)
+        machine = detect_machine(probe_gpus=False)
+        meter = choose_meter(machine, "cpu", cpu_s=cpu_s, measured_flops_per_s=measured_fp32_flops_per_s)
     except MeterUnavailable as err:
         return PointMeter(None, f"energy unavailable: {err}")
     counted = "the run's process tree (server and client)" if meter.meter == "cpu-estimate" else "the package"

@@ -8,7 +8,8 @@ The table is built from three layers, each validated on load:
        TPU v4 TDP 192-340 W, MI250X TDP 500-560 W), provenances other than ``datasheet``, clocks, core
        and thread counts, microarchitectures, and extra chips: one representative SKU per CPU family a
        user meets in clouds and laptops (Xeon Skylake-SP to Granite Rapids, EPYC Rome to Turin, Graviton
-       2-4, Ampere Altra, Apple M1-M4, recent Core and Ryzen parts), each fact with its provenance.
+       2-4, Ampere Altra and AmpereOne, Apple M1-M4, recent Core and Ryzen parts), each fact with its
+       provenance.
        This is the only CPU table: the energy estimate (``accelbench.meters.energy``) reads its TDP,
        cores and threads through ``accelbench.hardware.match``, as the report does.
     3. an optional user file (``--chips FILE``) in the same TOML format: ``[[chip]]`` adds a chip,

@@ -49,6 +49,7 @@ _MICROARCHITECTURES: tuple[tuple[str, int, int, int, int, int, str], ...] = (
     ("ARM", 8, 0xD40, 0xD40, *_ANY, "Neoverse V1"),
     ("ARM", 8, 0xD49, 0xD49, *_ANY, "Neoverse N2"),
     ("ARM", 8, 0xD4F, 0xD4F, *_ANY, "Neoverse V2"),
+    ("Ampere", 8, 0xAC3, 0xAC3, *_ANY, "AmpereOne"),  # AMPERE_CPU_PART_AMPERE1 (implementer 0xC0)
     ("Apple", 8, 0x022, 0x023, *_ANY, "Apple M1"),
     ("Apple", 8, 0x024, 0x025, *_ANY, "Apple M1 Pro"),
     ("Apple", 8, 0x028, 0x029, *_ANY, "Apple M1 Max"),

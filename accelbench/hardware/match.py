@@ -17,8 +17,8 @@ whether its vCPUs are sibling threads of one core or threads of different cores 
 socket, each vCPU a whole core, and the per-chip figures carry it. Per-socket figures
 (uncore included) are shared equally by the socket's cores. ``narrowed`` then decides the count
 from the measured GEMM peak (``accelbench.hardware.share``: whole cores or SMT siblings, at which
-clock). The energy estimate (``accelbench.meters.energy.cpu_tdp``) uses this same match (undecided: it
-has no measured peak), so report and energy read one row.
+clock). The energy estimate (``accelbench.meters.energy.cpu_tdp``) uses this same match, narrowed by the
+run's measured peak (handed to each cell in its spec), so report and energy read one row and one share.
 GPUs: the NVML name's model token (``H100``, ``A100``) names a chip; between variants (A100 40/80 GB) the
 memory size decides.
 """

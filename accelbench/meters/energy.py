@@ -18,8 +18,10 @@ The estimate, for a CPU cell::
     s = STATIC_FRACTION                                      idle/static power as a fraction of TDP
 
 The socket TDP, cores and threads per core come from the one chip table (``accelbench/data/``), through
-``accelbench.hardware.match.match_machine``: the same row, and the same share, as the report's chip count
-(on a VM: vCPUs / threads per core / cores per socket; on bare metal: physical cores / cores per socket).
+``accelbench.hardware.match.match_machine``, narrowed by the run's measured FP32 GEMM peak
+(``match.narrowed``): the same row, and the same share decision, as the report's chip count (on a VM:
+vCPUs / threads per core / cores per socket, each vCPU a whole core when the measured peak rules SMT
+siblings out; on bare metal: physical cores / cores per socket).
 ``tdp_w``/``socket_cores`` override the row; a machine with no matched row (or a row without TDP) is
 charged ``FALLBACK_W_PER_CORE`` per logical CPU, and says so. Static power is charged to the cell whatever
 other processes do; DRAM, fans and PSU losses are not counted.
@@ -36,7 +38,7 @@ from pathlib import Path
 
 from accelbench.hardware.chips import ChipTable
 from accelbench.hardware.detect import Machine
-from accelbench.hardware.match import match_machine
+from accelbench.hardware.match import match_machine, narrowed
 from accelbench.meters import amd_gpu, nvml, rapl
 from accelbench.meters.energy_base import (
     POWERCAP_ROOT,
@@ -81,13 +83,21 @@ class CpuTdp:
     """The chip table row the figures come from (empty for a given or fallback figure)."""
 
 
-def cpu_tdp(machine: Machine, chips: ChipTable | None = None) -> CpuTdp:
-    """The matched chip row's TDP and cores (``match_machine``), else ``FALLBACK_W_PER_CORE`` per CPU."""
-    match = match_machine(machine, chips)
+def cpu_tdp(
+    machine: Machine, chips: ChipTable | None = None, measured_flops_per_s: float | None = None
+) -> CpuTdp:
+    """The matched chip row's TDP and cores (``match_machine``), else ``FALLBACK_W_PER_CORE`` per CPU.
+
+    The threads per core behind the share are the per-chip figures' decision (``match.narrowed``): with
+    a measured FP32 GEMM peak above the SMT-sibling datasheet peak, each vCPU is a whole core (1 thread
+    per core); without one (or within it), the chip's SMT ways, the low count.
+    """
+    match = narrowed(match_machine(machine, chips), measured_flops_per_s)
     chip = match.chip
     if chip is not None and chip.tdp_w is not None and chip.cores is not None:
         fact = chip.tdp_w
-        source = f"{chip.key}, {match.basis}; TDP {fact.provenance}: {fact.source}"
+        decided = f"; {match.decision.summary()}" if match.decision is not None else ""
+        source = f"{chip.key}, {match.basis}; TDP {fact.provenance}: {fact.source}{decided}"
         cores = int(chip.cores.value.central)
         return CpuTdp(fact.value.central, cores, source, match.threads_per_core, chip.key)
     reason = match.notes[0] if chip is None else f"{chip.key} has no TDP or core count"
@@ -163,6 +173,7 @@ def choose_meter(
     powercap_root: Path = POWERCAP_ROOT,
     sync: Callable[[], None] | None = None,
     cpu_s: Callable[[], float] = process_cpu_s,
+    measured_flops_per_s: float | None = None,
 ) -> EnergyMeter:
     """The best meter for ``device``: NVML or amdsmi on ``cuda:N``; RAPL, else the estimate, on ``cpu``.
 
@@ -170,13 +181,15 @@ def choose_meter(
     ``socket_cores`` given, each logical CPU counts as one core. A GPU without a readable counter raises
     ``MeterUnavailable``: a CPU estimate would pass off host power as the GPU's. ``cpu_s``: the CPU
     seconds the estimate scales with (default this process's; a served cell's: its process tree's).
+    ``measured_flops_per_s``: the run's measured FP32 GEMM peak, which decides whole cores vs SMT
+    siblings for the estimate's share as for the per-chip figures (``cpu_tdp``).
     """
     if device.startswith("cuda"):
         return _gpu_meter(device, sync or _cuda_sync(device))
     domains, problem = rapl.find_domains(powercap_root)
     if domains:
         return rapl.RaplMeter(domains, sync=sync)
-    table = cpu_tdp(machine)
+    table = cpu_tdp(machine, measured_flops_per_s=measured_flops_per_s)
     tdp = table
     if tdp_w or socket_cores:
         per_core = 1.0 if socket_cores else table.threads_per_core

@@ -26,12 +26,13 @@ class Metered:
 class CellMeters:
     """The energy meter (``energy.choose_meter``) and the device-memory meter of the cell."""
 
-    def __init__(self, device: str):
+    def __init__(self, device: str, measured_fp32_flops_per_s: float | None = None):
         self.memory = memory.DeviceMemoryMeter(device)
         self.energy: energy.EnergyMeter | None = None
         self.missing = ""
+        machine = detect_machine(probe_gpus=False)
         try:
-            self.energy = energy.choose_meter(detect_machine(probe_gpus=False), device)
+            self.energy = energy.choose_meter(machine, device, measured_flops_per_s=measured_fp32_flops_per_s)
         except energy.MeterUnavailable as err:
             self.missing = f"energy unavailable: {err}"
 

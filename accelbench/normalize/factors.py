@@ -42,6 +42,10 @@ class Figure:
     denominator_unit: str
     provenance: str
     source: str
+    source_class: str = "measured"
+    """The weakest class of the sources behind the denominator: one of ``SOURCE_CLASSES`` for a chip fact
+    (``accelbench.hardware.chips``), ``measured`` for what this run measured or detected (a GPU count,
+    measured energy)."""
 
     @property
     def performance(self) -> Range:
@@ -64,8 +68,12 @@ class NodeCredit:
 
 
 def accelerator_time(subject: Subject) -> Figure:
-    """Chips x seconds per unit of work: the per-chip cost."""
-    return _cost(subject, "chip", _count(subject), "chip*s", "chips", "measured", subject.count_basis)
+    """Chips x seconds per unit of work: the per-chip cost. A CPU's share of a socket rests on the chip's
+    core count, so it takes that fact's class."""
+    chip, basis = subject.chip, subject.count_basis
+    cores = chip.cores if chip is not None and chip.kind == "cpu" else None
+    kind = cores.source_class if cores is not None else "measured"
+    return _cost(subject, "chip", _count(subject), "chip*s", "chips", "measured", basis, kind)
 
 
 def per_chip_quantity(subject: Subject, per: str) -> Figure | None:
@@ -75,9 +83,8 @@ def per_chip_quantity(subject: Subject, per: str) -> Figure | None:
     if fact is None or subject.count <= 0:
         return None
     total = _count(subject) * fact.value
-    return _cost(
-        subject, per, total, unit, denominator_unit, weakest("measured", fact.provenance), fact.source
-    )
+    provenance = weakest("measured", fact.provenance)
+    return _cost(subject, per, total, unit, denominator_unit, provenance, fact.source, fact.source_class)
 
 
 def per_measured_watt(subject: Subject) -> Figure | None:
@@ -102,8 +109,10 @@ def per_cloud_dollar(subject: Subject, price: ChipPrice | None = None) -> Figure
         return None
     rate = _count(subject) * chosen.usd_per_accelerator_s
     dates = "; ".join(f"{p.instance_type} {p.pricing_model}, {p.price_date}" for p in chosen.rows)
-    provenance = "estimate" if any(p.confidence.startswith("low") for p in chosen.rows) else "datasheet"
-    return _cost(subject, "usd_cloud", rate, "USD", "USD/s", provenance, f"cloud_prices.csv: {dates}")
+    low = any(p.confidence.startswith("low") for p in chosen.rows)
+    provenance, kind = ("estimate", "estimate") if low else ("datasheet", "review")  # prices via compilations
+    source = f"cloud_prices.csv: {dates}"
+    return _cost(subject, "usd_cloud", rate, "USD", "USD/s", provenance, source, kind)
 
 
 def _cost(
@@ -114,10 +123,18 @@ def _cost(
     denominator_unit: str,
     provenance: str,
     source: str,
+    source_class: str,
 ) -> Figure:
     """The ``Figure`` of ``denominator`` (chips x a per-chip quantity) x seconds per unit of work."""
     return Figure(
-        per, denominator * subject.seconds_per_work, unit, denominator, denominator_unit, provenance, source
+        per=per,
+        value=denominator * subject.seconds_per_work,
+        unit=unit,
+        denominator=denominator,
+        denominator_unit=denominator_unit,
+        provenance=provenance,
+        source=source,
+        source_class=source_class,
     )
 
 

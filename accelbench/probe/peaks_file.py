@@ -19,6 +19,15 @@ def save_peaks(run_dir: Path, peaks: MeasuredPeaks) -> None:
     write_json_atomic(run_dir / PEAKS_FILE, peaks.to_dict())
 
 
+def run_fp32_peak(run_dir: Path) -> float | None:
+    """The best FP32 GEMM FLOP/s the run measured (``normalize.peak_share.machine_peak``); None without."""
+    from accelbench.normalize.peak_share import machine_peak
+
+    peaks = load_peaks(run_dir)
+    found = machine_peak(peaks, "gemm", "fp32") if peaks is not None else None
+    return found.value_per_s if found is not None else None
+
+
 def load_peaks(run_dir: Path) -> MeasuredPeaks | None:
     """The peaks a run measured, or None when it ran with ``--no-probe`` (or the file is unreadable)."""
     path = run_dir / PEAKS_FILE

@@ -20,7 +20,9 @@ from rich.table import Table
 from accelbench.curve import CurvePoint, EndpointFigures
 from accelbench.hardware.match import ChipMatch
 from accelbench.meters.cost import HourlyRate, usd_per_million_queries
+from accelbench.normalize.denominators import Denominator, served_denominators
 from accelbench.report.endpoint_qps import qps_table
+from accelbench.report.normalized import range_document
 from accelbench.results import Result
 
 TITLE = "Served LLM curves (fixed concurrency; client-side token counts)"
@@ -45,6 +47,9 @@ COLUMNS = (
 _LEFT = ("workload", "stack", "status")
 COST_COLUMN = "$/M output tok"
 CHIP_COLUMN = "output tok/s per chip"
+WATT_COLUMN = "output tok/s per TDP W"
+USD_COLUMN = "output tok/s per k$"
+"""Per thousand USD of the chips' purchase (launch) price."""
 
 
 def curve_table(
@@ -58,13 +63,17 @@ def curve_table(
         return None
     chips = chips or {}
     table = Table(title=TITLE, title_justify="left")
-    extra = (*((CHIP_COLUMN,) if chips else ()), *((COST_COLUMN,) if rate else ()))
+    extra = (*((CHIP_COLUMN, WATT_COLUMN, USD_COLUMN) if chips else ()), *((COST_COLUMN,) if rate else ()))
     for column in (*COLUMNS, *extra):
         table.add_column(column, justify="left" if column in _LEFT else "right")
     for result, section in curves:
         match = chips.get(result.cell.key)
         for point in section.curve:
-            per_chip = [] if not chips else [_per_chip(point.output_tokens_per_s, match)]
+            rate_s = point.output_tokens_per_s
+            per_chip = [] if not chips else [_per_chip(rate_s, match)]
+            if chips:
+                per_chip += [_per_denominator(rate_s, match, "tdp_w", 1.0)]
+                per_chip += [_per_denominator(rate_s, match, "usd", 1e3)]
             cost = [] if rate is None else [_usd(usd_per_million_output_tokens(rate, point))]
             table.add_row(*_row(result, point), *per_chip, *cost)
     captions = [
@@ -76,6 +85,7 @@ def curve_table(
         f"{CHIP_COLUMN} ({key}): {match.count:.4g} chips counted ({match.count_basis or match.basis})"
         for key, match in sorted(chips.items())
     ]
+    captions += [line for key, match in sorted(chips.items()) for line in _denominator_caption(key, match)]
     if chips and any(r.cell.key not in chips for r, _ in curves):
         captions.append(
             f"{CHIP_COLUMN} -: a server at --serve-url whose chips were not declared (--serve-hardware)"
@@ -146,17 +156,51 @@ def _joules(value: float | None, provenance: str) -> str:
 
 
 def per_chip_document(results: Sequence[Result], chips: Mapping[str, ChipMatch]) -> dict[str, Any]:
-    """``show --json``'s served-LLM per-chip figures: per endpoint cell whose server ran here, the chips
-    counted (and how) and each point's output tokens/s per chip."""
-    cells = [
-        {"cell_key": r.cell.key, "chips": match.count, "count_basis": match.count_basis or match.basis,
-         "declared": match.basis == "declared",
-         "points": [{"concurrency": p.concurrency, "output_tokens_per_s_per_chip": _divided(p, match)}
-                    for p in section.curve]}
-        for r, section in sorted(curves_of(results), key=lambda pair: pair[0].cell.key)
-        if (match := chips.get(r.cell.key)) is not None
-    ]  # fmt: skip
+    """``show --json``'s served-LLM normalized figures: per endpoint cell whose chips are known (matched
+    here or declared), the chips counted (and how), each denominator (chips, chips x TDP W, chips x
+    purchase USD) with its provenance and source class, and each point's output tokens/s per chip, per
+    TDP watt and per purchase USD (central values; the denominators carry the ranges)."""
+    cells = []
+    for result, section in sorted(curves_of(results), key=lambda pair: pair[0].cell.key):
+        match = chips.get(result.cell.key)
+        if match is None:
+            continue
+        found = served_denominators(match)
+        cells.append(
+            {
+                "cell_key": result.cell.key,
+                "chip_key": match.chip.key if match.chip is not None else None,
+                "chips": match.count,
+                "count_basis": match.count_basis or match.basis,
+                "declared": match.basis == "declared",
+                "denominators": {d.per: _denominator_document(d) for d in found},
+                "points": [_point_document(point, match, found) for point in section.curve],
+            }
+        )
     return {"served_llm_per_chip": cells} if cells else {}
+
+
+def _denominator_document(denominator: Denominator) -> dict[str, Any]:
+    return {
+        "value": range_document(denominator.value),
+        "unit": denominator.unit,
+        "provenance": denominator.provenance,
+        "source_class": denominator.source_class,
+        "source": denominator.source,
+    }
+
+
+def _point_document(point: CurvePoint, match: ChipMatch, found: Sequence[Denominator]) -> dict[str, Any]:
+    rates = {
+        f"output_tokens_per_s_per_{d.per}": d.rate(point.output_tokens_per_s).central
+        for d in found
+        if d.per != "chip"
+    }
+    return {
+        "concurrency": point.concurrency,
+        "output_tokens_per_s_per_chip": _divided(point, match),
+        **rates,
+    }
 
 
 def _divided(point: CurvePoint, match: ChipMatch) -> float:
@@ -169,6 +213,29 @@ def _per_chip(tokens_per_s: float, match: ChipMatch | None) -> str:
     value = tokens_per_s / match.count
     text = f"{value:.0f}" if value >= 100 else f"{value:.3g}"
     return f"{text} decl" if match.basis == "declared" else text
+
+
+def _per_denominator(tokens_per_s: float, match: ChipMatch | None, per: str, scale: float) -> str:
+    """Output tokens/s over the match's ``per`` denominator, times ``scale``; ``-`` when unknown."""
+    found = {d.per: d for d in served_denominators(match)} if match is not None else {}
+    if per not in found:
+        return "-"
+    value = found[per].rate(tokens_per_s).central * scale
+    return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def _denominator_caption(key: str, match: ChipMatch) -> list[str]:
+    """Where each served denominator came from: its value, provenance and source class."""
+    lines = []
+    for found in served_denominators(match):
+        if found.per == "chip":
+            continue
+        column = WATT_COLUMN if found.per == "tdp_w" else USD_COLUMN
+        lines.append(
+            f"{column} ({key}): {found.value.central:.4g} {found.unit} ({found.provenance}; source class: "
+            f"{found.source_class})"
+        )
+    return lines
 
 
 def _ms(value_s: float) -> str:

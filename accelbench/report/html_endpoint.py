@@ -1,17 +1,22 @@
 """The HTML report's served-LLM charts: each endpoint cell's curve as a step function of system output
 tokens/s against tokens/s per user (the throughput-vs-interactivity trade), and TTFT / TPOT p90
 against concurrency. Only measured points are drawn: a step between two of them implies nothing. Where
-a cell's server ran on the machine that measured it (``accelbench.report.documents.served_chips``), a
-button switches the step chart to output tokens/s per chip (a ``--serve-url`` server's curve, whose
-chips are not known, is hidden then)."""
+a cell's chips are known (its server ran on the machine that measured it, or a ``--serve-url`` server's
+were declared: ``accelbench.report.documents.served_chips``), buttons switch the step chart to output
+tokens/s per chip, per TDP watt and per thousand purchase dollars (``accelbench.normalize.denominators``),
+the axis naming each denominator's provenance and source class (a curve whose chips are not known is
+hidden then)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import plotly.graph_objects as go
 
 from accelbench.curve import CurvePoint
+from accelbench.hardware.match import ChipMatch
+from accelbench.normalize.denominators import served_denominators
 from accelbench.report.endpoint import curves_of
 from accelbench.report.html_leaderboard import LAYOUT
 from accelbench.results import Result
@@ -22,8 +27,9 @@ def _label(result: Result) -> str:
     return name if result.status == "ok" else f"{name} (UNVERIFIED: {result.status})"
 
 
-Chips = Mapping[tuple[str, str], float]
-"""Chips counted, per (run id, cell key) of an endpoint cell whose server ran on the measuring machine."""
+Chips = Mapping[tuple[str, str], ChipMatch]
+"""The chips of each endpoint cell whose chips are known, per (run id, cell key): matched on the measuring
+machine, or declared for a ``--serve-url`` server (``accelbench.report.documents.served_chips``)."""
 
 
 def curve_figures(title: str, results: Sequence[Result], chips: Chips | None = None) -> list[go.Figure]:
@@ -35,10 +41,16 @@ def curve_figures(title: str, results: Sequence[Result], chips: Chips | None = N
     return [_pareto(title, curves, chips or {}), _latency(title, curves)]
 
 
+_VIEWS = (  # (button, denominator, scale, axis title)
+    ("per chip", "chip", 1.0, "output tokens/s per chip"),
+    ("per TDP W", "tdp_w", 1.0, "output tokens/s per TDP watt"),
+    ("per k$", "usd", 1e3, "output tokens/s per thousand USD of purchase price"),
+)
+
+
 def _pareto(title: str, curves: Sequence[tuple[Result, Sequence[CurvePoint]]], chips: Chips) -> go.Figure:
     figure = go.Figure()
     system: list[list[float]] = []
-    per_chip: list[list[float] | None] = []
     for result, points in curves:
         ordered = sorted(points, key=lambda p: p.tokens_per_s_per_user)
         figure.add_trace(
@@ -52,24 +64,55 @@ def _pareto(title: str, curves: Sequence[tuple[Result, Sequence[CurvePoint]]], c
                 name=_label(result),
             )
         )
-        count = chips.get((result.run_id, result.cell.key))
         system.append([p.output_tokens_per_s for p in ordered])
-        per_chip.append(None if count is None else [p.output_tokens_per_s / count for p in ordered])
-    if any(values is not None for values in per_chip):
-        axis = "output tokens/s per chip (the server's machine)"
-        buttons = [
-            {"label": "system", "method": "update",
-             "args": [{"y": system, "visible": [True] * len(system)},
-                      {"yaxis.title.text": "system output tokens/s (client-counted)"}]},
-            {"label": "per chip", "method": "update",
-             "args": [{"y": [v or [] for v in per_chip], "visible": [v is not None for v in per_chip]},
-                      {"yaxis.title.text": axis}]},
-        ]  # fmt: skip
-        figure.update_layout(updatemenus=[{"type": "buttons", "direction": "right", "buttons": buttons}])
+    buttons = [_button(view, curves, chips) for view in _VIEWS]
+    shown = [b for b in buttons if b is not None]
+    if shown:
+        first = {
+            "label": "system",
+            "method": "update",
+            "args": [
+                {"y": system, "visible": [True] * len(system)},
+                {"yaxis.title.text": "system output tokens/s (client-counted)"},
+            ],
+        }
+        figure.update_layout(
+            updatemenus=[{"type": "buttons", "direction": "right", "buttons": [first, *shown]}]
+        )
     figure.update_layout(title=f"{title}: system vs per-user output tokens/s (step)", **LAYOUT)
     figure.update_xaxes(title="tokens/s per user (1 / p90 TPOT)", rangemode="tozero")
     figure.update_yaxes(title="system output tokens/s (client-counted)", rangemode="tozero")
     return figure
+
+
+def _button(
+    view: tuple[str, str, float, str], curves: Sequence[tuple[Result, Sequence[CurvePoint]]], chips: Chips
+) -> dict[str, Any] | None:
+    """The button of one denominator: each curve over it (hidden where unknown), the axis naming the
+    provenance and source class of the denominators; None when no curve has it."""
+    label, per, scale, axis = view
+    values: list[list[float] | None] = []
+    sources: list[str] = []
+    for result, points in curves:
+        match = chips.get((result.run_id, result.cell.key))
+        found = {d.per: d for d in served_denominators(match)} if match is not None else {}
+        if per not in found:
+            values.append(None)
+            continue
+        ordered = sorted(points, key=lambda p: p.tokens_per_s_per_user)
+        values.append([found[per].rate(p.output_tokens_per_s).central * scale for p in ordered])
+        sources.append(f"{found[per].provenance}, source class: {found[per].source_class}")
+    if not sources:
+        return None
+    title = f"{axis} ({'; '.join(dict.fromkeys(sources))})"
+    return {
+        "label": label,
+        "method": "update",
+        "args": [
+            {"y": [v or [] for v in values], "visible": [v is not None for v in values]},
+            {"yaxis.title.text": title},
+        ],
+    }
 
 
 def _latency(title: str, curves: Sequence[tuple[Result, Sequence[CurvePoint]]]) -> go.Figure:

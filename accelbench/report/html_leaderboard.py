@@ -50,6 +50,9 @@ class View:
     name: str
     axis: str
     value: Callable[[Entry], Value | None]
+    per: str = ""
+    """The normalized figure's denominator (``accelbench.normalize.factors.DENOMINATORS``) whose source
+    class each bar's hover names; empty for a view that is not a normalized figure."""
 
 
 def _performance(per: str, scale: float = 1.0) -> Callable[[Entry], Value | None]:
@@ -89,12 +92,14 @@ def _share_of_peak(entry: Entry) -> Value | None:
 
 VIEWS = (
     View("raw throughput", "queries (samples) per second, LoadGen", _throughput),
-    View("per chip", "per second per chip (share of a socket on CPUs)", _performance("chip")),
-    View("per transistor", "per second per billion transistors", _performance("transistor", 1e9)),
-    View("per TDP W", "per joule at TDP (per second per TDP watt)", _performance("tdp_w")),
-    View("per measured W", "per measured joule", _performance("measured_w")),
-    View("per $ (purchase)", "per second per USD of purchase price", _performance("usd")),
-    View("per $ (cloud)", "per USD at on-demand cloud prices", _performance("usd_cloud")),
+    View("per chip", "per second per chip (share of a socket on CPUs)", _performance("chip"), "chip"),
+    View(
+        "per transistor", "per second per billion transistors", _performance("transistor", 1e9), "transistor"
+    ),
+    View("per TDP W", "per joule at TDP (per second per TDP watt)", _performance("tdp_w"), "tdp_w"),
+    View("per measured W", "per measured joule", _performance("measured_w"), "measured_w"),
+    View("per $ (purchase)", "per second per USD of purchase price", _performance("usd"), "usd"),
+    View("per $ (cloud)", "per USD at on-demand cloud prices", _performance("usd_cloud"), "usd_cloud"),
     View(
         "share of peak",
         "% of the machine's best measured GEMM FLOP/s (probes and libraries); >100% is SUSPECT",
@@ -127,7 +132,7 @@ def leaderboard_figure(title: str, entries: Sequence[Entry]) -> go.Figure:
     chosen = views(entries)
     for index, view in enumerate(chosen):
         shown = [(e, value) for e in entries if (value := view.value(e)) is not None]
-        figure.add_trace(_bar(view.name, shown, visible=index == 0))
+        figure.add_trace(_bar(view, shown, visible=index == 0))
     buttons = [
         {
             "label": view.name,
@@ -166,17 +171,19 @@ def _scale_buttons() -> list[dict[str, Any]]:
     ]
 
 
-def _bar(name: str, shown: Sequence[tuple[Entry, Value]], visible: bool) -> go.Bar:
-    central = [v[0] for _, v in shown]
+def _bar(view: View, shown: Sequence[tuple[Entry, Value]], visible: bool) -> go.Bar:
+    name, central = view.name, [v[0] for _, v in shown]
     suspect = [bool((e.normalized.get("roofline") or {}).get("suspect")) for e, _ in shown]
     marks = ["SUSPECT: above the measured peak" if s and name == "share of peak" else "" for s in suspect]
+    if view.per:
+        marks = [_source_mark(e, view.per) for e, _ in shown]
     return go.Bar(
         name=name,
         x=[e.label for e, _ in shown],
         y=central,
         visible=visible,
         customdata=marks,
-        marker={"color": ["#c62828" if m else "#1f77b4" for m in marks]},
+        marker={"color": ["#c62828" if m.startswith("SUSPECT") else "#1f77b4" for m in marks]},
         error_y={
             "type": "data",
             "array": [v[2] - v[0] for _, v in shown],
@@ -185,6 +192,12 @@ def _bar(name: str, shown: Sequence[tuple[Entry, Value]], visible: bool) -> go.B
         },
         hovertemplate="%{x}: %{y:.4g} %{customdata}<extra>" + name + "</extra>",
     )
+
+
+def _source_mark(entry: Entry, per: str) -> str:
+    """``(datasheet, source class: review)``: where the figure's denominator came from."""
+    figure = entry.normalized.get("figures", {}).get(per) or {}
+    return f"({figure.get('provenance', '-')}, source class: {figure.get('source_class', '-')})"
 
 
 TOKEN_CURVES = (

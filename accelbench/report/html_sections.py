@@ -154,8 +154,8 @@ def leaderboard_section(runs: Sequence[RunData], include_unverified: bool = Fals
     return Section("leaderboard", "Leaderboard", tuple(parts))
 
 
-def _served_chips(members: Sequence[tuple[RunData, Result]]) -> dict[tuple[str, str], float]:
-    """Chips counted per (run id, cell key) of the endpoint cells whose server ran on their machine."""
+def _served_chips(members: Sequence[tuple[RunData, Result]]) -> dict[tuple[str, str], ChipMatch]:
+    """The chips per (run id, cell key) of the endpoint cells whose chips are known (matched or declared)."""
     from accelbench.report.documents import served_chips
 
     found = {}
@@ -164,7 +164,7 @@ def _served_chips(members: Sequence[tuple[RunData, Result]]) -> dict[tuple[str, 
             result.cell.key
         )
         if match is not None:
-            found[(result.run_id, result.cell.key)] = match.count
+            found[(result.run_id, result.cell.key)] = match
     return found
 
 
@@ -174,7 +174,9 @@ _LEADERBOARD_NOTE = (
     "at zero; the second row of buttons switches to a log scale. Error bars are 95% intervals across "
     "trials or the ranges of uncertain chip facts. Share of peak divides by the machine's best measured "
     "GEMM (probes and libraries); above 100% is marked SUSPECT. Energy: meas = hardware counter, "
-    "poll = sampled power, est = TDP model (see each result's formula)."
+    "poll = sampled power, est = TDP model (see each result's formula). Each normalized bar's hover names "
+    "the provenance and source class of its denominator (vendor datasheet, vendor announcement, "
+    "independent measurement, review, estimate; measured: this run)."
 )
 
 

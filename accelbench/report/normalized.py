@@ -117,7 +117,8 @@ def history_document(rows: Sequence[tuple[HistoryEntry, Sequence[Figure]]]) -> l
 
 
 def figures_document(found: Sequence[Figure]) -> dict[str, Any]:
-    """Figures as JSON, by denominator: value, unit, denominator, provenance, source (SI units)."""
+    """Figures as JSON, by denominator: value, unit, denominator, provenance, source class, source (SI
+    units)."""
     return {f.per: _figure_document(f) for f in found}
 
 
@@ -174,17 +175,27 @@ def _variants_table(explanation: Explanation) -> Table:
 
 def _figures_table(explanation: Explanation) -> Table:
     table = Table(title="normalized cost per unit of work (lower is better)", title_justify="left")
-    for column in ("per", "A", "B", "gain B over A", "provenance"):
-        table.add_column(column, justify="left" if column in ("per", "provenance") else "right")
+    for column in ("per", "A", "B", "gain B over A", "provenance", "source class"):
+        table.add_column(column, justify="right" if column in ("A", "B", "gain B over A") else "left")
     by_per = {f.per: f for f in explanation.figures_b}
     for figure in explanation.figures_a:
         other = by_per.get(figure.per)
         if other is None or figure.per not in explanation.gains:
             continue
-        provenance = weakest(figure.provenance, other.provenance)
-        table.add_row(figure.per, _cost_text(figure, explanation.a), _cost_text(other, explanation.b),
-                      times(explanation.gains[figure.per]), provenance)  # fmt: skip
+        table.add_row(
+            figure.per,
+            _cost_text(figure, explanation.a),
+            _cost_text(other, explanation.b),
+            times(explanation.gains[figure.per]),
+            weakest(figure.provenance, other.provenance),
+            source_classes(figure, other),
+        )
     return table
+
+
+def source_classes(*found: Figure) -> str:
+    """The source classes of figures, once each, A's first: ``vendor datasheet / review``."""
+    return " / ".join(dict.fromkeys(f.source_class for f in found))
 
 
 def _cmos_line(cmos: CmosComparison) -> str:
@@ -257,6 +268,7 @@ def _figure_document(figure: Figure) -> dict[str, Any]:
         "denominator": range_document(figure.denominator),
         "denominator_unit": figure.denominator_unit,
         "provenance": figure.provenance,
+        "source_class": figure.source_class,
         "source": figure.source,
     }
 

@@ -48,10 +48,12 @@ def x86_tree(
     return root
 
 
-def arm_tree(root: Path, part: int, system_vendor: str = "", product: str = "", cpus: int = 2) -> Path:
+def arm_tree(
+    root: Path, part: int, system_vendor: str = "", product: str = "", cpus: int = 2, implementer: int = 0x41
+) -> Path:
     """An Arm cpuinfo (no model name, as the kernel prints it) with sysfs topology and optional DMI."""
     blocks = "".join(
-        f"processor\t: {n}\nFeatures\t: fp asimd sve bf16 i8mm\nCPU implementer\t: 0x41\n"
+        f"processor\t: {n}\nFeatures\t: fp asimd sve bf16 i8mm\nCPU implementer\t: {implementer:#x}\n"
         f"CPU architecture: 8\nCPU variant\t: 0x1\nCPU part\t: {part:#x}\nCPU revision\t: 1\n\n"
         for n in range(cpus)
     )
@@ -161,6 +163,18 @@ def test_neoverse_n1_is_graviton2_on_ec2_and_ampere_altra_elsewhere(tmp_path: Pa
     assert match_machine(metal).count_basis == "2 cores / 64 cores per socket = 0.0312 chips"
 
 
+def test_ampereone_by_its_own_cpu_part_on_a_cloud_vm(tmp_path: Path) -> None:
+    """Ampere's implementer 0xC0, part 0xAC3 (Linux cputype.h AMPERE1): the AmpereOne row, whose 192
+    cores have no SMT, so 2 vCPUs are exactly 2 cores (the count is a point, not a range)."""
+    tree = arm_tree(tmp_path, 0xAC3, "QEMU", "Standard PC (Q35 + ICH9, 2009)", implementer=0xC0)
+    m = detect_machine(tree, probe_gpus=False)
+    assert (m.cpu_vendor, m.microarchitecture, m.virtual_machine) == ("Ampere", "AmpereOne", True)
+    found = match_machine(m)
+    assert found.chip is not None and found.chip.key == "CPU: AmpereOne 192-core"
+    assert found.count == pytest.approx(2 / 192) and found.count_range.is_point
+    assert cpu_tdp(m).tdp_w == 350.0 and cpu_tdp(m).threads_per_core == 1.0
+
+
 def test_apple_m2_pro_on_macos_by_sysctl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     answers = {"machdep.cpu.brand_string": "Apple M2 Pro", "hw.logicalcpu": "12", "hw.physicalcpu": "12"}
     monkeypatch.setattr(detect.platform, "system", lambda: "Darwin")
@@ -213,7 +227,7 @@ def test_every_cpu_row_is_reachable_and_energy_uses_the_row_the_report_uses() ->
     """The old mismatch (report unmatched, energy matched in its own table) cannot happen: one row each."""
     table = bundled_chips()
     rows = [chip for chip in table if chip.kind == "cpu"]
-    assert len(rows) == 38
+    assert len(rows) == 39  # AmpereOne added (issue 42 item 2)
     reached = set()
     for chip in rows:
         machines = []

@@ -76,3 +76,26 @@ def test_a_remote_servers_curve_has_per_chip_figures_marked_declared() -> None:
     text = console.export_text()
     assert "100 decl" in text and "declared: 8 x NVIDIA H100 SXM" in text
     assert served_chips([result], {}, None) == {}
+
+
+def test_a_remote_servers_curve_has_per_watt_and_per_dollar_figures_with_their_source_class() -> None:
+    """800 output tokens/s on 8 declared H100 SXM (700 W TDP, and no NVIDIA price: an analyst's $33.6k
+    estimate): 800 / 5600 W = 0.143 tokens/s per TDP watt, 800 / 268.8 k$ = 2.98 per k$, each marked
+    declared with the class of its chip fact."""
+    result = _result([{"concurrency": 8, "requests": 16, "output_tokens_per_s": 800.0}])
+    config = {"serve_hardware": "NVIDIA H100 SXM x 8", "serve_hardware_source": "declared by the user"}
+    chips = served_chips([result], {}, None, config=config)
+    document = per_chip_document([result], chips)["served_llm_per_chip"][0]
+    watts, usd = document["denominators"]["tdp_w"], document["denominators"]["usd"]
+    assert watts["value"]["central"] == 8 * 700.0 and watts["provenance"] == "declared; datasheet"
+    assert watts["source_class"] == "review"  # chips.csv quotes NVIDIA's TDP through Epoch AI
+    assert usd["value"]["central"] == 8 * 33600.0 and usd["source_class"] == "estimate"
+    assert document["denominators"]["chip"]["provenance"] == "declared"
+    point = document["points"][0]
+    assert point["output_tokens_per_s_per_tdp_w"] == pytest.approx(800 / 5600)
+    assert point["output_tokens_per_s_per_usd"] == pytest.approx(800 / 268800)
+    console = Console(width=400, record=True)
+    console.print(curve_table([result], chips=chips))
+    text = console.export_text()
+    assert "0.143" in text and "2.98" in text
+    assert "output tok/s per TDP W (" in text and "source class: review" in text

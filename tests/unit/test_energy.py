@@ -15,6 +15,8 @@ import pytest
 
 from accelbench.hardware.chips import bundled_chips
 from accelbench.hardware.detect import Machine
+from accelbench.hardware.match import match_machine, narrowed
+from accelbench.hardware.share import ceiling, clock_peaks
 from accelbench.meters import amd_gpu, nvml, rapl
 from accelbench.meters.energy import (
     CpuEstimateMeter,
@@ -239,6 +241,27 @@ def test_vm_share_divides_vcpus_by_the_rows_threads_per_core() -> None:
     assert CpuEstimateMeter(bare, cores=2).share_w == pytest.approx(500 * 2 / 128)
 
 
+def test_the_estimate_takes_the_share_decision_of_the_per_chip_figures() -> None:
+    """Issue 42 item 1: a measured FP32 GEMM peak above the SMT-sibling datasheet peak (1 core of the
+    2-vCPU VM at max boost) rules SMT siblings out, for the energy estimate as for the report's chip
+    count: each vCPU a whole core, twice the SMT-sibling share of the socket TDP. A peak within it leaves
+    the low count, as without a probe."""
+    machine = _machine(vm=True)  # 2 vCPUs of a 128-core, 256-thread Zen 5 socket
+    report = match_machine(machine)
+    smt = ceiling(clock_peaks(bundled_chips().require("CPU: AMD EPYC 9755"), 1.0), 128.0)
+    above, within = smt.flops_per_s * 1.2, smt.flops_per_s * 0.8
+    decided = cpu_tdp(machine, measured_flops_per_s=above)
+    assert decided.threads_per_core == 1.0 and "whole cores" in decided.source
+    assert CpuEstimateMeter(decided, cores=2).share_w == pytest.approx(500 * 2 / 128)
+    assert narrowed(report, above).count == pytest.approx(2 / 128)  # the report counts the same share
+    for peak in (within, None):
+        undecided = cpu_tdp(machine, measured_flops_per_s=peak)
+        assert CpuEstimateMeter(undecided, cores=2).share_w == pytest.approx(500 * 2 / 2 / 128)
+        assert narrowed(report, peak).count == pytest.approx(2 / 2 / 128)
+    meter = choose_meter(machine, "cpu", powercap_root=Path("/nonexistent"), measured_flops_per_s=above)
+    assert isinstance(meter, CpuEstimateMeter) and meter.share_w == pytest.approx(500 * 2 / 128)
+
+
 def test_tdp_share_is_capped_at_whole_sockets_and_unknown_chips_fall_back() -> None:
     milan = cpu_tdp(_machine("Zen 3 (Milan)", model=1))
     assert milan.chip_key == "CPU: AMD EPYC 7763"
@@ -438,3 +461,16 @@ def test_amdsmi_energy_accumulator(monkeypatch: pytest.MonkeyPatch) -> None:
     meter.close()
     assert reading.energy_j == pytest.approx(153.0) and reading.provenance == "measured"
     assert reading.meter == "amdsmi" and reading.idle_power_w == 300.0 and smi.shut
+
+
+def test_the_runs_measured_peak_reaches_the_cell_in_its_spec(tmp_path: Path) -> None:
+    """The parent reads the run's best FP32 GEMM (a library's 193.1 GFLOP/s beats the probe's 143.8)
+    from the run folder and hands it to the cell in its spec; no probe: None (the low count)."""
+    from accelbench.cellspec import CellSpec
+    from accelbench.probe.peaks_file import run_fp32_peak, save_peaks
+    from tests.unit.report_cases import gemm_peaks
+
+    assert run_fp32_peak(tmp_path) is None
+    save_peaks(tmp_path, gemm_peaks())
+    assert run_fp32_peak(tmp_path) == pytest.approx(193.1e9)
+    assert "measured_fp32_flops_per_s" in CellSpec.__dataclass_fields__

@@ -130,3 +130,20 @@ def test_a_node_range_gives_a_credit_range() -> None:
 def test_nodes_outside_the_table_are_refused(node: float) -> None:
     with pytest.raises(NodeOutOfTable, match="outside the CMOS table"):
         node_credit(12, node)
+
+
+def test_each_figure_names_the_source_class_of_its_denominator() -> None:
+    v100, tpu = essay()
+    by_per = {f.per: f for f in figures(v100)}
+    assert by_per["chip"].source_class == "measured"  # a count of GPUs, not a chip fact
+    assert by_per["transistor"].source_class == "review"  # chips.csv quotes NVIDIA through Epoch AI
+    assert by_per["usd"].source_class == "estimate"  # Microway's analysis, not an NVIDIA price
+    assert by_per["usd_cloud"].source_class == "review"  # dated list prices read from compilations
+    tpu_watt = per_chip_quantity(tpu, "tdp_w")
+    assert tpu_watt is not None and tpu_watt.source_class == "vendor datasheet"  # Google's TPU v4 docs
+    chips = bundled_chips()
+    genoa = chips.require("CPU: AMD EPYC 9654")
+    share = Subject("x", "x", "throughput", "w", 0.01, "query", genoa, 2 / 96, "2 whole cores")
+    cpu = {f.per: f for f in figures(share)}
+    assert cpu["chip"].source_class == genoa.cores.source_class == "vendor datasheet"  # type: ignore[union-attr]
+    assert cpu["tdp_w"].source_class == "vendor datasheet"  # AMD's product page, not the pre-launch leak

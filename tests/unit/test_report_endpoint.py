@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from rich.console import Console
 
 from accelbench.curve import CurvePoint, EndpointFigures, QpsProbe, QpsSearch
+from accelbench.hardware.chips import bundled_chips
+from accelbench.hardware.match import ChipMatch
 from accelbench.report.endpoint import curve_table, curve_tables
 from accelbench.report.generation import generation_table
 from accelbench.results import Cell, Result
@@ -59,12 +62,18 @@ def test_the_html_step_chart_draws_the_measured_points_only() -> None:
     assert not pareto.layout.updatemenus  # no server ran on the measuring machine: no per-chip button
     here, remote = _result([low, high]), _result([low])
     here = dataclasses.replace(here, run_id="r2")
-    pareto, _ = curve_figures("smollm2-135m", [here, remote], {("r2", here.cell.key): 0.5})
+    h100 = bundled_chips().require("NVIDIA H100 SXM")  # 700 W TDP (review), $33.6k (estimate)
+    half = ChipMatch(h100, 0.5, "gpu name", "NVIDIA H100 80GB HBM3")
+    pareto, _ = curve_figures("smollm2-135m", [here, remote], {("r2", here.cell.key): half})
     (menu,) = pareto.layout.updatemenus
-    system, per_chip = (button.args[0] for button in menu.buttons)
-    assert [b.label for b in menu.buttons] == ["system", "per chip"]
+    system, per_chip, per_watt, per_kusd = (button.args[0] for button in menu.buttons)
+    assert [b.label for b in menu.buttons] == ["system", "per chip", "per TDP W", "per k$"]
     assert system["y"] == [[16.1, 7.4], [7.4]] and per_chip["y"] == [[32.2, 14.8], []]
     assert per_chip["visible"] == [True, False] and system["visible"] == [True, True]
+    assert per_watt["y"][0] == pytest.approx([16.1 / 350, 7.4 / 350]) and per_watt["y"][1] == []
+    assert per_kusd["y"][0] == pytest.approx([16.1 / 16.8, 7.4 / 16.8])
+    titles = [button.args[1]["yaxis.title.text"] for button in menu.buttons]
+    assert "source class: review" in titles[2] and "source class: estimate" in titles[3]
 
 
 def test_with_a_price_per_hour_each_point_says_its_dollars_per_million_output_tokens() -> None:
@@ -130,7 +139,9 @@ def test_a_server_started_here_gets_its_output_tokens_per_second_per_chip() -> N
     match = ChipMatch(None, 0.25, "table", "AMD EPYC", count_basis="2 vCPUs / 2 threads per core / 4 cores")
     chips = {here.cell.key: match}
     table = curve_table([here, remote], chips=chips)
-    assert table is not None and table.columns[-1].header == "output tok/s per chip"
+    assert table is not None
+    headers = [column.header for column in table.columns][-3:]
+    assert headers == ["output tok/s per chip", "output tok/s per TDP W", "output tok/s per k$"]
     console = Console(width=320, record=True)
     console.print(table)
     text = console.export_text()

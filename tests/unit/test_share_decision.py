@@ -30,11 +30,12 @@ CLOUD_CPUS = [
     ("CPU: Intel Xeon Platinum 8380", 40, 2.3, None, 3.4, 64),  # Ice Lake-SP
     ("CPU: Intel Xeon Platinum 8480+", 56, 2.0, None, 3.8, 64),  # Sapphire Rapids
     ("CPU: Intel Xeon Platinum 8592+", 64, 1.9, None, None, 64),  # Emerald Rapids, estimates
-    ("CPU: Intel Xeon 6980P", 128, 2.0, None, None, 64),  # Granite Rapids, estimates
+    ("CPU: Intel Xeon 6980P", 128, 2.0, 3.2, 3.9, 64),  # Granite Rapids, a review's copy of Intel's table
     ("CPU: AWS Graviton2", 64, 2.5, None, 2.5, 16),
     ("CPU: AWS Graviton3", 64, 2.6, None, 2.6, 32),
     ("CPU: AWS Graviton4", 96, 2.8, None, 2.8, 32),
     ("CPU: Ampere Altra Q80-30", 80, 3.0, None, 3.0, 16),
+    ("CPU: AmpereOne 192-core", 192, 3.0, None, 3.0, 16),  # AmpereOne, review figures
 ]
 
 
