@@ -159,6 +159,7 @@ async def send(
         output_tokens=count_tokens(text) if text else 0,
         usage_output_tokens=stream.usage.get("completion_tokens"),
         usage_prompt_tokens=stream.usage.get("prompt_tokens"),
+        usage_cached_tokens=stream.usage.get("cached_tokens"),
         status=status,
         error=error,
         finish_reason=stream.finish_reason,
