@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.sections import GenerationFigures
-from accelbench.sessions.records import SessionFigures
+from accelbench.session_figures import SessionFigures
 
 
 def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:

@@ -43,7 +43,7 @@ from typing import Any
 from accelbench.curve import EndpointFigures, generation_section
 from accelbench.result_upgrade import upgrade
 from accelbench.sections import AuditSection, GenerationFigures, ServerSearch, TrainingFigures, VariantInfo
-from accelbench.sessions.records import SessionFigures
+from accelbench.session_figures import SessionFigures
 
 SCHEMA_VERSION = 7
 

@@ -96,10 +96,6 @@ def settings_of(spec: CellSpec, lengths: tuple[int, int]) -> Settings:
 
 def measure(spec: CellSpec) -> Outcome:
     """The outcome of an endpoint cell (see the module text)."""
-    if spec.sessions:  # agentic multi-turn sessions instead of the curve (issue 44)
-        from accelbench.sessions import cell as sessions_cell
-
-        return sessions_cell.measure(spec)
     stack: EndpointStack = instantiate(spec.stack_ref)
     reason = stack.unavailable_reason(spec.cell.device)
     if reason:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from rich.table import Table
 
 from accelbench.results import Result
-from accelbench.sessions.records import SessionFigures, SessionPoint
+from accelbench.session_figures import SessionFigures, SessionPoint
 
 TITLE = "Agentic sessions (multi-turn; client-side token counts)"
 COLUMNS = (

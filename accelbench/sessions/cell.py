@@ -30,10 +30,11 @@ from accelbench.errors import Unavailable
 from accelbench.generation.models import load_model
 from accelbench.outcome import Head, Outcome
 from accelbench.registry import instantiate
+from accelbench.session_figures import SessionFigures, SessionPoint
 from accelbench.sessions.driver import Messages, context_counter, run_load
 from accelbench.sessions.figures import point
 from accelbench.sessions.outcome import UNAUDITED, SessionsBody, status_of
-from accelbench.sessions.records import SessionFigures, SessionPoint, TurnRecord
+from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.workload import SYSTEM_PROMPT, Shape, describe, make_sessions
 
 TURNS_FILE = "turns.jsonl"

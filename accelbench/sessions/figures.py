@@ -15,7 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from accelbench.endpoint.figures import tpot_s, ttft_s
-from accelbench.sessions.records import SessionPoint, TurnFigures, TurnRecord
+from accelbench.session_figures import SessionPoint, TurnFigures
+from accelbench.sessions.records import TurnRecord
 
 
 def _pct(values: Sequence[float], q: float) -> float:

@@ -18,7 +18,8 @@ from accelbench import audits
 from accelbench.audits.verdict import FAIL, PASS, Verdict
 from accelbench.endpoint.audits import token_count
 from accelbench.sections import AuditSection
-from accelbench.sessions.records import SessionFigures, SessionPoint, TurnRecord
+from accelbench.session_figures import SessionFigures, SessionPoint
+from accelbench.sessions.records import TurnRecord
 
 UNAUDITED = (
     "sessions: no audit of forbidden KV reuse (across sessions or passes, replies replayed) and no "

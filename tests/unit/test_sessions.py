@@ -12,9 +12,10 @@ from accelbench.curve import generation_section
 from accelbench.endpoint.records import RequestRecord
 from accelbench.endpoint.sse import usage_of
 from accelbench.errors import UserError
+from accelbench.session_figures import SessionFigures
 from accelbench.sessions.figures import by_turn, point, session_latencies_s
 from accelbench.sessions.outcome import session_salts
-from accelbench.sessions.records import SessionFigures, TurnRecord
+from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.workload import SYSTEM_PROMPT, TOOL, USER, Shape, make_sessions
 
 
