@@ -64,6 +64,9 @@ class Prompt:
     messages: tuple[Mapping[str, str], ...]
     text: str
     """The chat template applied to ``messages`` (the ``/v1/completions`` prompt)."""
+    session_id: str = ""
+    """A multi-turn session's id, sent as the ``X-Session-ID`` header (MLPerf Endpoints' routing hint:
+    ``accelbench.sessions``); empty: a single-turn request, no header."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +132,7 @@ async def send(
     status, error = OK, ""
     try:
         async with session.post(
-            target.endpoint, json=body(target, prompt, max_tokens), headers=target.headers()
+            target.endpoint, json=body(target, prompt, max_tokens), headers=_headers(target, prompt)
         ) as r:
             if r.status != 200:
                 status, error = f"http {r.status}", _one_line(await r.text())
@@ -166,6 +169,12 @@ async def send(
         filler_first_chunk=stream.filler,
         first_chunk_text=stream.pieces[0] if stream.pieces else "",
     )
+
+
+def _headers(target: Target, prompt: Prompt) -> dict[str, str]:
+    """The target's headers, and the prompt's session id when it has one."""
+    found = target.headers()
+    return {**found, "X-Session-ID": prompt.session_id} if prompt.session_id else found
 
 
 async def _read(response: Any, stream: _Stream, clock0: float) -> None:

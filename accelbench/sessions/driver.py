@@ -2,7 +2,8 @@
 
 One asyncio loop per load point, one aiohttp session with a new connection per request (the endpoint
 client, ``accelbench.endpoint.client.send``). Each session waits its turn's think delay, appends the turn's
-message, sends the whole conversation on the chat API, and appends the server's *real* reply as the
+message, sends the whole conversation on the chat API (with the session's ``X-Session-ID`` header, MLPerf
+Endpoints' routing hint), and appends the server's *real* reply as the
 assistant's message before its next turn. A turn's issue time is when its delay ended (so TTFT holds no
 think time); a failed turn ends its session (the turns after it cannot be sent honestly: their history
 would lack a reply). Nothing here raises for a failed request: the failure is the record's status.
@@ -57,7 +58,7 @@ async def _load(
             for number, turn in enumerate(session.turns):
                 await asyncio.sleep(turn.delay_s)
                 messages.append({"role": "user", "content": turn.content})
-                prompt = Prompt(session.salt, tuple(dict(m) for m in messages), "")
+                prompt = Prompt(session.salt, tuple(dict(m) for m in messages), "", session_id(session))
                 slot = Slot(len(sessions), _index(session, number), TURN, time.perf_counter() - clock0)
                 sent = await send(client, target, prompt, max_tokens, slot, count_tokens, clock0)
                 context = count_context(messages)
@@ -68,6 +69,11 @@ async def _load(
 
         await asyncio.gather(*(one(s) for s in sessions))
     return records
+
+
+def session_id(session: Session) -> str:
+    """The ``X-Session-ID`` of a session: the head of its salt (unique per session and pass, as the salt)."""
+    return session.salt[:16]
 
 
 def _index(session: Session, turn: int) -> int:

@@ -9,10 +9,12 @@ import pytest
 
 from accelbench.config import SUITES, with_overrides
 from accelbench.curve import generation_section
+from accelbench.endpoint.client import Prompt, Target, _headers
 from accelbench.endpoint.records import RequestRecord
 from accelbench.endpoint.sse import usage_of
 from accelbench.errors import UserError
 from accelbench.session_figures import SessionFigures
+from accelbench.sessions.driver import session_id
 from accelbench.sessions.figures import by_turn, point, session_latencies_s
 from accelbench.sessions.outcome import session_salts
 from accelbench.sessions.records import TurnRecord
@@ -120,6 +122,14 @@ def test_the_stored_records_round_trip_and_load_as_a_sessions_section() -> None:
         duration_s=9.0,
     )
     assert generation_section(json.loads(json.dumps(figures.to_dict()))) == figures
+
+
+def test_a_sessions_turn_carries_its_session_id_header_and_a_single_request_none() -> None:
+    (session,) = make_sessions(5, "load-1", 1, Shape(turns=1))
+    target = Target("http://127.0.0.1:1", "m")
+    turn = Prompt(session.salt, ({"role": "user", "content": "hi"},), "", session_id(session))
+    assert _headers(target, turn)["X-Session-ID"] == session.salt[:16]
+    assert "X-Session-ID" not in _headers(target, Prompt("ab", (), ""))
 
 
 def test_usage_of_reads_the_servers_cached_tokens() -> None:
