@@ -75,6 +75,10 @@ class CellSpec:
     """Endpoint cells: ``chat`` or ``completions`` (empty: ``chat``)."""
     arrivals: str = ""
     """Endpoint cells: ``poisson`` also searches the max QPS under Poisson arrivals (empty: the curve)."""
+    sessions: tuple[int, ...] = ()
+    """Endpoint cells: the session ladder (``accelbench.sessions``); empty: the curve."""
+    session_turns: int = 0
+    """Sessions cells: turns per session (0: ``accelbench.sessions.cell.DEFAULT_TURNS``)."""
     noise_floor: dict[str, Any] | None = None
     """The run's noise floor (``reference_probe.floor_to_dict``), taken by the parent: the cell reads its
     drift limit from here, never from a file a stack could write; None: the cell measures one."""
@@ -105,4 +109,5 @@ class CellSpec:
         fields["cell"] = Cell(**fields["cell"])
         fields["batch_sweep"] = tuple(fields.get("batch_sweep", ()))
         fields["concurrency"] = tuple(fields.get("concurrency", ()))
+        fields["sessions"] = tuple(fields.get("sessions", ()))
         return cls(**fields)

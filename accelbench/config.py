@@ -112,6 +112,11 @@ class RunConfig:
     arrivals: str = ""
     """``--arrivals``: ``poisson`` adds the max-QPS search under Poisson arrivals to each endpoint cell's
     curve; ``concurrency`` or empty: the curve only."""
+    sessions: tuple[int, ...] = ()
+    """``--sessions``: the endpoint cells measure agentic multi-turn sessions instead of the curve, this
+    many at once per load point (``accelbench.sessions``); empty: the curve."""
+    session_turns: int = 0
+    """``--session-turns``: turns per session of the synthetic agentic workload (0: 4)."""
     serve_cluster: str | None = None
     """``--serve-cluster``: the Ray cluster (``HOST:PORT`` of its head, or ``auto``) where the Ray Serve
     stacks deploy their model instead of a Ray of their own (docs/serving.md)."""
@@ -130,6 +135,11 @@ class RunConfig:
             raise UserError(f"input_seed must be a whole number in [0, 2**63), got {self.input_seed}")
         if any(c < 1 or c > 4096 for c in self.concurrency):
             raise UserError(f"concurrency values must be in [1, 4096], got {list(self.concurrency)}")
+        if any(s < 1 or s > 4096 for s in self.sessions) or not 0 <= self.session_turns <= 1000:
+            raise UserError(
+                f"sessions must be in [1, 4096] and session_turns in [0, 1000], got {list(self.sessions)} "
+                f"and {self.session_turns}"
+            )
         if self.endpoint_requests < 0 or self.output_tokens < 0:
             raise UserError("endpoint_requests and output_tokens must be >= 0")
         if self.api_key_env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env):

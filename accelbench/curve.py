@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.sections import GenerationFigures
+from accelbench.session_figures import SessionFigures
 
 
 def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -249,9 +250,13 @@ class EndpointFigures:
         return cls(**values)
 
 
-def generation_section(document: Mapping[str, Any]) -> GenerationFigures | EndpointFigures:
-    """A stored ``generation`` section: an endpoint cell's when it holds a ``curve``, else a decode
-    cell's."""
+def generation_section(
+    document: Mapping[str, Any],
+) -> GenerationFigures | EndpointFigures | SessionFigures:
+    """A stored ``generation`` section: a sessions cell's when it holds a ``sessions_ladder``, an
+    endpoint cell's when it holds a ``curve``, else a decode cell's."""
+    if "sessions_ladder" in document:
+        return SessionFigures.from_dict(document)
     if "curve" in document:
         return EndpointFigures.from_dict(document)
     return GenerationFigures.from_dict(document)

@@ -95,6 +95,7 @@ DRIVERS: Mapping[str, str] = {
     "tokens": "accelbench.cell.generation:measure",
     "train-to-quality": "accelbench.training.measure:measure",
     "endpoint": "accelbench.endpoint.cell:measure",
+    "sessions": "accelbench.sessions.cell:measure",
 }
 """The cell drivers: name -> ``module:function`` taking the ``CellSpec`` and returning its
 ``accelbench.outcome.Outcome``. A workload names its driver (``driver``, a class attribute); the planner

@@ -43,6 +43,7 @@ from typing import Any
 from accelbench.curve import EndpointFigures, generation_section
 from accelbench.result_upgrade import upgrade
 from accelbench.sections import AuditSection, GenerationFigures, ServerSearch, TrainingFigures, VariantInfo
+from accelbench.session_figures import SessionFigures
 
 SCHEMA_VERSION = 7
 
@@ -296,8 +297,9 @@ class Result:
     figures: Figures | None = None
     server_search: ServerSearch | None = None
     """The probes of the server QPS search (``accelbench.scenarios.server_search``)."""
-    generation: GenerationFigures | EndpointFigures | None = None
-    """An LLM cell's: decode figures (``accelbench.generation.figures``) or an endpoint's curve."""
+    generation: GenerationFigures | EndpointFigures | SessionFigures | None = None
+    """An LLM cell's: decode figures (``accelbench.generation.figures``), an endpoint's curve or its
+    session ladder (``accelbench.sessions``)."""
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -313,6 +315,11 @@ class Result:
     def curve(self) -> EndpointFigures | None:
         """The endpoint driver's body (a served LLM's curve), else None."""
         return self.generation if isinstance(self.generation, EndpointFigures) else None
+
+    @property
+    def session_ladder(self) -> SessionFigures | None:
+        """The sessions driver's body (a served LLM's agentic session ladder), else None."""
+        return self.generation if isinstance(self.generation, SessionFigures) else None
 
     @property
     def qps(self) -> float | None:

@@ -121,7 +121,7 @@ def _generative_cells(
             Cell(workload, stack, scenario, device, config.size, "canonical"),
             workload_ref,
             generating[stack],
-            _driver_ref(declared, generating[stack]),
+            _sessions_or(config, generating[stack], _driver_ref(declared, generating[stack])),
         )
         for stack in stacks
         if stack in generating
@@ -136,6 +136,14 @@ def _scenarios_of(stack: str, scenarios: tuple[str, ...]) -> list[str]:
     once, under the first of them."""
     known = [s for s in scenarios if s in generation_workload.SCENARIOS]
     return known[:1] if stack.startswith("llm@") else known
+
+
+def _sessions_or(config: RunConfig, stack_ref: str, driver_ref: str) -> str:
+    """The sessions driver for an endpoint stack's cell when the run asks for sessions (``--sessions``:
+    agentic multi-turn sessions instead of the curve, ``accelbench.sessions``), else ``driver_ref``."""
+    if config.sessions and registry.stack_driver(stack_ref) == "endpoint":
+        return registry.resolve("driver", ("sessions",))["sessions"]
+    return driver_ref
 
 
 def _driver_ref(declared: Declared, stack_ref: str) -> str:

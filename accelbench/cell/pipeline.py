@@ -122,6 +122,8 @@ def cell_spec(
         serve_url=config.serve_url,
         serve_cluster=config.serve_cluster,
         concurrency=config.concurrency,
+        sessions=config.sessions,
+        session_turns=config.session_turns,
         endpoint_requests=config.endpoint_requests,
         output_tokens=config.output_tokens,
         api_key_env=config.api_key_env,

@@ -50,6 +50,7 @@ from accelbench.normalize.serving import serving_comparisons, serving_document
 from accelbench.report import endpoint as endpoint_report
 from accelbench.report import generation as generation_report
 from accelbench.report import serving as serving_report
+from accelbench.report import sessions as sessions_report
 from accelbench.report import terminal
 from accelbench.report import training as training_report
 from accelbench.results import Result, to_dict
@@ -107,6 +108,8 @@ def run(
     api_key_env: cli_serving.ApiKeyEnvOption = None,
     endpoint_api: cli_serving.EndpointApiOption = None,
     arrivals: cli_serving.ArrivalsOption = None,
+    sessions: cli_serving.SessionsOption = None,
+    session_turns: cli_serving.SessionTurnsOption = None,
     store_path: StoreOption = None,
     as_json: JsonOption = False,
     include_unverified: UnverifiedOption = False,
@@ -119,7 +122,9 @@ def run(
     batching = {"batch": batch, "batch_sweep": _batches(batch_sweep), "input_seed": input_seed}
     named = {k: _names(v) for k, v in listed.items()}
     endpoint = (api_key_env, concurrency, output_tokens, endpoint_requests, endpoint_api, arrivals)
-    served = cli_serving.served_settings(serve_url, serve_cluster, *endpoint, serve_hardware=serve_hardware)
+    served = cli_serving.served_settings(
+        serve_url, serve_cluster, *endpoint, serve_hardware, sessions=sessions, session_turns=session_turns
+    )
     overrides = _overrides({**named, **scalars, **per_run, **batching, **served}, config_file)
     chosen = suite(suite_name)
     llm = cli_serving.generative(overrides.get("workloads") or chosen.workloads)
@@ -256,6 +261,7 @@ def _print_results(
         training_report.training_table(results),
         generation_report.generation_table(results),
         *endpoint_report.curve_tables(results, rate, chips),
+        *sessions_report.session_tables(results),
         serving_report.serving_table(serving_comparisons(results)),
     ):
         if table is not None:

@@ -38,6 +38,16 @@ ConcurrencyOption = Annotated[
     str | None,
     typer.Option(help="Served LLMs (llm@...): the curve's concurrencies, e.g. 1,2,4,8 (default: automatic)."),
 ]
+SessionsOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Served LLMs: agentic multi-turn sessions instead of the curve, this many at once per load "
+        "point, e.g. 1,2,4 (docs/sessions.md)."
+    ),
+]
+SessionTurnsOption = Annotated[
+    int | None, typer.Option("--session-turns", help="Served LLMs with --sessions: turns per session (4).")
+]
 OutputTokensOption = Annotated[
     int | None, typer.Option("--output-tokens", help="Served LLMs: tokens per reply (default 128).")
 ]
@@ -95,14 +105,14 @@ def generative(workloads: Sequence[str]) -> bool:
     return any(known.get(name, "").startswith("accelbench.generation.") for name in workloads)
 
 
-def concurrencies(text: str | None) -> tuple[int, ...] | None:
-    """``--concurrency 1,2,4`` as numbers; UserError for anything else."""
+def concurrencies(text: str | None, option: str = "--concurrency") -> tuple[int, ...] | None:
+    """``--concurrency 1,2,4`` (or ``option``'s list) as numbers; UserError for anything else."""
     if text is None:
         return None
     try:
         return tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
-        raise UserError(f"--concurrency takes comma-separated whole numbers, got {text[:80]!r}") from None
+        raise UserError(f"{option} takes comma-separated whole numbers, got {text[:80]!r}") from None
 
 
 def served_settings(
@@ -115,6 +125,8 @@ def served_settings(
     endpoint_api: str | None = None,
     arrivals: str | None = None,
     serve_hardware: str | None = None,
+    sessions: str | None = None,
+    session_turns: int | None = None,
 ) -> dict[str, Any]:
     """The run settings of ``--serve-url``, ``--serve-cluster`` and the served-LLM options, by name;
     ``--serve-hardware`` resolved now (``accelbench.hardware.declared``), so the run stores what it named."""
@@ -134,6 +146,8 @@ def served_settings(
         "endpoint_requests": endpoint_requests,
         "endpoint_api": endpoint_api,
         "arrivals": arrivals,
+        "sessions": concurrencies(sessions, "--sessions"),
+        "session_turns": session_turns,
     }
 
 

@@ -64,6 +64,9 @@ class Prompt:
     messages: tuple[Mapping[str, str], ...]
     text: str
     """The chat template applied to ``messages`` (the ``/v1/completions`` prompt)."""
+    session_id: str = ""
+    """A multi-turn session's id, sent as the ``X-Session-ID`` header (MLPerf Endpoints' routing hint:
+    ``accelbench.sessions``); empty: a single-turn request, no header."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +132,7 @@ async def send(
     status, error = OK, ""
     try:
         async with session.post(
-            target.endpoint, json=body(target, prompt, max_tokens), headers=target.headers()
+            target.endpoint, json=body(target, prompt, max_tokens), headers=_headers(target, prompt)
         ) as r:
             if r.status != 200:
                 status, error = f"http {r.status}", _one_line(await r.text())
@@ -159,12 +162,19 @@ async def send(
         output_tokens=count_tokens(text) if text else 0,
         usage_output_tokens=stream.usage.get("completion_tokens"),
         usage_prompt_tokens=stream.usage.get("prompt_tokens"),
+        usage_cached_tokens=stream.usage.get("cached_tokens"),
         status=status,
         error=error,
         finish_reason=stream.finish_reason,
         filler_first_chunk=stream.filler,
         first_chunk_text=stream.pieces[0] if stream.pieces else "",
     )
+
+
+def _headers(target: Target, prompt: Prompt) -> dict[str, str]:
+    """The target's headers, and the prompt's session id when it has one."""
+    found = target.headers()
+    return {**found, "X-Session-ID": prompt.session_id} if prompt.session_id else found
 
 
 async def _read(response: Any, stream: _Stream, clock0: float) -> None:

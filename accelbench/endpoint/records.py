@@ -63,6 +63,10 @@ class RequestRecord:
     """The arrival rate of the max-QPS search's probe that sent it (None, and absent from the stored
     line: a request of the curve or an audit)."""
 
+    usage_cached_tokens: int | None = None
+    """``usage.prompt_tokens_details.cached_tokens``: the prompt tokens the server says it took from its
+    prefix cache (None, and absent from the stored line: not reported)."""
+
     @property
     def ok(self) -> bool:
         """Whether the reply streamed to its end with HTTP 200."""
@@ -72,8 +76,9 @@ class RequestRecord:
         """The stored form (one line of ``requests.jsonl``)."""
         document = dataclasses.asdict(self)
         document["chunk_s"] = list(self.chunk_s)
-        if self.target_qps is None:
-            del document["target_qps"]
+        for optional in ("target_qps", "usage_cached_tokens"):
+            if document[optional] is None:
+                del document[optional]
         return document
 
     @classmethod

@@ -79,9 +79,13 @@ def visible(text: str) -> bool:
 
 
 def usage_of(chunk: dict[str, Any]) -> dict[str, int] | None:
-    """The chunk's ``usage`` counts (``prompt_tokens``, ``completion_tokens``) when it carries them."""
+    """The chunk's ``usage`` counts (``prompt_tokens``, ``completion_tokens``, and ``cached_tokens`` from
+    ``prompt_tokens_details`` when the server reports its prefix-cache hits) when it carries them."""
     usage = chunk.get("usage")
     if not isinstance(usage, dict):
         return None
     kept = ("prompt_tokens", "completion_tokens")
-    return {k: int(v) for k, v in usage.items() if k in kept and isinstance(v, int)}
+    found = {k: int(v) for k, v in usage.items() if k in kept and isinstance(v, int)}
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return {**found, "cached_tokens": cached} if isinstance(cached, int) else found

@@ -1,0 +1,107 @@
+"""Terminal tables of the agentic session ladders (``accelbench.sessions``): a row per load point of each
+sessions cell, and a row per turn number (the figures against the context each turn had).
+
+Reads the ``generation`` section's ``sessions_ladder``; the only place its seconds and rates are
+formatted. Each row is one measured load (sessions at once); nothing is implied between two rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.table import Table
+
+from accelbench.results import Result
+from accelbench.session_figures import SessionFigures, SessionPoint
+
+TITLE = "Agentic sessions (multi-turn; client-side token counts)"
+COLUMNS = (
+    "workload",
+    "stack",
+    "status",
+    "sessions",
+    "turns",
+    "TTFT p50/p90 ms",
+    "TPOT p50/p90 ms",
+    "session p50/p90 s",
+    "e2e interactivity tok/s",
+    "tok/s per user",
+    "in tok/s",
+    "out tok/s",
+    "cached tok",
+    "failed",
+)
+TURN_TITLE = "Agentic sessions by turn (TTFT and TPOT against context)"
+TURN_COLUMNS = ("stack", "sessions", "turn", "turns ok", "context tok p50", "TTFT p50 ms", "TPOT p50 ms")
+_LEFT = ("workload", "stack", "status")
+
+
+def ladders_of(results: Sequence[Result]) -> list[tuple[Result, SessionFigures]]:
+    """The sessions cells among ``results`` with their ladders, by cell key."""
+    found = [(r, r.session_ladder) for r in results if r.session_ladder is not None]
+    return sorted(((r, s) for r, s in found if s is not None), key=lambda pair: pair[0].cell.key)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.0f}"
+
+
+def _row(result: Result, point: SessionPoint) -> list[str]:
+    cached = "-" if point.cached_tokens is None else str(point.cached_tokens)
+    return [
+        result.cell.workload,
+        result.cell.stack,
+        result.status,
+        str(point.sessions),
+        str(point.turns),
+        f"{_ms(point.ttft_p50_s)}/{_ms(point.ttft_p90_s)}",
+        f"{_ms(point.tpot_p50_s)}/{_ms(point.tpot_p90_s)}",
+        f"{point.session_latency_p50_s:.1f}/{point.session_latency_p90_s:.1f}",
+        f"{point.e2e_interactivity_tokens_per_s:.2f}",
+        f"{point.tokens_per_s_per_user:.2f}",
+        f"{point.input_tokens_per_s:.1f}",
+        f"{point.output_tokens_per_s:.2f}",
+        cached,
+        str(point.failed_turns),
+    ]
+
+
+def session_table(results: Sequence[Result]) -> Table | None:
+    """One row per load point of every sessions cell; None when there is none."""
+    ladders = ladders_of(results)
+    if not ladders:
+        return None
+    table = Table(title=TITLE, title_justify="left")
+    for column in COLUMNS:
+        table.add_column(column, justify="left" if column in _LEFT else "right")
+    for result, section in ladders:
+        for point in section.sessions_ladder:
+            table.add_row(*_row(result, point))
+    table.caption = "\n".join(
+        f"{r.cell.stack}: {s.workload}; {s.max_tokens} tokens per reply; declared shared prefix "
+        f"{s.shared_prefix_tokens} tokens (the system message)"
+        for r, s in ladders
+    )
+    return table
+
+
+def turn_table(results: Sequence[Result]) -> Table | None:
+    """One row per (load point, turn number) of every sessions cell; None when there is none."""
+    ladders = ladders_of(results)
+    if not ladders:
+        return None
+    table = Table(title=TURN_TITLE, title_justify="left")
+    for column in TURN_COLUMNS:
+        table.add_column(column, justify="left" if column == "stack" else "right")
+    for result, section in ladders:
+        for point in section.sessions_ladder:
+            for turn in point.by_turn:
+                cells = (result.cell.stack, str(point.sessions), str(turn.turn), str(turn.turns))
+                figures = (f"{turn.context_tokens_p50:.0f}", _ms(turn.ttft_p50_s), _ms(turn.tpot_p50_s))
+                table.add_row(*cells, *figures)
+    return table
+
+
+def session_tables(results: Sequence[Result]) -> tuple[Table | None, Table | None]:
+    """The ladders' table and the by-turn table."""
+    return session_table(results), turn_table(results)

@@ -1,0 +1,111 @@
+"""The stored ``generation`` section of a sessions cell (``accelbench.sessions``, issue 44):
+``SessionFigures``, one ``SessionPoint`` per load in ladder order, each with its ``TurnFigures`` by turn
+number. A step function like the curve: nothing between two loads is implied.
+
+Times are seconds, tokens are the client's counts with the model's tokenizer; ``cached_tokens`` is the
+server's own report (``usage.prompt_tokens_details.cached_tokens``), None where it reports none. Plain
+records with no import from the package, so ``accelbench.curve`` and ``accelbench.results`` load them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFigures:
+    """The turns of one number (the k-th turn of every session) at a load point."""
+
+    turn: int
+    turns: int
+    """How many sessions reached this turn with an ok reply."""
+    context_tokens_p50: float
+    ttft_p50_s: float
+    tpot_p50_s: float
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TurnFigures:
+        """Inverse of ``dataclasses.asdict``."""
+        return cls(**data)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPoint:
+    """The figures of one load: ``sessions`` sessions running at once, each turn after its delay."""
+
+    sessions: int
+    turns: int
+    """Turns sent (failed ones included)."""
+    failed_turns: int
+    duration_s: float
+    """The point's span: its first turn's issue to its last turn's end."""
+    ttft_p50_s: float
+    ttft_p90_s: float
+    tpot_p50_s: float
+    tpot_p90_s: float
+    session_latency_p50_s: float
+    """A session's first issue to its last end (think delays included), median over the sessions."""
+    session_latency_p90_s: float
+    e2e_interactivity_tokens_per_s: float
+    """MLPerf Endpoints' ``e2e_interactivity``: output tokens over the summed turn times (issue to end
+    of each turn; think delays excluded), over every ok turn of the point."""
+    input_tokens_per_s: float
+    """Context tokens sent (every turn's whole conversation) over the span."""
+    output_tokens_per_s: float
+    tokens_per_s_per_user: float
+    """1 / TPOT p50: the decode speed a session sees."""
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int | None
+    """The server's reported prefix-cache tokens, summed (None: it reported none)."""
+    by_turn: tuple[TurnFigures, ...]
+    """TTFT and TPOT by turn number, with the context each turn had: the figures against context length."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored point."""
+        document = dataclasses.asdict(self)
+        document["by_turn"] = [dataclasses.asdict(t) for t in self.by_turn]
+        return document
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SessionPoint:
+        """Inverse of ``to_dict``."""
+        values = dict(data)
+        values["by_turn"] = tuple(TurnFigures.from_dict(t) for t in values["by_turn"])
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFigures:
+    """The ``generation`` section of a sessions cell: the session ladder and how it was made."""
+
+    endpoint: str
+    """The endpoint stack (``llm@url``, ``llm@transformers-cb``, ...)."""
+    model: str
+    params: int
+    workload: str
+    """The session workload (``synthetic-agentic``) and its drawn sizes, stated."""
+    turns_per_session: int
+    max_tokens: int
+    shared_prefix_tokens: int
+    """The declared shared prefix (the system message, chat template included), client-counted."""
+    sessions_ladder: tuple[SessionPoint, ...]
+    turns_file: str
+    """``turns.jsonl``: relative to the run folder when inside it."""
+    duration_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored ``generation`` section."""
+        document = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        document["sessions_ladder"] = [p.to_dict() for p in self.sessions_ladder]
+        return document
+
+    @classmethod
+    def from_dict(cls, document: Mapping[str, Any]) -> SessionFigures:
+        """A stored sessions ``generation`` section."""
+        values = dict(document)
+        values["sessions_ladder"] = tuple(SessionPoint.from_dict(p) for p in values["sessions_ladder"])
+        return cls(**values)

@@ -1,0 +1,159 @@
+"""The driver of a sessions cell (issue 44): an endpoint stack measured with agentic multi-turn sessions.
+
+``accelbench.endpoint.cell.measure`` hands a cell here when the run asks for sessions (``--sessions``).
+1. The server, as the endpoint curve has it (``endpoint.cell.serving``: ``--serve-url`` or a server
+   started on loopback, the reply length forced where the server allows).
+2. One warm-up session of one turn (its own pass: its salt is not the measured sessions'); a failure
+   makes the cell ``unavailable`` with the one-line reason.
+3. The ladder: for each load (``--sessions 1,2,4``) that many sessions at once, fresh from the synthetic
+   generator (``accelbench.sessions.workload``, pass ``load-<n>``), each turn with the conversation so
+   far (``accelbench.sessions.driver``); the point's figures (``accelbench.sessions.figures``). A point
+   where every turn failed ends the ladder. Every turn is a line of ``turns.jsonl`` in the cell's folder,
+   written point by point.
+4. The audits and the status (``accelbench.sessions.outcome``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from accelbench.cellspec import CellSpec
+from accelbench.endpoint.cell import DEFAULT_API_KEY_ENV, Settings, serving, token_counter
+from accelbench.endpoint.client import Target
+from accelbench.endpoint.stack import EndpointStack
+from accelbench.errors import Unavailable
+from accelbench.generation.models import load_model
+from accelbench.outcome import Head, Outcome
+from accelbench.registry import instantiate
+from accelbench.session_figures import SessionFigures, SessionPoint
+from accelbench.sessions.driver import Messages, context_counter, run_load
+from accelbench.sessions.figures import point
+from accelbench.sessions.outcome import UNAUDITED, SessionsBody, status_of
+from accelbench.sessions.records import TurnRecord
+from accelbench.sessions.workload import SYSTEM_PROMPT, Shape, describe, make_sessions
+
+TURNS_FILE = "turns.jsonl"
+DEFAULT_TURNS = 4
+DEFAULT_OUTPUT_TOKENS = 32
+WORKLOAD = "synthetic-agentic"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSettings:
+    """How the session ladder is measured (stored in the result's settings)."""
+
+    ladder: tuple[int, ...]
+    shape: Shape
+    max_tokens: int
+    api_key_env: str
+
+
+def settings_of(spec: CellSpec) -> SessionSettings:
+    """The settings a cell spec asks for."""
+    return SessionSettings(
+        ladder=tuple(spec.sessions),
+        shape=Shape(turns=spec.session_turns or DEFAULT_TURNS),
+        max_tokens=spec.output_tokens or DEFAULT_OUTPUT_TOKENS,
+        api_key_env=spec.api_key_env or DEFAULT_API_KEY_ENV,
+    )
+
+
+def measure(spec: CellSpec) -> Outcome:
+    """The outcome of a sessions cell (see the module text)."""
+    stack: EndpointStack = instantiate(spec.stack_ref)
+    reason = stack.unavailable_reason(spec.cell.device)
+    if reason:
+        raise Unavailable(reason)
+    workload = instantiate(spec.workload_ref)
+    model = load_model(workload.model, Path(spec.store_cache_dir or spec.cache_dir))
+    settings = settings_of(spec)
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model.folder)
+    counters = (token_counter(tokenizer), context_counter(tokenizer))
+    path = Path(spec.cell_dir) / TURNS_FILE
+    path.unlink(missing_ok=True)
+    endpoint = Settings(settings.ladder, 0, settings.max_tokens, "chat", settings.api_key_env, (1, 1))
+    with serving(stack, spec, model, endpoint) as target:
+        started = time.perf_counter()
+        warm_up(target, spec.input_seed, settings, counters)
+        ladder, records, stopped = run_ladder(target, spec.input_seed, settings, counters, path)
+        duration_s = time.perf_counter() - started
+    (status, why), section = status_of(records, ladder, stopped, settings.max_tokens)
+    head = Head(
+        status,
+        why,
+        effective_precision=stack.precision,
+        versions=stack.versions(),
+        settings=_settings(spec, stack, settings),
+        warnings=(UNAUDITED,),
+    )
+    figures = SessionFigures(
+        endpoint=stack.name,
+        model=model.name,
+        params=model.params,
+        workload=f"{WORKLOAD}: {describe(settings.shape)}",
+        turns_per_session=settings.shape.turns,
+        max_tokens=settings.max_tokens,
+        shared_prefix_tokens=counters[1]([{"role": "system", "content": SYSTEM_PROMPT}]),
+        sessions_ladder=tuple(ladder),
+        turns_file=str(path.relative_to(spec.run_dir)) if path.is_relative_to(spec.run_dir) else str(path),
+        duration_s=duration_s,
+    )
+    return Outcome(head, SessionsBody(section, figures))
+
+
+Counters = tuple[Callable[[str], int], Callable[[Messages], int]]
+
+
+def warm_up(target: Target, input_seed: int, settings: SessionSettings, counters: Counters) -> None:
+    """One session of one turn of its own pass; Unavailable with its one-line reason when it fails."""
+    (session,) = make_sessions(input_seed, "warm-up", 1, Shape(turns=1))
+    (record,) = run_load(target, [session], min(settings.max_tokens, 8), *counters)
+    if not record.request.ok:
+        failed = record.request
+        raise Unavailable(f"{target.endpoint}: {failed.status}: {failed.error}".rstrip(": "))
+
+
+def run_ladder(
+    target: Target, input_seed: int, settings: SessionSettings, counters: Counters, path: Path
+) -> tuple[list[SessionPoint], list[TurnRecord], str]:
+    """Every load point's figures, every turn, and why the ladder stopped early ("" if it did not)."""
+    ladder: list[SessionPoint] = []
+    records: list[TurnRecord] = []
+    for count in settings.ladder:
+        sessions = make_sessions(input_seed, f"load-{count}", count, settings.shape)
+        done = run_load(target, sessions, settings.max_tokens, *counters)
+        append_turns(path, done)
+        records += done
+        ladder.append(point(count, done))
+        if not any(r.request.ok for r in done):
+            first = done[0].request
+            return ladder, records, f"every turn failed at {count} sessions: {first.status}: {first.error}"
+    return ladder, records, ""
+
+
+def append_turns(path: Path, records: Sequence[TurnRecord]) -> None:
+    """Add ``records`` to ``turns.jsonl``, one per line."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as out:
+        for record in records:
+            out.write(json.dumps(record.to_dict(), sort_keys=True) + "\n")
+
+
+def _settings(spec: CellSpec, stack: EndpointStack, settings: SessionSettings) -> dict[str, Any]:
+    """The result's settings of a sessions cell."""
+    return {
+        "threads": spec.threads,
+        "seed": spec.seed,
+        "sessions": list(settings.ladder),
+        "turns_per_session": settings.shape.turns,
+        "max_tokens": settings.max_tokens,
+        "api_key_env": settings.api_key_env,
+        "serve_url": spec.serve_url if stack.server == "url" else None,
+    }

@@ -1,0 +1,92 @@
+"""The session driver: a load of concurrent sessions, each turn sent with the conversation so far.
+
+One asyncio loop per load point, one aiohttp session with a new connection per request (the endpoint
+client, ``accelbench.endpoint.client.send``). Each session waits its turn's think delay, appends the turn's
+message, sends the whole conversation on the chat API (with the session's ``X-Session-ID`` header, MLPerf
+Endpoints' routing hint), and appends the server's *real* reply as the
+assistant's message before its next turn. A turn's issue time is when its delay ended (so TTFT holds no
+think time); a failed turn ends its session (the turns after it cannot be sent honestly: their history
+would lack a reply). Nothing here raises for a failed request: the failure is the record's status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from accelbench.endpoint.client import Prompt, Slot, Target, send
+from accelbench.sessions.records import TurnRecord
+from accelbench.sessions.workload import SYSTEM_PROMPT, Session
+
+TURN = "turn"
+"""The role of a timed turn's request."""
+
+Messages = Sequence[Mapping[str, str]]
+
+
+def run_load(
+    target: Target,
+    sessions: Sequence[Session],
+    max_tokens: int,
+    count_tokens: Callable[[str], int],
+    count_context: Callable[[Messages], int],
+) -> list[TurnRecord]:
+    """Run every session at once; the turn records ordered by session, then turn."""
+    records = asyncio.run(_load(target, sessions, max_tokens, count_tokens, count_context))
+    return sorted(records, key=lambda r: (r.session, r.turn))
+
+
+async def _load(
+    target: Target,
+    sessions: Sequence[Session],
+    max_tokens: int,
+    count_tokens: Callable[[str], int],
+    count_context: Callable[[Messages], int],
+) -> list[TurnRecord]:
+    import aiohttp
+
+    clock0 = time.perf_counter()
+    records: list[TurnRecord] = []
+    connector = aiohttp.TCPConnector(force_close=True, limit=0)
+    timeout = aiohttp.ClientTimeout(total=target.timeout_s)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
+
+        async def one(session: Session) -> None:
+            messages: list[dict[str, str]] = [{"role": "system", "content": SYSTEM_PROMPT}]
+            for number, turn in enumerate(session.turns):
+                await asyncio.sleep(turn.delay_s)
+                messages.append({"role": "user", "content": turn.content})
+                prompt = Prompt(session.salt, tuple(dict(m) for m in messages), "", session_id(session))
+                slot = Slot(len(sessions), _index(session, number), TURN, time.perf_counter() - clock0)
+                sent = await send(client, target, prompt, max_tokens, slot, count_tokens, clock0)
+                context = count_context(messages)
+                records.append(TurnRecord(session.number, number, turn.kind, turn.delay_s, context, sent))
+                if not sent.ok:
+                    return
+                messages.append({"role": "assistant", "content": sent.text})
+
+        await asyncio.gather(*(one(s) for s in sessions))
+    return records
+
+
+def session_id(session: Session) -> str:
+    """The ``X-Session-ID`` of a session: the head of its salt (unique per session and pass, as the salt)."""
+    return session.salt[:16]
+
+
+def _index(session: Session, turn: int) -> int:
+    """The request's number within its point: sessions' turns numbered one session after another."""
+    return session.number * len(session.turns) + turn
+
+
+def context_counter(tokenizer: Any) -> Callable[[Messages], int]:
+    """Counts a conversation's tokens as the chat template renders it, generation prompt included."""
+
+    def count(messages: Messages) -> int:
+        ids = tokenizer.apply_chat_template(list(messages), tokenize=True, add_generation_prompt=True)
+        ids = ids["input_ids"] if isinstance(ids, Mapping) else ids
+        return len(ids)
+
+    return count

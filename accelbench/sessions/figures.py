@@ -1,0 +1,94 @@
+"""The figures of a load point of sessions from its turn records (pure arithmetic).
+
+TTFT and TPOT per turn are the endpoint curve's (``accelbench.endpoint.figures``: issue to the first
+non-empty chunk; (last chunk - first content) / (tokens - 1)). A turn's time is its issue to its end (its
+think delay before the issue is not the server's). ``e2e_interactivity`` is MLPerf Endpoints': the ok
+turns' output tokens over their summed turn times. A session's latency is its first issue to its last end,
+think delays included (the job time a user waits). The span of the point is its first issue to its last
+end; the system rates are tokens over the span. Tokens are the client's counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from accelbench.endpoint.figures import tpot_s, ttft_s
+from accelbench.session_figures import SessionPoint, TurnFigures
+from accelbench.sessions.records import TurnRecord
+
+
+def _pct(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(values, q)) if len(values) else 0.0
+
+
+def session_latencies_s(records: Sequence[TurnRecord]) -> list[float]:
+    """Each session's first issue to its last end, in session order."""
+    sessions = sorted({r.session for r in records})
+    spans = []
+    for number in sessions:
+        mine = [r.request for r in records if r.session == number]
+        spans.append(max(r.end_s for r in mine) - min(r.issue_s for r in mine))
+    return spans
+
+
+def by_turn(records: Sequence[TurnRecord]) -> tuple[TurnFigures, ...]:
+    """The ok turns grouped by turn number: how many, their median context, TTFT and TPOT."""
+    figures = []
+    for number in sorted({r.turn for r in records}):
+        ok = [r for r in records if r.turn == number and r.request.ok]
+        ttfts = [t for r in ok if (t := ttft_s(r.request)) is not None]
+        tpots = [t for r in ok if (t := tpot_s(r.request)) is not None]
+        figures.append(
+            TurnFigures(
+                turn=number,
+                turns=len(ok),
+                context_tokens_p50=_pct([r.context_tokens for r in ok], 50),
+                ttft_p50_s=_pct(ttfts, 50),
+                tpot_p50_s=_pct(tpots, 50),
+            )
+        )
+    return tuple(figures)
+
+
+def cached_tokens(records: Sequence[TurnRecord]) -> int | None:
+    """The server's reported prefix-cache tokens over the ok turns (None: it reported none)."""
+    reported = [r.request.usage_cached_tokens for r in records if r.request.ok]
+    counts = [c for c in reported if c is not None]
+    return sum(counts) if counts else None
+
+
+def point(sessions: int, records: Sequence[TurnRecord]) -> SessionPoint:
+    """The ``SessionPoint`` of the load of ``sessions`` sessions whose turns are ``records``."""
+    requests = [r.request for r in records]
+    ok = [r for r in records if r.request.ok]
+    span_s = (max(q.end_s for q in requests) - min(q.issue_s for q in requests)) if requests else 0.0
+    per_s = 1.0 / span_s if span_s > 0 else 0.0
+    ttfts = [t for r in ok if (t := ttft_s(r.request)) is not None]
+    tpots = [t for r in ok if (t := tpot_s(r.request)) is not None]
+    latencies = session_latencies_s(records)
+    output = sum(r.request.output_tokens for r in ok)
+    turn_time_s = sum(r.request.end_s - r.request.issue_s for r in ok)
+    context = sum(r.context_tokens for r in records)
+    tpot_p50 = _pct(tpots, 50)
+    return SessionPoint(
+        sessions=sessions,
+        turns=len(records),
+        failed_turns=len(records) - len(ok),
+        duration_s=span_s,
+        ttft_p50_s=_pct(ttfts, 50),
+        ttft_p90_s=_pct(ttfts, 90),
+        tpot_p50_s=tpot_p50,
+        tpot_p90_s=_pct(tpots, 90),
+        session_latency_p50_s=_pct(latencies, 50),
+        session_latency_p90_s=_pct(latencies, 90),
+        e2e_interactivity_tokens_per_s=output / turn_time_s if turn_time_s > 0 else 0.0,
+        input_tokens_per_s=context * per_s,
+        output_tokens_per_s=output * per_s,
+        tokens_per_s_per_user=1.0 / tpot_p50 if tpot_p50 > 0 else 0.0,
+        input_tokens=context,
+        output_tokens=output,
+        cached_tokens=cached_tokens(records),
+        by_turn=by_turn(records),
+    )

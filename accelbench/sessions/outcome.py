@@ -1,0 +1,87 @@
+"""The outcome of a sessions cell: the head (status, settings, warnings), the audits and the
+``generation`` section (``SessionFigures``: the session ladder).
+
+Audits today: ``session_salts`` (every session of the cell had a salt of its own, so nothing beyond the
+declared shared prefix could be served from another session's cache) and the endpoint's ``token_count``
+(the server's ``usage`` against the client's count, replies padded past ``max_tokens``). The audits of
+forbidden reuse (a turn with a one-token-altered history, a fresh session slipped into the load) and the
+inline accuracy check are not built yet: every result says so in a warning (``UNAUDITED``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from accelbench import audits
+from accelbench.audits.verdict import FAIL, PASS, Verdict
+from accelbench.endpoint.audits import token_count
+from accelbench.sections import AuditSection
+from accelbench.session_figures import SessionFigures, SessionPoint
+from accelbench.sessions.records import TurnRecord
+
+UNAUDITED = (
+    "sessions: no audit of forbidden KV reuse (across sessions or passes, replies replayed) and no "
+    "accuracy check yet (issue 44 scope 4): the figures are the server's word"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionsBody:
+    """The sessions driver's part of a cell's outcome: the audits' section and the ``generation``
+    section (the session ladder)."""
+
+    audit: AuditSection
+    generation: SessionFigures
+
+    def to_dict(self) -> dict[str, Any]:
+        """The body's keys of the stored document."""
+        return {"audit": self.audit.to_dict(), "generation": self.generation.to_dict()}
+
+    @classmethod
+    def from_dict(cls, document: Mapping[str, Any]) -> SessionsBody:
+        """The body of an outcome document (the head's keys are ignored)."""
+        return cls(
+            AuditSection.from_dict(document["audit"]), SessionFigures.from_dict(document["generation"])
+        )
+
+
+def session_salts(records: Sequence[TurnRecord]) -> Verdict:
+    """Every session (over every load point) had a salt of its own, and every turn carried its session's."""
+    salts: dict[tuple[int, int], set[str]] = {}
+    for r in records:
+        salts.setdefault((r.request.concurrency, r.session), set()).add(r.request.salt)
+    mixed = sum(len(s) != 1 for s in salts.values())
+    seen = [next(iter(s)) for s in salts.values() if len(s) == 1]
+    repeated = len(seen) - len(set(seen))
+    outcome = FAIL if mixed or repeated or any(not s for s in seen) else PASS
+    reason = f"{len(set(seen))} distinct salts over {len(salts)} sessions ({mixed} with more than one)"
+    return Verdict("session_salts", outcome, reason, {"repeated": repeated, "mixed": mixed})
+
+
+def invalid_reasons(ladder: Sequence[SessionPoint], records: Sequence[TurnRecord], stopped: str) -> list[str]:
+    """A load point with failed turns (with the first error) or a ladder cut short makes the cell invalid."""
+    reasons = []
+    for point in ladder:
+        failed = [r.request for r in records if r.request.concurrency == point.sessions and not r.request.ok]
+        if failed:
+            reasons.append(
+                f"{point.sessions} sessions: {len(failed)} of {point.turns} turns failed "
+                f"({failed[0].status}: {failed[0].error})"
+            )
+    return reasons + ([f"ladder stopped: {stopped}"] if stopped else [])
+
+
+def verdicts(records: Sequence[TurnRecord], max_tokens: int) -> tuple[Verdict, ...]:
+    """The audits of the cell's turns."""
+    return session_salts(records), token_count([r.request for r in records], max_tokens)
+
+
+def status_of(
+    records: Sequence[TurnRecord], ladder: Sequence[SessionPoint], stopped: str, max_tokens: int
+) -> tuple[tuple[str, str], AuditSection]:
+    """The cell's (status, reason) and its audit section."""
+    found = verdicts(records, max_tokens)
+    status = audits.cell_status(found, [], invalid_reasons(ladder, records, stopped), "")
+    return status, audits.section(found)

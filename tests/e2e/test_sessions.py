@@ -1,0 +1,88 @@
+"""Agentic sessions end to end (issue 44): ``accelbench run --sessions 1,2`` on ``transformers serve``
+with continuous batching, started by the cell (``llm@transformers-cb``), on the tiny Llama (which holds
+SmolLM2's tokenizer and chat template): 3 turns per session, 8 tokens per reply. The history of every
+turn is rebuilt from the stored replies and the seeded workload, and must be what the server saw."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from accelbench.endpoint.servers import TransformersCbServer
+from accelbench.generation.models import load_model, missing_packages
+from accelbench.sessions.driver import context_counter
+from accelbench.sessions.records import TurnRecord
+from accelbench.sessions.workload import SYSTEM_PROMPT, Shape, make_sessions
+from tests.e2e.cli import accelbench, run_document
+
+REASON = TransformersCbServer().unavailable_reason() or (missing_packages() and "llm extra missing")
+pytestmark = pytest.mark.skipif(bool(REASON), reason=str(REASON))
+ARGS = ("--workloads", "tiny-llama", "--stacks", "llm@transformers-cb", "--sessions", "1,2")
+ARGS += ("--session-turns", "3", "--output-tokens", "8", "--no-probe")
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], list[TurnRecord]]:
+    """The run's store, its one result and its turn records."""
+    store = tmp_path_factory.mktemp("store")
+    (result,) = run_document(store, *ARGS)["results"]
+    path = store / "runs" / result["run_id"] / result["generation"]["turns_file"]
+    return store, result, [TurnRecord.from_dict(json.loads(line)) for line in path.read_text().splitlines()]
+
+
+def test_the_ladder_has_a_point_per_load_with_every_figure(ran: tuple[Path, dict[str, Any], Any]) -> None:
+    _, result, records = ran
+    assert result["status"] == "ok", result["reason"]
+    ladder = result["generation"]["sessions_ladder"]
+    assert [(p["sessions"], p["turns"], p["failed_turns"]) for p in ladder] == [(1, 3, 0), (2, 6, 0)]
+    for p in ladder:
+        assert 0 < p["ttft_p50_s"] <= p["ttft_p90_s"] and 0 < p["tpot_p50_s"] <= p["tpot_p90_s"]
+        assert p["session_latency_p50_s"] > 0 and p["input_tokens_per_s"] > p["output_tokens_per_s"] > 0
+        assert [t["turn"] for t in p["by_turn"]] == [0, 1, 2]
+        assert p["by_turn"][0]["context_tokens_p50"] < p["by_turn"][2]["context_tokens_p50"]  # it grows
+        mine = [r.request for r in records if r.request.concurrency == p["sessions"]]
+        tokens = sum(r.output_tokens for r in mine)
+        assert p["output_tokens"] == tokens and p["e2e_interactivity_tokens_per_s"] == pytest.approx(
+            tokens / sum(r.end_s - r.issue_s for r in mine)
+        )
+    assert result["audit"]["session_salts"]["verdict"] == "pass"
+    assert result["settings"]["sessions"] == [1, 2] and result["settings"]["turns_per_session"] == 3
+
+
+def test_every_turn_sends_the_history_with_the_servers_real_replies(
+    ran: tuple[Path, dict[str, Any], list[TurnRecord]],
+) -> None:
+    store, result, records = ran
+    from transformers import AutoTokenizer
+
+    count = context_counter(AutoTokenizer.from_pretrained(load_model("tiny-llama", store / "cache").folder))
+    seed = result["settings"]["input_seed"]
+    for load in (1, 2):
+        for session in make_sessions(seed, f"load-{load}", load, Shape(turns=3)):
+            mine = [r for r in records if r.request.concurrency == load and r.session == session.number]
+            assert [r.turn for r in mine] == [0, 1, 2]
+            messages = [{"role": "system", "content": SYSTEM_PROMPT}]
+            for turn, record in zip(session.turns, mine, strict=True):
+                messages.append({"role": "user", "content": turn.content})
+                assert record.context_tokens == count(messages) == record.request.usage_prompt_tokens
+                assert record.request.salt == session.salt and turn.content.count(session.salt) <= 1
+                messages.append({"role": "assistant", "content": record.request.text})
+            replies = [r.request.text for r in mine]
+            assert all(replies) and len(set(replies)) == 3  # the replies differ, so the check is not vacuous
+            assert all(r.request.usage_output_tokens == 8 and r.request.output_tokens >= 1 for r in mine)
+
+
+def test_show_draws_the_session_tables(ran: tuple[Path, dict[str, Any], Any]) -> None:
+    store, result, _ = ran
+    shown = accelbench("show", result["run_id"], "--store", str(store))
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert "Agentic sessions (multi-turn" in shown.stdout and "Agentic sessions by turn" in shown.stdout
+
+
+def test_a_bad_sessions_list_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    done = accelbench("run", *ARGS[:4], "--sessions", "1,x", "--store", str(tmp_path))
+    assert done.returncode == 2 and done.stderr.strip().count("\n") == 0
+    assert "--sessions takes comma-separated whole numbers" in done.stderr
