@@ -18,7 +18,7 @@ import time
 from accelbench.hardware.detect import detect_machine
 from accelbench.hardware.match import match_machine, narrowed
 from accelbench.hardware.share import clock_aware, clock_peaks
-from accelbench.normalize.peak_share import machine_peak
+from accelbench.probe.best import machine_peak
 from accelbench.probe.roofline import measure_peaks
 
 

@@ -9,10 +9,10 @@ boost, a worker that finishes between calls what a call left undone) at a cost t
 
 An honest runtime spins its thread pool for a moment after each call: ONNX Runtime's server ResNet-50
 (tiny) spent 13% of its in-call CPU off the calls (the most over the tiny suite's ResNet-50 and MiniLM-L6
-cells in four scenarios, a loaded 2-core machine), PyTorch 1% or less, the null stack nothing. The audit is inconclusive (the cell ``unverified``:
-nothing says the figure is wrong, nothing vouches for how it was made) when the off-call CPU exceeds
-both ``SHARE`` of the in-call CPU and ``MIN_S``; ``judge`` is the one rule, for the run and for
-``verify``.
+cells in four scenarios, a loaded 2-core machine), PyTorch 1% or less, the null stack nothing. The
+audit is inconclusive (the cell ``unverified``: nothing says the figure is wrong, nothing vouches for
+how it was made) when the off-call CPU exceeds both ``SHARE`` of the in-call CPU and ``MIN_S``;
+``judge`` is the one rule, for the run and for ``verify``.
 """
 
 from __future__ import annotations

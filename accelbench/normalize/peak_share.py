@@ -26,31 +26,12 @@ from typing import Any
 
 from accelbench.hardware.chips import Chip
 from accelbench.hardware.share import ShareDecision
-from accelbench.probe.roofline import MeasuredPeaks, Measurement
+from accelbench.probe.best import MachinePeak
 from accelbench.ranges import Range
 
 SUSPECT_SHARE = 1.0
 """Above this share of the measured peak a figure is suspect: nothing may beat the machine's best."""
-_KINDS = {"gemm": ("gemm",), "bandwidth": ("copy", "triad")}
-_UNITS = {"gemm": "flop/s", "bandwidth": "byte/s"}
 _DATASHEET = {"fp32": "peak_fp32_flop_per_s", "bf16": "peak_fp16_flop_per_s"}
-
-
-@dataclass(frozen=True, slots=True)
-class MachinePeak:
-    """The best measured rate of one kind and dtype on this machine, and which measurement gave it."""
-
-    kind: str
-    """``gemm`` (FLOP/s) or ``bandwidth`` (byte/s, the best of copy and triad)."""
-    dtype: str
-    value_per_s: float
-    unit: str
-    method: str
-    """What gave the best rate: method, size, role (probe or library) and repeats."""
-    role: str
-    """``probe`` or ``library``."""
-    probe_per_s: float | None
-    """The probe's own best (what older reports divided by); None when only libraries were timed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,35 +49,6 @@ class PeakShare:
     datasheet_suspect: bool = False
     """The achieved rate is above the datasheet peak of the part used (central share above 100%)."""
     datasheet_reason: str = ""
-
-
-def machine_peak(peaks: MeasuredPeaks, kind: str, dtype: str = "fp32") -> MachinePeak | None:
-    """The best measurement of ``kind`` (``gemm`` or ``bandwidth``) in ``dtype``; None when none was made.
-
-    Every probe and library measurement counts (each is the best of its repeats); a peak stored without
-    its measurements counts by its own value, as a probe.
-    """
-    chosen = [p for p in peaks.peaks if p.kind in _KINDS[kind] and p.dtype == dtype]
-    candidates = [
-        (m.value_per_s, _method(m), m.role)
-        for m in dict.fromkeys(m for p in chosen for m in p.measurements if m.dtype == dtype)
-    ]
-    candidates += [
-        (p.value_per_s, f"{p.kind} {p.method} (probe)", "probe") for p in chosen if not p.measurements
-    ]
-    if not candidates:
-        return None
-    value, method, role = max(candidates)
-    probe = max((c[0] for c in candidates if c[2] == "probe"), default=None)
-    return MachinePeak(kind, dtype, value, _UNITS[kind], method, role, probe)
-
-
-def _method(measurement: Measurement) -> str:
-    size = str(measurement.size) if measurement.kind == "gemm" else f"{measurement.size} elements"
-    return (
-        f"{measurement.kind} {measurement.method} size {size} ({measurement.role}, "
-        f"best of {measurement.repeats} calls, {measurement.threads} threads)"
-    )
 
 
 def datasheet_peak(chip: Chip | None, count: float, dtype: str = "fp32") -> tuple[Range, str] | None:

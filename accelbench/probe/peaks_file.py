@@ -7,6 +7,7 @@ from pathlib import Path
 
 from accelbench.files import read_json
 from accelbench.outputs import write_json_atomic
+from accelbench.probe.best import machine_peak
 from accelbench.probe.roofline import MeasuredPeaks
 
 log = logging.getLogger(__name__)
@@ -20,9 +21,7 @@ def save_peaks(run_dir: Path, peaks: MeasuredPeaks) -> None:
 
 
 def run_fp32_peak(run_dir: Path) -> float | None:
-    """The best FP32 GEMM FLOP/s the run measured (``normalize.peak_share.machine_peak``); None without."""
-    from accelbench.normalize.peak_share import machine_peak
-
+    """The best FP32 GEMM FLOP/s the run measured (``accelbench.probe.best.machine_peak``); None without."""
     peaks = load_peaks(run_dir)
     found = machine_peak(peaks, "gemm", "fp32") if peaks is not None else None
     return found.value_per_s if found is not None else None

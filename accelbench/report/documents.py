@@ -15,7 +15,8 @@ from typing import Any
 
 from accelbench.hardware.chips import ChipTable, load_chips
 from accelbench.hardware.match import ChipMatch
-from accelbench.normalize.peak_share import datasheet_peak, decided_peak, machine_peak, peak_share
+from accelbench.normalize.peak_share import datasheet_peak, decided_peak, peak_share
+from accelbench.probe.best import machine_peak
 from accelbench.probe.roofline import MeasuredPeaks
 from accelbench.ranges import Range
 from accelbench.report.normalized import figures_document, range_document

@@ -16,8 +16,9 @@ from accelbench.hardware.chips import Chip, ChipTable, Fact
 from accelbench.hardware.detect import machine_from_dict
 from accelbench.hardware.match import ChipMatch, match_device
 from accelbench.normalize import ranking
-from accelbench.normalize.peak_share import machine_peak, suspect_reasons
+from accelbench.normalize.peak_share import suspect_reasons
 from accelbench.normalize.serving import serving_comparisons
+from accelbench.probe.best import machine_peak
 from accelbench.probe.roofline import MeasuredPeaks
 from accelbench.report import html_charts, html_endpoint, html_leaderboard, terminal
 from accelbench.report import roofline as roofline_report
@@ -89,7 +90,6 @@ def _decided(match: ChipMatch, device: str, data: RunData) -> ChipMatch:
     """A CPU's share decided by the run's measured FP32 GEMM peak (``accelbench.hardware.share``), as the
     roofline's "% datasheet" and the per-chip figures count it."""
     from accelbench.hardware.match import narrowed
-    from accelbench.normalize.peak_share import machine_peak
 
     if device != "cpu":
         return match

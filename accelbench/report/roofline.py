@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from rich.table import Table
 
-from accelbench.normalize.peak_share import machine_peak
+from accelbench.probe.best import machine_peak
 from accelbench.probe.roofline import MeasuredPeaks, Measurement, Peak
 
 

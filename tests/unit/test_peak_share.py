@@ -10,11 +10,11 @@ from accelbench.hardware.chips import Chip, Fact
 from accelbench.normalize.peak_share import (
     SUSPECT_SHARE,
     datasheet_peak,
-    machine_peak,
     peak_share,
     shares_above,
     suspect_reasons,
 )
+from accelbench.probe.best import machine_peak
 from accelbench.probe.roofline import MeasuredPeaks, Peak
 from accelbench.ranges import Range
 from accelbench.report import roofline as roofline_report
