@@ -183,3 +183,7 @@ def test_gpu_boost_clocks_carry_their_source_class() -> None:
     assert h200.max_boost_hz is not None and h200.max_boost_hz.source_class == "estimate"
     found = datasheet_peak(h100, 1.0)
     assert found is not None and "at 1.98 GHz boost (source class review)" in found[1]
+    a100 = chips.require("NVIDIA A100 SXM 40GB")  # deviceQuery on a cluster's A100: the vendor's 1410 MHz
+    assert a100.max_boost_hz is not None and a100.max_boost_hz.source_class == "independent measurement"
+    assert 6912 * 2 * a100.max_boost_hz.value.central == pytest.approx(19.5e12, rel=3e-3)
+    assert a100.base_clock_hz is not None and a100.base_clock_hz.value.central == 1095e6
