@@ -20,12 +20,16 @@ def save_peaks(run_dir: Path, peaks: MeasuredPeaks) -> None:
 
 
 def run_fp32_peak(run_dir: Path) -> float | None:
-    """The best FP32 GEMM FLOP/s the run measured (``normalize.peak_share.machine_peak``); None without."""
-    from accelbench.normalize.peak_share import machine_peak
-
+    """The best FP32 GEMM FLOP/s the run measured, as ``accelbench.normalize.peak_share.machine_peak``
+    counts it (every probe and library measurement; a peak stored without them by its own value); None
+    without a peaks file or a GEMM."""
     peaks = load_peaks(run_dir)
-    found = machine_peak(peaks, "gemm", "fp32") if peaks is not None else None
-    return found.value_per_s if found is not None else None
+    if peaks is None:
+        return None
+    chosen = [p for p in peaks.peaks if p.kind == "gemm" and p.dtype == "fp32"]
+    values = [m.value_per_s for p in chosen for m in p.measurements if m.dtype == "fp32"]
+    values += [p.value_per_s for p in chosen if not p.measurements]
+    return max(values, default=None)
 
 
 def load_peaks(run_dir: Path) -> MeasuredPeaks | None:
