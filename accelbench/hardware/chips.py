@@ -68,7 +68,9 @@ FIELDS: dict[str, tuple[str, float, bool]] = {
     "launch_price_usd": ("price_usd", 1.0, False),
 }
 _TEXT_FIELDS = ("vendor", "name", "variant", "kind", "microarchitecture", "system_vendor", "source", "notes")
-_CHIP_KEYS = {"key", "year", *_TEXT_FIELDS, *FIELDS}
+_CHIP_KEYS = {"key", "year", "class", *_TEXT_FIELDS, *FIELDS}
+"""``class`` in a ``[[chip]]``: the source class of the row's plain numbers (its ``source``'s class:
+``review`` for a news or review page); default ``vendor datasheet``."""
 _AMEND_TEXTS = ("kind", "microarchitecture", "system_vendor", "notes")
 _AMEND_KEYS = {"key", *_AMEND_TEXTS, *FIELDS}
 _FACT_KEYS = {"value", "low", "high", "central", "provenance", "source", "class"}
@@ -283,7 +285,19 @@ def _new_chip(entry: Any, where: str) -> Chip:
     texts: dict[str, Any] = {name: _text(entry, name, key, where) for name in _TEXT_FIELDS if name in entry}
     chip = Chip(key=key, vendor="", name="", kind="accelerator", source="", origin=where)
     chip = dataclasses.replace(chip, year=_year(entry.get("year"), key, where), **texts)
-    return _validated(_with_facts(chip, entry, where), where)
+    row_class = _row_class(entry, key, where)
+    return _validated(_with_facts(chip, entry, where, row_class), where)
+
+
+def _row_class(entry: Mapping[str, Any], key: str, where: str) -> str:
+    """The source class of a ``[[chip]]``'s plain numbers (its ``class``, default vendor datasheet)."""
+    kind = entry.get("class", _DEFAULT_CLASS["datasheet"])
+    if kind not in SOURCE_CLASSES or kind == "estimate":
+        raise UserError(
+            f"chips file {where}: chip {key!r} field 'class': {kind!r} is not one of "
+            f"{', '.join(SOURCE_CLASSES[:-1])} (an estimate is a fact's own provenance)"
+        )
+    return str(kind)
 
 
 def _amended(chip: Chip, entry: Mapping[str, Any], where: str) -> Chip:
@@ -319,18 +333,23 @@ def _year(value: Any, key: str, where: str) -> int | None:
     return value
 
 
-def _with_facts(chip: Chip, entry: Mapping[str, Any], where: str) -> Chip:
+def _with_facts(
+    chip: Chip, entry: Mapping[str, Any], where: str, row_class: str = "vendor datasheet"
+) -> Chip:
     facts: dict[str, Any] = {
-        FIELDS[name][0]: _toml_fact(entry[name], name, chip.key, where, chip.source)
+        FIELDS[name][0]: _toml_fact(entry[name], name, chip.key, where, chip.source, row_class)
         for name in FIELDS
         if name in entry
     }
     return dataclasses.replace(chip, **facts)
 
 
-def _toml_fact(raw: Any, name: str, key: str, where: str, chip_source: str) -> Fact:
+def _toml_fact(
+    raw: Any, name: str, key: str, where: str, chip_source: str, row_class: str = "vendor datasheet"
+) -> Fact:
     if isinstance(raw, (int, float)) and not isinstance(raw, bool):
-        return _fact(float(raw), name, key, where, "datasheet", chip_source)
+        fact = _fact(float(raw), name, key, where, "datasheet", chip_source)
+        return dataclasses.replace(fact, source_class=row_class)
     if not isinstance(raw, dict):
         raise UserError(f"chips file {where}: chip {key!r} field {name!r}: expected a number or a table")
     unknown = sorted(set(raw) - _FACT_KEYS)

@@ -228,3 +228,21 @@ def test_unknown_gpu_and_missing_device_are_unmatched() -> None:
     assert found.chip is None and "cuda:1" in found.notes[0]
     on_gpu = match_device(machine(gpus=(Gpu(0, "NVIDIA H200", 140 * 2**30, ""),)), "cuda:0")
     assert on_gpu.chip is not None and on_gpu.chip.key == "NVIDIA H200 SXM"
+
+
+def test_a_chips_plain_numbers_take_the_class_of_its_source(tmp_path: Path) -> None:
+    """Issue 42 item 5: a row read from a review page is not a vendor datasheet. The Xeon 6980P's cores
+    come from Tom's Hardware (review), the M1's transistors from Apple's newsroom (vendor announcement);
+    a user's row without ``class`` stays vendor datasheet, and ``class = "estimate"`` is refused."""
+    chips = bundled_chips()
+    granite = chips.require("CPU: Intel Xeon 6980P")
+    assert granite.cores is not None and granite.cores.source_class == "review"
+    m1 = chips.require("CPU: Apple M1")
+    assert m1.transistors is not None and m1.transistors.source_class == "vendor announcement"
+    path = tmp_path / "chips.toml"
+    path.write_text('[[chip]]\nkey = "X1"\nvendor = "V"\nname = "X1"\nsource = "s"\ntdp_w = 100\n')
+    fact = load_chips(path).require("X1").tdp_w
+    assert fact is not None and fact.source_class == "vendor datasheet"
+    path.write_text('[[chip]]\nkey = "X1"\nvendor = "V"\nname = "X1"\nsource = "s"\nclass = "estimate"\n')
+    with pytest.raises(UserError, match="field 'class'"):
+        load_chips(path)

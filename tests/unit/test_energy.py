@@ -467,10 +467,12 @@ def test_the_runs_measured_peak_reaches_the_cell_in_its_spec(tmp_path: Path) -> 
     """The parent reads the run's best FP32 GEMM (a library's 193.1 GFLOP/s beats the probe's 143.8)
     from the run folder and hands it to the cell in its spec; no probe: None (the low count)."""
     from accelbench.cellspec import CellSpec
+    from accelbench.normalize.peak_share import machine_peak
     from accelbench.probe.peaks_file import run_fp32_peak, save_peaks
     from tests.unit.report_cases import gemm_peaks
 
     assert run_fp32_peak(tmp_path) is None
     save_peaks(tmp_path, gemm_peaks())
     assert run_fp32_peak(tmp_path) == pytest.approx(193.1e9)
+    assert run_fp32_peak(tmp_path) == machine_peak(gemm_peaks(), "gemm", "fp32").value_per_s  # type: ignore[union-attr]
     assert "measured_fp32_flops_per_s" in CellSpec.__dataclass_fields__

@@ -105,6 +105,18 @@ def test_a_suspect_share_is_marked_on_its_bar() -> None:
     assert share.y == (108.0,) and "SUSPECT" in share.customdata[0]
 
 
+def test_each_normalized_bar_names_its_provenance_and_source_class() -> None:
+    """Issue 42 item 5: the per-TDP-W bar (1 / 0.7 J at TDP per query) says in its hover where the TDP
+    came from: a datasheet figure read through a review."""
+    tdp = {"value": {"low": 0.7, "central": 0.7, "high": 0.7}, "provenance": "datasheet"}
+    normalized = {"figures": {"tdp_w": {**tdp, "source_class": "review"}}}
+    entries = [html_leaderboard.Entry("a", _result("a", 10), normalized)]
+    figure = html_leaderboard.leaderboard_figure("t", entries)
+    watt = next(trace for trace in figure.data if trace.name == "per TDP W")
+    assert watt.y == (pytest.approx(1 / 0.7),) and watt.customdata[0] == "(datasheet, source class: review)"
+    assert watt.marker.color[0] != "#c62828"  # a source is not a SUSPECT mark
+
+
 def test_every_linear_bar_axis_in_the_report_starts_at_zero() -> None:
     """The chart JSON of a rendered report: bars on a linear axis include 0; a log axis says so."""
     results = [cases.result(s, scenario, qps=q) for scenario in ("single-stream", "offline", "server")

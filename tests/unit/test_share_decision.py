@@ -168,3 +168,22 @@ def test_a_chips_file_cannot_dress_an_estimate_as_a_vendor_fact(
     path.write_text(f'[[amend]]\nkey = "CPU: AMD EPYC 9654"\nmax_boost_mhz = {review}\n')
     chip = load_chips(path).require("CPU: AMD EPYC 9654")
     assert chip.max_boost_hz is not None and chip.max_boost_hz.source_class == "review"
+
+
+def test_gpu_boost_clocks_carry_their_source_class() -> None:
+    """Issue 42 item 2 for GPUs: the H100 SXM's boost clock is the FP32 peak's own (16,896 lanes x 2 FLOP
+    x 1.98 GHz = 66.9 TFLOPS, NVIDIA's final table as a review quotes it); the H200's is inferred from
+    the same die, an estimate. The datasheet peak names the clock and its class."""
+    from accelbench.normalize.peak_share import datasheet_peak
+
+    chips = bundled_chips()
+    h100, h200 = chips.require("NVIDIA H100 SXM"), chips.require("NVIDIA H200 SXM")
+    assert h100.max_boost_hz is not None and h100.max_boost_hz.source_class == "review"
+    assert 16896 * 2 * h100.max_boost_hz.value.central == pytest.approx(66.9e12, rel=1e-3)
+    assert h200.max_boost_hz is not None and h200.max_boost_hz.source_class == "estimate"
+    found = datasheet_peak(h100, 1.0)
+    assert found is not None and "at 1.98 GHz boost (source class review)" in found[1]
+    a100 = chips.require("NVIDIA A100 SXM 40GB")  # deviceQuery on a cluster's A100: the vendor's 1410 MHz
+    assert a100.max_boost_hz is not None and a100.max_boost_hz.source_class == "independent measurement"
+    assert 6912 * 2 * a100.max_boost_hz.value.central == pytest.approx(19.5e12, rel=3e-3)
+    assert a100.base_clock_hz is not None and a100.base_clock_hz.value.central == 1095e6
