@@ -55,7 +55,7 @@ from accelbench.scenarios.rules import Rules, get_rules
 from accelbench.sections import AuditSection, GenerationFigures, ServerSearch
 from accelbench.sut import generation_remote
 from accelbench.sut.generation_remote import RemoteGenerator
-from accelbench.sut.remote import SutProcess
+from accelbench.sut.remote import SutCpu, SutProcess
 from accelbench.versions import with_python
 
 ATTEMPTS = 2
@@ -108,17 +108,19 @@ def measure_with(spec: CellSpec, sut: SutProcess) -> Outcome:
     for attempt in range(ATTEMPTS):
         probe_start = noise.begin(spec.noise_floor)
         meters.begin("scored")
+        cpu_start_s, in_calls_start_s = sut.cpu_s(), sut.cpu_in_calls_s
         search, run = _measure(
             generator, feeds, prompts.max_new_tokens, spec.cell.scenario, rules, latency_s, bounds, log_dir
         )
         metered = meters.end("scored", max(run.queries, 1))
+        sut_cpu = SutCpu(cpu_s=sut.cpu_s() - cpu_start_s, in_calls_s=sut.cpu_in_calls_s - in_calls_start_s)
         # the guard's samples: each reply's TPOT in completion order (it hardly depends on the prompt)
         probe = noise.end(probe_start, [r.time_per_output_token_s for r in run.replies if len(r.tokens) > 1])
         if not noise.worth_retrying(probe):
             break
         log_dir = Path(spec.cell_dir) / f"loadgen-attempt{attempt + 2}"
     meters.close()
-    measured = _Measured(run, search, probe, metered, prepare_s, log_dir)
+    measured = _Measured(run, search, probe, metered, prepare_s, log_dir, sut_cpu)
     return _outcome(spec, generator, model, prompts, feeds, keep, measured)
 
 
@@ -164,6 +166,8 @@ class _Measured:
     metered: Metered
     prepare_s: float
     log_dir: Path
+    sut_cpu: SutCpu
+    """CPU the SUT process spent over the measurement (server: the search's probes too), and in calls."""
 
 
 def _reference(model: LlmModel, prompts: PromptSet, cache: Path, spec: CellSpec) -> Reference:
@@ -404,6 +408,11 @@ def _outcome(
             "rules": spec.rules,
             "seed": spec.seed,
             "stack": dict(generator.details),
+            "sut_process": {
+                "cpu_s": measured.sut_cpu.cpu_s,
+                "in_calls_s": measured.sut_cpu.in_calls_s,
+                "off_calls_s": measured.sut_cpu.off_calls_s,
+            },
         },
     )
     audit = audits.section(judged.verdicts, salt_tokens=feeds.place.salt_tokens)

@@ -44,6 +44,9 @@ class Reply:
     """Seconds until the harness read the SUT process's "received" frame, sent before any stack code ran
     (``accelbench.sut.generation_remote``): at least a round trip of the wire, more when the harness
     woke late; 0 for a generator in this process."""
+    read_late: bool = False
+    """The harness read the first token only after the whole reply had come (it woke late): the TTFT is
+    an upper bound and the TPOT a lower one (``accelbench.sut.generation_remote``)."""
 
     @property
     def time_per_output_token_s(self) -> float:

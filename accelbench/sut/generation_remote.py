@@ -14,14 +14,17 @@ process sends no time at all, so it cannot claim one: its first token counts whe
 harness. The "received" frame's time (``Reply.wire_s``, at least a round trip of the wire): the
 first-token audit takes the run's fastest off each time to first token
 (``accelbench.generation.timing_audits``); a stack that delays it only makes its first tokens look
-earlier. A frame it sent ahead of its request (to be read the moment the next call starts) cannot carry
-the call's number, and a frame of no call in flight, a second first token or a reply before its first
-token ends the cell (``SutFailure``, crashed: the protocol broken).
+earlier. When the harness reads the first-token frame only after the last frame has come (it woke
+late: a loaded machine), the split between TTFT and TPOT is unknown (``Reply.read_late``): the TTFT is
+an upper bound, the TPOT a lower one. A frame it sent ahead of its request (to be read the moment the
+next call starts) cannot carry the call's number, and a frame of no call in flight, a second first
+token or a reply before its first token ends the cell (``SutFailure``, crashed: the protocol broken).
 """
 
 from __future__ import annotations
 
 import secrets
+import select
 import socket
 import time
 from collections.abc import Mapping, Sequence
@@ -91,6 +94,7 @@ class RemoteGenerator(Generator):
             wire_s = time.perf_counter() - start
             first = _frame(conn, call)
             first_token_s = time.perf_counter() - start
+            late = bool(select.select([conn], [], [], 0)[0])  # the last frame came before this read
             if "first" not in first.header:
                 raise SutFailure("crashed", "the SUT process replied before it reported its first token")
             token = first.header["first"]
@@ -106,7 +110,7 @@ class RemoteGenerator(Generator):
         if not isinstance(found, list) or not all(isinstance(t, int) for t in found):
             raise SutFailure("crashed", "the SUT process sent a frame that is not the reply's tokens")
         tokens = tuple(found)
-        return Reply(tokens, first_token_s, latency_s, token, wire_s)
+        return Reply(tokens, first_token_s, latency_s, token, wire_s, late)
 
     def close(self) -> None:
         """Let the SUT process drop the generator."""

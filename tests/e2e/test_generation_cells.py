@@ -1,7 +1,7 @@
 """The LLM decode driver on tiny-llama with planted stacks: a reply cache is disqualified, a false first
 token reported before any work is disqualified (and fails TEST06), and the honest reference passes.
 Runs ``accelbench.cell.generation`` in this process (the runner would give each cell a process of its
-own; the verdicts are the same)."""
+own; the verdicts are the same), each stack in a SUT process exec'd for it."""
 
 from __future__ import annotations
 
@@ -103,6 +103,8 @@ def test_honest_reference_passes_and_planted_stacks_never_rank(tmp_path: Path) -
     assert honest["status"] in ("ok", "unstable"), honest["reason"]
     assert [honest["audit"][a]["verdict"] for a in ("prefix_cache", "repeat", "first_token")] == ["pass"] * 3
     assert honest["quality"]["samples_checked"] >= 16 and honest["quality"]["passed"]
+    used = honest["settings"]["sut_process"]  # the stack ran in a SUT process, its CPU read from here
+    assert 0 < used["in_calls_s"] <= used["cpu_s"]
     cached = _measure(tmp_path, f"{__name__}:CachingStack", "caching")
     assert cached["status"] == "disqualified", cached["reason"]
     assert cached["reason"].startswith("repeat audit") and "prefix_cache" in cached["reason"], cached[

@@ -82,6 +82,22 @@ def test_the_repeat_audit_catches_a_cache_that_serves_a_third_of_the_repeats() -
     assert verdict.outcome == "fail" and "3 repeats below 0.1" in verdict.reason
 
 
+def test_a_repeat_read_late_is_no_hit_by_its_tpot() -> None:
+    """Read late (the harness woke after the whole reply had come), a reply's decode sits in its TTFT and
+    its TPOT reads near 0: no hit by that TPOT; a cache's TTFT near 0 still is."""
+    late = Reply(tuple(range(5, 21)), 0.170, 0.1701, 5, 0.0002, True)
+    honest = repeat_audit(*paired([late] * 4 + [reply(0.010, 0.160)] * 5, [reply(0.010, 0.160)] * 9))
+    assert honest.outcome == "pass" and honest.evidence["hits"] == 0
+    unread = Reply(late.tokens, late.first_token_s, late.latency_s, 5)
+    assert (
+        repeat_audit(*paired([unread] * 4 + [reply(0.010, 0.160)] * 5, [reply(0.010, 0.160)] * 9)).outcome
+        == "fail"
+    )
+    cached = Reply(late.tokens, 0.0001, 0.0002, 5, 0.0001, True)
+    verdict = repeat_audit(*paired([cached] * 3 + [reply(0.010, 0.160)] * 6, [reply(0.010, 0.160)] * 9))
+    assert verdict.outcome == "fail" and "3 repeats below 0.1" in verdict.reason
+
+
 def test_the_repeat_audit_is_inconclusive_on_few_pairs() -> None:
     verdict = repeat_audit(*paired([reply(0.01, 0.1)] * 4, [reply(0.01, 0.1)] * 4))
     assert verdict.outcome == "inconclusive"
