@@ -6,7 +6,8 @@ seed, so a server cannot tell which) are sent again one at a time, each in two f
 - ``warm``: the turn's exact history (its session's own: reuse the rules allow);
 - ``cold``: the same history as a fresh session: the session's salt replaced by a new one, so everything
   after the declared shared prefix (the system message) is new to the server.
-The two have the same length to the token or two; their TTFT ratio is the drop reuse gives. An honest
+The two have the same length but for the salt's tokenization (a few tokens); their TTFT ratio is
+the drop reuse gives. An honest
 server with a prefix cache shows ``warm`` faster than ``cold``; one without a cache shows no drop. A server
 that reused across sessions (a cache blind to the salt) would show no drop either while it reports
 ``cached_tokens`` on ``cold``: the audit that judges this (and the one-token-altered history) is to come.
