@@ -79,6 +79,22 @@ class SessionPoint:
 
 
 @dataclass(frozen=True, slots=True)
+class ReuseFigures:
+    """The reuse probe (``accelbench.sessions.reuse``): drawn turns sent again one at a time with their
+    own history (``warm``) and as a fresh session (``cold``, a new salt), the TTFT drop between them."""
+
+    pairs: int
+    context_tokens_p50: float
+    warm_ttft_p50_s: float
+    cold_ttft_p50_s: float
+    ttft_drop: float
+    """1 - warm / cold TTFT p50: the share of the TTFT a reused prefix saves (0: none; below 0: slower)."""
+    warm_cached_tokens: int | None
+    """The server's reported cached tokens over the warm sends (None: it reports none)."""
+    cold_cached_tokens: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class SessionFigures:
     """The ``generation`` section of a sessions cell: the session ladder and how it was made."""
 
@@ -96,11 +112,14 @@ class SessionFigures:
     turns_file: str
     """``turns.jsonl``: relative to the run folder when inside it."""
     duration_s: float
+    reuse: ReuseFigures | None = None
+    """The reuse probe after the ladder (None: not run, the ladder stopped)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The stored ``generation`` section."""
         document = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         document["sessions_ladder"] = [p.to_dict() for p in self.sessions_ladder]
+        document["reuse"] = None if self.reuse is None else dataclasses.asdict(self.reuse)
         return document
 
     @classmethod
@@ -108,4 +127,6 @@ class SessionFigures:
         """A stored sessions ``generation`` section."""
         values = dict(document)
         values["sessions_ladder"] = tuple(SessionPoint.from_dict(p) for p in values["sessions_ladder"])
+        reuse = values.get("reuse")
+        values["reuse"] = None if reuse is None else ReuseFigures(**reuse)
         return cls(**values)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from rich.table import Table
 
 from accelbench.results import Result
-from accelbench.session_figures import SessionFigures, SessionPoint
+from accelbench.session_figures import ReuseFigures, SessionFigures, SessionPoint
 
 TITLE = "Agentic sessions (multi-turn; client-side token counts)"
 COLUMNS = (
@@ -77,12 +77,28 @@ def session_table(results: Sequence[Result]) -> Table | None:
     for result, section in ladders:
         for point in section.sessions_ladder:
             table.add_row(*_row(result, point))
-    table.caption = "\n".join(
+    captions = [
         f"{r.cell.stack}: {s.workload}; {s.max_tokens} tokens per reply; declared shared prefix "
         f"{s.shared_prefix_tokens} tokens (the system message)"
         for r, s in ladders
-    )
+    ]
+    captions += [f"{r.cell.stack} {reuse_line(s.reuse)}" for r, s in ladders if s.reuse is not None]
+    table.caption = "\n".join(captions)
     return table
+
+
+def reuse_line(reuse: ReuseFigures) -> str:
+    """The reuse probe in one line."""
+    cached = (
+        ""
+        if reuse.warm_cached_tokens is None
+        else (f"; server cached tokens warm {reuse.warm_cached_tokens}, cold {reuse.cold_cached_tokens}")
+    )
+    return (
+        f"reuse probe: {reuse.pairs} turns of ~{reuse.context_tokens_p50:.0f} tokens sent alone with their "
+        f"own history (warm) and as a fresh session (cold): TTFT p50 {_ms(reuse.warm_ttft_p50_s)} vs "
+        f"{_ms(reuse.cold_ttft_p50_s)} ms, a drop of {reuse.ttft_drop:.0%}{cached}"
+    )
 
 
 def turn_table(results: Sequence[Result]) -> Table | None:

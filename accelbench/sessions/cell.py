@@ -10,14 +10,16 @@
    far (``accelbench.sessions.driver``); the point's figures (``accelbench.sessions.figures``). A point
    where every turn failed ends the ladder. Every turn is a line of ``turns.jsonl`` in the cell's folder,
    written point by point.
-4. The audits and the status (``accelbench.sessions.outcome``).
+4. The reuse probe (``accelbench.sessions.reuse``): drawn turns of the last load sent again alone, with
+   their own history and as a fresh session: the TTFT drop a reused prefix gives.
+5. The audits and the status (``accelbench.sessions.outcome``).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,8 +32,9 @@ from accelbench.errors import Unavailable
 from accelbench.generation.models import load_model
 from accelbench.outcome import Head, Outcome
 from accelbench.registry import instantiate
-from accelbench.session_figures import SessionFigures, SessionPoint
-from accelbench.sessions.driver import Messages, context_counter, run_load
+from accelbench.session_figures import ReuseFigures, SessionFigures, SessionPoint
+from accelbench.sessions import reuse
+from accelbench.sessions.driver import Counters, context_counter, run_load
 from accelbench.sessions.figures import point
 from accelbench.sessions.outcome import UNAUDITED, SessionsBody, status_of
 from accelbench.sessions.records import TurnRecord
@@ -84,6 +87,9 @@ def measure(spec: CellSpec) -> Outcome:
         warm_up(target, spec.input_seed, settings, counters)
         ladder, records, stopped = run_ladder(target, spec.input_seed, settings, counters, path)
         duration_s = time.perf_counter() - started
+        reused = (
+            None if stopped else reuse_probe(target, spec.input_seed, settings, counters, (records, path))
+        )
     (status, why), section = status_of(records, ladder, stopped, settings.max_tokens)
     head = Head(
         status,
@@ -104,11 +110,27 @@ def measure(spec: CellSpec) -> Outcome:
         sessions_ladder=tuple(ladder),
         turns_file=str(path.relative_to(spec.run_dir)) if path.is_relative_to(spec.run_dir) else str(path),
         duration_s=duration_s,
+        reuse=reused,
     )
     return Outcome(head, SessionsBody(section, figures))
 
 
-Counters = tuple[Callable[[str], int], Callable[[Messages], int]]
+def reuse_probe(
+    target: Target,
+    input_seed: int,
+    settings: SessionSettings,
+    counters: Counters,
+    ladder_done: tuple[Sequence[TurnRecord], Path],
+) -> ReuseFigures:
+    """The reuse probe on the last load point's turns (``accelbench.sessions.reuse``); its sends are
+    lines of ``turns.jsonl`` too (roles ``warm`` and ``cold``)."""
+    records, path = ladder_done
+    last = settings.ladder[-1]
+    sessions = make_sessions(input_seed, f"load-{last}", last, settings.shape)
+    mine = [r for r in records if r.request.concurrency == last]
+    sent = reuse.probe(target, input_seed, sessions, mine, settings.max_tokens, counters)
+    append_turns(path, sent)
+    return reuse.figures(sent)
 
 
 def warm_up(target: Target, input_seed: int, settings: SessionSettings, counters: Counters) -> None:

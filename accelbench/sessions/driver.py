@@ -24,6 +24,8 @@ TURN = "turn"
 """The role of a timed turn's request."""
 
 Messages = Sequence[Mapping[str, str]]
+Counters = tuple[Callable[[str], int], Callable[[Messages], int]]
+"""The client's token counts: a reply's text, and a conversation as the chat template renders it."""
 
 
 def run_load(
@@ -69,6 +71,33 @@ async def _load(
 
         await asyncio.gather(*(one(s) for s in sessions))
     return records
+
+
+def conversation(session: Session, replies: Sequence[str]) -> list[dict[str, str]]:
+    """The messages of ``session``'s last turn: the system message, every turn before it with its reply
+    (``replies``, one per earlier turn), then the last turn."""
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}]
+    for turn, reply in zip(session.turns[:-1], replies, strict=True):
+        messages += [{"role": "user", "content": turn.content}, {"role": "assistant", "content": reply}]
+    return [*messages, {"role": "user", "content": session.turns[-1].content}]
+
+
+async def send_turns(
+    target: Target, session: Session, replies: Sequence[str], max_tokens: int, counters: Counters, role: str
+) -> TurnRecord:
+    """Send ``session``'s last turn alone, with its history (``replies``), as a request of ``role``."""
+    import aiohttp
+
+    messages = conversation(session, replies)
+    prompt = Prompt(session.salt, tuple(messages), "", session_id(session))
+    connector = aiohttp.TCPConnector(force_close=True, limit=0)
+    timeout = aiohttp.ClientTimeout(total=target.timeout_s)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
+        clock0 = time.perf_counter()
+        slot = Slot(0, _index(session, len(session.turns) - 1), role, 0.0)
+        sent = await send(client, target, prompt, max_tokens, slot, counters[0], clock0)
+    last = session.turns[-1]
+    return TurnRecord(session.number, len(session.turns) - 1, last.kind, 0.0, counters[1](messages), sent)
 
 
 def session_id(session: Session) -> str:

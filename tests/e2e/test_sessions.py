@@ -43,12 +43,21 @@ def test_the_ladder_has_a_point_per_load_with_every_figure(ran: tuple[Path, dict
         assert p["session_latency_p50_s"] > 0 and p["input_tokens_per_s"] > p["output_tokens_per_s"] > 0
         assert [t["turn"] for t in p["by_turn"]] == [0, 1, 2]
         assert p["by_turn"][0]["context_tokens_p50"] < p["by_turn"][2]["context_tokens_p50"]  # it grows
-        mine = [r.request for r in records if r.request.concurrency == p["sessions"]]
+        mine = [
+            r.request for r in records if r.request.concurrency == p["sessions"] and r.request.role == "turn"
+        ]
         tokens = sum(r.output_tokens for r in mine)
         assert p["output_tokens"] == tokens and p["e2e_interactivity_tokens_per_s"] == pytest.approx(
             tokens / sum(r.end_s - r.issue_s for r in mine)
         )
     assert result["audit"]["session_salts"]["verdict"] == "pass"
+    reuse = result["generation"]["reuse"]  # the probe: drawn turns of the last load sent warm and cold
+    assert reuse["pairs"] == 3 and reuse["warm_ttft_p50_s"] > 0 and reuse["cold_ttft_p50_s"] > 0
+    probes = [r for r in records if r.request.role in ("warm", "cold")]
+    assert sorted(r.request.role for r in probes) == ["cold"] * 3 + ["warm"] * 3
+    warm = sorted(r.context_tokens for r in probes if r.request.role == "warm")
+    cold = sorted(r.context_tokens for r in probes if r.request.role == "cold")
+    assert all(abs(w - c) <= 0.05 * w for w, c in zip(warm, cold, strict=True))  # the same history, new salt
     assert result["settings"]["sessions"] == [1, 2] and result["settings"]["turns_per_session"] == 3
 
 
@@ -62,7 +71,11 @@ def test_every_turn_sends_the_history_with_the_servers_real_replies(
     seed = result["settings"]["input_seed"]
     for load in (1, 2):
         for session in make_sessions(seed, f"load-{load}", load, Shape(turns=3)):
-            mine = [r for r in records if r.request.concurrency == load and r.session == session.number]
+            mine = [
+                r
+                for r in records
+                if r.request.concurrency == load and r.session == session.number and r.request.role == "turn"
+            ]
             assert [r.turn for r in mine] == [0, 1, 2]
             messages = [{"role": "system", "content": SYSTEM_PROMPT}]
             for turn, record in zip(session.turns, mine, strict=True):
