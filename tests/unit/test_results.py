@@ -111,9 +111,13 @@ def test_golden_v7_is_the_v6_golden_plus_the_noise_guards_evidence() -> None:
 
 def test_golden_v8_is_the_v7_golden_plus_the_per_sample_judgement() -> None:
     v7, v8 = json.loads(GOLDEN_V7.read_text()), _golden()
-    assert set(v8["quality"]) - set(v7["quality"]) == set(QUALITY_ADDED) == set(v8["sanity"]) - set(v7["sanity"])
+    assert (
+        set(v8["quality"]) - set(v7["quality"]) == set(QUALITY_ADDED) == set(v8["sanity"]) - set(v7["sanity"])
+    )
     assert all(v8["sanity"][k] is None for k in QUALITY_ADDED)
-    quality, sanity = ({k: v for k, v in v8[s].items() if k not in QUALITY_ADDED} for s in ("quality", "sanity"))
+    quality, sanity = (
+        {k: v for k, v in v8[s].items() if k not in QUALITY_ADDED} for s in ("quality", "sanity")
+    )
     assert {**v8, "quality": quality, "sanity": sanity} == {**v7, "schema_version": 8}
 
 
