@@ -25,6 +25,7 @@ shape mismatch, NaN or inf, or no samples at all is a failed gate with the reaso
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -112,7 +113,20 @@ def sample_budget(precision: str, workload: str = "", size: str = "") -> float:
 
 def too_many_wrong(wrong: int, judged: int) -> bool:
     """Wrong answers on ``WRONG_SHARE`` of the judged samples or more (any wrong one under 100)."""
-    return judged > 0 and wrong >= WRONG_SHARE * judged
+    return judged > 0 and wrong >= wrong_to_fail(judged)
+
+
+def wrong_to_fail(judged: int) -> int:
+    """The fewest wrong samples that fail the gate over ``judged`` samples."""
+    return max(1, math.ceil(WRONG_SHARE * judged - 1e-9))
+
+
+def detection_probability(judged: int, share: float) -> float:
+    """The chance that the gate fails a stack whose answers are wrong on ``share`` of its samples, drawn
+    independently, when ``judged`` of them are judged (a binomial tail)."""
+    needed = wrong_to_fail(judged)
+    below = sum(math.comb(judged, k) * share**k * (1 - share) ** (judged - k) for k in range(needed))
+    return 1.0 - below
 
 
 def passes(value: float, threshold: float, wrong: int, judged: int) -> bool:
