@@ -27,10 +27,19 @@ def plugin_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return installed_plugins(site, "planted-precision", "accelbench.stacks", {**PRECISION_CHEATS, **HONEST})
 
 
-def run_stacks(env: dict[str, str], store: Path, rules: str) -> dict[str, Any]:
-    """The cheats and the honest int8 stack on the tiny ResNet-50, single-stream, under ``rules``."""
-    stacks = ",".join((*PRECISION_CHEATS, *HONEST))
-    args = ["run", "--suite", "tiny", "--workloads", "resnet50", "--stacks", stacks, "--rules", rules]
+def run_stacks(env: dict[str, str], store: Path, rules: str, *stacks: str) -> dict[str, Any]:
+    """``stacks`` on the tiny ResNet-50, single-stream, under ``rules``."""
+    args = [
+        "run",
+        "--suite",
+        "tiny",
+        "--workloads",
+        "resnet50",
+        "--stacks",
+        ",".join(stacks),
+        "--rules",
+        rules,
+    ]
     args = [*args, "--scenarios", "single-stream", "--no-probe", "--store", str(store)]
     done = subprocess.run(
         [sys.executable, "-m", "accelbench", *args], capture_output=True, text=True, env=env
@@ -47,9 +56,6 @@ def run_stacks(env: dict[str, str], store: Path, rules: str) -> dict[str, Any]:
 
 
 def assert_caught(results: dict[str, Any]) -> None:
-    honest = results["planted-int8-honest"]
-    assert measured_ok(honest), (honest["status"], honest["reason"])
-    assert honest["effective_precision"] == "int8" and honest["quality"]["wrong"] == 0
     for stack in PRECISION_CHEATS:
         result = results[stack]
         assert result["status"] in ("quality_failed", "disqualified"), (
@@ -65,7 +71,8 @@ def assert_caught(results: dict[str, Any]) -> None:
 def test_int8_cheats_are_caught_under_quick_rules(
     plugin_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    assert_caught(run_stacks(plugin_env, tmp_path_factory.mktemp("precision-quick") / "store", "quick"))
+    store = tmp_path_factory.mktemp("precision-quick") / "store"
+    assert_caught(run_stacks(plugin_env, store, "quick", *PRECISION_CHEATS))
 
 
 @pytest.mark.slow
@@ -73,4 +80,11 @@ def test_int8_cheats_are_caught_under_quick_rules(
 def test_int8_cheats_are_caught_under_standard_rules(
     plugin_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    assert_caught(run_stacks(plugin_env, tmp_path_factory.mktemp("precision-standard") / "store", "standard"))
+    """The honest dynamic-int8 stack beside them stays ok (its worst judged sample: 0.019 of the tiny
+    ResNet-50's reference, the budget 0.5)."""
+    store = tmp_path_factory.mktemp("precision-standard") / "store"
+    results = run_stacks(plugin_env, store, "standard", *PRECISION_CHEATS, *HONEST)
+    assert_caught(results)
+    honest = results["planted-int8-honest"]
+    assert measured_ok(honest), (honest["status"], honest["reason"])
+    assert honest["effective_precision"] == "int8" and honest["quality"]["wrong"] == 0
