@@ -11,7 +11,7 @@ from typing import Any
 
 
 def upgrade(doc: Mapping[str, Any], version: int) -> dict[str, Any]:
-    """A version-1 to -6 document as ``version`` (the current one): missing sections null, status re-derived
+    """A version-1 to -7 document as ``version`` (the current one): missing sections null, status re-derived
     (versions 1-3; from version 4 the status already follows the audits)."""
     upgraded = dict(doc)
     sections = (
@@ -26,7 +26,7 @@ def upgrade(doc: Mapping[str, Any], version: int) -> dict[str, Any]:
     )
     for section in sections:
         upgraded.setdefault(section, None)
-    if upgraded.get("status") == "ok" and doc.get("schema_version") not in (4, 5, 6):
+    if upgraded.get("status") == "ok" and doc.get("schema_version") not in (4, 5, 6, 7):
         upgraded["status"], upgraded["reason"] = _legacy_status(upgraded)
     upgraded["schema_version"] = version
     return upgraded

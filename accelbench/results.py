@@ -31,6 +31,9 @@ Schema history (bump ``SCHEMA_VERSION`` and add a line for every change of the s
        ``reason``, ``other_load_after_cores``; ``other_load_cores`` counts only processes outside the
        run's process tree. Older records load with 0, 5% (the fixed limit they were judged by), null,
        null, false, "" and null.
+    8  the quality gate judges every sample (issue 40): ``quality`` (and ``sanity``) add ``wrong`` (judged
+       samples over the sample budget), ``sample_budget`` and ``worst_sample_error``. Older records
+       load with null for the three and are judged by their metric alone.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from accelbench.result_upgrade import upgrade
 from accelbench.sections import AuditSection, GenerationFigures, ServerSearch, TrainingFigures, VariantInfo
 from accelbench.session_figures import SessionFigures
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 SECTIONS: Mapping[str, Callable[[Mapping[str, Any]], Any]] = {
     "audit": AuditSection.from_dict,
@@ -189,6 +192,13 @@ class Quality:
     passed: bool
     samples_checked: int
     detail: str = ""
+    wrong: int | None = None
+    """Judged samples whose relative L2 error exceeds ``sample_budget`` (``accelbench.meters.quality``);
+    None in records stored before schema 8 (judged by their metric alone)."""
+    sample_budget: float | None = None
+    """The largest relative L2 error one sample was allowed (None before schema 8)."""
+    worst_sample_error: float | None = None
+    """The largest relative L2 error of a judged sample (None before schema 8)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,10 +396,10 @@ def json_plain(value: Any) -> Any:
 def from_dict(doc: Mapping[str, Any]) -> Result:
     """Rebuild a result from its stored document (version 1 is upgraded); ValueError on an unknown schema."""
     version = doc.get("schema_version")
-    if version in (1, 2, 3, 4, 5, 6):
+    if version in (1, 2, 3, 4, 5, 6, 7):
         doc = upgrade(doc, SCHEMA_VERSION)
     elif version != SCHEMA_VERSION:
-        raise ValueError(f"result schema_version {version!r} is not {SCHEMA_VERSION} (or 1-6, upgraded)")
+        raise ValueError(f"result schema_version {version!r} is not {SCHEMA_VERSION} (or 1-7, upgraded)")
     data = dict(doc)
     data["cell"] = Cell(**data["cell"])
     data["latency"] = record_of(Latency, data.get("latency"))

@@ -1,7 +1,7 @@
 """Per-sample errors of honest reduced-precision stacks against the fp32 eager reference.
 
 The quality gate judges every checked sample against the budget of the precision a stack declares
-(``accelbench.meters.quality.SAMPLE_BUDGETS``). This script measures what honest reduced-precision
+(``accelbench.meters.quality.sample_budget``). This script measures what honest reduced-precision
 execution reaches, per sample, so the int8 budget sits between them and a wrong answer: for each
 workload it prints the largest and the median normalised error max|out - ref| / max|ref| over
 ``--samples`` inputs of
@@ -9,7 +9,7 @@ workload it prints the largest and the median normalised error max|out - ref| / 
 * ``ort-int8-dynamic``: onnxruntime on the model's ONNX export quantized with
   ``onnxruntime.quantization.quantize_dynamic`` (int8 weights, int8 activations per call);
 * ``torch-int8-dynamic``: ``torch.ao.quantization.quantize_dynamic`` (its Linear layers in int8);
-* ``bf16-autocast``: eager torch under CPU autocast to bf16;
+* ``bf16-autocast`` / ``fp16-autocast``: eager torch under CPU autocast to bf16 / fp16;
 * ``garbage``: a random answer of the reference's scale (the planted cheat), for the margin.
 
 Usage: ``python benchmarks/reduced_precision_errors.py [--size tiny] [--workloads a,b] [--samples 64]``.
@@ -69,7 +69,25 @@ def _eager(model: Any, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
         return np.asarray(model(*(torch.from_numpy(a) for a in inputs)).float().numpy())
 
 
-MAKERS = {"ort-int8-dynamic": ort_int8, "torch-int8-dynamic": torch_int8, "bf16-autocast": bf16}
+def fp16(model: Any, spec: Any, work: Path) -> Infer:
+    """Eager torch under CPU autocast to fp16."""
+    import torch
+
+    def run(x: tuple[np.ndarray, ...]) -> np.ndarray:
+        with torch.autocast("cpu", dtype=torch.float16):
+            return _eager(model, x)
+
+    return run
+
+
+MAKERS = {
+    "ort-int8-dynamic": ort_int8,
+    "torch-int8-dynamic": torch_int8,
+    "bf16-autocast": bf16,
+    "fp16-autocast": fp16,
+}
+PRECISIONS = {"ort-int8-dynamic": "int8", "torch-int8-dynamic": "int8", "bf16-autocast": "bf16"}
+"""The precision each maker declares (garbage: int8, the loosest budget)."""
 
 
 def per_sample_errors(refs: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
@@ -88,7 +106,7 @@ def measure(workload_name: str, size: str, samples: int) -> None:
     import torch
 
     from accelbench import registry
-    from accelbench.meters.quality import compare
+    from accelbench.meters.quality import compare, sample_budget
     from accelbench.stacks.base import ModelSpec
 
     workload = registry.instantiate(registry.table("workload")[workload_name])
@@ -102,11 +120,14 @@ def measure(workload_name: str, size: str, samples: int) -> None:
     rows["garbage"] = garbage(refs)
     for name, outs in rows.items():
         errors = per_sample_errors(refs, outs)
-        judged = compare(workload.quality_metric, refs, outs, "int8")
+        precision = PRECISIONS.get(name, "fp16" if name.startswith("fp16") else "int8")
+        budget = sample_budget(precision, workload_name, size)
+        judged = compare(workload.quality_metric, refs, outs, precision, budget)
         print(
             f"{workload_name:10s} {size:8s} {name:20s} rel-L2 min {errors.min():.3g} "
             f"median {np.median(errors):.3g} max {errors.max():.3g}"
-            f"  gate(int8) {'pass' if judged.passed else 'FAIL'}: {judged.detail}"
+            f" p99 {np.quantile(errors, 0.99):.3g}"
+            f"  gate({precision}) {'pass' if judged.passed else 'FAIL'}: {judged.detail}"
         )
 
 

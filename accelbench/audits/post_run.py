@@ -32,6 +32,7 @@ import numpy as np
 
 from accelbench.audits.verdict import FAIL, PASS, Verdict
 from accelbench.meters.quality import compare
+from accelbench.results import Quality
 from accelbench.workloads.base import Inputs
 
 log = logging.getLogger(__name__)
@@ -72,15 +73,17 @@ def post_run_audits(
     precision: str,
     alternate_seed: int,
     clock: Callable[[], float] = time.perf_counter,
+    budget: float | None = None,
 ) -> PostRun:
     """Caching and alternate-seed audits on ``fresh`` (``samples_needed()`` never-seen samples).
 
-    ``reference`` is the fp32 eager model; ``clock`` is injectable for tests.
+    ``reference`` is the fp32 eager model; ``clock`` is injectable for tests; ``budget``: each sample's
+    error budget (``accelbench.meters.quality.sample_budget``; default: the precision's own).
     """
     start_s = clock()
     timed = time_triples(infer, fresh, clock)
     references = [reference(sample) for sample in fresh[: len(timed.outputs)]]
-    quality = compare(metric, references, timed.outputs, precision)
+    quality = compare(metric, references, timed.outputs, precision, budget)
     evidence = {
         "seed": alternate_seed,
         "metric": quality.metric,
@@ -88,19 +91,27 @@ def post_run_audits(
         "threshold": quality.threshold,
         "samples_checked": quality.samples_checked,
         "detail": quality.detail,
+        "wrong": quality.wrong,
+        "sample_budget": quality.sample_budget,
+        "worst_sample_error": quality.worst_sample_error,
     }
     if quality.passed:
         alternate = Verdict(
             "alternate_seed", PASS, f"{quality.metric} {quality.value:.6g} on seed {alternate_seed}", evidence
         )
     else:
-        reason = (
-            f"inputs from seed {alternate_seed} fail the quality gate "
-            f"({quality.metric} {quality.value:.6g} < {quality.threshold:g})"
-        )
+        reason = f"inputs from seed {alternate_seed} fail the quality gate ({_shortfall(quality)})"
         alternate = Verdict("alternate_seed", FAIL, reason, evidence)
     caching = caching_verdict(timed.unique_s, timed.repeated_s)
     return PostRun(caching, alternate, tuple(timed.outputs), tuple(references), clock() - start_s)
+
+
+def _shortfall(quality: Quality) -> str:
+    """What the alternate-seed outputs missed: wrong samples, or the metric's bar."""
+    if quality.wrong:
+        over = f"over the sample budget {quality.sample_budget:g}"
+        return f"{quality.wrong} of {quality.samples_checked} samples wrong: {over}"
+    return f"{quality.metric} {quality.value:.6g} < {quality.threshold:g}"
 
 
 class TimedCalls:

@@ -21,6 +21,7 @@ class Stored:
 
     key: str
     workload: str
+    size: str
     stack: str
     scenario: str
     device: str
@@ -54,6 +55,7 @@ def stored(doc: Mapping[str, Any], where: str) -> Stored:
     return Stored(
         key=result.cell.key,
         workload=cell["workload"],
+        size=str(cell.get("size") or ""),
         stack=cell["stack"],
         scenario=cell["scenario"],
         device=cell["device"],

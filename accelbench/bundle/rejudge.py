@@ -19,9 +19,12 @@ from accelbench.meters import noise
 from accelbench.results import Figures
 
 
-def verdict(name: str, entry: Mapping[str, Any], precision_name: str = "fp32") -> Verdict:
+def verdict(
+    name: str, entry: Mapping[str, Any], precision_name: str = "fp32", workload: str = "", size: str = ""
+) -> Verdict:
     """The verdict of the audit ``name`` judged again from its stored ``entry`` (``precision_name``: the
-    cell's effective precision, which sets the alternate-seed audit's quality bar)."""
+    cell's effective precision, which with ``workload`` and ``size`` sets the alternate-seed audit's
+    quality bar and sample budget)."""
     judges = {
         "output": _output,
         "repeat": _repeat,
@@ -30,7 +33,7 @@ def verdict(name: str, entry: Mapping[str, Any], precision_name: str = "fp32") -
         "off_calls": _off_calls,
     }
     if name == "alternate_seed":
-        outcome = _alternate_seed(entry, precision_name)
+        outcome = _alternate_seed(entry, precision_name, workload, size)
     else:
         outcome = judges[name](entry) if name in judges else str(entry.get("verdict"))
     return Verdict(name, outcome, str(entry.get("reason", "")), _evidence(name, entry))
@@ -48,12 +51,17 @@ def unaudited() -> Verdict:
 
 
 def quality_failures(
-    quality: Mapping[str, Any] | None, sanity: Mapping[str, Any] | None, precision_name: str
+    quality: Mapping[str, Any] | None,
+    sanity: Mapping[str, Any] | None,
+    precision_name: str,
+    workload: str = "",
+    size: str = "",
 ) -> list[str]:
-    """The metrics of the quality gate (judged by this code's bar for ``precision_name``, never the stored
-    threshold) and of the sanity check (its stored threshold: the workload's own) whose value is short."""
+    """The metrics of the quality gate (judged by this code's bar and sample budget for
+    ``precision_name`` on ``workload`` at ``size``, never the stored ones) and of the sanity check (its
+    stored threshold: the workload's own) that fail."""
     failed = []
-    if quality is not None and not _number(quality, "value") >= _bar(quality, precision_name):
+    if quality is not None and not _gate_passes(quality, precision_name, workload, size):
         failed.append(str(quality["metric"]))
     if sanity is not None and not _at_least(sanity):
         failed.append(str(sanity["metric"]))
@@ -108,11 +116,28 @@ def _caching(entry: Mapping[str, Any]) -> str:
     return FAIL if cached else PASS
 
 
-def _alternate_seed(entry: Mapping[str, Any], precision_name: str) -> str:
+def _alternate_seed(entry: Mapping[str, Any], precision_name: str, workload: str, size: str) -> str:
     value = _number(entry, "value")
     if math.isnan(value):
         return INCONCLUSIVE
-    return PASS if value >= _bar(entry, precision_name) else FAIL
+    return PASS if _gate_passes(entry, precision_name, workload, size) else FAIL
+
+
+def _gate_passes(entry: Mapping[str, Any], precision_name: str, workload: str, size: str) -> bool:
+    """The quality gate's rule (``meters.quality.passes``) on a stored record: its metric against this
+    code's bar, its wrong samples (a record stored before schema 8 has none: its metric alone) counted
+    again where its worst error exceeds this code's sample budget."""
+    from accelbench.meters.quality import passes, sample_budget
+
+    value = _number(entry, "value")
+    if entry.get("wrong") is None:
+        return value >= _bar(entry, precision_name)
+    wrong = int(_number(entry, "wrong")) if _number(entry, "wrong") >= 0 else 0
+    worst = _number(entry, "worst_sample_error")
+    if not worst <= sample_budget(precision_name, workload, size):  # NaN (missing) counts as over
+        wrong = max(wrong, 1)
+    judged = _number(entry, "samples_checked")
+    return passes(value, _bar(entry, precision_name), wrong, int(judged) if judged >= 1 else 1)
 
 
 def _bar(entry: Mapping[str, Any], precision_name: str) -> float:

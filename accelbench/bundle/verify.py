@@ -127,7 +127,7 @@ def _cell(archive: Archive, path: str, folders: Mapping[str, Any], cores: int | 
         why = "not derived yet: the requests.jsonl it came from travels in the bundle (docs/bundles.md)"
         findings.append(Finding(claims.key, "curve", None, f"{len(claims.curve)} point(s) stored; {why}"))
     precision_name = claims.effective_precision
-    verdicts = [_judged(n, e, precision_name) for n, e in (claims.audit or {}).items() if _is_entry(e)]
+    verdicts = [_judged(n, e, claims) for n, e in (claims.audit or {}).items() if _is_entry(e)]
     verdicts = verdicts or [rejudge.unaudited()]
     for judged in verdicts if claims.audit else ():
         said = str((claims.audit or {})[judged.audit].get("verdict"))
@@ -138,7 +138,9 @@ def _cell(archive: Archive, path: str, folders: Mapping[str, Any], cores: int | 
     figures = rederive.with_sut_timer(found.figures, claims.figures)
     try:
         unstable = rejudge.unstable_reason(claims.noise, figures, cores, computes)
-        failures = rejudge.quality_failures(claims.quality, claims.sanity, precision_name)
+        failures = rejudge.quality_failures(
+            claims.quality, claims.sanity, precision_name, claims.workload, claims.size
+        )
     except (TypeError, ValueError, AttributeError, KeyError) as exc:
         return [*findings, Finding(claims.key, "status", False, f"noise or quality record unreadable: {exc}")]
     status, why = rejudge.status(verdicts, failures, found.invalid_reasons, unstable)
@@ -174,10 +176,10 @@ def _rules(claims: Stored, found: rederive.Derived | None) -> list[Finding]:
     return [Finding(claims.key, "rules", not breaches, detail)]
 
 
-def _judged(name: str, entry: Mapping[str, Any], precision_name: str) -> Verdict:
+def _judged(name: str, entry: Mapping[str, Any], claims: Stored) -> Verdict:
     """The audit judged again; evidence of the wrong shape makes it inconclusive (never a traceback)."""
     try:
-        return rejudge.verdict(name, entry, precision_name)
+        return rejudge.verdict(name, entry, claims.effective_precision, claims.workload, claims.size)
     except (TypeError, ValueError, AttributeError, KeyError) as exc:
         return Verdict(name, INCONCLUSIVE, f"evidence unreadable: {exc}")
 

@@ -28,6 +28,7 @@ from accelbench.audits import output as output_audit
 from accelbench.cell import trial
 from accelbench.cellspec import CellSpec
 from accelbench.meters import noise
+from accelbench.meters.quality import failure
 from accelbench.meters.window import combined_energy, max_memory
 from accelbench.outcome import Head, Outcome
 from accelbench.registry import instantiate
@@ -61,9 +62,9 @@ def measure(spec: CellSpec) -> Outcome:
     found = _figures(evidence, search)
     # rounds discarded by a server back-off are judged too: a stack caught there never ranks
     computes = evidence[0].computes  # the stack's declaration, asked in its SUT process
-    judged = _judge(computes, workload, [*discarded, *evidence], rules, _sut_cpu(evidence))
+    judged = _judge(computes, workload, spec.cell.size, [*discarded, *evidence], rules, _sut_cpu(evidence))
     sanity = evidence[-1].sanity
-    failures = [q.metric for q in (judged.quality, sanity) if q is not None and not q.passed]
+    failures = [failure(q) for q in (judged.quality, sanity) if q is not None and not q.passed]
     drift = noise.unstable_reason(probe)
     disagreement = figures.timer_disagreement(found) if computes else None
     status, why = audits.cell_status(
@@ -133,13 +134,14 @@ class _Judged:
 def _judge(
     computes: bool,
     workload: Workload,
+    size: str,
     evidence: Sequence[trial.Evidence],
     rules: Rules,
     sut_cpu: Mapping[str, float],
 ) -> _Judged:
     """Output check and quality gate over every trial, repeat audit, post-run audits, precision, and
     the SUT process's CPU off its calls."""
-    from accelbench.meters.quality import compare
+    from accelbench.meters.quality import compare, sample_budget
 
     after, precision_name = evidence[-1].post, evidence[-1].effective_precision
     if not computes or after is None:
@@ -148,7 +150,8 @@ def _judge(
     refs = {origin: ref for e in evidence for origin, ref in e.references.items()}
     checks = output_audit.chosen_checks([c for e in evidence for c in e.checks], rules.output_checks)
     checked_refs, checked_outs = [refs[c.origin] for c in checks], [c.output for c in checks]
-    quality = compare(workload.quality_metric, checked_refs, checked_outs, precision_name)
+    budget = sample_budget(precision_name, workload.name, size)
+    quality = compare(workload.quality_metric, checked_refs, checked_outs, precision_name, budget)
     error = precision.max_normalised_error(
         [*checked_refs, *after.references], [*checked_outs, *after.outputs]
     )

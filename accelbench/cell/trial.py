@@ -201,7 +201,7 @@ def run_with(spec: CellSpec, plan: Plan, sut: SutProcess) -> Evidence:
             one = batching.one_at_a_time(session.infer, batch)
             evidence = dataclasses.replace(
                 evidence,
-                post=_post_run(workload, sets, one, reference, session.effective_precision),
+                post=_post_run(workload, spec.cell.size, sets, one, reference, session.effective_precision),
                 sanity=_sanity(workload, spec.cell.size, one, variant),
             )
     finally:
@@ -297,14 +297,24 @@ def _slot(plan: Plan) -> int:
 
 def _post_run(
     workload: Workload,
+    size: str,
     sets: SampleSets,
     one: Callable[[Inputs], np.ndarray],
     reference: Callable[[Inputs], np.ndarray],
     effective_precision: str,
 ) -> post_run.PostRun:
+    from accelbench.meters.quality import sample_budget
+
     fresh = sets.alternate(post_run.samples_needed())
+    budget = sample_budget(effective_precision, workload.name, size)
     return post_run.post_run_audits(
-        one, reference, fresh, workload.quality_metric, effective_precision, sets.alternate_seed
+        one,
+        reference,
+        fresh,
+        workload.quality_metric,
+        effective_precision,
+        sets.alternate_seed,
+        budget=budget,
     )
 
 

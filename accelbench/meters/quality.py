@@ -1,14 +1,22 @@
 """The quality gate: outputs captured during a timed run against the fp32 eager reference.
 
-Two metrics, chosen by the workload:
+**One rule at every precision** (issue 40): each judged sample's relative L2 error
+||out - ref|| / ||ref|| is held to the *sample budget* of the stack's effective precision
+(``sample_budget``: per precision, tightened per workload and size where honest errors were measured,
+``SAMPLE_BUDGETS`` / ``WORKLOAD_BUDGETS``). A sample over its budget is *wrong*: near no reference answer.
+Wrong answers on ``WRONG_SHARE`` (1%) of the judged samples or more fail the gate, whatever the precision
+(MLPerf's "99% of the reference"); below 100 judged samples, one wrong sample is 1% or more. So a stack
+declaring int8 that returns garbage on one call in ten fails as an fp32 one does (``passes``).
+
+On top of that rule, two metrics, chosen by the workload, keep their bars:
 
 * ``top1`` (classifiers): the share of samples whose output argmax equals the reference argmax. A
   sample whose reference top-1/top-2 margin is below ``TIE_TOLERANCE`` x max|reference logit| is a tie:
   either of the two classes counts as agreement (fp32 rounding may legitimately flip it).
 * ``cosine`` (embeddings): the MINIMUM over samples of the cosine between flattened output and reference.
 
-The threshold depends on the metric and on the stack's effective precision (``THRESHOLDS``): a stack
-that runs bf16 is held to the bf16 bar, and the result says so. An unknown precision gets the fp32 bar
+The metric's threshold depends on the metric and on the stack's effective precision (``THRESHOLDS``): a
+stack that runs bf16 is held to the bf16 bar, and the result says so. An unknown precision gets the fp32 bar
 (a stack never earns a looser gate by naming an odd precision). The detail always carries the largest
 normalised absolute error, max|out - ref| / max|ref| per sample. Wrong outputs never raise: a count or
 shape mismatch, NaN or inf, or no samples at all is a failed gate with the reason in the detail.
@@ -17,6 +25,7 @@ shape mismatch, NaN or inf, or no samples at all is a failed gate with the reaso
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -33,8 +42,8 @@ THRESHOLDS: dict[str, dict[str, float]] = {
         "tf32": 0.999,
         "fp16": 0.99,
         "bf16": 0.99,
-        "int8": 0.98,
-        "fp8": 0.98,
+        "int8": 0.85,
+        "fp8": 0.85,
     },
     "top1": {
         "fp64": 0.99,
@@ -48,7 +57,35 @@ THRESHOLDS: dict[str, dict[str, float]] = {
 }
 """Minimum metric value per metric and effective precision. fp32 stacks agree with eager torch to
 ~1e-6 (feasibility study, section 3), so fp32 bars only leave room for reordered sums; bf16/fp16 keep
-~3 significant digits; int8/fp8 quantisation is judged loosely, as MLPerf's 99% accuracy targets do."""
+~3 significant digits. int8/fp8 are judged per sample against their budget (``sample_budget``); their
+cosine bar only sits under the budget's own floor (a relative L2 error e allows a cosine of about
+1 - e^2 / 2: 0.875 at the int8 budget 0.5): honest dynamic int8 reached a min cosine under 0.98 on the
+tiny models (``benchmarks/reduced_precision_errors.py``)."""
+
+WRONG_SHARE = 0.01
+"""Wrong answers on this share of the judged samples or more fail the gate, at every precision."""
+
+FP32_SAMPLE_BUDGET = 1e-3
+HALF_SAMPLE_BUDGET = 0.15
+INT8_SAMPLE_BUDGET = 0.5
+SAMPLE_BUDGETS: dict[str, float] = {
+    "fp64": FP32_SAMPLE_BUDGET,
+    "fp32": FP32_SAMPLE_BUDGET,
+    "tf32": 1e-2,
+    "fp16": HALF_SAMPLE_BUDGET,
+    "bf16": HALF_SAMPLE_BUDGET,
+    "int8": INT8_SAMPLE_BUDGET,
+    "fp8": INT8_SAMPLE_BUDGET,
+}
+"""Largest relative L2 error ||out - ref|| / ||ref|| of one judged sample, per effective precision, for a
+workload without a measured budget of its own. Measured honest errors (``docs/audits.md``, 128 samples
+per workload): fp32 stacks at most ~5e-6; bf16 autocast at most 0.058 (tiny ResNet-50); dynamic int8
+(onnxruntime) at most 0.176 (tiny ResNet-50). A random answer of the reference's spread is 0.79-2.1 away.
+An unknown precision gets the fp32 budget."""
+
+WORKLOAD_BUDGETS: dict[tuple[str, str], dict[str, float]] = {}
+"""Tighter budgets where honest errors on a workload and size were measured far under the default (3x
+margin over the largest honest error measured, never above the default)."""
 
 TIE_TOLERANCE = 1e-4
 """A top-1/top-2 reference margin below this fraction of max|reference logit| is a tie."""
@@ -65,14 +102,63 @@ def threshold_for(metric: str, precision: str) -> float:
     return bars.get(precision, bars["fp32"])
 
 
+def sample_budget(precision: str, workload: str = "", size: str = "") -> float:
+    """The largest relative L2 error one judged sample may have at ``precision`` on ``workload`` at
+    ``size`` (the precision's default where the workload has no measured budget; unknown precisions get
+    the fp32 budget)."""
+    default = SAMPLE_BUDGETS.get(precision, SAMPLE_BUDGETS["fp32"])
+    measured = WORKLOAD_BUDGETS.get((workload, size), {}).get(precision, default)
+    return min(measured, default)
+
+
+def too_many_wrong(wrong: int, judged: int) -> bool:
+    """Wrong answers on ``WRONG_SHARE`` of the judged samples or more (any wrong one under 100)."""
+    return judged > 0 and wrong >= wrong_to_fail(judged)
+
+
+def wrong_to_fail(judged: int) -> int:
+    """The fewest wrong samples that fail the gate over ``judged`` samples."""
+    return max(1, math.ceil(WRONG_SHARE * judged - 1e-9))
+
+
+def detection_probability(judged: int, share: float) -> float:
+    """The chance that the gate fails a stack whose answers are wrong on ``share`` of its samples, drawn
+    independently, when ``judged`` of them are judged (a binomial tail)."""
+    needed = wrong_to_fail(judged)
+    below = sum(math.comb(judged, k) * share**k * (1 - share) ** (judged - k) for k in range(needed))
+    return 1.0 - below
+
+
+def passes(value: float, threshold: float, wrong: int, judged: int) -> bool:
+    """The gate's one rule: the metric at its bar, and wrong answers under ``WRONG_SHARE`` of the judged
+    samples (``accelbench.bundle.rejudge`` calls it on a stored record's numbers)."""
+    return value >= threshold and not too_many_wrong(wrong, judged)
+
+
+def sample_errors(references: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> list[float]:
+    """The relative L2 error ||out - ref|| / ||ref|| of every sample (0/0 counts as 0, x/0 as inf)."""
+    errors = []
+    for ref, out in zip(references, outputs, strict=True):
+        ref64, out64 = np.asarray(ref, np.float64).ravel(), np.asarray(out, np.float64).ravel()
+        error, norm = float(np.linalg.norm(out64 - ref64)), float(np.linalg.norm(ref64))
+        errors.append(error / norm if norm else (0.0 if error == 0.0 else float("inf")))
+    return errors
+
+
 def compare(
-    metric: str, references: Sequence[np.ndarray], outputs: Sequence[np.ndarray], precision: str
+    metric: str,
+    references: Sequence[np.ndarray],
+    outputs: Sequence[np.ndarray],
+    precision: str,
+    budget: float | None = None,
 ) -> Quality:
-    """Judge ``outputs`` against ``references`` (paired by position) with ``metric`` at ``precision``.
+    """Judge ``outputs`` against ``references`` (paired by position) with ``metric`` at ``precision``,
+    each sample against ``budget`` (default: ``sample_budget(precision)``, no workload's own).
 
     Raises ValueError only for an unknown metric (a programming error); bad outputs fail the gate.
     """
     threshold = threshold_for(metric, precision)
+    budget = sample_budget(precision) if budget is None else budget
     note = "" if precision in THRESHOLDS[metric] else f"unknown precision {precision!r}: fp32 bar; "
     problem = _incomparable(references, outputs)
     if problem:
@@ -83,12 +169,46 @@ def compare(
         value, detail = _top1(refs, outs)
     else:
         value, detail = _min_cosine(refs, outs)
+    errors = sample_errors(refs, outs)
+    wrong = sum(error > budget for error in errors)
     error = _max_normalised_error(refs, outs)
-    detail = f"{note}{detail}; max_norm_abs_err={error:.3g}; precision={precision}"
-    passed = value >= threshold
+    detail = (
+        f"{note}{detail}; {_wrong_detail(errors, wrong, budget, precision)}; "
+        f"max_norm_abs_err={error:.3g}; precision={precision}"
+    )
+    passed = passes(value, threshold, wrong, len(outs))
     if not passed:
-        logger.info("quality gate failed: %s %.6g < %.6g (%s)", metric, value, threshold, detail)
-    return Quality(metric, value, threshold, passed, len(outs), detail)
+        logger.info("quality gate failed: %s %.6g (bar %.6g), %s", metric, value, threshold, detail)
+    return Quality(
+        metric=metric,
+        value=value,
+        threshold=threshold,
+        passed=passed,
+        samples_checked=len(outs),
+        detail=detail,
+        wrong=wrong,
+        sample_budget=budget,
+        worst_sample_error=max(errors),
+    )
+
+
+def failure(quality: Quality) -> str:
+    """What failed in a failed gate, in a few words with its numbers (the status reason)."""
+    if quality.wrong is not None and too_many_wrong(quality.wrong, quality.samples_checked):
+        return (
+            f"{quality.metric}: {quality.wrong} of {quality.samples_checked} judged samples wrong "
+            f"(relative L2 error over the sample budget {quality.sample_budget:g}; limit "
+            f"{WRONG_SHARE:.0%})"
+        )
+    return quality.metric
+
+
+def _wrong_detail(errors: Sequence[float], wrong: int, budget: float, precision: str) -> str:
+    worst = int(np.argmax(errors))
+    return (
+        f"{wrong} of {len(errors)} samples over the {precision} sample budget {budget:g} "
+        f"(worst relative L2 {errors[worst]:.3g} at sample {worst})"
+    )
 
 
 def sanity_quality(verdict: SanityVerdict, samples_checked: int = 0) -> Quality:

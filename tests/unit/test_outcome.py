@@ -12,7 +12,7 @@ from accelbench.results import from_dict, to_dict
 from accelbench.sections import SearchProbe, ServerSearch, TrainingFigures
 from accelbench.training.measure import TrainingBody
 
-GOLDEN = Path(__file__).parent.parent / "golden" / "result_v7.json"
+GOLDEN = Path(__file__).parent.parent / "golden" / "result_v8.json"
 RUN_FACTS = ("run_id", "cell", "machine_fingerprint", "started_at", "wall_s", "stderr_tail", "schema_version")
 
 

@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from accelbench.meters.quality import THRESHOLDS, TIE_TOLERANCE, compare, sanity_quality, threshold_for
+from accelbench.meters.quality import (
+    THRESHOLDS,
+    TIE_TOLERANCE,
+    compare,
+    failure,
+    sample_budget,
+    sanity_quality,
+    threshold_for,
+)
 from accelbench.workloads.base import SanityVerdict
 
 
@@ -37,14 +45,30 @@ def test_identical_logits_pass_at_fp32() -> None:
     assert "max_norm_abs_err=0" in quality.detail and "20/20" in quality.detail
 
 
-def test_one_flip_in_ten_fails_fp32_but_passes_bf16() -> None:
+def test_one_wrong_answer_in_ten_fails_every_precision() -> None:
     refs = logits(10)
     outs = [r.copy() for r in refs]
     outs[3] = flip_top1(refs[3])
+    for precision in ("fp32", "bf16", "int8", "fp8"):
+        quality = compare("top1", refs, outs, precision)
+        assert quality.value == pytest.approx(0.9) and not quality.passed, precision
+        assert quality.wrong == 1 and quality.worst_sample_error is not None
+        assert quality.worst_sample_error > quality.sample_budget == sample_budget(precision)
+        assert "1 of 10 samples over" in quality.detail and failure(quality).startswith("top1: 1 of 10")
+
+
+def test_a_flip_within_the_budget_fails_fp32_but_passes_bf16() -> None:
+    refs = logits(10)
+    outs = [r.copy() for r in refs]
+    near = refs[3].copy()
+    near[0, int(np.argsort(near[0])[-2])] = near.max() + 0.01  # a runner-up raised just past the winner
+    ref = refs[3].copy()
+    ref[0, int(np.argsort(ref[0])[-2])] = ref.max() - 0.01
+    refs[3], outs[3] = ref, near
     at_fp32 = compare("top1", refs, outs, "fp32")
     at_bf16 = compare("top1", refs, outs, "bf16")
     assert at_fp32.value == pytest.approx(0.9) and not at_fp32.passed
-    assert at_bf16.value == pytest.approx(0.9) and at_bf16.passed
+    assert at_bf16.value == pytest.approx(0.9) and at_bf16.passed and at_bf16.wrong == 0
     assert at_bf16.threshold == 0.9 and "9/10" in at_bf16.detail
 
 

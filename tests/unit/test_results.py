@@ -1,4 +1,4 @@
-"""Golden-file tests of the stored result document (schema_version 6; versions 1 to 5 upgrade)."""
+"""Golden-file tests of the stored result document (schema_version 8; versions 1 to 7 upgrade)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 
 from accelbench.results import SCHEMA_VERSION, DeviceMemory, Energy, Result, from_dict, to_dict
 
-GOLDEN = Path(__file__).parent.parent / "golden" / "result_v7.json"
+GOLDEN = Path(__file__).parent.parent / "golden" / "result_v8.json"
+GOLDEN_V7 = Path(__file__).parent.parent / "golden" / "result_v7.json"
 GOLDEN_V6 = Path(__file__).parent.parent / "golden" / "result_v6.json"
 GOLDEN_V5 = Path(__file__).parent.parent / "golden" / "result_v5.json"
 GOLDEN_V4 = Path(__file__).parent.parent / "golden" / "result_v4.json"
@@ -25,9 +26,18 @@ NOISE_ADDED = (*NOISE_ADDED, "other_load_after_cores", "outside_view")
 """Fields the noise record gained in version 7 (issue 34), with defaults for older records."""
 
 
+QUALITY_ADDED = ("wrong", "sample_budget", "worst_sample_error")
+"""Fields the quality record gained in version 8 (issue 40), null in older records."""
+
+
 def _without_added_noise(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` without the fields its noise (version 7) and quality records (version 8) gained."""
     noise = {k: v for k, v in (doc.get("noise") or {}).items() if k not in NOISE_ADDED}
-    return {**doc, "noise": noise or doc.get("noise")}
+    added = {**doc, "noise": noise or doc.get("noise")}
+    for name in ("quality", "sanity"):
+        if isinstance(doc.get(name), dict):
+            added[name] = {k: v for k, v in doc[name].items() if k not in QUALITY_ADDED}
+    return added
 
 
 def _golden() -> dict[str, Any]:
@@ -37,7 +47,7 @@ def _golden() -> dict[str, Any]:
 def test_golden_loads_into_a_fully_populated_result() -> None:
     result = from_dict(_golden())
     assert isinstance(result, Result)
-    assert result.schema_version == SCHEMA_VERSION == 7
+    assert result.schema_version == SCHEMA_VERSION == 8
     assert result.cell.key == "resnet18/standard/v3-width97/onnxruntime/cpu/single-stream"
     assert result.latency is not None and result.latency.median_ci_s == (0.01712, 0.01731)
     assert result.loadgen is not None and result.loadgen.valid and result.qps == 57.8
@@ -94,9 +104,32 @@ def test_golden_v6_is_the_v5_golden_plus_the_generation_section() -> None:
 
 
 def test_golden_v7_is_the_v6_golden_plus_the_noise_guards_evidence() -> None:
-    v6, v7 = json.loads(GOLDEN_V6.read_text()), _golden()
+    v6, v7 = json.loads(GOLDEN_V6.read_text()), json.loads(GOLDEN_V7.read_text())
     assert set(v7["noise"]) - set(v6["noise"]) == set(NOISE_ADDED)
     assert _without_added_noise(v7) == {**v6, "schema_version": 7}
+
+
+def test_golden_v8_is_the_v7_golden_plus_the_per_sample_judgement() -> None:
+    v7, v8 = json.loads(GOLDEN_V7.read_text()), _golden()
+    assert (
+        set(v8["quality"]) - set(v7["quality"]) == set(QUALITY_ADDED) == set(v8["sanity"]) - set(v7["sanity"])
+    )
+    assert all(v8["sanity"][k] is None for k in QUALITY_ADDED)
+    quality, sanity = (
+        {k: v for k, v in v8[s].items() if k not in QUALITY_ADDED} for s in ("quality", "sanity")
+    )
+    assert {**v8, "quality": quality, "sanity": sanity} == {**v7, "schema_version": 8}
+
+
+def test_a_v7_document_keeps_its_status_and_its_quality_has_no_per_sample_judgement() -> None:
+    result = from_dict(json.loads(GOLDEN_V7.read_text()))
+    assert result.status == "ok" and result.schema_version == SCHEMA_VERSION
+    assert result.quality is not None and result.quality.value == 1.0
+    assert (result.quality.wrong, result.quality.sample_budget, result.quality.worst_sample_error) == (
+        None,
+        None,
+        None,
+    )
 
 
 def test_a_v6_document_keeps_its_status_and_its_noise_record_gets_the_old_limit() -> None:
