@@ -19,9 +19,12 @@ from accelbench.meters import noise
 from accelbench.results import Figures
 
 
-def verdict(name: str, entry: Mapping[str, Any], precision_name: str = "fp32") -> Verdict:
+def verdict(
+    name: str, entry: Mapping[str, Any], precision_name: str = "fp32", served: bool = False
+) -> Verdict:
     """The verdict of the audit ``name`` judged again from its stored ``entry`` (``precision_name``: the
-    cell's effective precision, which sets the alternate-seed audit's quality bar)."""
+    cell's effective precision, which sets the alternate-seed audit's quality bar; ``served``: a served-LLM
+    cell, whose repeat audit is the endpoint's TTFT rule)."""
     judges = {
         "output": _output,
         "repeat": _repeat,
@@ -29,7 +32,9 @@ def verdict(name: str, entry: Mapping[str, Any], precision_name: str = "fp32") -
         "precision": _precision,
         "off_calls": _off_calls,
     }
-    if name == "alternate_seed":
+    if name == "repeat" and served:
+        outcome = _served_repeat(entry)
+    elif name == "alternate_seed":
         outcome = _alternate_seed(entry, precision_name)
     else:
         outcome = judges[name](entry) if name in judges else str(entry.get("verdict"))
@@ -106,6 +111,16 @@ def _or_inf(value: float) -> float:
 
 def _or_zero(value: float) -> float:
     return 0.0 if math.isnan(value) else value
+
+
+def _served_repeat(entry: Mapping[str, Any]) -> str:
+    from accelbench.endpoint import repeat as served_repeat
+
+    pairs, ratio, share = _number(entry, "pairs"), _number(entry, "ratio"), _number(entry, "faster_share")
+    if math.isnan(pairs):
+        return INCONCLUSIVE
+    # a missing ratio or share is judged as the worst case (nothing vouches for it)
+    return served_repeat.outcome(int(pairs), _or_zero(ratio), 1.0 if math.isnan(share) else share)
 
 
 def _caching(entry: Mapping[str, Any]) -> str:

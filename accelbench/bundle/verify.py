@@ -132,7 +132,10 @@ def _cell(archive: Archive, path: str, folders: Mapping[str, Any], cores: int | 
     if claims.curve:
         findings.append(_curve(archive, claims, folder))
     precision_name = claims.effective_precision
-    verdicts = [_judged(n, e, precision_name) for n, e in (claims.audit or {}).items() if _is_entry(e)]
+    served = bool(claims.curve)
+    verdicts = [
+        _judged(n, e, precision_name, served) for n, e in (claims.audit or {}).items() if _is_entry(e)
+    ]
     verdicts = verdicts or [rejudge.unaudited()]
     for judged in verdicts if claims.audit else ():
         said = str((claims.audit or {})[judged.audit].get("verdict"))
@@ -210,10 +213,10 @@ def _rules(claims: Stored, found: rederive.Derived | None) -> list[Finding]:
     return [Finding(claims.key, "rules", not breaches, detail)]
 
 
-def _judged(name: str, entry: Mapping[str, Any], precision_name: str) -> Verdict:
+def _judged(name: str, entry: Mapping[str, Any], precision_name: str, served: bool) -> Verdict:
     """The audit judged again; evidence of the wrong shape makes it inconclusive (never a traceback)."""
     try:
-        return rejudge.verdict(name, entry, precision_name)
+        return rejudge.verdict(name, entry, precision_name, served)
     except (TypeError, ValueError, AttributeError, KeyError) as exc:
         return Verdict(name, INCONCLUSIVE, f"evidence unreadable: {exc}")
 

@@ -261,6 +261,7 @@ def test_verify_derives_the_curve_from_its_records_and_catches_a_raised_point(
     done = accelbench("bundle", result["run_id"], "-o", str(bundle), "--store", str(served.store))
     assert done.returncode == 0, done.stderr[-2000:]
     done = accelbench("verify", str(bundle))
+    assert done.returncode == 0 and "; VERIFIED" in done.stdout, done.stdout  # the served repeat rule too
     (curve,) = [line for line in done.stdout.splitlines() if " curve: " in line]
     assert curve.startswith("match") and "2 point(s) derived from 8 request record(s)" in curve, done.stdout
 

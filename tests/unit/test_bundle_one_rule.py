@@ -48,3 +48,11 @@ def test_a_repeat_window_stripped_of_its_bound_fails_on_rejudging() -> None:
     assert rejudge.verdict("repeat", entry).outcome == FAIL
     entry["windows"] = [{"ratio_low": 1.0}]
     assert rejudge.verdict("repeat", entry).outcome == PASS
+
+
+def test_a_served_cells_repeat_audit_is_rejudged_by_the_endpoints_rule() -> None:
+    passed = {"ratio": 0.98, "faster_share": 0.5, "pairs": 6, "bar": 0.5, "verdict": PASS}
+    assert rejudge.verdict("repeat", passed, served=True).outcome == PASS
+    assert rejudge.verdict("repeat", passed).outcome == INCONCLUSIVE  # not the LoadGen probes' rule
+    cached = {**passed, "ratio": 0.2, "faster_share": 1.0}
+    assert rejudge.verdict("repeat", cached, served=True).outcome == FAIL
