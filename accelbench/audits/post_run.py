@@ -145,6 +145,15 @@ def _timed_call(infer: Infer, sample: Inputs, clock: Callable[[], float]) -> tup
     return clock() - begin, output
 
 
+def caching_outcome(unique_min_s: float, repeated_min_s: float, repeats_faster_share: float) -> str:
+    """The caching rule, from its stored evidence: FAIL when the fastest unique call is more than
+    ``CACHING_SPEEDUP_LIMIT`` times the fastest repeated one and at least ``CACHING_REPEAT_SHARE`` of the
+    repeats beat every unique call. The run and ``verify`` both judge with it."""
+    speedup = unique_min_s / repeated_min_s if repeated_min_s > 0 else float("inf")
+    cached = speedup > CACHING_SPEEDUP_LIMIT and repeats_faster_share >= CACHING_REPEAT_SHARE
+    return FAIL if cached else PASS
+
+
 def caching_verdict(unique_s: Sequence[float], repeated_s: Sequence[float]) -> Verdict:
     """Fastest unique and repeated latencies, the speedup of repeated calls, and the verdict."""
     unique = float(np.min(unique_s))
@@ -161,7 +170,7 @@ def caching_verdict(unique_s: Sequence[float], repeated_s: Sequence[float]) -> V
         "unique_calls": len(unique_s),
         "repeated_calls": len(repeated_s),
     }
-    if speedup > CACHING_SPEEDUP_LIMIT and share >= CACHING_REPEAT_SHARE:
+    if caching_outcome(unique, repeated, share) == FAIL:
         reason = (
             f"an input repeated at once ran {speedup:.1f}x faster than unique inputs (limit "
             f"{CACHING_SPEEDUP_LIMIT:g}x) and {share:.0%} of repeats beat every unique call: outputs cached "

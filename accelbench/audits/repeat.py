@@ -243,6 +243,19 @@ def _fisher(wins: int, losses: int, reference_wins: int, reference_losses: int) 
     return greater, less
 
 
+def probe_outcome(
+    pairs: int, windows: Sequence[tuple[float, float]], floor_pairs: int, floor_groups: int
+) -> str:
+    """The probes' rule, from its stored evidence: fewer than ``MIN_PAIRS`` pairs is inconclusive; a
+    window (``(ratio_low, limit)``) whose interval lies above its limit fails, as do ``FLOOR_PAIRS`` pairs
+    of ``FLOOR_GROUPS`` hot samples under the floor. The run and ``verify`` both judge with it."""
+    if pairs < MIN_PAIRS:
+        return INCONCLUSIVE
+    if any(low > limit for low, limit in windows):
+        return FAIL
+    return FAIL if floor_pairs >= FLOOR_PAIRS and floor_groups >= FLOOR_GROUPS else PASS
+
+
 def _probe_verdict(pairs: Sequence[Pair], seed: int) -> Verdict:
     """The verdict of the probes' pairs alone."""
     evidence: dict[str, Any] = {"pairs": len(pairs), "limit": SPEEDUP_LIMIT, "confidence": CONFIDENCE}
@@ -268,7 +281,10 @@ def _probe_verdict(pairs: Sequence[Pair], seed: int) -> Verdict:
         "factor": FLOOR_FACTOR, "pairs": len(below), "groups": groups,
         "fail_pairs": FLOOR_PAIRS, "fail_groups": FLOOR_GROUPS,
     }  # fmt: skip
-    if not failed and len(below) >= FLOOR_PAIRS and groups >= FLOOR_GROUPS:
+    outcome = probe_outcome(
+        len(pairs), [(w.ratio_low, w.limit) for w in [*windows, *ranges]], len(below), groups
+    )
+    if not failed and outcome == FAIL:
         counts = sorted({p.hot_sightings for p in below})
         reason = (
             f"samples seen before ran over {FLOOR_FACTOR:g}x faster than the fastest never-seen sample "
@@ -277,7 +293,7 @@ def _probe_verdict(pairs: Sequence[Pair], seed: int) -> Verdict:
             "inputs"
         )
         return Verdict("repeat", FAIL, reason, evidence)
-    if failed:
+    if outcome == FAIL:
         w = failed[0]
         reason = (
             f"samples seen before ran {w.ratio:.2f}x faster than never-seen ones ({w.name}, "

@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from accelbench.bundle.crosscheck import disagreements
 from accelbench.errors import UserError
 from accelbench.results import Figures
 from accelbench.scenarios.figures import figures_of
@@ -47,6 +48,8 @@ class Derived:
     trials: tuple[str, ...]
     invalid_reasons: tuple[str, ...]
     summaries: tuple[Summary, ...] = ()
+    disagreements: tuple[str, ...] = ()
+    """Where a scored trial's summary and detail log state a figure differently (``crosscheck``)."""
 
 
 def scored_trials(files: Mapping[str, bytes], folder: str) -> list[str]:
@@ -86,7 +89,13 @@ def derived(files: Mapping[str, bytes], folder: str, batch: int, computes: bool)
         for n, m in enumerate(measurements)
         if not m.summary.valid
     )
-    return Derived(found, tuple(trials), invalid, tuple(m.summary for m in measurements))
+    disagreeing = tuple(
+        f"{trial.rsplit('/', 1)[-1]} {line}"
+        for trial, m in zip(trials, measurements, strict=True)
+        for line in disagreements(m.summary, m.detail)
+    )
+    summaries = tuple(m.summary for m in measurements)
+    return Derived(found, tuple(trials), invalid, summaries, disagreeing)
 
 
 def rule_breaches(found: Derived, rules: Rules, scenario: str) -> list[str]:

@@ -20,11 +20,17 @@ from accelbench.results import Figures
 
 
 def verdict(
-    name: str, entry: Mapping[str, Any], precision_name: str = "fp32", workload: str = "", size: str = ""
+    name: str,
+    entry: Mapping[str, Any],
+    precision_name: str = "fp32",
+    workload: str = "",
+    size: str = "",
+    served: bool = False,
 ) -> Verdict:
     """The verdict of the audit ``name`` judged again from its stored ``entry`` (``precision_name``: the
     cell's effective precision, which with ``workload`` and ``size`` sets the alternate-seed audit's
-    quality bar and sample budget)."""
+    quality bar and sample budget; ``served``: a served-LLM cell, whose repeat audit is the endpoint's
+    TTFT rule)."""
     judges = {
         "output": _output,
         "repeat": _repeat,
@@ -32,7 +38,9 @@ def verdict(
         "precision": _precision,
         "off_calls": _off_calls,
     }
-    if name == "alternate_seed":
+    if name == "repeat" and served:
+        outcome = _served_repeat(entry)
+    elif name == "alternate_seed":
         outcome = _alternate_seed(entry, precision_name, workload, size)
     else:
         outcome = judges[name](entry) if name in judges else str(entry.get("verdict"))
@@ -95,15 +103,35 @@ def _output(entry: Mapping[str, Any]) -> str:
 
 
 def _repeat(entry: Mapping[str, Any]) -> str:
-    if not _number(entry, "pairs") >= repeat.MIN_PAIRS:
+    pairs = _number(entry, "pairs")
+    if math.isnan(pairs):
         return INCONCLUSIVE
     whole = [(w, repeat.SPEEDUP_LIMIT) for w in entry.get("windows") or ()]
     ranges = [(w, _number(w, "limit")) for w in entry.get("sighting_windows") or ()]
-    if any(not _number(w, "ratio_low") <= limit for w, limit in [*whole, *ranges]):
-        return FAIL
+    # a window whose bound or limit is missing counts as failed (nothing vouches for it)
+    windows = [(_or_inf(_number(w, "ratio_low")), limit) for w, limit in [*whole, *ranges]]
+    windows = [(low, -math.inf if math.isnan(limit) else limit) for low, limit in windows]
     floor = entry.get("floor") or {}
-    beaten = _number(floor, "pairs") >= repeat.FLOOR_PAIRS and _number(floor, "groups") >= repeat.FLOOR_GROUPS
-    return FAIL if beaten else PASS
+    beaten = [_or_zero(_number(floor, "pairs")), _or_zero(_number(floor, "groups"))]
+    return repeat.probe_outcome(int(pairs), windows, int(beaten[0]), int(beaten[1]))
+
+
+def _or_inf(value: float) -> float:
+    return math.inf if math.isnan(value) else value
+
+
+def _or_zero(value: float) -> float:
+    return 0.0 if math.isnan(value) else value
+
+
+def _served_repeat(entry: Mapping[str, Any]) -> str:
+    from accelbench.endpoint import repeat as served_repeat
+
+    pairs, ratio, share = _number(entry, "pairs"), _number(entry, "ratio"), _number(entry, "faster_share")
+    if math.isnan(pairs):
+        return INCONCLUSIVE
+    # a missing ratio or share is judged as the worst case (nothing vouches for it)
+    return served_repeat.outcome(int(pairs), _or_zero(ratio), 1.0 if math.isnan(share) else share)
 
 
 def _caching(entry: Mapping[str, Any]) -> str:
@@ -111,9 +139,7 @@ def _caching(entry: Mapping[str, Any]) -> str:
     share = _number(entry, "repeats_faster_share")
     if math.isnan(unique + repeated + share):
         return INCONCLUSIVE
-    speedup = unique / repeated if repeated > 0 else math.inf
-    cached = speedup > post_run.CACHING_SPEEDUP_LIMIT and share >= post_run.CACHING_REPEAT_SHARE
-    return FAIL if cached else PASS
+    return post_run.caching_outcome(unique, repeated, share)
 
 
 def _alternate_seed(entry: Mapping[str, Any], precision_name: str, workload: str, size: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 from accelbench import registry
 from accelbench.audits.verdict import INCONCLUSIVE, Verdict
-from accelbench.bundle import rederive, rejudge, search, signing
+from accelbench.bundle import rederive, rejudge, search, served, signing
 from accelbench.bundle.archive import MANIFEST, SIGNATURE, Archive, parse_manifest, sha256_hex
 from accelbench.bundle.collect import FORMAT
 from accelbench.bundle.fields import Stored, stored
@@ -122,12 +122,18 @@ def _cell(archive: Archive, path: str, folders: Mapping[str, Any], cores: int | 
         found = rederive.derived(archive.files, str(folder), _batch(claims), computes) if folder else None
     except UserError as exc:
         return [Finding(claims.key, "figures", False, str(exc))]
-    findings = [_figures(claims, found), *_rules(claims, found), *_search(archive, claims, folder, found)]
+    logs = [] if found is None else [_logs(claims, found)]
+    findings = [
+        *logs,
+        _figures(claims, found),
+        *_rules(claims, found),
+        *_search(archive, claims, folder, found),
+    ]
     if claims.curve:
-        why = "not derived yet: the requests.jsonl it came from travels in the bundle (docs/bundles.md)"
-        findings.append(Finding(claims.key, "curve", None, f"{len(claims.curve)} point(s) stored; {why}"))
+        findings.append(_curve(archive, claims, folder))
     precision_name = claims.effective_precision
-    verdicts = [_judged(n, e, claims) for n, e in (claims.audit or {}).items() if _is_entry(e)]
+    served = bool(claims.curve)
+    verdicts = [_judged(n, e, claims, served) for n, e in (claims.audit or {}).items() if _is_entry(e)]
     verdicts = verdicts or [rejudge.unaudited()]
     for judged in verdicts if claims.audit else ():
         said = str((claims.audit or {})[judged.audit].get("verdict"))
@@ -164,6 +170,37 @@ def _search(archive: Archive, claims: Stored, folder: Any, found: rederive.Deriv
     return [Finding(claims.key, "server search", not diffs, detail)]
 
 
+def _logs(claims: Stored, found: rederive.Derived) -> Finding:
+    """Each scored trial's summary against its detail log: one edited without the other is caught here,
+    even when the stored figures and the MANIFEST were rewritten to match the edit."""
+    if found.disagreements:
+        text = "; ".join(f"mlperf_log_summary.txt vs mlperf_log_detail.txt: {d}" for d in found.disagreements)
+        return Finding(claims.key, "logs", False, text)
+    return Finding(
+        claims.key, "logs", True, f"{len(found.trials)} summary log(s) agree with their detail logs"
+    )
+
+
+def _curve(archive: Archive, claims: Stored, folder: Any) -> Finding:
+    """A served-LLM curve derived again from the per-request records it carries."""
+    path = served.records_path(str(folder)) if folder else None
+    if path is None or path not in archive.files:
+        return Finding(
+            claims.key, "curve", False, f"{len(claims.curve)} point(s) stored; no {served.RECORDS_FILE}"
+        )
+    try:
+        records = served.timed_records(archive.text(path))
+    except ValueError as exc:
+        return Finding(claims.key, "curve", False, str(exc))
+    diffs = served.curve_differences(records, claims.curve)
+    if diffs:
+        return Finding(
+            claims.key, "curve", False, f"{served.RECORDS_FILE} vs the stored curve: {'; '.join(diffs)}"
+        )
+    detail = f"{len(claims.curve)} point(s) derived from {len(records)} request record(s)"
+    return Finding(claims.key, "curve", True, detail)
+
+
 def _rules(claims: Stored, found: rederive.Derived | None) -> list[Finding]:
     """The scored trials ran the cell's scenario with at least its rule set's duration and queries."""
     rules = RULES.get(claims.rules)
@@ -176,10 +213,10 @@ def _rules(claims: Stored, found: rederive.Derived | None) -> list[Finding]:
     return [Finding(claims.key, "rules", not breaches, detail)]
 
 
-def _judged(name: str, entry: Mapping[str, Any], claims: Stored) -> Verdict:
+def _judged(name: str, entry: Mapping[str, Any], claims: Stored, served: bool) -> Verdict:
     """The audit judged again; evidence of the wrong shape makes it inconclusive (never a traceback)."""
     try:
-        return rejudge.verdict(name, entry, claims.effective_precision, claims.workload, claims.size)
+        return rejudge.verdict(name, entry, claims.effective_precision, claims.workload, claims.size, served)
     except (TypeError, ValueError, AttributeError, KeyError) as exc:
         return Verdict(name, INCONCLUSIVE, f"evidence unreadable: {exc}")
 

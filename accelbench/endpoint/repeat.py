@@ -57,6 +57,15 @@ def repeat_records(
     return run_point(target, prompts, Load(1, AUDIT_TOKENS), count, roles)
 
 
+def outcome(pairs: int, ratio: float, faster_share: float) -> str:
+    """The served repeat rule, from its stored evidence: fewer than 3 answered pairs is inconclusive;
+    seen prompts under ``FAST_RATIO`` of the unseen TTFT in ``FASTER_SHARE`` of the pairs fail. The run
+    and ``verify`` both judge with it."""
+    if pairs < 3:
+        return INCONCLUSIVE
+    return FAIL if ratio < FAST_RATIO and faster_share >= FASTER_SHARE else PASS
+
+
 def repeat_verdict(records: Sequence[RequestRecord]) -> Verdict:
     """Seen against unseen TTFT (see the module text)."""
     pairs = [_seen_first(records[i], records[i + 1]) for i in range(0, len(records) - 1, 2)]
@@ -75,8 +84,8 @@ def repeat_verdict(records: Sequence[RequestRecord]) -> Verdict:
         f"seen prompts' median TTFT {seen * 1e3:.1f} ms vs unseen {unseen * 1e3:.1f} ms (x{ratio:.2f}, "
         f"bar x{FAST_RATIO}); seen faster in {faster:.0%} of {len(both)} pairs"
     )
-    failed = ratio < FAST_RATIO and faster >= FASTER_SHARE
-    return Verdict("repeat", FAIL if failed else PASS, reason, {**evidence, "identical_pairs": identical})
+    judged = outcome(len(both), ratio, faster)
+    return Verdict("repeat", judged, reason, {**evidence, "identical_pairs": identical})
 
 
 def _seen_first(a: RequestRecord, b: RequestRecord) -> tuple[RequestRecord, RequestRecord]:

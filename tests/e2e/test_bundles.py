@@ -306,3 +306,26 @@ def test_publish_three_bundles_opens_offline_with_working_filters(
         browser.close()
     assert problems == [] and all(url.startswith("file://") for url in requests), (problems, requests)
     assert (site / "bundles" / "c.tar.gz").read_bytes() == (folder / "c.tar.gz").read_bytes()
+
+
+def test_a_doubled_summary_with_its_result_and_manifest_rewritten_is_caught(
+    bundle: Path, tmp_path: Path
+) -> None:
+    def edit(files: dict[str, bytes]) -> None:
+        path, doc = _doc_of(files, "torch-eager")
+        for name in ("value", "p50_s", "p90_s", "p99_s"):
+            doc["figures"][name] *= 2
+        doc["figures"]["trial_values"] = [2 * v for v in doc["figures"]["trial_values"]]
+        files[path] = json.dumps(doc).encode()
+        for log in [p for p in files if "torch-eager" in p and p.endswith("mlperf_log_summary.txt")]:
+            lines = files[log].decode().splitlines(keepends=True)
+            for number, line in enumerate(lines):
+                head, _, tail = line.partition(":")
+                if "latency (ns)" in head and tail.strip().isdigit():
+                    lines[number] = f"{head}: {2 * int(tail)}\n"
+            files[log] = "".join(lines).encode()
+
+    lines = _differs(_tampered(bundle, tmp_path / "doubled.tar.gz", edit))
+    (line,) = [line for line in lines if " logs: " in line]
+    assert "torch-eager" in line and "mlperf_log_summary.txt vs mlperf_log_detail.txt" in line
+    assert "p90 latency summary " in line and " s, detail " in line

@@ -249,3 +249,30 @@ def test_the_repeat_audit_catches_a_cache_that_strips_the_salt(
     assert len({r.salt for r in audited}) == 12
     verdict = repeat_verdict(audited)
     assert verdict.outcome == outcome, verdict.reason
+
+
+def test_verify_derives_the_curve_from_its_records_and_catches_a_raised_point(
+    url_run: tuple[dict[str, Any], list[RequestRecord]], served: Served, tmp_path: Path
+) -> None:
+    from accelbench.bundle.archive import read_archive, write_archive
+
+    result, _ = url_run
+    bundle = tmp_path / "served.tar.gz"
+    done = accelbench("bundle", result["run_id"], "-o", str(bundle), "--store", str(served.store))
+    assert done.returncode == 0, done.stderr[-2000:]
+    done = accelbench("verify", str(bundle))
+    assert done.returncode == 0 and "; VERIFIED" in done.stdout, done.stdout  # the served repeat rule too
+    (curve,) = [line for line in done.stdout.splitlines() if " curve: " in line]
+    assert curve.startswith("match") and "2 point(s) derived from 8 request record(s)" in curve, done.stdout
+
+    files = dict(read_archive(bundle).files)
+    files.pop("MANIFEST")
+    (path,) = [p for p in files if p.startswith("results/")]
+    doc = json.loads(files[path])
+    doc["generation"]["curve"][1]["output_tokens_per_s"] *= 2
+    files[path] = json.dumps(doc).encode()
+    write_archive(tmp_path / "raised.tar.gz", files)
+    done = accelbench("verify", str(tmp_path / "raised.tar.gz"))
+    assert done.returncode == 1
+    (curve,) = [line for line in done.stdout.splitlines() if " curve: " in line]
+    assert curve.startswith("DIFFERS") and "concurrency 4: output_tokens_per_s " in curve

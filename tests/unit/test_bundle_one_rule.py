@@ -1,0 +1,58 @@
+"""The run's audits and ``verify`` judge with one rule: the verdict the run gives, re-judged from the
+evidence it stored, comes out the same (``post_run.caching_outcome``, ``repeat.probe_outcome``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from accelbench.audits.post_run import caching_verdict
+from accelbench.audits.repeat import MIN_PAIRS, probe_outcome
+from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS
+from accelbench.bundle import rejudge
+
+
+@pytest.mark.parametrize(
+    ("unique_s", "repeated_s", "outcome"),
+    [
+        ([1.0, 1.1, 1.2], [1.0, 1.05, 0.98], PASS),
+        ([1.0, 1.1, 1.2], [0.1, 0.1, 0.1, 0.1], FAIL),
+        ([1.0, 1.1, 1.2], [0.1, 0.1, 2.0, 2.0], PASS),  # fast, but only half the repeats beat every unique
+        ([1.0], [0.0, 0.0], FAIL),
+    ],
+)
+def test_caching_rejudged_from_its_stored_evidence_gives_the_runs_verdict(
+    unique_s: list[float], repeated_s: list[float], outcome: str
+) -> None:
+    run = caching_verdict(unique_s, repeated_s)
+    entry = json.loads(json.dumps({**run.evidence, "verdict": run.outcome, "reason": run.reason}))
+    assert run.outcome == outcome
+    assert rejudge.verdict("caching", entry).outcome == outcome
+
+
+def test_the_repeat_rule_from_its_evidence() -> None:
+    assert probe_outcome(MIN_PAIRS - 1, [(9.0, 1.25)], 9, 9) == INCONCLUSIVE
+    assert probe_outcome(MIN_PAIRS, [(1.0, 1.25), (1.3, 1.25)], 0, 0) == FAIL
+    assert probe_outcome(MIN_PAIRS, [(1.0, 1.25)], 4, 2) == FAIL
+    assert probe_outcome(MIN_PAIRS, [(1.0, 1.25)], 4, 1) == PASS
+
+
+def test_a_repeat_window_stripped_of_its_bound_fails_on_rejudging() -> None:
+    entry = {
+        "pairs": MIN_PAIRS,
+        "windows": [{"ratio_low": 1.0}, {"ratio": 3.0}],
+        "floor": {},
+        "verdict": PASS,
+    }
+    assert rejudge.verdict("repeat", entry).outcome == FAIL
+    entry["windows"] = [{"ratio_low": 1.0}]
+    assert rejudge.verdict("repeat", entry).outcome == PASS
+
+
+def test_a_served_cells_repeat_audit_is_rejudged_by_the_endpoints_rule() -> None:
+    passed = {"ratio": 0.98, "faster_share": 0.5, "pairs": 6, "bar": 0.5, "verdict": PASS}
+    assert rejudge.verdict("repeat", passed, served=True).outcome == PASS
+    assert rejudge.verdict("repeat", passed).outcome == INCONCLUSIVE  # not the LoadGen probes' rule
+    cached = {**passed, "ratio": 0.2, "faster_share": 1.0}
+    assert rejudge.verdict("repeat", cached, served=True).outcome == FAIL

@@ -1,0 +1,74 @@
+"""A served-LLM curve derived again from its per-request records (``bundle.served``): the stored points a
+real ``endpoint.figures.point`` made from the records match; a raised figure or dropped records do not."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from accelbench.bundle.served import UNBOUNDED, curve_differences, timed_records
+from accelbench.endpoint.driver import TIMED
+from accelbench.endpoint.figures import point
+from accelbench.endpoint.records import OK, RequestRecord
+
+
+def _record(concurrency: int, index: int, role: str = TIMED) -> RequestRecord:
+    issue = 0.1 * index
+    first = issue + 0.02 + 0.003 * index
+    chunks = tuple(first + 0.01 * k * (1 + index % 3) for k in range(8))
+    return RequestRecord(
+        concurrency=concurrency,
+        index=index,
+        role=role,
+        salt=f"s{index}",
+        issue_s=issue,
+        send_s=issue + 0.001,
+        first_content_s=first,
+        end_s=chunks[-1] + 0.001,
+        chunk_s=chunks,
+        text="x" * 8,
+        output_tokens=8,
+        usage_output_tokens=8,
+        usage_prompt_tokens=20,
+        status=OK,
+        error="",
+    )
+
+
+RECORDS = [_record(c, i) for c in (1, 4) for i in range(6)] + [_record(4, 99, role="output-audit")]
+JSONL = "\n".join(json.dumps(r.to_dict()) for r in RECORDS) + "\n"
+
+
+def _curve() -> list[dict[str, object]]:
+    timed = [r for r in RECORDS if r.role == TIMED]
+    points = [point(c, [r for r in timed if r.concurrency == c], UNBOUNDED, 120) for c in (1, 4)]
+    return [json.loads(json.dumps(dataclasses.asdict(p))) for p in points]
+
+
+def test_the_stored_curve_is_derived_again_from_its_records() -> None:
+    records = timed_records(JSONL)
+    assert len(records) == 12  # the audit's request is not a curve request
+    assert curve_differences(records, _curve()) == []
+
+
+def test_a_raised_point_figure_is_named_with_both_values() -> None:
+    curve = _curve()
+    curve[1]["output_tokens_per_s"] = 2 * float(curve[1]["output_tokens_per_s"])  # type: ignore[arg-type]
+    (line,) = curve_differences(timed_records(JSONL), curve)
+    assert line.startswith("concurrency 4: output_tokens_per_s ") and "from the records, stored" in line
+
+
+def test_dropped_records_change_the_counts_and_figures() -> None:
+    kept = "\n".join(line for line in JSONL.splitlines() if '"index": 5,' not in line)
+    found = curve_differences(timed_records(kept), _curve())
+    assert any(line.startswith("concurrency 1: requests 5 from the records") for line in found), found
+    assert any(line.startswith("concurrency 4: requests 5 ") for line in found), found
+    gone = "\n".join(line for line in JSONL.splitlines() if '"concurrency": 4,' not in line)
+    assert "concurrency 4: no request records" in curve_differences(timed_records(gone), _curve())
+
+
+def test_a_record_that_does_not_load_is_a_one_line_error() -> None:
+    with pytest.raises(ValueError, match=r"requests\.jsonl line 2 is not a request record"):
+        timed_records(JSONL.splitlines()[0] + "\n{not json\n")
