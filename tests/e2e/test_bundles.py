@@ -69,7 +69,7 @@ def test_a_fresh_bundle_verifies_and_holds_no_local_path(runs: tuple[Path, list[
     lines = done.stdout.splitlines()
     assert lines[-1].endswith("; VERIFIED") and "(UNSIGNED)" in lines[-1]
     assert sum(line.startswith("match") and "figures: latency_p90_s" in line for line in lines) == 2
-    assert sum("  audit " in line for line in lines) == 5 and sum(" status: " in line for line in lines) == 2
+    assert sum("  audit " in line for line in lines) == 6 and sum(" status: " in line for line in lines) == 2
     files = read_archive(bundle).files
     manifest = files["MANIFEST"].decode().splitlines()
     assert len(manifest) == len(files) - 1 and json.loads(files["bundle.json"])["signed"] is False
