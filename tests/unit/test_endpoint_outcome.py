@@ -18,7 +18,7 @@ from accelbench.errors import UserError
 from accelbench.outcome import Head, Outcome
 from accelbench.report.endpoint import curve_table
 from accelbench.report.generation import generation_table
-from accelbench.results import from_dict, to_dict
+from accelbench.results import SCHEMA_VERSION, from_dict, to_dict
 from accelbench.sections import GenerationFigures
 
 GOLDEN = Path(__file__).parent.parent / "golden"
@@ -45,7 +45,7 @@ def test_a_stored_endpoint_result_loads_typed_and_writes_the_same_document_back(
     assert (section.endpoint, section.model, section.max_tokens) == ("llm@url", "tiny-llama", 8)
     assert section.accuracy is not None and section.accuracy.bar == 0.6
     assert section.accuracy.concurrencies == (1, 2) and len(section.accuracy.shares) == 4
-    assert json.loads(json.dumps(to_dict(result))) == stored
+    assert json.loads(json.dumps(to_dict(result))) == {**stored, "schema_version": SCHEMA_VERSION}
 
 
 def test_a_section_stored_before_the_accuracy_check_loads_without_it() -> None:
@@ -53,7 +53,7 @@ def test_a_section_stored_before_the_accuracy_check_loads_without_it() -> None:
     del stored["generation"]["accuracy"]
     result = from_dict(stored)
     assert isinstance(result.generation, EndpointFigures) and result.generation.accuracy is None
-    assert json.loads(json.dumps(to_dict(result))) == stored
+    assert json.loads(json.dumps(to_dict(result))) == {**stored, "schema_version": SCHEMA_VERSION}
 
 
 def test_the_two_kinds_of_generation_section_are_told_apart_by_the_curve() -> None:

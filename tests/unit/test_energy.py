@@ -467,7 +467,7 @@ def test_the_runs_measured_peak_reaches_the_cell_in_its_spec(tmp_path: Path) -> 
     """The parent reads the run's best FP32 GEMM (a library's 193.1 GFLOP/s beats the probe's 143.8)
     from the run folder and hands it to the cell in its spec; no probe: None (the low count)."""
     from accelbench.cellspec import CellSpec
-    from accelbench.normalize.peak_share import machine_peak
+    from accelbench.probe.best import machine_peak
     from accelbench.probe.peaks_file import run_fp32_peak, save_peaks
     from tests.unit.report_cases import gemm_peaks
 
