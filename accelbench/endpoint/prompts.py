@@ -10,7 +10,7 @@ salt sits inside the first page.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -48,6 +48,26 @@ def seeded_texts(input_seed: int, lengths: tuple[int, int], count: int, *parts: 
     low, high = lengths
     words = np.exp(rng.uniform(np.log(low), np.log(high + 1), size=count)).astype(int).clip(low, high)
     return [seeded_message(rng, int(n)) for n in words]
+
+
+def matched_texts(input_seed: int, texts: Sequence[str], count: Callable[[str], int], *parts: object) -> list[str]:
+    """A never-sent text for each of ``texts``, of its token count by ``count`` (the shortest seeded
+    word prefix that reaches it): a pair then differs in content only, never in prefill work."""
+    rng = np.random.default_rng(sub_seed(input_seed, "text", *parts))
+    return [_of_tokens(rng, count(text), count) for text in texts]
+
+
+def _of_tokens(rng: np.random.Generator, tokens: int, count: Callable[[str], int]) -> str:
+    """The shortest prefix, in words, of a seeded message that ``count`` gives ``tokens`` or more."""
+    words = seeded_message(rng, max(tokens, 1)).split(" ")
+    low, high = 1, len(words)
+    while low < high:
+        middle = (low + high) // 2
+        if count(" ".join(words[:middle])) >= tokens:
+            high = middle
+        else:
+            low = middle + 1
+    return " ".join(words[:low])
 
 
 def salted(tokenizer: Any, input_seed: int, texts: Sequence[str], *parts: object) -> list[Prompt]:

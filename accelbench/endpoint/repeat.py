@@ -2,8 +2,9 @@
 ignores the salt?
 
 After the curve, ``PAIRS`` pairs go at concurrency 1, interleaved: a *seen* prompt (the text of a
-request the curve sent, with a fresh salt) and an *unseen* one (a never-sent text of the same word
-count, fresh salt), in an order drawn per pair from ``secrets``: a server cannot tell the seen one by
+request the curve sent, with a fresh salt) and an *unseen* one (a never-sent text of the same token
+count by the model's tokenizer, fresh salt: lengths drawn apart made the unseen prompts of an honest
+server 3x slower in CI), in an order drawn per pair from ``secrets``: a server cannot tell the seen one by
 its place, and an order effect of the machine (the first of two requests the faster) falls on both
 alike. An honest server, prefix cache included, cannot reuse anything past the system prompt (the
 salt follows it, inside the first cache page), so both kinds take the same time. A server that keys
@@ -24,7 +25,7 @@ from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS, Verdict
 from accelbench.endpoint.client import Target
 from accelbench.endpoint.driver import Load, run_point
 from accelbench.endpoint.figures import ttft_s
-from accelbench.endpoint.prompts import salted, seeded_texts
+from accelbench.endpoint.prompts import matched_texts, salted
 from accelbench.endpoint.records import RequestRecord
 
 PAIRS = 6
@@ -39,13 +40,12 @@ def repeat_records(
     tokenizer: Any,
     input_seed: int,
     sent_texts: Sequence[str],
-    lengths: tuple[int, int],
     count: Callable[[str], int],
 ) -> list[RequestRecord]:
     """The audit's requests: seen and unseen interleaved, at concurrency 1."""
     pairs = min(PAIRS, len(sent_texts))
     seen = list(sent_texts[:pairs])
-    unseen = seeded_texts(input_seed, lengths, pairs, "repeat-unseen")
+    unseen = matched_texts(input_seed, seen, count, "repeat-unseen")
     flips = [secrets.randbelow(2) == 1 for _ in range(pairs)]
     ordered = [
         ((b, UNSEEN), (a, SEEN)) if flip else ((a, SEEN), (b, UNSEEN))
