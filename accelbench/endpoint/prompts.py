@@ -50,7 +50,9 @@ def seeded_texts(input_seed: int, lengths: tuple[int, int], count: int, *parts: 
     return [seeded_message(rng, int(n)) for n in words]
 
 
-def matched_texts(input_seed: int, texts: Sequence[str], count: Callable[[str], int], *parts: object) -> list[str]:
+def matched_texts(
+    input_seed: int, texts: Sequence[str], count: Callable[[str], int], *parts: object
+) -> list[str]:
     """A never-sent text for each of ``texts``, of its token count by ``count`` (the shortest seeded
     word prefix that reaches it): a pair then differs in content only, never in prefill work."""
     rng = np.random.default_rng(sub_seed(input_seed, "text", *parts))
