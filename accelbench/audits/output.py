@@ -50,6 +50,14 @@ def chosen_checks(checks: Sequence[Check], most: int) -> list[Check]:
     return [check for index in picked for check in runs[index]]
 
 
+def judge(checked: int, failed: bool) -> str:
+    """The output rule from its evidence: fewer than ``MIN_CHECKS`` outputs checked is inconclusive, a
+    failed check fails. The run and ``verify`` (``accelbench.bundle.rejudge``) both judge with it."""
+    if checked < MIN_CHECKS:
+        return INCONCLUSIVE
+    return FAIL if failed else PASS
+
+
 def output_verdict(checks: Sequence[Check], references: Mapping[Origin, np.ndarray]) -> Verdict:
     """Judge every check against ``references`` (one per distinct origin among the checks)."""
     evidence: dict[str, object] = {
@@ -60,35 +68,42 @@ def output_verdict(checks: Sequence[Check], references: Mapping[Origin, np.ndarr
     }
     if len(checks) < MIN_CHECKS:
         reason = f"only {len(checks)} outputs captured during the timed run (need {MIN_CHECKS})"
-        return Verdict("output", INCONCLUSIVE, reason, evidence)
-    for check in checks:
-        problem = _malformed(check, references[check.origin])
-        if problem:
-            return _failed(evidence, check, problem)
-    margins: list[float] = []
-    for check in checks:
-        problem, margin = _judge(check, references)
-        if problem:
-            return _failed(evidence, check, problem)
-        margins.append(margin)
-    constant = _same_answer(checks, references)
-    if constant:
-        evidence["failed_check"] = {"problem": constant}
-        return Verdict("output", FAIL, f"output check: {constant}", evidence)
+        return Verdict("output", judge(len(checks), False), reason, evidence)
+    failure = _first_failure(checks, references)
+    if failure is not None:
+        failed_check, reason = failure
+        evidence["failed_check"] = failed_check
+        return Verdict("output", judge(len(checks), True), reason, evidence)
+    margins = [_judge(check, references)[1] for check in checks]
     worst = min(margins)
     evidence["worst_margin"] = worst if np.isfinite(worst) else None
     reason = (
         f"{len(checks)} outputs over {evidence['trials']} trial(s), each nearest its own reference "
         f"(worst other/own distance ratio {worst:.3g})"
     )
-    return Verdict("output", PASS, reason, evidence)
+    return Verdict("output", judge(len(checks), False), reason, evidence)
 
 
-def _failed(evidence: dict[str, object], check: Check, problem: str) -> Verdict:
-    evidence["failed_check"] = {"trial": check.trial, "position": check.position, "problem": problem}
-    return Verdict(
-        "output", FAIL, f"output check: query {check.position} of trial {check.trial}: {problem}", evidence
-    )
+def _first_failure(
+    checks: Sequence[Check], references: Mapping[Origin, np.ndarray]
+) -> tuple[dict[str, object], str] | None:
+    """The first failed check (its evidence and the reason), malformed outputs first, then stale ones,
+    then a constant answer; None when every check passes."""
+    for check in checks:
+        problem = _malformed(check, references[check.origin])
+        if problem:
+            return _failed(check, problem)
+    for check in checks:
+        problem, _ = _judge(check, references)
+        if problem:
+            return _failed(check, problem)
+    constant = _same_answer(checks, references)
+    return ({"problem": constant}, f"output check: {constant}") if constant else None
+
+
+def _failed(check: Check, problem: str) -> tuple[dict[str, object], str]:
+    failed_check: dict[str, object] = {"trial": check.trial, "position": check.position, "problem": problem}
+    return failed_check, f"output check: query {check.position} of trial {check.trial}: {problem}"
 
 
 def _malformed(check: Check, reference: np.ndarray) -> str:

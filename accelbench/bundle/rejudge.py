@@ -97,9 +97,8 @@ def status(
 
 
 def _output(entry: Mapping[str, Any]) -> str:
-    if not _number(entry, "checked") >= output.MIN_CHECKS:
-        return INCONCLUSIVE
-    return FAIL if entry.get("failed_check") else PASS
+    checked = _number(entry, "checked")
+    return output.judge(int(checked) if math.isfinite(checked) else 0, bool(entry.get("failed_check")))
 
 
 def _repeat(entry: Mapping[str, Any]) -> str:
