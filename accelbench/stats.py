@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from accelbench.results import Latency
+from accelbench.loadgen_figures import Latency
 
 BOOTSTRAP_RESAMPLES = 2000
 _BATCH = 200

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from accelbench.bundle.crosscheck import disagreements
 from accelbench.errors import UserError
-from accelbench.results import Figures
+from accelbench.loadgen_figures import Figures
 from accelbench.scenarios.figures import figures_of
 from accelbench.scenarios.loadgen import Measurement
 from accelbench.scenarios.loadgen_log import Summary, parse_detail, parse_detail_values, parse_summary

@@ -15,8 +15,8 @@ from typing import Any
 from accelbench.audits import off_calls, output, post_run, precision, repeat
 from accelbench.audits.status import cell_status
 from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS, Verdict
+from accelbench.loadgen_figures import Figures
 from accelbench.meters import noise
-from accelbench.results import Figures
 
 
 def verdict(

@@ -45,11 +45,12 @@ from accelbench.generation.quality import (
 from accelbench.generation.reference import Reference, prompt_reference, sent_reference
 from accelbench.generation.timing_audits import first_token_audit, repeat_audit
 from accelbench.generation.workload import SCENARIOS, GenerativeWorkload
+from accelbench.loadgen_figures import Figures, LoadgenVerdict
 from accelbench.meters import noise
 from accelbench.meters.window import CellMeters, Metered
 from accelbench.outcome import Head, Outcome
 from accelbench.registry import instantiate
-from accelbench.results import Figures, LoadgenVerdict, NoiseProbe, Quality, json_plain, record_of
+from accelbench.results import NoiseProbe, Quality, json_plain, record_of
 from accelbench.scenarios import server_search
 from accelbench.scenarios.rules import Rules, get_rules
 from accelbench.sections import AuditSection, GenerationFigures, ServerSearch

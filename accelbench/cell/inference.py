@@ -27,12 +27,13 @@ from accelbench.audits import off_calls, precision, repeat
 from accelbench.audits import output as output_audit
 from accelbench.cell import trial
 from accelbench.cellspec import CellSpec
+from accelbench.loadgen_figures import Figures, Latency, LoadgenVerdict
 from accelbench.meters import noise
 from accelbench.meters.quality import failure
 from accelbench.meters.window import combined_energy, max_memory
 from accelbench.outcome import Head, Outcome
 from accelbench.registry import instantiate
-from accelbench.results import Figures, Latency, LoadgenVerdict, NoiseProbe, Quality, json_plain, record_of
+from accelbench.results import NoiseProbe, Quality, json_plain, record_of
 from accelbench.scenarios import figures, server_search
 from accelbench.scenarios.loadgen import Measurement
 from accelbench.scenarios.rules import Rules, get_rules

@@ -29,7 +29,7 @@ from typing import Any
 from accelbench.files import read_json
 from accelbench.generation.loadgen_tokens import TokenFigures
 from accelbench.generation.quality import Agreement, ReplyCheck
-from accelbench.results import HEADLINES, Figures
+from accelbench.loadgen_figures import HEADLINES, Figures
 from accelbench.sections import GenerationFigures
 from accelbench.workloads.flops import WorkloadCost, cost_of
 

@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from accelbench.loadgen_figures import HEADLINES
 from accelbench.normalize.ranking import is_verified
-from accelbench.results import HEADLINES, Result
+from accelbench.results import Result
 
 NOBATCH = "-nobatch"
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from accelbench.results import HEADLINES, Result
+from accelbench.loadgen_figures import HEADLINES
+from accelbench.results import Result
 from accelbench.sections import ServerSearch
 
 LOADGEN = "LoadGen"

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from itertools import groupby
 
 from accelbench.bundle.publish import Entry, Listed
-from accelbench.results import HEADLINES
+from accelbench.loadgen_figures import HEADLINES
 
 LOWER_IS_BETTER = ("latency_p90_s", "latency_p99_per_query_s")
 _SCRIPT = """

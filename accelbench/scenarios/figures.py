@@ -23,7 +23,7 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from accelbench.results import HEADLINES, Figures
+from accelbench.loadgen_figures import HEADLINES, Figures
 from accelbench.scenarios.loadgen import Measurement
 
 TIMER_TOLERANCE = 0.10

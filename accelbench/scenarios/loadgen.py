@@ -34,7 +34,7 @@ from typing import Any
 import mlperf_loadgen as lg
 import numpy as np
 
-from accelbench.results import LoadgenVerdict
+from accelbench.loadgen_figures import LoadgenVerdict
 from accelbench.scenarios import batching, vault
 from accelbench.scenarios.loadgen_log import Summary, parse_detail, parse_detail_values, parse_summary
 from accelbench.scenarios.rules import LOADGEN_SCENARIOS, Rules

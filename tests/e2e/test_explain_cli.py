@@ -110,7 +110,8 @@ def test_log_folder_import_needs_chip_and_count(tmp_path: Path) -> None:
 
 def test_explain_two_local_results(tmp_path: Path) -> None:
     from accelbench.hardware.detect import Machine, machine_to_dict
-    from accelbench.results import Cell, LoadgenVerdict, Result
+    from accelbench.loadgen_figures import LoadgenVerdict
+    from accelbench.results import Cell, Result
     from accelbench.store import open_store
 
     store = tmp_path / "store"

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from accelbench.loadgen_figures import LoadgenVerdict
 from accelbench.normalize.expressiveness import VERDICTS, expressiveness_document
-from accelbench.results import Cell, LoadgenVerdict, Quality, Result
+from accelbench.results import Cell, Quality, Result
 from tests.e2e.test_cli import accelbench
 
 

@@ -11,9 +11,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from accelbench.loadgen_figures import HEADLINES, Figures, Latency, LoadgenVerdict
 from accelbench.probe.roofline import MeasuredPeaks, Measurement, Peak
 from accelbench.report.html_sections import RunData
-from accelbench.results import HEADLINES, Cell, Figures, Latency, LoadgenVerdict, Result
+from accelbench.results import Cell, Result
 from accelbench.sections import ServerSearch
 from accelbench.store import RunRecord
 

@@ -11,11 +11,12 @@ from accelbench.hardware import cpuid, detect
 from accelbench.hardware.chips import bundled_chips
 from accelbench.hardware.detect import Machine, detect_machine
 from accelbench.hardware.match import _sku, match_machine
+from accelbench.loadgen_figures import LoadgenVerdict
 from accelbench.meters.energy import CpuEstimateMeter, cpu_tdp
 from accelbench.normalize.factors import figures
 from accelbench.normalize.subjects import from_result
 from accelbench.ranges import Range
-from accelbench.results import Cell, LoadgenVerdict, Result
+from accelbench.results import Cell, Result
 
 SPR_FLAGS = "fpu sse4_2 avx avx2 fma avx512f avx512dq avx512ifma avx512_vnni avx512_bf16 amx_tile amx_bf16"
 MILAN_FLAGS = "fpu sse4_2 avx avx2 fma"

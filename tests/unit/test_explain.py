@@ -9,10 +9,11 @@ import pytest
 from accelbench.errors import UserError
 from accelbench.hardware.chips import bundled_chips
 from accelbench.hardware.match import ChipMatch
+from accelbench.loadgen_figures import LoadgenVerdict
 from accelbench.mlperf.history import bundled_history
 from accelbench.normalize.explain import RESIDUAL, Explanation, explain, ratio_check
 from accelbench.normalize.subjects import from_history, from_result
-from accelbench.results import Cell, LoadgenVerdict, Result
+from accelbench.results import Cell, Result
 from accelbench.sections import TrainingFigures
 
 V100_ID = "v0.5/nvidia/dgx1_multi_ngc18.11_mxnet"

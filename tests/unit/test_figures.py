@@ -113,7 +113,7 @@ def test_single_stream_headline_is_loadgen_early_stopping_p90(tmp_path: Path) ->
 def test_timer_disagreement_names_both_timers() -> None:
     from dataclasses import replace
 
-    from accelbench.results import Figures
+    from accelbench.loadgen_figures import Figures
 
     base = Figures("single-stream", "latency_p90_s", 0.01, (0.01, 0.01), (0.01,), 100.0, 0.008, 0.01, 0.012,
                    0.011, True, 1, 0.008, 0.0081, 0.008 / 0.0081)  # fmt: skip

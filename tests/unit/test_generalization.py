@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from accelbench.loadgen_figures import LoadgenVerdict
 from accelbench.normalize.generalization import generalization_document, has_variants
-from accelbench.results import Cell, LoadgenVerdict, Result
+from accelbench.results import Cell, Result
 from accelbench.sections import VariantInfo
 
 CANONICAL_FLOPS = 1_000_000

@@ -7,6 +7,7 @@ import math
 import pytest
 from rich.table import Table
 
+from accelbench.loadgen_figures import LoadgenVerdict
 from accelbench.normalize.explain import explain
 from accelbench.normalize.subjects import Subject
 from accelbench.ranges import Range
@@ -16,7 +17,7 @@ from accelbench.report.html import render_page
 from accelbench.report.html_explain import MLPERF_PAIR, default_pair
 from accelbench.report.html_sections import RunData, Section
 from accelbench.report.html_tables import markup_html, table_html
-from accelbench.results import Cell, LoadgenVerdict, Result
+from accelbench.results import Cell, Result
 from accelbench.store import RunRecord
 from tests.unit import report_cases as cases
 

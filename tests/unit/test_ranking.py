@@ -10,9 +10,10 @@ import pytest
 
 from accelbench.audits.status import cell_status
 from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS, Verdict
+from accelbench.loadgen_figures import LoadgenVerdict
 from accelbench.normalize import ranking
 from accelbench.report.export import export_results
-from accelbench.results import Cell, LoadgenVerdict, Result, from_dict
+from accelbench.results import Cell, Result, from_dict
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "result_v5.json"
 
