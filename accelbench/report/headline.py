@@ -1,6 +1,6 @@
 """What a table shows of one result, by scenario: MLPerf's headline first, in SI units (no formatting).
 
-The figure a reader compares follows the scenario, as MLPerf reports it (``results.HEADLINES``):
+The figure a reader compares follows the scenario, as MLPerf reports it (``loadgen_figures.HEADLINES``):
 
 ============== ==================================== ==========================================
 scenario       headline                             beside it
