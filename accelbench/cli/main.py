@@ -25,6 +25,7 @@ from accelbench.cli import report as cli_report
 from accelbench.cli import resume as cli_resume
 from accelbench.cli import serving as cli_serving
 from accelbench.cli import store as cli_store
+from accelbench.cli import summary as cli_summary
 from accelbench.cli import tune as cli_tune
 from accelbench.cli.options import (
     BatchSweepOption,
@@ -43,17 +44,9 @@ from accelbench.config import RunConfig, load_toml, suite, with_overrides, with_
 from accelbench.errors import UserError
 from accelbench.hardware.detect import Machine, detect_machine, machine_to_dict
 from accelbench.inputs import MAX_PROBE_BUDGET_S, RANGES, check_names, positive_finite
-from accelbench.meters.cost import HourlyRate, user_rate
-from accelbench.normalize import ranking
-from accelbench.normalize.expressiveness import expressiveness_section
-from accelbench.normalize.serving import serving_comparisons, serving_document
-from accelbench.report import endpoint as endpoint_report
-from accelbench.report import generation as generation_report
-from accelbench.report import serving as serving_report
-from accelbench.report import sessions as sessions_report
+from accelbench.meters.cost import user_rate
 from accelbench.report import terminal
-from accelbench.report import training as training_report
-from accelbench.results import Result, to_dict
+from accelbench.results import Result
 from accelbench.store import Store
 
 app = typer.Typer(
@@ -136,13 +129,13 @@ def run(
                 cli_resume.stored_config(store, resume, machine), {"input_seed": input_seed}
             )
             if cli_resume.already_complete(store, resume, config, err_console):
-                _print_results(store, resume, as_json, include_unverified)
+                cli_summary.print_results(store, resume, as_json, include_unverified)
                 return
         else:
             config = with_variant_seed(with_overrides(chosen, overrides))
         run_id = resume or _start(store, config, machine, probe=not no_probe and executor is None, mode=mode)
         results = _execute_with_progress(store, run_id, config, machine, mode, executor)
-        _print_results(store, run_id, as_json, include_unverified)
+        cli_summary.print_results(store, run_id, as_json, include_unverified)
     if not results and not resume:
         raise UserError("the run planned no cells")
 
@@ -220,90 +213,6 @@ def _probe(run_dir: Path, config: RunConfig, machine: Machine, mode: cli_progres
     save_peaks(run_dir, peaks)
 
 
-def _print_results(
-    store: Store, run_id: str, as_json: bool, include_unverified: bool = False, rate: HourlyRate | None = None
-) -> None:
-    from accelbench.probe.peaks_file import load_peaks
-    from accelbench.report.documents import normalized_documents, served_chips
-
-    results, run_dir = store.results(run_id), store.run_dir(run_id)
-    peaks = load_peaks(run_dir)
-    machine, config = store.run(run_id).machine, store.run(run_id).config
-    normalized = normalized_documents(results, machine, peaks, store.path / "cache")
-    chips = served_chips(results, machine, peaks, config=config)
-    if as_json:
-        documents = [{**to_dict(r), "normalized": normalized.get(r.cell.key)} for r in results]
-        peaks_doc = peaks.to_dict() if peaks else None
-        expressive = expressiveness_section(results)
-        document = {"run_id": run_id, "peaks": peaks_doc, "results": documents, **expressive}
-        document.update(ranking.leaderboard_document(results, include_unverified))
-        document.update(_generalization_section(results))
-        document.update(serving_document(results))
-        document.update(endpoint_report.cost_document(results, rate) if rate is not None else {})
-        document.update(endpoint_report.per_chip_document(results, chips))
-        terminal.print_json(document)
-        return
-    console.print(terminal.results_table(results, f"accelbench run {run_id}", include_unverified))
-    for probes in terminal.server_search_tables(results):
-        console.print(probes)
-    unverified = terminal.unverified_table(results)
-    if unverified is not None:
-        console.print(unverified)
-    console.print(terminal.checks_table(results, normalized))
-    failures = terminal.failures_table(results)
-    if failures is not None:
-        console.print(failures)
-    for line in terminal.warnings_lines(results):
-        console.print(f"[yellow]warning[/] {line}")
-    _print_expressiveness(results)
-    _print_generalization(results)
-    for table in (
-        training_report.training_table(results),
-        generation_report.generation_table(results),
-        *endpoint_report.curve_tables(results, rate, chips),
-        *sessions_report.session_tables(results),
-        serving_report.serving_table(serving_comparisons(results)),
-    ):
-        if table is not None:
-            console.print(table)
-    console.print(terminal.status_line(results))
-    console.print(f"run folder (LoadGen logs, caches): {run_dir}")
-
-
-def _generalization_section(results: list[Result]) -> dict[str, Any]:
-    """``{"generalization": ...}`` when the run has variants, else empty."""
-    from accelbench.normalize.generalization import generalization_document, has_variants
-
-    return {"generalization": generalization_document(results)} if has_variants(results) else {}
-
-
-def _print_generalization(results: list[Result]) -> None:
-    """Generalization figures when the run has variants; flagged audits and the audit summary."""
-    from accelbench.report import generalization as report
-
-    section = _generalization_section(results)
-    if section:
-        console.print(report.stacks_table(section["generalization"]))
-        console.print(report.variants_table(section["generalization"]))
-    flagged = report.audits_table(results)
-    if flagged is not None:
-        console.print(flagged)
-    summary = report.audits_line(results)
-    if summary:
-        console.print(summary)
-
-
-def _print_expressiveness(results: list[Result]) -> None:
-    """The workload x stack matrix when the run has expressiveness workloads."""
-    from accelbench.report import expressiveness as matrix
-
-    section = expressiveness_section(results)
-    if section:
-        console.print(matrix.matrix_table(section["expressiveness"]))
-        for line in matrix.reason_lines(section["expressiveness"]):
-            console.print(f"  {line}")
-
-
 @app.command("list")
 def list_entries(
     kind: Annotated[str, typer.Argument(help="workloads | stacks | scenarios")],
@@ -341,7 +250,7 @@ def show(
     rate = user_rate(price_per_hour) if price_per_hour is not None else None
     with chosen_store(store_path, read_only=True) as store:
         chosen = chosen_run(store, run_id)
-        _print_results(store, chosen, as_json, include_unverified, rate)
+        cli_summary.print_results(store, chosen, as_json, include_unverified, rate)
 
 
 @app.command()
