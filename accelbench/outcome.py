@@ -3,7 +3,7 @@
 A driver (``accelbench.registry.DRIVERS``) returns an ``Outcome``: a ``Head`` (status, reason, quality,
 precision, compile time, noise, energy, memory, warnings, versions, settings) and a ``Body`` owned by the
 driver's module (``LoadgenBody`` in ``accelbench.cell.inference``, ``TokensBody`` in
-``accelbench.cell.generation``, ``TrainingBody`` in ``accelbench.training.measure``). ``to_dict`` is the
+``accelbench.cell.tokens_body``, ``TrainingBody`` in ``accelbench.training.measure``). ``to_dict`` is the
 outcome document the cell process writes: exactly the keys ``accelbench.results.Result`` stores, so the
 parent adds the run facts and reads it back with ``accelbench.results.from_dict``.
 """

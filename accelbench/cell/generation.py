@@ -9,19 +9,20 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from accelbench import audits
 from accelbench.audits.verdict import FAIL, PASS, Verdict
+from accelbench.cell.token_feeds import TokenFeeds
+from accelbench.cell.tokens_body import TokensBody
 from accelbench.cell.trial import sut_environment
 from accelbench.cellspec import CellSpec
 from accelbench.errors import Unavailable, Unsupported
 from accelbench.generation import figures as token_figures
 from accelbench.generation.base import GenerationContext, Generator
-from accelbench.generation.feed import REPEAT, PromptFeed, SaltPlace
 from accelbench.generation.loadgen_tokens import (
     MIN_TOKEN_QUERIES,
     ServerBounds,
@@ -32,7 +33,7 @@ from accelbench.generation.loadgen_tokens import (
     timed_prompts,
 )
 from accelbench.generation.models import LlmModel, load_model
-from accelbench.generation.prompts import PromptSet, make_prompts, prompt_maker
+from accelbench.generation.prompts import PromptSet, make_prompts
 from accelbench.generation.quality import (
     CACHE_AUDIT_RATIO,
     Agreement,
@@ -45,15 +46,15 @@ from accelbench.generation.quality import (
 from accelbench.generation.reference import Reference, prompt_reference, sent_reference
 from accelbench.generation.timing_audits import first_token_audit, repeat_audit
 from accelbench.generation.workload import SCENARIOS, GenerativeWorkload
-from accelbench.loadgen_figures import Figures, LoadgenVerdict
+from accelbench.loadgen_figures import LoadgenVerdict
 from accelbench.meters import noise
 from accelbench.meters.window import CellMeters, Metered
 from accelbench.outcome import Head, Outcome
 from accelbench.registry import instantiate
-from accelbench.results import NoiseProbe, Quality, json_plain, record_of
+from accelbench.results import NoiseProbe, Quality
 from accelbench.scenarios import server_search
 from accelbench.scenarios.rules import Rules, get_rules
-from accelbench.sections import AuditSection, GenerationFigures, ServerSearch
+from accelbench.sections import GenerationFigures, ServerSearch
 from accelbench.sut import generation_remote
 from accelbench.sut.generation_remote import RemoteGenerator
 from accelbench.sut.remote import SutCpu, SutProcess
@@ -61,8 +62,6 @@ from accelbench.versions import with_python
 
 ATTEMPTS = 2
 CALIBRATION_REPLIES = 3
-JUDGED_REPLIES = 16
-"""Replies to never-seen prompts judged against torch-eager's, drawn at random from the scored run's."""
 SERVER_START_FRACTION = 1.0
 """The search starts at this fraction of the single-reply capacity ``1 / latency``. A probe lasts its
 query count over its target QPS, so the low targets cost the most: a stack that overlaps replies
@@ -96,7 +95,7 @@ def measure_with(spec: CellSpec, sut: SutProcess) -> Outcome:
     prompts = make_prompts(model, workload.prompts, seed=spec.seed)
     reference = _reference(model, prompts, cache, spec)
     keep = timed_prompts(reference.replies)
-    feeds = _Feeds([prompts.prompts[i] for i in keep], prompts, model, spec.input_seed)
+    feeds = TokenFeeds([prompts.prompts[i] for i in keep], prompts, model, spec.input_seed)
     start = time.perf_counter()
     ctx = GenerationContext(cache / "llm-stacks", threads=spec.threads, device=spec.cell.device)
     generator = generation_remote.prepare(sut, model, ctx)
@@ -125,36 +124,6 @@ def measure_with(spec: CellSpec, sut: SutProcess) -> Outcome:
     return _outcome(spec, generator, model, prompts, feeds, keep, measured)
 
 
-class _Feeds:
-    """A fresh ``PromptFeed`` for every LoadGen run (and the calibration), each its own stream of the
-    cell's input seed."""
-
-    def __init__(
-        self, timed: Sequence[Sequence[int]], prompts: PromptSet, model: LlmModel, seed: int
-    ) -> None:
-        self.timed = [tuple(p) for p in timed]
-        self.place = SaltPlace(prompts.salt_head, model.vocab_size)
-        self.maker = prompt_maker(model)
-        self.seed = seed
-        self.made = 0
-
-    def new(self) -> PromptFeed:
-        """The next feed."""
-        self.made += 1
-        return PromptFeed(self.timed, self.place, (self.seed, self.made), self.maker)
-
-    def judged(self, run: TokenFigures) -> list[int]:
-        """Indices into ``run.replies`` of up to ``JUDGED_REPLIES`` replies to never-seen prompts, drawn
-        at random, and of every reply to a never-seen prompt that is EOS alone (it must be the model's)."""
-        import numpy as np
-
-        unseen = [i for i, sent in enumerate(run.sent) if sent.role != REPEAT]
-        rng = np.random.default_rng([self.seed, 0])
-        count = min(JUDGED_REPLIES, len(unseen))
-        drawn = {int(i) for i in rng.choice(unseen, size=count, replace=False)} if count else set()
-        return sorted(drawn | {i for i in unseen if len(run.replies[i].tokens) < 2})
-
-
 @dataclass(frozen=True, slots=True)
 class _Measured:
     """What the timed part of the cell produced."""
@@ -179,7 +148,7 @@ def _reference(model: LlmModel, prompts: PromptSet, cache: Path, spec: CellSpec)
     return prompt_reference(model, prompts.prompts, prompts.max_new_tokens, path, ctx)
 
 
-def _calibrated_latency_s(generator: Generator, feeds: _Feeds, cap: int) -> float:
+def _calibrated_latency_s(generator: Generator, feeds: TokenFeeds, cap: int) -> float:
     """Median latency of ``CALIBRATION_REPLIES`` replies after a warm-up reply to every timed prompt
     (a stack's first call at a new prompt length can be 10x slower: kernels built per shape); every
     prompt salted, never sent again."""
@@ -198,7 +167,7 @@ def _bounds(workload: GenerativeWorkload, model: LlmModel) -> ServerBounds:
 
 def _measure(
     generator: Generator,
-    feeds: _Feeds,
+    feeds: TokenFeeds,
     cap: int,
     scenario: str,
     rules: Rules,
@@ -261,7 +230,7 @@ def _judge(
     generator: Generator,
     model: LlmModel,
     prompts: PromptSet,
-    feeds: _Feeds,
+    feeds: TokenFeeds,
     measured: _Measured,
 ) -> _Judgement:
     """Token agreement with the reference, TEST06 and TEST09, the audits, and the status."""
@@ -320,46 +289,12 @@ def _facts(
     }
 
 
-@dataclass(frozen=True, slots=True)
-class TokensBody:
-    """The token driver's part of a cell's outcome: LoadGen's verdict and figures of the scored run, the
-    server search, the audits' section and the ``generation`` section (``accelbench.generation.figures``)."""
-
-    loadgen: LoadgenVerdict
-    figures: Figures
-    generation: GenerationFigures
-    server_search: ServerSearch | None = None
-    audit: AuditSection | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The body's keys of the stored document."""
-        return {
-            "loadgen": json_plain(dataclasses.asdict(self.loadgen)),
-            "figures": json_plain(dataclasses.asdict(self.figures)),
-            "server_search": self.server_search.to_dict() if self.server_search is not None else None,
-            "audit": self.audit.to_dict() if self.audit is not None else None,
-            "generation": self.generation.to_dict(),
-        }
-
-    @classmethod
-    def from_dict(cls, document: Mapping[str, Any]) -> TokensBody:
-        """The body of an outcome document (the head's keys are ignored)."""
-        search, audit = document.get("server_search"), document.get("audit")
-        return cls(
-            loadgen=record_of(LoadgenVerdict, document["loadgen"]),
-            figures=record_of(Figures, document["figures"]),
-            generation=GenerationFigures.from_dict(document["generation"]),
-            server_search=ServerSearch.from_dict(search) if search is not None else None,
-            audit=AuditSection.from_dict(audit) if audit is not None else None,
-        )
-
-
 def _outcome(
     spec: CellSpec,
     generator: RemoteGenerator,
     model: LlmModel,
     prompts: PromptSet,
-    feeds: _Feeds,
+    feeds: TokenFeeds,
     keep: Sequence[int],
     measured: _Measured,
 ) -> Outcome:

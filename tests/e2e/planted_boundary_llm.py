@@ -32,7 +32,7 @@ from tests.e2e.planted_boundary import SEED_WORDS, _search_processes
 HARNESS_TYPES = (
     "CellSpec",
     "PromptFeed",
-    "_Feeds",
+    "TokenFeeds",
     "SaltPlace",
     "Sent",
     "Reference",

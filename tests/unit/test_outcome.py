@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from accelbench.cell.generation import TokensBody
 from accelbench.cell.inference import LoadgenBody
+from accelbench.cell.tokens_body import TokensBody
 from accelbench.outcome import Head, Outcome
 from accelbench.results import from_dict, to_dict
 from accelbench.sections import SearchProbe, ServerSearch, TrainingFigures

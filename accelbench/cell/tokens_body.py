@@ -1,0 +1,47 @@
+"""The token driver's body of a cell's outcome (``accelbench.outcome``): what LoadGen said, the figures,
+the server search, the audits and the generation section."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from accelbench.loadgen_figures import Figures, LoadgenVerdict
+from accelbench.results import json_plain, record_of
+from accelbench.sections import AuditSection, GenerationFigures, ServerSearch
+
+
+@dataclass(frozen=True, slots=True)
+class TokensBody:
+    """The token driver's part of a cell's outcome: LoadGen's verdict and figures of the scored run, the
+    server search, the audits' section and the ``generation`` section (``accelbench.generation.figures``)."""
+
+    loadgen: LoadgenVerdict
+    figures: Figures
+    generation: GenerationFigures
+    server_search: ServerSearch | None = None
+    audit: AuditSection | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The body's keys of the stored document."""
+        return {
+            "loadgen": json_plain(dataclasses.asdict(self.loadgen)),
+            "figures": json_plain(dataclasses.asdict(self.figures)),
+            "server_search": self.server_search.to_dict() if self.server_search is not None else None,
+            "audit": self.audit.to_dict() if self.audit is not None else None,
+            "generation": self.generation.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, document: Mapping[str, Any]) -> TokensBody:
+        """The body of an outcome document (the head's keys are ignored)."""
+        search, audit = document.get("server_search"), document.get("audit")
+        return cls(
+            loadgen=record_of(LoadgenVerdict, document["loadgen"]),
+            figures=record_of(Figures, document["figures"]),
+            generation=GenerationFigures.from_dict(document["generation"]),
+            server_search=ServerSearch.from_dict(search) if search is not None else None,
+            audit=AuditSection.from_dict(audit) if audit is not None else None,
+        )
