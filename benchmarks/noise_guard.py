@@ -46,11 +46,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from _old_guard import OldGuard, OldVerdict
 
 from accelbench.meters import cputime, noise, reference_probe
 from accelbench.results import NoiseProbe
 
-_N = 384
 PROBES = 3
 """Probes at each end of the PROBE3 guard (their medians): tried for the served curves on 2026-12-04, no
 fewer idle alarms than one probe (4 of 50 against 3), so not used; the curves corroborate a drift by
@@ -68,56 +68,6 @@ while time.monotonic() < stop:
 """
 """A spinner that detaches (fork, setsid) so it is no part of the run's process tree, as another
 user's process would not be."""
-
-
-def old_probe_s() -> float:
-    """The old guard's probe: best of 9 calls of a one-thread 384x384 float64 matmul."""
-    from threadpoolctl import threadpool_limits
-
-    rng = np.random.default_rng(0)
-    a, b = rng.standard_normal((_N, _N)), rng.standard_normal((_N, _N))
-    best = float("inf")
-    with threadpool_limits(limits=1):
-        for _ in range(9):
-            start = time.perf_counter()
-            a @ b
-            best = min(best, time.perf_counter() - start)
-    return best
-
-
-def old_clock() -> tuple[float, float, float]:
-    """The old guard's clock: machine busy seconds (steal included), this process's CPU seconds, wall."""
-    with open("/proc/stat") as handle:
-        jiffies = [int(f) for f in handle.readline().split()[1:]]
-    busy = sum(jiffies[:8]) - jiffies[3] - jiffies[4]
-    times = os.times()
-    return busy / os.sysconf("SC_CLK_TCK"), times.user + times.system, time.monotonic()
-
-
-@dataclass(frozen=True, slots=True)
-class OldVerdict:
-    """What the old guard said about one cell."""
-
-    unstable: bool
-    busy_warning: bool
-    other_cores: float
-
-
-class OldGuard:
-    """The old guard's begin/end."""
-
-    def begin(self) -> None:
-        """Probe, then read the clock."""
-        self.before_s = old_probe_s()
-        self.clock = old_clock()
-
-    def end(self) -> OldVerdict:
-        """Read the clock, probe, judge."""
-        busy, own, wall = old_clock()
-        after_s = old_probe_s()
-        other = max(0.0, ((busy - self.clock[0]) - (own - self.clock[1])) / (wall - self.clock[2]))
-        drift = abs(after_s - self.before_s) / self.before_s
-        return OldVerdict(drift > 0.05, other > 0.25, other)
 
 
 def _timed_loop(conn: Any, items: int, threads: int) -> None:
