@@ -45,12 +45,13 @@ from accelbench.endpoint.client import Prompt, Target
 from accelbench.endpoint.confirm import confirmed
 from accelbench.endpoint.driver import POISSON, TIMED, Load, run_point
 from accelbench.endpoint.energy import PointMeter, point_meter
+from accelbench.endpoint.facts import EndpointFacts, endpoint_facts
 from accelbench.endpoint.outcome import Found, outcome
 from accelbench.endpoint.prompts import salted, seeded_texts
 from accelbench.endpoint.qps_search import Probing, not_searched, search_max_qps, start_problem
 from accelbench.endpoint.records import RequestRecord
 from accelbench.endpoint.repeat import repeat_records
-from accelbench.endpoint.stack import URL, EndpointStack
+from accelbench.endpoint.stack import URL
 from accelbench.errors import Unavailable
 from accelbench.generation.base import GenerationContext
 from accelbench.generation.loadgen_tokens import scaled_bounds
@@ -96,8 +97,8 @@ def settings_of(spec: CellSpec, lengths: tuple[int, int]) -> Settings:
 
 def measure(spec: CellSpec) -> Outcome:
     """The outcome of an endpoint cell (see the module text)."""
-    stack: EndpointStack = instantiate(spec.stack_ref)
-    reason = stack.unavailable_reason(spec.cell.device)
+    stack = endpoint_facts(spec)  # the stack's code runs in a SUT process, never here
+    reason = stack.unavailable_reason
     if reason:
         raise Unavailable(reason)
     workload = instantiate(spec.workload_ref)
@@ -228,7 +229,7 @@ def _repeats(
 
 
 @contextlib.contextmanager
-def serving(stack: EndpointStack, spec: CellSpec, model: LlmModel, settings: Settings) -> Iterator[Target]:
+def serving(stack: EndpointFacts, spec: CellSpec, model: LlmModel, settings: Settings) -> Iterator[Target]:
     """The target of the cell's requests while the server (started here, or remote) serves."""
     key = os.environ.get(settings.api_key_env) or None
     if stack.server == URL:

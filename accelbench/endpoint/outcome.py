@@ -17,11 +17,11 @@ from accelbench.cellspec import CellSpec
 from accelbench.curve import CurvePoint, EndpointFigures, QpsSearch
 from accelbench.endpoint import audits as endpoint_audits
 from accelbench.endpoint.accuracy import MIN_REPLY_SHARE, Accuracy
+from accelbench.endpoint.facts import EndpointFacts
 from accelbench.endpoint.figures import Bounds
 from accelbench.endpoint.prompts import SALT_BITS, length_text
 from accelbench.endpoint.records import RequestRecord
 from accelbench.endpoint.repeat import repeat_verdict
-from accelbench.endpoint.stack import EndpointStack
 from accelbench.generation.models import LlmModel
 from accelbench.meters import noise
 from accelbench.outcome import Head, Outcome
@@ -90,7 +90,7 @@ class EndpointBody:
 
 
 def outcome(
-    spec: CellSpec, stack: EndpointStack, model: LlmModel, settings: Any, found: Found, limits: Bounds
+    spec: CellSpec, stack: EndpointFacts, model: LlmModel, settings: Any, found: Found, limits: Bounds
 ) -> Outcome:
     """The cell's outcome."""
     every = [*found.timed, *found.searched, *found.audited]
@@ -103,7 +103,7 @@ def outcome(
     status, reason = audits.cell_status(verdicts, failures, invalid, unstable)
     warned = noise.guard_warnings(probe) if probe is not None else []
     head = Head(
-        status, reason, effective_precision=stack.precision, noise=probe, versions=stack.versions(),
+        status, reason, effective_precision=stack.precision, noise=probe, versions=dict(stack.versions),
         settings=_settings(spec, stack, settings),
         warnings=(*warned, *length_warnings(found.timed, settings.max_tokens)),
     )  # fmt: skip
@@ -139,7 +139,7 @@ def _accuracy_failure(accuracy: Accuracy) -> str:
 
 
 def figures(
-    spec: CellSpec, stack: EndpointStack, model: LlmModel, settings: Any, found: Found, limits: Bounds
+    spec: CellSpec, stack: EndpointFacts, model: LlmModel, settings: Any, found: Found, limits: Bounds
 ) -> EndpointFigures:
     """The ``generation`` section: the curve and the settings it was measured with."""
     best = max(found.curve, key=lambda p: p.output_tokens_per_s) if found.curve else None
@@ -162,7 +162,7 @@ def figures(
     )
 
 
-def _settings(spec: CellSpec, stack: EndpointStack, settings: Any) -> dict[str, Any]:
+def _settings(spec: CellSpec, stack: EndpointFacts, settings: Any) -> dict[str, Any]:
     """The result's settings of an endpoint cell."""
     return {
         "threads": spec.threads,

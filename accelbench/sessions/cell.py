@@ -27,7 +27,7 @@ from typing import Any
 from accelbench.cellspec import CellSpec
 from accelbench.endpoint.cell import DEFAULT_API_KEY_ENV, Settings, serving, token_counter
 from accelbench.endpoint.client import Target
-from accelbench.endpoint.stack import EndpointStack
+from accelbench.endpoint.facts import EndpointFacts, endpoint_facts
 from accelbench.errors import Unavailable
 from accelbench.generation.models import load_model
 from accelbench.outcome import Head, Outcome
@@ -68,8 +68,8 @@ def settings_of(spec: CellSpec) -> SessionSettings:
 
 def measure(spec: CellSpec) -> Outcome:
     """The outcome of a sessions cell (see the module text)."""
-    stack: EndpointStack = instantiate(spec.stack_ref)
-    reason = stack.unavailable_reason(spec.cell.device)
+    stack = endpoint_facts(spec)  # the stack's code runs in a SUT process, never here
+    reason = stack.unavailable_reason
     if reason:
         raise Unavailable(reason)
     workload = instantiate(spec.workload_ref)
@@ -95,7 +95,7 @@ def measure(spec: CellSpec) -> Outcome:
         status,
         why,
         effective_precision=stack.precision,
-        versions=stack.versions(),
+        versions=dict(stack.versions),
         settings=_settings(spec, stack, settings),
         warnings=(UNAUDITED,),
     )
@@ -168,7 +168,7 @@ def append_turns(path: Path, records: Sequence[TurnRecord]) -> None:
             out.write(json.dumps(record.to_dict(), sort_keys=True) + "\n")
 
 
-def _settings(spec: CellSpec, stack: EndpointStack, settings: SessionSettings) -> dict[str, Any]:
+def _settings(spec: CellSpec, stack: EndpointFacts, settings: SessionSettings) -> dict[str, Any]:
     """The result's settings of a sessions cell."""
     return {
         "threads": spec.threads,

@@ -8,7 +8,7 @@ It answers requests one at a time (``accelbench.sut.wire``): ``describe`` (is th
 it compute, its default batch), ``batch_reason``, ``prepare`` (build the model from the public weights
 seed and prepare a session for the example batch), ``infer`` (one batch in, one output out), ``submit``
 (a served session: the reply comes when the server answers) and ``close``; a generating stack's ops are
-``accelbench.sut.generation_host``'s. What it never gets: the
+``accelbench.sut.generation_host``'s, an endpoint stack's ``endpoint_describe``. What it never gets: the
 input seed, the sample sets, the audit schedule, LoadGen, the noise floor, the store. Each input crosses
 when LoadGen issues it; each output crosses back as a copy, so nothing the stack does to a buffer after
 it returned can reach the harness.
@@ -32,7 +32,7 @@ import numpy as np
 
 from accelbench.errors import CellError
 from accelbench.stacks.base import CellContext, ModelSpec
-from accelbench.sut import generation_host, hardening, wire
+from accelbench.sut import endpoint_host, generation_host, hardening, wire
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +95,8 @@ class Host:
             return {"ok": True}, (_output(output),)
         if op == "describe":
             return self._describe(str(request["device"])), ()
+        if op == endpoint_host.OP:
+            return endpoint_host.describe_stack(lambda: self.stack, str(request["device"])), ()
         if op == "warm":  # build the model while the harness draws its samples
             if self.stack.computes:
                 self._model(str(request["workload_ref"]), model_spec_of(request, ()))

@@ -9,10 +9,10 @@ from typing import Any
 from accelbench.cellspec import CellSpec
 from accelbench.endpoint.accuracy import Accuracy
 from accelbench.endpoint.cell import Settings
+from accelbench.endpoint.facts import EndpointFacts
 from accelbench.endpoint.figures import Bounds, point
 from accelbench.endpoint.outcome import Found, outcome
 from accelbench.endpoint.records import RequestRecord
-from accelbench.endpoint.stack import UrlEndpoint
 from accelbench.generation.models import LlmModel
 from accelbench.results import Cell, NoiseProbe
 
@@ -45,7 +45,8 @@ def _outcome(tmp_path: Path, probe: NoiseProbe | None) -> dict[str, Any]:
     records = [_record(i) for i in range(4)]
     accuracy = Accuracy(1.0, (1.0,) * 4, (2,), True)
     found = Found((point(2, records, LIMITS),), records, [], "", 1.0, accuracy, probe)
-    return outcome(spec, UrlEndpoint(), model, settings, found, LIMITS).to_dict()
+    stack = EndpointFacts(name="llm@url", server="url", precision="server's", unavailable_reason=None)
+    return outcome(spec, stack, model, settings, found, LIMITS).to_dict()
 
 
 def test_a_disturbed_curve_is_unstable_with_the_guards_evidence(tmp_path: Path) -> None:
