@@ -47,7 +47,7 @@ types: $(STAMP)
 	$(BIN)/mypy
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest -q -rs --durations=30 -m "not exhaustive"
+	$(BIN)/python -m pytest -q -rs --durations=60 -m "not exhaustive"
 
 unit-all: $(STAMP)
 	$(BIN)/python -m pytest -q -rs --durations=30
