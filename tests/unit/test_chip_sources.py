@@ -1,6 +1,7 @@
-"""Issue 42, the chips table's sourced facts: the GPU clocks of P100, V100, T4, MI250X, MI300X (B200: none
-found), Graviton4, EPYC 9755 / 9965, Xeon Platinum 8592+ and Azure Cobalt 100. Each value below was read
-in the source its fact names; a fact no source gave is absent (not recalled) and the row's notes say so."""
+"""Issue 42, the chips table's sourced facts: the GPU clocks of P100, V100, T4, MI250X, MI300X and B200 (its
+sources disagree: a range), Graviton4, EPYC 9755 / 9965, Xeon Platinum 8592+ and Azure Cobalt 100. Each value
+below was read in the source its fact names; a fact no source gave is absent (not recalled) and the row's
+notes say so."""
 
 from __future__ import annotations
 
@@ -62,7 +63,6 @@ SOURCED = [
 
 # (key, Chip attributes no source read gave: absent, each named in the row's notes or the TOML comment)
 MISSING = [
-    ("NVIDIA B200", _CLOCKS),
     ("CPU: AWS Graviton4", ("tdp_w", "transistors", "die_area_mm2", "threads")),
     ("CPU: AMD EPYC 9755", ("price_usd", "transistors", "die_area_mm2", "all_core_boost_hz")),
     ("CPU: AMD EPYC 9965", (*_CLOCKS, "all_core_boost_hz", "price_usd", "transistors", "die_area_mm2")),
@@ -144,6 +144,14 @@ def test_gpu_boost_clocks_are_the_clocks_of_the_datasheet_fp32_peaks(
     assert chip.max_boost_hz is not None and chip.peak_fp32_flop_per_s is not None
     peak = fp32_tflops * 1e12 if fp32_tflops else chip.peak_fp32_flop_per_s.value.central
     assert lanes * 2 * chip.max_boost_hz.value.central == pytest.approx(peak, rel=0.01)
+
+
+def test_b200_clock_is_the_range_its_disagreeing_sources_span() -> None:
+    """No NVIDIA figure: two GPU pages (1.98, 2.1 GHz) and the clock of chips.csv's 62.1 TFLOPS (1.64)."""
+    clock = bundled_chips().require("NVIDIA B200").max_boost_hz
+    assert clock is not None and clock.provenance == "estimate" and "disagree" in clock.source
+    assert (clock.value.low, clock.value.central, clock.value.high) == pytest.approx((1.64e9, 1.98e9, 2.1e9))
+    assert 18944 * 2 * clock.value.low == pytest.approx(62.1e12, rel=0.01)  # the low end is chips.csv's peak
 
 
 def test_emerald_rapids_few_cores_are_now_judged_at_the_boost_clock() -> None:
