@@ -32,7 +32,7 @@ def machine(
 
 def test_every_bundled_chip_has_a_source_and_every_fact_a_known_provenance() -> None:
     table = bundled_chips()
-    assert len(table) == 65  # 29 rows of chips.csv + 36 CPUs from chip_facts.toml
+    assert len(table) == 66  # 29 rows of chips.csv + 37 CPUs from chip_facts.toml
     for chip in table:
         assert chip.source.strip(), chip.key
         for name in ("process_node_nm", "transistors", "die_area_mm2", "tdp_w", "clock_hz", "price_usd"):
@@ -76,9 +76,9 @@ def test_zen5_rows_are_marked_estimates_and_genoa_cores_come_from_the_shared_dat
     turin = table.require("CPU: AMD EPYC 9755")
     assert turin.microarchitecture == "Zen 5 (Turin)" and turin.kind == "cpu"
     assert turin.cores is not None and turin.cores.value.central == 128
-    assert all(
-        getattr(turin, n).provenance == "estimate" for n in ("cores", "transistors", "tdp_w", "clock_hz")
-    )
+    assert turin.cores.provenance == "datasheet" and turin.cores.source_class == "review"  # AMD's launch
+    assert all(getattr(turin, n).provenance == "estimate" for n in ("threads", "tdp_w", "clock_hz"))  # leaks
+    assert turin.transistors is None and turin.price_usd is None  # no source read: absent, not recalled
     genoa = table.require("CPU: AMD EPYC 9654")
     assert (
         genoa.cores is not None and genoa.cores.provenance == "datasheet" and genoa.cores.value.central == 96

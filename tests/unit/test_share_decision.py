@@ -29,7 +29,7 @@ CLOUD_CPUS = [
     ("CPU: AMD EPYC 9755", 128, 2.7, None, 4.1, 64),  # Zen 5 (Turin), estimates
     ("CPU: Intel Xeon Platinum 8380", 40, 2.3, None, 3.4, 64),  # Ice Lake-SP
     ("CPU: Intel Xeon Platinum 8480+", 56, 2.0, None, 3.8, 64),  # Sapphire Rapids
-    ("CPU: Intel Xeon Platinum 8592+", 64, 1.9, None, None, 64),  # Emerald Rapids, estimates
+    ("CPU: Intel Xeon Platinum 8592+", 64, 1.9, None, 3.9, 64),  # Emerald Rapids, a leaked sample's clocks
     ("CPU: Intel Xeon 6980P", 128, 2.0, 3.2, 3.9, 64),  # Granite Rapids, a review's copy of Intel's table
     ("CPU: AWS Graviton2", 64, 2.5, None, 2.5, 16),
     ("CPU: AWS Graviton3", 64, 2.6, None, 2.6, 32),
