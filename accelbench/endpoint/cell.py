@@ -225,7 +225,7 @@ def _repeats(
     """The repeat audit's requests: the first point's texts seen again (``accelbench.endpoint.repeat``)."""
     first = curve[0].concurrency
     texts = seeded_texts(spec.input_seed, settings.lengths, settings.requests_at(first), "point", first)
-    return repeat_records(target, tokenizer, spec.input_seed, texts, count)
+    return repeat_records(target, tokenizer, spec.input_seed, texts, count, settings.max_tokens)
 
 
 @contextlib.contextmanager

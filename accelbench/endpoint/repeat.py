@@ -1,17 +1,18 @@
 """The repeat audit of a served LLM: does the server answer content it has seen from a cache that
 ignores the salt?
 
-After the curve, ``PAIRS`` pairs go at concurrency 1, interleaved: a *seen* prompt (the text of a
-request the curve sent, with a fresh salt) and an *unseen* one (a never-sent text of the same token
-count by the model's tokenizer, fresh salt: lengths drawn apart made the unseen prompts of an honest
-server 3x slower in CI), in an order drawn per pair from ``secrets``: a server cannot tell the seen one by
-its place, and an order effect of the machine (the first of two requests the faster) falls on both
-alike. An honest server, prefix cache included, cannot reuse anything past the system prompt (the
-salt follows it, inside the first cache page), so both kinds take the same time. A server that keys
-its cache on the prompt without the salt answers the seen ones at once. It fails when the seen
-prompts' median TTFT is below ``FAST_RATIO`` of the unseen ones' and the seen one of a pair was the
-faster in at least ``FASTER_SHARE`` of the pairs (two conditions: one slow outlier cannot fail an
-honest server on a busy machine).
+After the curve, ``PAIRS`` pairs go at concurrency 1 with the curve's ``max_tokens`` (a server cannot
+tell them by their length cap), interleaved: a *seen* prompt (the text of a request the curve sent,
+with a fresh salt) and an *unseen* one (a never-sent text of the same token count by the model's
+tokenizer, fresh salt: lengths drawn apart made the unseen prompts of an honest server 3x slower in
+CI), in an order drawn per pair from ``secrets``: a server cannot tell the seen one by its place, and
+an order effect of the machine (the first of two requests the faster) falls on both alike. An honest
+server, prefix cache included, cannot reuse anything past the system prompt (the salt follows it,
+inside the first cache page), so both kinds take the same time. A server that keys its cache on the
+prompt without the salt answers the seen ones at once. It fails when the seen prompts' median TTFT is
+below ``FAST_RATIO`` of the unseen ones' and the seen one of a pair was the faster in at least
+``FASTER_SHARE`` of the pairs (two conditions: one slow outlier cannot fail an honest server on a busy
+machine).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from accelbench.endpoint.records import RequestRecord
 PAIRS = 6
 FAST_RATIO = 0.5
 FASTER_SHARE = 0.8
-AUDIT_TOKENS = 8
 SEEN, UNSEEN = "seen", "unseen"
 
 
@@ -41,8 +41,10 @@ def repeat_records(
     input_seed: int,
     sent_texts: Sequence[str],
     count: Callable[[str], int],
+    max_tokens: int,
 ) -> list[RequestRecord]:
-    """The audit's requests: seen and unseen interleaved, at concurrency 1."""
+    """The audit's requests: seen and unseen interleaved, at concurrency 1, each with the curve's
+    ``max_tokens`` (a server cannot tell them by their length cap)."""
     pairs = min(PAIRS, len(sent_texts))
     seen = list(sent_texts[:pairs])
     unseen = matched_texts(input_seed, seen, count, "repeat-unseen")
@@ -54,7 +56,7 @@ def repeat_records(
     texts = [text for pair in ordered for text, _ in pair]
     roles = [role for pair in ordered for _, role in pair]
     prompts = salted(tokenizer, input_seed, texts, "repeat")
-    return run_point(target, prompts, Load(1, AUDIT_TOKENS), count, roles)
+    return run_point(target, prompts, Load(1, max_tokens), count, roles)
 
 
 def outcome(pairs: int, ratio: float, faster_share: float) -> str:

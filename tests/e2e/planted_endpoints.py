@@ -10,6 +10,9 @@ Modes (``/v1/completions`` and ``/v1/chat/completions``; every other path is pas
 * ``honest``: plain pass-through; a streamed reply goes on event by event as the upstream sends it.
 * ``cache``: a reply cache keyed on the request with every run of >= 8 hex digits removed from the
   prompt (so any hex salt is ignored); a hit replays the stored events at once, without the upstream.
+* ``cache-long``: the same cache, replayed only to a request whose ``max_tokens`` is the longest seen
+  so far (the curve's): a shorter one, shaped like the repeat audit's requests before they took the
+  curve's ``max_tokens``, goes to the upstream (the cache hidden from an audit told by its length).
 * ``filler``: a streamed reply starts at once with an event whose text is only whitespace, then the
   upstream's reply follows (a fake first token that stops a naive TTFT clock early).
 * ``pad``: each reply gets ``PAD_REPEATS`` x the upstream's output tokens of a repeated filler token
@@ -50,7 +53,8 @@ from typing import Any, NoReturn
 from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 
 COUNTING = ("count-pad", "pad-late", "pad-busy", "pad-after")
-MODES = ("honest", "cache", "filler", "pad", *COUNTING)
+CACHING = ("cache", "cache-long")
+MODES = ("honest", *CACHING, "filler", "pad", *COUNTING)
 GENERATION_PATHS = ("/v1/completions", "/v1/chat/completions")
 SALT = re.compile(r"[0-9a-fA-F]{8,}")
 """What the cache ignores: a run of 8 or more hex digits (a salt drawn as hex)."""
@@ -87,6 +91,8 @@ class ProxyState:
     idle_since_s: float = 0.0
     point_started_s: float = 0.0
     point_requests: int = 0
+    longest_max_tokens: int = 0
+    """The largest ``max_tokens`` of a request so far (``cache-long``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,7 +237,11 @@ class Proxy:
             return await self._plain(request, raw)
         chat = request.path.endswith("chat/completions")
         key = cache_key(request.path, body)
-        if self.state.mode == "cache" and key in self.state.cache:
+        asked = _max_tokens(body) or 0
+        self.state.longest_max_tokens = max(self.state.longest_max_tokens, asked)
+        replays = self.state.mode == "cache" or asked >= self.state.longest_max_tokens
+        key = key if replays else ""  # a short request's reply is not stored over the curve's
+        if self.state.mode in CACHING and key in self.state.cache:
             self.state.cache_hits += 1
             stored = _cut(self.state.cache[key], _max_tokens(body))
             return await self._replay(request, stored, bool(body.get("stream")))
@@ -314,7 +324,7 @@ class Proxy:
                 return web.Response(status=reply.status, body=data, content_type=reply.content_type)
         if self.state.mode == "pad":
             data = _padded_body(data)
-        if self.state.mode == "cache":
+        if self.state.mode in CACHING and key:
             self.state.cache[key] = [data]
         return web.Response(status=200, body=data, content_type="application/json")
 
@@ -341,7 +351,7 @@ class Proxy:
                 return response
             response = response or await _open_stream(request)
             stored = await self._relay(reply, response, chat)
-        if self.state.mode == "cache":
+        if self.state.mode in CACHING and key:
             self.state.cache[key] = stored
         await response.write_eof()
         return response

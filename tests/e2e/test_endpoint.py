@@ -244,7 +244,7 @@ def test_the_repeat_audit_catches_a_cache_that_strips_the_salt(
     with stub(mode) as url:
         target = Target(url, "tiny-llama")
         run_point(target, salted(tokenizer, 7, texts, "point", 1), Load(1, 6), len)
-        audited = repeat_records(target, tokenizer, 7, texts, len)
+        audited = repeat_records(target, tokenizer, 7, texts, len, 6)
     assert [sorted(r.role for r in audited[i : i + 2]) for i in range(0, 12, 2)] == [["seen", "unseen"]] * 6
     assert len({r.salt for r in audited}) == 12
     verdict = repeat_verdict(audited)

@@ -41,6 +41,7 @@ from tests.e2e.openai_fake import (
     whole_reply,
 )
 from tests.e2e.planted_endpoints import (
+    CACHING,
     COUNT_HONEST,
     COUNTING,
     FILLER_TEXT,
@@ -98,6 +99,18 @@ def test_cache_replays_a_prompt_whose_salt_changed_at_once(upstream: Upstream) -
     assert shorter.usage == {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
     assert other.texts == reply_words(prompt(SALT_B, "What is the capital of Peru?"), TOKENS)
     assert whole_again == whole_first
+
+
+def test_cache_long_hides_its_cache_from_requests_shorter_than_the_curves(upstream: Upstream) -> None:
+    with planted_endpoint(upstream.url, "cache-long") as proxy:
+        first = stream(proxy.url, prompt(SALT_A))
+        shorter = stream(proxy.url, prompt(SALT_B), max_tokens=3)  # the old audit's shape: not replayed
+        assert proxy.state.cache_hits == 0 and proxy.state.upstream_calls == 2
+        again = stream(proxy.url, prompt("feedfacefeedface"))  # the curve's max_tokens: replayed
+        state = proxy.state
+    assert state.cache_hits == 1 and state.upstream_calls == 2
+    assert shorter.texts == reply_words(prompt(SALT_B), 3) != first.texts[:3]
+    assert again.texts == first.texts and again.duration_s < first.duration_s / 3
 
 
 def test_cache_key_is_the_prompt_without_hex_runs_of_eight_or_more() -> None:
@@ -312,6 +325,7 @@ def test_every_mode_in_front_of_llamacpp(llama: str, chat: bool) -> None:
 REASON = served_llm.unavailable_reason()
 CHEATS = {  # mode: what the reason of the cheater's disqualification names
     "cache": ("repeat", "cache"),
+    "cache-long": ("repeat", "cache"),
     "filler": ("first", "filler"),
     "pad": ("token", "pad", "repeat"),
     **{mode: ("padding",) for mode in ("count-pad", "pad-late", "pad-busy", "pad-after")},
@@ -365,7 +379,7 @@ def test_accelbench_disqualifies_the_planted_servers_and_not_the_honest_proxy(
         with planted_endpoint(url, mode) as proxy:
             results[mode] = _endpoint_run(proxy.url, store)
             assert proxy.state.requests > 0
-            if mode == "cache":
+            if mode in CACHING:
                 assert proxy.state.cache_hits > 0  # the audit's re-salted prompts were replayed
             if mode in COUNTING:
                 assert proxy.state.padded > 0 and proxy.state.kept_honest > 0, mode
