@@ -69,6 +69,8 @@ def test_sigkill_during_store_writes_loses_no_committed_record(tmp_path: Path) -
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive  # 20 s (CI); make test keeps test_fleet's fleet and local runs on one store at
+# once and the four writer processes here; benchmarks/reliability.py runs five rounds of them
 def test_two_runs_at_once_on_one_store(tmp_path: Path) -> None:
     store = tmp_path / "store"
     args = (*kill_resume.RUN_ARGS, "--store", str(store), "--json")

@@ -80,7 +80,13 @@ def test_variant_model_runs_on_its_own_samples(workload: Workload) -> None:
     assert all(np.array_equal(a, b) for a, b in zip(sample, again, strict=True))
 
 
-@pytest.mark.parametrize("dropped", DROPPABLE_LAYERS)
+ENDS = (DROPPABLE_LAYERS[0], DROPPABLE_LAYERS[-1])
+"""make test drops the first and the last layer (8-16 s each); make test-all every one."""
+
+
+@pytest.mark.parametrize(
+    "dropped", [d if d in ENDS else pytest.param(d, marks=pytest.mark.exhaustive) for d in DROPPABLE_LAYERS]
+)
 def test_minilm_depth_variant_keeps_the_sanity_check(dropped: int) -> None:
     workload = MiniLM()
     variant = Variant("s0-v1", {"dropped_layer": dropped, "seq_len": 29})
