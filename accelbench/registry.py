@@ -227,6 +227,11 @@ def load(reference: str) -> Any:
     return getattr(importlib.import_module(module_name), attribute)
 
 
+def named(kind: str, name: str) -> Any:
+    """An instance of the ``kind`` entry ``name`` (built-in or plugin); UserError listing the known ones."""
+    return instantiate(resolve(kind, (name,))[name])
+
+
 def instantiate(reference: str) -> Any:
     """An instance of the class named by ``reference``."""
     return load(reference)()

@@ -32,9 +32,10 @@ def measure_one(args: argparse.Namespace, stack_name: str, work: Path) -> dict[s
     from accelbench.generation.models import load_model
     from accelbench.generation.prompts import make_prompts
     from accelbench.generation.quality import agreement, check_test06, check_test09
-    from accelbench.generation.stacks import REFERENCE, get_stack
+    from accelbench.generation.reference import REFERENCE
+    from accelbench.registry import named
 
-    stack = get_stack(stack_name)
+    stack = named("generating stack", stack_name)
     reason = stack.unavailable_reason("cpu")
     if reason:
         return {"stack": stack_name, "status": f"unavailable: {reason}"}
@@ -104,9 +105,9 @@ def audit_one(args: argparse.Namespace, stack_name: str) -> dict[str, Any]:
     from accelbench.generation.models import load_model
     from accelbench.generation.prompts import make_prompts
     from accelbench.generation.quality import prefix_cache_audit
-    from accelbench.generation.stacks import get_stack
+    from accelbench.registry import named
 
-    stack = get_stack(stack_name)
+    stack = named("generating stack", stack_name)
     reason = stack.unavailable_reason("cpu")
     if reason:
         return {"stack": stack_name, "status": f"unavailable: {reason}"}
@@ -145,7 +146,8 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def main() -> None:
-    from accelbench.generation.stacks import REFERENCE, STACKS
+    from accelbench.generation.reference import REFERENCE
+    from accelbench.registry import GENERATING_STACKS as STACKS
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="smollm2-135m")

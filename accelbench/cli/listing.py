@@ -70,10 +70,6 @@ def scenario_rows() -> list[dict[str, Any]]:
     ]
 
 
-BUILDERS = {"workloads": workload_rows, "stacks": stack_rows, "scenarios": scenario_rows}
-"""The row builder of each list."""
-
-
 def _training_rules() -> list[str]:
     """The run rule sets a train-to-quality cell runs under (not the ones claiming MLPerf's rules)."""
     from accelbench.training.rules import MLPERF_NAMES

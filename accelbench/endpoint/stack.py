@@ -84,8 +84,3 @@ class SglangEndpoint(EndpointStack):
     """SGLang (GPU machines)."""
 
     server: ClassVar[str] = "sglang"
-
-
-def is_endpoint(stack_ref: str) -> bool:
-    """Whether the stack reference ``module:Class`` names an endpoint stack."""
-    return stack_ref.startswith("accelbench.endpoint.")

@@ -21,7 +21,8 @@ from accelbench.generation.loadgen_tokens import ServerBounds, TokenRun, measure
 from accelbench.generation.models import LlmModel, load_model, missing_packages
 from accelbench.generation.prompts import PromptSet, make_prompts
 from accelbench.generation.quality import agreement, check_test06, check_test09, reference_margins
-from accelbench.generation.stacks import STACKS, get_stack
+from accelbench.registry import GENERATING_STACKS as STACKS
+from accelbench.registry import named
 
 pytestmark = pytest.mark.skipif(bool(missing_packages()), reason=f"llm extra missing: {missing_packages()}")
 
@@ -44,7 +45,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
     cache = tmp_path_factory.mktemp("llm-cache")
     model = load_model("tiny-llama", cache)
     prompts = make_prompts(model, PROMPT_COUNT, seed=0)
-    eager = get_stack("torch-eager").prepare(model, GenerationContext(cache))
+    eager = named("generating stack", "torch-eager").prepare(model, GenerationContext(cache))
     replies = tuple(eager.generate(p, prompts.max_new_tokens) for p in prompts.prompts)
     margins = reference_margins(eager.model, prompts.prompts, replies)  # type: ignore[attr-defined]
     return Reference(model, prompts, replies, margins, cache)
@@ -56,7 +57,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
 )
 def prepared(request: pytest.FixtureRequest, reference: Reference) -> Iterator[tuple[str, Generator]]:
     """Each generating stack prepared on the tiny model, or skipped with the reason it cannot run."""
-    stack = get_stack(request.param)
+    stack = named("generating stack", request.param)
     reason = stack.unavailable_reason("cpu")
     if reason:
         pytest.skip(f"{request.param} unavailable: {reason}")

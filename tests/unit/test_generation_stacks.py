@@ -1,4 +1,4 @@
-"""accelbench.generation.stacks and exporter: the stack table, and reasons instead of crashes."""
+"""The generating stacks' table (``accelbench.registry``) and exporter: reasons instead of crashes."""
 
 from __future__ import annotations
 
@@ -9,35 +9,40 @@ import pytest
 from accelbench.errors import UserError
 from accelbench.generation import exporter
 from accelbench.generation.base import GenerationStack
-from accelbench.generation.stacks import REFERENCE, STACKS, get_stack, stack_status
+from accelbench.generation.reference import REFERENCE
+from accelbench.registry import GENERATING_STACKS as STACKS
+from accelbench.registry import named
 
 
 def test_every_listed_stack_builds_and_names_itself() -> None:
     for name in STACKS:
-        stack = get_stack(name)
+        stack = _stack(name)
         assert isinstance(stack, GenerationStack)
         assert stack.name == name
         assert stack.precision in {"fp32", "fp16", "bf16", "int8", "int4"}
         assert set(stack.layers) == {"framework", "compiler", "platform"}
-    assert get_stack(REFERENCE).precision == "fp32"
+    assert _stack(REFERENCE).precision == "fp32"
 
 
 def test_unknown_stack_is_a_user_error() -> None:
-    with pytest.raises(UserError, match="unknown generating stack 'vllm'"):
-        get_stack("vllm")
+    with pytest.raises(UserError, match="unknown generating stack vllm; known: "):
+        _stack("vllm")
 
 
 def test_a_missing_exporter_venv_is_a_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(exporter.ENV_VAR, str(tmp_path / "nowhere" / "bin" / "python"))
     assert exporter.exporter_python() == tmp_path / "nowhere" / "bin" / "python"
-    status = stack_status("openvino-genai")
-    assert not status.available
-    assert "no optimum-intel exporter venv" in status.reason
-    assert "exporter" not in stack_status("openvino-genai-gguf").reason  # reads the GGUF: no export
+    reason = _stack("openvino-genai").unavailable_reason("cpu")
+    assert reason is not None and "no optimum-intel exporter venv" in reason
+    assert "exporter" not in (_stack("openvino-genai-gguf").unavailable_reason("cpu") or "")  # reads the GGUF
 
 
 def test_stacks_on_another_device_say_why() -> None:
     for name in STACKS:
-        status = stack_status(name, device="cuda:0")
-        assert not status.available
-        assert "cpu only" in status.reason or "not installed" in status.reason
+        reason = _stack(name).unavailable_reason("cuda:0")
+        assert reason is not None and ("cpu only" in reason or "not installed" in reason)
+
+
+def _stack(name: str) -> GenerationStack:
+    stack: GenerationStack = named("generating stack", name)
+    return stack
