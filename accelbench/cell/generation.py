@@ -18,7 +18,6 @@ from accelbench import audits
 from accelbench.audits.verdict import FAIL, PASS, Verdict
 from accelbench.cell.token_feeds import TokenFeeds
 from accelbench.cell.tokens_body import TokensBody
-from accelbench.cell.trial import sut_environment
 from accelbench.cellspec import CellSpec
 from accelbench.errors import Unavailable, Unsupported
 from accelbench.generation import figures as token_figures
@@ -56,6 +55,7 @@ from accelbench.scenarios import server_search
 from accelbench.scenarios.rules import Rules, get_rules
 from accelbench.sections import GenerationFigures, ServerSearch
 from accelbench.sut import generation_remote
+from accelbench.sut.environment import sut_environment
 from accelbench.sut.generation_remote import RemoteGenerator
 from accelbench.sut.remote import SutCpu, SutProcess
 from accelbench.versions import with_python

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing
-import os
-import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +27,7 @@ import numpy as np
 from accelbench import variants
 from accelbench.audits import post_run
 from accelbench.audits.feed import Check, Origin, Pair
+from accelbench.cell import checks
 from accelbench.cell.samples import SampleSets
 from accelbench.cellspec import CellSpec
 from accelbench.errors import CellError, Unavailable, Unsupported
@@ -41,8 +40,9 @@ from accelbench.scenarios.loadgen import batch_for
 from accelbench.scenarios.rules import Rules, get_rules
 from accelbench.scenarios.trials import Timed, run_trial
 from accelbench.sut import hardening, launcher
+from accelbench.sut.environment import peak_rss_bytes, sut_environment
 from accelbench.sut.remote import StackFacts, SutCpu, SutProcess
-from accelbench.workloads.base import Inputs, Variant, Workload
+from accelbench.workloads.base import Inputs, Workload
 
 AUDIT_STRIDE = 1 << 20
 """The pool, hot and cold samples of trial slot ``k`` (``_slot``) are numbered from ``k * AUDIT_STRIDE``
@@ -159,7 +159,7 @@ def run_with(spec: CellSpec, plan: Plan, sut: SutProcess) -> Evidence:
     """The trial, its stack behind ``sut`` (a ``SutProcess``; the overhead benchmark passes an
     ``accelbench.sut.inprocess.InProcessSut`` of the same interface)."""
     workload: Workload = instantiate(spec.workload_ref)
-    _set_torch_threads(spec.threads)
+    checks.set_torch_threads(spec.threads)
     drawn = variants.resolve(workload, spec.cell.size, spec.cell.variant)
     variant = drawn.variant if drawn else None
     facts = sut.describe(spec.cell.device)
@@ -169,7 +169,7 @@ def run_with(spec: CellSpec, plan: Plan, sut: SutProcess) -> Evidence:
     # null stack never looks at the model: it is not built, so it measures the harness alone)
     model = variants.build_model(workload, spec.cell.size, spec.seed, variant) if facts.computes else None
     sets = SampleSets(workload, spec, variant, (plan.attempt, _slot(plan)))
-    reference = _reference(model)
+    reference = checks.reference_of(model)
     rules = get_rules(spec.rules)
     batch, swept = plan.batch, None
     if batch is None:
@@ -201,13 +201,15 @@ def run_with(spec: CellSpec, plan: Plan, sut: SutProcess) -> Evidence:
             one = batching.one_at_a_time(session.infer, batch)
             evidence = dataclasses.replace(
                 evidence,
-                post=_post_run(workload, spec.cell.size, sets, one, reference, session.effective_precision),
-                sanity=_sanity(workload, spec.cell.size, one, variant),
+                post=checks.post_run_checks(
+                    workload, spec.cell.size, sets, one, reference, session.effective_precision
+                ),
+                sanity=checks.sanity(workload, spec.cell.size, one, variant),
             )
     finally:
         # a served session's server stops with its trial, before the cell's closing noise probe
         sut.close_session(prepared.session)
-    return dataclasses.replace(evidence, peak_rss_bytes=max(memory.peak_rss_bytes(), _rss_bytes(sut)))
+    return dataclasses.replace(evidence, peak_rss_bytes=max(memory.peak_rss_bytes(), peak_rss_bytes(sut)))
 
 
 def _timed(
@@ -257,24 +259,6 @@ def _with_feed(
     )
 
 
-def sut_environment() -> dict[str, str]:
-    """What the SUT process's environment adds: this interpreter's import path (plugins and planted
-    test stacks import there exactly as here)."""
-    return {"PYTHONPATH": os.pathsep.join(os.path.abspath(p) for p in sys.path if p)}
-
-
-def _rss_bytes(sut: SutProcess) -> int:
-    """The SUT process's peak resident memory (its ``VmHWM``), 0 when it cannot be read."""
-    if not sut.pid:
-        return 0
-    try:
-        status = Path(f"/proc/{sut.pid}/status").read_text()
-    except OSError:
-        return 0
-    line = next((x for x in status.splitlines() if x.startswith("VmHWM:")), "")
-    return int(line.split()[1]) * 1024 if line else 0
-
-
 def _renumbered(check: Check, plan: Plan) -> Check:
     """The check with a trial number unique across the cell, and an origin unique too: every trial slot
     draws its own inputs (its pool included), so pool index ``i`` of two slots is two different inputs,
@@ -293,29 +277,6 @@ def _trial_number(plan: Plan, feed_trial: int) -> int:
 def _slot(plan: Plan) -> int:
     """The trial's place among every trial the cell ran, back-off rounds included."""
     return plan.backoff * SLOTS_PER_ROUND + plan.number
-
-
-def _post_run(
-    workload: Workload,
-    size: str,
-    sets: SampleSets,
-    one: Callable[[Inputs], np.ndarray],
-    reference: Callable[[Inputs], np.ndarray],
-    effective_precision: str,
-) -> post_run.PostRun:
-    from accelbench.meters.quality import sample_budget
-
-    fresh = sets.alternate(post_run.samples_needed())
-    budget = sample_budget(effective_precision, workload.name, size)
-    return post_run.post_run_audits(
-        one,
-        reference,
-        fresh,
-        workload.quality_metric,
-        effective_precision,
-        sets.alternate_seed,
-        budget=budget,
-    )
 
 
 def _batch(spec: CellSpec, sut: SutProcess, facts: StackFacts, workload: Workload) -> int:
@@ -393,32 +354,3 @@ def _prepare_request(spec: CellSpec, workload: Workload | None, batch: int) -> d
         "serve_url": spec.serve_url,
         "serve_cluster": spec.serve_cluster,
     }
-
-
-def _set_torch_threads(threads: int) -> None:
-    import torch
-
-    torch.set_num_threads(threads)
-
-
-def _reference(model: Any) -> Callable[[Inputs], np.ndarray]:
-    """The fp32 eager reference as a function of one sample's inputs."""
-    import torch
-
-    def run(sample: Inputs) -> np.ndarray:
-        with torch.inference_mode():
-            return np.asarray(model(*(torch.from_numpy(a) for a in sample)).float().numpy())
-
-    return run
-
-
-def _sanity(
-    workload: Workload, size: str, infer: Callable[[Inputs], np.ndarray], variant: Variant | None
-) -> Quality | None:
-    from accelbench.meters.quality import sanity_quality
-
-    if variant is None:  # workloads written before variants take no variant argument
-        verdict = workload.sanity_check(size, infer)
-    else:
-        verdict = workload.sanity_check(size, infer, variant)
-    return sanity_quality(verdict) if verdict else None

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from accelbench.cell.trial import sut_environment
 from accelbench.cellspec import CellSpec
 from accelbench.endpoint.servers import SERVERS
 from accelbench.endpoint.stack import URL
 from accelbench.sut import endpoint_host
+from accelbench.sut.environment import sut_environment
 from accelbench.sut.remote import SutProcess
 
 

@@ -152,11 +152,11 @@ def test_cpu_spent_between_calls_is_seen(tmp_path: Path, stack: str, busy: bool)
     """Calls 20 ms apart (a server scenario's gaps): a thread working between them shows as CPU off the
     calls, and the ``off_calls`` audit leaves the cell unverified; an honest stack's pool does not."""
     from accelbench import registry, variants
-    from accelbench.cell import trial
+    from accelbench.sut.environment import sut_environment
     from accelbench.sut.remote import SutProcess
 
     ref = READER.get(stack) or registry.STACKS[stack]
-    sut = SutProcess(ref, tmp_path / "sut", trial.sut_environment())
+    sut = SutProcess(ref, tmp_path / "sut", sut_environment())
     try:
         workload = registry.instantiate(registry.WORKLOADS["resnet50"])
         example = variants.make_sample(workload, "tiny", 1, 0, None)
@@ -274,17 +274,17 @@ def test_the_generating_reader_finds_no_loadgen_seed_of_a_test_that_has_not_ende
 def test_a_first_token_frame_sent_ahead_of_its_call_ends_the_cell(tmp_path: Path) -> None:
     """The SUT process's frames carry the call's secret number: one forged ahead for the next call
     (``planted-ahead-sender``) is refused, never read as that call's first token."""
-    from accelbench.cell import trial
     from accelbench.generation.base import GenerationContext
     from accelbench.generation.models import load_model, missing_packages
     from accelbench.sut import generation_remote
+    from accelbench.sut.environment import sut_environment
     from accelbench.sut.remote import SutFailure, SutProcess
 
     if missing_packages():
         pytest.skip(f"llm extra missing: {missing_packages()}")
     model = load_model("tiny-llama", tmp_path)
     ref = "tests.e2e.planted_boundary_llm:AheadSender"
-    sut = SutProcess(ref, tmp_path / "sut", trial.sut_environment())
+    sut = SutProcess(ref, tmp_path / "sut", sut_environment())
     try:
         generator = generation_remote.prepare(sut, model, GenerationContext(tmp_path / "llm-stacks"))
         reply = generator.generate([1, 2, 3, 4, 5], 8)
