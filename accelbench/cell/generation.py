@@ -310,7 +310,6 @@ def _outcome(
     if energy is not None and generation.output_tokens:
         per_token_j = energy.energy_j / generation.output_tokens
         generation = dataclasses.replace(generation, energy_per_output_token_j=per_token_j)
-    log_dir = str(measured.log_dir.relative_to(spec.run_dir))
     verdict = LoadgenVerdict(
         scenario=spec.cell.scenario,
         valid=run.valid,
@@ -319,10 +318,18 @@ def _outcome(
         queries=run.queries,
         rules=spec.rules,
         official=rules.official,
-        log_dir=log_dir,
+        log_dir=str(measured.log_dir.relative_to(spec.run_dir)),
     )
+    head = _head(spec, generator, judged, measured)
+    audit = audits.section(judged.verdicts, salt_tokens=feeds.place.salt_tokens)
+    return Outcome(head, TokensBody(verdict, found, generation, measured.search, audit))
+
+
+def _head(spec: CellSpec, generator: RemoteGenerator, judged: _Judgement, measured: _Measured) -> Head:
+    """What every driver reports: the status, the token agreement as the quality record, the noise,
+    energy and the settings (the SUT process's CPU time among them)."""
     agreed = judged.quality
-    head = Head(
+    return Head(
         status=judged.status,
         reason=judged.reason,
         quality=Quality(
@@ -336,7 +343,7 @@ def _outcome(
         effective_precision=generator.precision,
         compile_s=measured.prepare_s,
         noise=measured.probe,
-        energy=energy,
+        energy=measured.metered.energy,
         warnings=tuple(w for w in measured.metered.warnings if w),
         versions={**with_python(("accelbench", "numpy", "torch", "mlcommons-loadgen")), **generator.versions},
         settings={
@@ -351,8 +358,6 @@ def _outcome(
             },
         },
     )
-    audit = audits.section(judged.verdicts, salt_tokens=feeds.place.salt_tokens)
-    return Outcome(head, TokensBody(verdict, found, generation, measured.search, audit))
 
 
 def _gate(agreed: bool, checks: Sequence[ReplyCheck]) -> list[tuple[str, bool]]:

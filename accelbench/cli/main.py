@@ -122,7 +122,24 @@ def run(
     chosen = suite(suite_name)
     llm = cli_serving.generative(overrides.get("workloads") or chosen.workloads)
     overrides = cli_serving.served_overrides(overrides, chosen.stacks, _names(serve) or (), llm)
-    machine, mode = detect_machine(), cli_progress.chosen_mode(quiet or as_json)
+    shown = cli_progress.chosen_mode(quiet or as_json), as_json, include_unverified
+    _run_or_resume(chosen, overrides, resume, input_seed, not no_probe, fleet, store_path, shown)
+
+
+def _run_or_resume(
+    chosen: RunConfig,
+    overrides: dict[str, Any],
+    resume: str | None,
+    input_seed: int | None,
+    probe: bool,
+    fleet: str | None,
+    store_path: Path | None,
+    shown: tuple[cli_progress.Mode, bool, bool],
+) -> None:
+    """A new run of ``chosen`` with ``overrides`` (or the run ``resume`` finished) in the store, its results
+    printed (``shown``: the progress mode, JSON, unverified cells too)."""
+    mode, as_json, include_unverified = shown
+    machine = detect_machine()
     with _fleet_executor(fleet) as executor, chosen_store(store_path) as store:
         if resume:  # the resumed run's inputs: --input-seed, else (None) a fresh seed
             config = with_overrides(
@@ -133,7 +150,7 @@ def run(
                 return
         else:
             config = with_variant_seed(with_overrides(chosen, overrides))
-        run_id = resume or _start(store, config, machine, probe=not no_probe and executor is None, mode=mode)
+        run_id = resume or _start(store, config, machine, probe=probe and executor is None, mode=mode)
         results = _execute_with_progress(store, run_id, config, machine, mode, executor)
         cli_summary.print_results(store, run_id, as_json, include_unverified)
     if not results and not resume:

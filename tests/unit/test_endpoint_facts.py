@@ -18,17 +18,27 @@ NOTE = "planted-endpoint-import.json"
 def _spec(tmp_path: Path, stack_ref: str) -> CellSpec:
     cell = Cell("tiny-llama", "llm@planted", "single-stream", "cpu", "standard", "canonical")
     return CellSpec(
-        run_id="r1", cell=cell, workload_ref="w", stack_ref=stack_ref, driver_ref="endpoint", rules="quick",
-        threads=1, seed=0, input_seed=7, samples=1, cell_dir=str(tmp_path / "cell"), run_dir=str(tmp_path),
-        cache_dir=str(tmp_path), result_path=str(tmp_path / "outcome.json"),
-    )  # fmt: skip
+        run_id="r1",
+        cell=cell,
+        workload_ref="w",
+        stack_ref=stack_ref,
+        driver_ref="endpoint",
+        rules="quick",
+        threads=1,
+        seed=0,
+        input_seed=7,
+        samples=1,
+        cell_dir=str(tmp_path / "cell"),
+        run_dir=str(tmp_path),
+        cache_dir=str(tmp_path),
+        result_path=str(tmp_path / "outcome.json"),
+    )
 
 
 def test_a_plugin_endpoint_stack_is_imported_in_its_sut_process_only(tmp_path: Path) -> None:
     facts = endpoint_facts(_spec(tmp_path, "tests.e2e.planted_endpoint:NotingEndpoint"))
-    assert (facts.name, facts.server, facts.precision, facts.unavailable_reason) == (
-        "llm@planted-noting", "url", "bf16", None
-    )  # fmt: skip
+    named = (facts.name, facts.server, facts.precision, facts.unavailable_reason)
+    assert named == ("llm@planted-noting", "url", "bf16", None)
     assert facts.versions["accelbench"]
     (note,) = (tmp_path / "cell").glob(f"sut-describe/**/{NOTE}")
     imported = json.loads(note.read_text())
