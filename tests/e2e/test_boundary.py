@@ -31,25 +31,24 @@ def reader_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
     """One tiny single-stream run of the harness reader installed as a plugin, through the CLI."""
     root = tmp_path_factory.mktemp("boundary")
     env = installed_plugins(root / "site", "planted-boundary", "accelbench.stacks", READER)
-    store = root / "store"
     stacks = "planted-harness-reader,planted-background-worker,torch-eager"
-    args = ["run", "--suite", "tiny", "--workloads", "resnet50", "--stacks", stacks]
+    args = ["--suite", "tiny", "--workloads", "resnet50", "--stacks", stacks, "--scenarios", "single-stream"]
+    cell_dir, found, results = _planted_run(env, root / "store", args)
+    found["results"] = {r["cell"]["stack"]: r for r in results}
+    return cell_dir, found
+
+
+def _planted_run(
+    env: dict[str, str], store: Path, args: list[str]
+) -> tuple[Path, dict[str, object], list[dict[str, object]]]:
+    """``accelbench run`` of ``args`` with the planted plugins of ``env``: the cell folder of the reader's
+    SUT, what it found (``sut/found.json``) and the stored results (``show --json``)."""
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "accelbench",
-            *args,
-            "--scenarios",
-            "single-stream",
-            "--no-probe",
-            "--store",
-            str(store),
-        ],
+        [sys.executable, "-m", "accelbench", "run", *args, "--no-probe", "--store", str(store)],
         capture_output=True,
         text=True,
         env=env,
-        timeout=600,
+        timeout=900,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     (found_path,) = store.glob("runs/*/cells/*/sut/found.json")
@@ -61,9 +60,7 @@ def reader_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
         timeout=120,
         check=True,
     )
-    found = json.loads(found_path.read_text())
-    found["results"] = {r["cell"]["stack"]: r for r in json.loads(shown.stdout)["results"]}
-    return found_path.parents[1], found
+    return found_path.parents[1], json.loads(found_path.read_text()), json.loads(shown.stdout)["results"]
 
 
 def test_the_reader_finds_no_harness_object_and_no_input_before_its_call(
@@ -203,25 +200,11 @@ def generating_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict
     env = installed_plugins(
         root / "site", "planted-boundary-llm", "accelbench.generation_stacks", GENERATING_READER
     )
-    store = root / "store"
-    args = ["run", "--suite", "tiny", "--workloads", "tiny-llama", "--stacks", "planted-generating-reader"]
-    args += ["--scenarios", "single-stream", "--rules", "quick", "--no-probe", "--store", str(store)]
-    done = subprocess.run(
-        [sys.executable, "-m", "accelbench", *args], capture_output=True, text=True, env=env, timeout=900
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    (found_path,) = store.glob("runs/*/cells/*/sut/found.json")
-    shown = subprocess.run(
-        [sys.executable, "-m", "accelbench", "show", "--json", "--include-unverified", "--store", str(store)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=True,
-    )
-    found = json.loads(found_path.read_text())
-    (found["result"],) = json.loads(shown.stdout)["results"]
-    return found_path.parents[1], found
+    args = ["--suite", "tiny", "--workloads", "tiny-llama", "--stacks", "planted-generating-reader"]
+    args += ["--scenarios", "single-stream", "--rules", "quick"]
+    cell_dir, found, results = _planted_run(env, root / "store", args)
+    (found["result"],) = results
+    return cell_dir, found
 
 
 def test_the_generating_reader_finds_no_prompt_reply_salt_nor_harness_object(
