@@ -16,7 +16,7 @@ from accelbench.config import RunConfig
 from accelbench.endpoint.settings import EndpointSettings
 from accelbench.errors import UserError
 from accelbench.results import Cell
-from accelbench.sessions.settings import SessionSettings
+from accelbench.sessions.settings import DEFAULT_OUTPUT_TOKENS, DEFAULT_TURNS, SessionSettings
 from accelbench.training.settings import TrainingSettings
 
 CONFIG = RunConfig(
@@ -91,8 +91,9 @@ def test_the_parent_resolves_each_drivers_knobs_and_defaults(tmp_path: Path) -> 
         ladder=(), requests=0, max_tokens=128, api="chat", api_key_env="ACCELBENCH_API_KEY"
     )
     assert _spec(tmp_path, "sessions", plain).settings == SessionSettings(
-        ladder=(), turns=4, max_tokens=32, api_key_env="ACCELBENCH_API_KEY"
+        ladder=(), turns=DEFAULT_TURNS, max_tokens=DEFAULT_OUTPUT_TOKENS, api_key_env="ACCELBENCH_API_KEY"
     )
+    assert DEFAULT_TURNS > 0 and DEFAULT_OUTPUT_TOKENS > 0
     sessions = _spec(tmp_path, "sessions").settings
     assert isinstance(sessions, SessionSettings) and sessions.shape.turns == 3 and sessions.ladder == (1, 2)
     assert _spec(tmp_path, "train-to-quality").settings == TrainingSettings(runs=3, nproc=2)
