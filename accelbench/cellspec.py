@@ -4,17 +4,22 @@ The parent (``accelbench.cell.pipeline``) writes a ``CellSpec`` as JSON (without
 the cell process gets through the fork's arguments: ``accelbench.cell.isolation``), starts the cell
 process and reads back the child's outcome document from ``result_path``. References (``module:Class``)
 are resolved by the parent, so the child imports exactly what was planned, plugins and planted test
-stacks included.
+stacks included. The spec is the common head every driver reads plus the driver's own settings record
+(``accelbench.settings``), built by the parent from the run's ``RunConfig``; a ``spec.json`` written
+before that record (its knobs as flat fields) reads through ``upgrade``.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from accelbench import registry, settings
 from accelbench.results import Cell
+from accelbench.settings import DriverSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,34 +56,9 @@ class CellSpec:
     run_dir: str
     cache_dir: str
     result_path: str
-    runs: int = 5
-    """Timed runs of a ``train-to-quality`` cell."""
-    nproc: int = 1
-    """Data-parallel processes of a ``train-to-quality`` cell."""
-    batch: int | None = None
-    """Samples per call of offline and multi-stream cells; None: the stack's default."""
-    batch_sweep: tuple[int, ...] = ()
-    """Batch sizes to sweep before the scored trials (offline, multi-stream); the best verified runs."""
-    serve_url: str | None = None
-    """The remote v2 server of the ``<stack>@url`` stacks (``--serve-url``), else None."""
-    serve_cluster: str | None = None
-    """The Ray cluster of the Ray Serve stacks (``--serve-cluster``), else None (a local Ray)."""
-    concurrency: tuple[int, ...] = ()
-    """Endpoint cells (``accelbench.endpoint``): the concurrencies of the curve (empty: automatic)."""
-    endpoint_requests: int = 0
-    """Endpoint cells: requests per point at least (0: max(10, 2 x concurrency))."""
-    output_tokens: int = 0
-    """Endpoint cells: tokens per reply (0: ``accelbench.endpoint.cell.DEFAULT_OUTPUT_TOKENS``)."""
-    api_key_env: str = ""
-    """Endpoint cells: the environment variable holding the API key (empty: ``ACCELBENCH_API_KEY``)."""
-    endpoint_api: str = ""
-    """Endpoint cells: ``chat`` or ``completions`` (empty: ``chat``)."""
-    arrivals: str = ""
-    """Endpoint cells: ``poisson`` also searches the max QPS under Poisson arrivals (empty: the curve)."""
-    sessions: tuple[int, ...] = ()
-    """Endpoint cells: the session ladder (``accelbench.sessions``); empty: the curve."""
-    session_turns: int = 0
-    """Sessions cells: turns per session (0: ``accelbench.sessions.cell.DEFAULT_TURNS``)."""
+    settings: DriverSettings
+    """The driver's own settings (``accelbench.settings``), built by the parent from the run's
+    ``RunConfig``: the knobs only that driver reads."""
     noise_floor: dict[str, Any] | None = None
     """The run's noise floor (``reference_probe.floor_to_dict``), taken by the parent: the cell reads its
     drift limit from here, never from a file a stack could write; None: the cell measures one."""
@@ -91,8 +71,14 @@ class CellSpec:
     ``cache_dir``."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able form (in memory and pipes only: it holds the input seed)."""
-        return dataclasses.asdict(self)
+        """Plain JSON-able form (in memory and pipes only: it holds the input seed); the settings are
+        tagged by their driver's name (``accelbench.settings.to_dict``)."""
+        document = {f.name: copy.deepcopy(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        return {
+            **document,
+            "cell": dataclasses.asdict(self.cell),
+            "settings": settings.to_dict(self.settings),
+        }
 
     def public_dict(self) -> dict[str, Any]:
         """``to_dict`` without the input seed: the form that may be written to the cell's folder."""
@@ -102,12 +88,50 @@ class CellSpec:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], input_seed: int | None = None) -> CellSpec:
-        """Inverse of ``to_dict``; of ``public_dict`` with the ``input_seed`` passed apart."""
-        fields = dict(data)
+        """Inverse of ``to_dict``; of ``public_dict`` with the ``input_seed`` passed apart. A flat
+        document from before the settings record (``upgrade``) is read too."""
+        fields = upgrade(data)
         if input_seed is not None:
             fields["input_seed"] = input_seed
         fields["cell"] = Cell(**fields["cell"])
-        fields["batch_sweep"] = tuple(fields.get("batch_sweep", ()))
-        fields["concurrency"] = tuple(fields.get("concurrency", ()))
-        fields["sessions"] = tuple(fields.get("sessions", ()))
+        fields["settings"] = settings.from_dict(fields["settings"])
         return cls(**fields)
+
+
+@dataclass(frozen=True, slots=True)
+class FlatKnobs:
+    """The driver knobs a spec document carried as fields of its own before ``CellSpec.settings``, with
+    the defaults they had then (the names are ``RunConfig``'s, so a driver's ``from_config`` reads them)."""
+
+    runs: int = 5
+    nproc: int = 1
+    batch: int | None = None
+    batch_sweep: tuple[int, ...] = ()
+    serve_url: str | None = None
+    serve_cluster: str | None = None
+    concurrency: tuple[int, ...] = ()
+    endpoint_requests: int = 0
+    output_tokens: int = 0
+    api_key_env: str = ""
+    endpoint_api: str = ""
+    arrivals: str = ""
+    sessions: tuple[int, ...] = ()
+    session_turns: int = 0
+
+
+def upgrade(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A spec document in the current form: a flat one (its driver knobs as fields of their own, before
+    ``settings``) gets the settings record its driver builds from those knobs, the knobs removed; a
+    current one is copied. UserError when its ``driver_ref`` names no driver (none: ``loadgen``, the
+    only driver before there were several)."""
+    document = dict(data)
+    if "settings" in document:
+        return document
+    names = [f.name for f in dataclasses.fields(FlatKnobs)]
+    knobs = {name: document.pop(name) for name in names if name in document}
+    lists = {name: tuple(value) for name, value in knobs.items() if isinstance(value, list)}
+    flat = FlatKnobs(**{**knobs, **lists})
+    document.setdefault("driver_ref", registry.DRIVERS[registry.DEFAULT_DRIVER])  # before drivers: LoadGen
+    driver = registry.driver_name(str(document["driver_ref"]))
+    document["settings"] = settings.to_dict(settings.from_config(driver, flat))
+    return document

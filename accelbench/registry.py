@@ -103,6 +103,16 @@ resolves it once (``driver_of``; a stack may name its own, ``stack_driver``) and
 it. Adding a driver is its module, one line here and the workloads (or stacks) that name it
 (``docs/adding-a-driver.md``); there is no plugin group for drivers (``_GROUPS``)."""
 
+SETTINGS: Mapping[str, str] = {
+    "loadgen": "accelbench.cell.loadgen_settings:LoadgenSettings",
+    "tokens": "accelbench.cell.tokens_settings:TokensSettings",
+    "train-to-quality": "accelbench.training.settings:TrainingSettings",
+    "endpoint": "accelbench.endpoint.settings:EndpointSettings",
+    "sessions": "accelbench.sessions.settings:SessionSettings",
+}
+"""Driver name -> its settings record (``module:Class``, ``accelbench.settings``): the run's knobs the
+driver reads, built in the parent; the same names as ``DRIVERS``."""
+
 DEFAULT_DRIVER = "loadgen"
 """The driver of a workload that names none (and of one that does not load: its cells record why)."""
 
@@ -150,6 +160,15 @@ def driver_of(workload_ref: str) -> str:
         return DEFAULT_DRIVER
     resolve("driver", (name,))
     return name
+
+
+def driver_name(driver_ref: str) -> str:
+    """The name of the driver whose reference is ``driver_ref`` (drivers are built-in only); UserError
+    for a reference no driver has."""
+    names = [name for name, reference in DRIVERS.items() if reference == driver_ref]
+    if not names:
+        raise UserError(f"no driver is {driver_ref[:120]!r}; known: {', '.join(sorted(DRIVERS))}")
+    return names[0]
 
 
 def is_builtin(reference: str) -> bool:

@@ -26,6 +26,7 @@ from accelbench import audits, variants
 from accelbench.audits import off_calls, precision, repeat
 from accelbench.audits import output as output_audit
 from accelbench.cell import trial
+from accelbench.cell.loadgen_settings import loadgen_settings
 from accelbench.cellspec import CellSpec
 from accelbench.loadgen_figures import Figures, Latency, LoadgenVerdict
 from accelbench.meters import noise
@@ -53,7 +54,7 @@ def measure(spec: CellSpec) -> Outcome:
     workload: Workload = instantiate(spec.workload_ref)
     rules = get_rules(spec.rules)
     for attempt in range(ATTEMPTS):
-        start = noise.begin(spec.noise_floor, spec.serve_url)
+        start = noise.begin(spec.noise_floor, loadgen_settings(spec).serve_url)
         evidence, search, discarded = _trials(spec, rules, attempt)
         probe = noise.end(start, [s for e in evidence for s in e.timed.measurement.sut_latencies_s])
         if not noise.worth_retrying(probe) or attempt == ATTEMPTS - 1:

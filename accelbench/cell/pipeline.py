@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from accelbench import registry
+from accelbench import registry, settings
 from accelbench.cell import seeds
 from accelbench.cell.isolation import run_in_process
 from accelbench.cellspec import CellSpec, PlannedCell
@@ -115,20 +115,7 @@ def cell_spec(
         run_dir=str(run_dir),
         cache_dir=str(run_dir / "cache"),
         result_path=str(cell_dir / "outcome.json"),
-        runs=config.runs,
-        nproc=config.nproc,
-        batch=config.batch,
-        batch_sweep=config.batch_sweep,
-        serve_url=config.serve_url,
-        serve_cluster=config.serve_cluster,
-        concurrency=config.concurrency,
-        sessions=config.sessions,
-        session_turns=config.session_turns,
-        endpoint_requests=config.endpoint_requests,
-        output_tokens=config.output_tokens,
-        api_key_env=config.api_key_env,
-        endpoint_api=config.endpoint_api,
-        arrivals=config.arrivals,
+        settings=settings.from_config(registry.driver_name(planned.driver_ref), config),
         noise_floor=reference_probe.floor_to_dict(noise_floor) if noise_floor else None,
         store_cache_dir=str(run_dir.parent.parent / "cache"),  # run_dir is <store>/runs/<run id>
     )

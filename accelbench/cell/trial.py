@@ -28,6 +28,7 @@ from accelbench import variants
 from accelbench.audits import post_run
 from accelbench.audits.feed import Check, Origin, Pair
 from accelbench.cell import checks
+from accelbench.cell.loadgen_settings import loadgen_settings
 from accelbench.cell.samples import SampleSets
 from accelbench.cellspec import CellSpec
 from accelbench.errors import CellError, Unavailable, Unsupported
@@ -174,7 +175,8 @@ def run_with(spec: CellSpec, plan: Plan, sut: SutProcess) -> Evidence:
     batch, swept = plan.batch, None
     if batch is None:
         batch = _batch(spec, sut, facts, workload)
-        if spec.batch_sweep and facts.computes and spec.cell.scenario in ("offline", "multi-stream"):
+        sweeps = spec.cell.scenario in ("offline", "multi-stream") and loadgen_settings(spec).batch_sweep
+        if sweeps and facts.computes:
             batch, swept = _sweep(spec, sut, workload, sets, rules, reference)
     example = batching.join(sets.example(batch), batch)
     session, prepared = sut.prepare(_prepare_request(spec, workload, batch), example)
@@ -280,12 +282,14 @@ def _slot(plan: Plan) -> int:
 
 
 def _batch(spec: CellSpec, sut: SutProcess, facts: StackFacts, workload: Workload) -> int:
-    """The samples per call: ``spec.batch`` when fixed (a refusal makes the cell unsupported), else the
-    stack's default (1 where the stack or the workload cannot batch); 1 for single-stream and server."""
+    """The samples per call: ``LoadgenSettings.batch`` when fixed (a refusal makes the cell unsupported),
+    else the stack's default (1 where the stack or the workload cannot batch); 1 for single-stream and
+    server."""
     if spec.cell.scenario in ("single-stream", "server"):
         return 1
-    default = spec.batch is None
-    wanted = spec.batch if spec.batch is not None else facts.default_batch
+    fixed = loadgen_settings(spec).batch
+    default = fixed is None
+    wanted = fixed if fixed is not None else facts.default_batch
     if spec.cell.scenario == "multi-stream" and default:  # a batch divides the 8 samples of a query
         wanted = max(b for b in (1, 2, 4, 8) if b <= wanted)
     try:
@@ -329,7 +333,7 @@ def _sweep(
         return "" if verdict.passed else f"outputs fail the quality gate: {verdict.detail or verdict.value}"
 
     log_root = Path(spec.cell_dir) / "loadgen"
-    batches = [b for b in spec.batch_sweep if spec.cell.scenario == "offline" or 8 % b == 0]
+    batches = [b for b in loadgen_settings(spec).batch_sweep if spec.cell.scenario == "offline" or 8 % b == 0]
     chosen, points = batch_sweep.sweep(
         batches, prepare, correct, spec.cell.scenario, sets.timed, sets.calibration, rules, log_root
     )
@@ -339,6 +343,7 @@ def _sweep(
 def _prepare_request(spec: CellSpec, workload: Workload | None, batch: int) -> dict[str, Any]:
     """What the SUT process needs to build the model and prepare a session: the stack's ``ModelSpec``
     (but its example batch, which crosses as arrays) and ``CellContext``; nothing of the harness."""
+    settings = loadgen_settings(spec)
     return {
         "workload_ref": spec.workload_ref,
         "workload": spec.cell.workload,
@@ -351,6 +356,6 @@ def _prepare_request(spec: CellSpec, workload: Workload | None, batch: int) -> d
         "threads": spec.threads,
         "work_dir": str(Path(spec.cell_dir) / "sut"),
         "cache_dir": spec.cache_dir,
-        "serve_url": spec.serve_url,
-        "serve_cluster": spec.serve_cluster,
+        "serve_url": settings.serve_url,
+        "serve_cluster": settings.serve_cluster,
     }

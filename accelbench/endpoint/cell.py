@@ -33,7 +33,6 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +50,7 @@ from accelbench.endpoint.prompts import salted, seeded_texts
 from accelbench.endpoint.qps_search import Probing, not_searched, search_max_qps, start_problem
 from accelbench.endpoint.records import RequestRecord
 from accelbench.endpoint.repeat import repeat_records
+from accelbench.endpoint.settings import EndpointSettings
 from accelbench.endpoint.stack import URL
 from accelbench.errors import Unavailable
 from accelbench.generation.base import GenerationContext
@@ -59,40 +59,11 @@ from accelbench.generation.models import LlmModel, load_model
 from accelbench.meters import noise
 from accelbench.outcome import Outcome
 from accelbench.registry import instantiate
+from accelbench.settings import expect
 
 AUTO_MAX = 32
 SATURATION_GAIN = 1.1
-DEFAULT_OUTPUT_TOKENS = 128
-DEFAULT_API_KEY_ENV = "ACCELBENCH_API_KEY"
 RECORDS_FILE = "requests.jsonl"
-
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """How the curve is measured (stored in the result's settings)."""
-
-    ladder: tuple[int, ...]
-    """The concurrencies asked (empty: chosen automatically)."""
-    requests: int
-    """Requests per point at least (0: max(10, 2 x concurrency)); never fewer than the concurrency."""
-    max_tokens: int
-    api: str
-    api_key_env: str
-    lengths: tuple[int, int]
-    arrivals: str = ""
-    """``poisson``: search the max QPS under Poisson arrivals after the curve (empty: the curve only)."""
-
-    def requests_at(self, concurrency: int) -> int:
-        """The requests of the point at ``concurrency``."""
-        return max(self.requests or max(10, 2 * concurrency), concurrency)
-
-
-def settings_of(spec: CellSpec, lengths: tuple[int, int]) -> Settings:
-    """The settings a cell spec asks for."""
-    return Settings(
-        tuple(spec.concurrency), spec.endpoint_requests, spec.output_tokens or DEFAULT_OUTPUT_TOKENS,
-        spec.endpoint_api or "chat", spec.api_key_env or DEFAULT_API_KEY_ENV, lengths, spec.arrivals,
-    )  # fmt: skip
 
 
 def measure(spec: CellSpec) -> Outcome:
@@ -103,7 +74,8 @@ def measure(spec: CellSpec) -> Outcome:
         raise Unavailable(reason)
     workload = instantiate(spec.workload_ref)
     model = load_model(workload.model, Path(spec.store_cache_dir or spec.cache_dir))
-    settings = settings_of(spec, tuple(workload.lengths))
+    settings = expect(spec.settings, EndpointSettings)
+    lengths: tuple[int, int] = tuple(workload.lengths)
     tokenizer = _tokenizer(model)
     count = token_counter(tokenizer)
     bounds = scaled_bounds(model.params, workload.server_floor_ttft_s, workload.server_floor_tpot_s)
@@ -112,37 +84,42 @@ def measure(spec: CellSpec) -> Outcome:
     with serving(stack, spec, model, settings) as target:
         full_length = bool(target.extra_body)  # the server's own fields make every reply max_tokens long
         started = time.perf_counter()
-        warm_up(target, tokenizer, spec, settings, count)
-        serve_url = spec.serve_url if stack.server == URL else None
+        warm_up(target, tokenizer, spec, settings, lengths, count)
+        serve_url = settings.serve_url if stack.server == URL else None
         guard = noise.begin(spec.noise_floor, serve_url)
         meter = point_meter(serve_url, stack.server != URL, spec.measured_fp32_flops_per_s)
         try:
-            curve, records, stopped = ladder(target, tokenizer, spec, settings, count, limits, meter)
+            curve, records, stopped = ladder(target, tokenizer, spec, settings, lengths, count, limits, meter)
         finally:
             meter.close()
-        searched, poisson = _search(target, tokenizer, spec, settings, count, limits, (curve, stopped))
+        searched, poisson = _search(
+            target, tokenizer, spec, settings, lengths, count, limits, (curve, stopped)
+        )
         probe = noise.end(guard)
         duration_s = time.perf_counter() - started
         work = (
-            settings.lengths,
+            lengths,
             settings.requests_at(curve[0].concurrency) if curve else 0,
             settings.max_tokens,
         )
         probe, again = confirmed(probe, target, tokenizer, spec.input_seed, work, count, (curve, records))
         append_records(Path(spec.cell_dir) / RECORDS_FILE, again)
-        audited = [] if stopped or not curve else _repeats(target, tokenizer, spec, settings, curve, count)
+        audited = (
+            [] if stopped or not curve else _repeats(target, tokenizer, spec, settings, lengths, curve, count)
+        )
     append_records(Path(spec.cell_dir) / RECORDS_FILE, audited)
-    checked = _accuracy(model, tokenizer, spec, settings, (records, poisson), full_length)
+    checked = _accuracy(model, tokenizer, spec, settings, lengths, (records, poisson), full_length)
     note = f"{meter.note}; {meter.formula}" if meter.formula else meter.note
     found = Found(curve, records, audited, stopped, duration_s, checked, probe, note, searched, poisson)
-    return outcome(spec, stack, model, settings, found, limits)
+    return outcome(spec, stack, model, settings, lengths, found, limits)
 
 
 def _search(
     target: Target,
     tokenizer: Any,
     spec: CellSpec,
-    settings: Settings,
+    settings: EndpointSettings,
+    lengths: tuple[int, int],
     count: Callable[[str], int],
     limits: point_figures.Bounds,
     ladder_done: tuple[Sequence[CurvePoint], str],
@@ -157,7 +134,7 @@ def _search(
         return not_searched(limits, problem), []
     path = Path(spec.cell_dir) / RECORDS_FILE
     probing = Probing(
-        target, tokenizer, spec.input_seed, settings.lengths, settings.max_tokens, count, limits,
+        target, tokenizer, spec.input_seed, lengths, settings.max_tokens, count, limits,
         lambda done: append_records(path, done),
     )  # fmt: skip
     return search_max_qps(probing, min(curve, key=lambda p: p.concurrency).requests_per_s)
@@ -167,7 +144,8 @@ def _accuracy(
     model: LlmModel,
     tokenizer: Any,
     spec: CellSpec,
-    settings: Settings,
+    settings: EndpointSettings,
+    lengths: tuple[int, int],
     sent: tuple[Sequence[RequestRecord], Sequence[RequestRecord]],
     full_length: bool,
 ) -> Accuracy:
@@ -175,9 +153,9 @@ def _accuracy(
     probe (``sent``: the curve's requests, the max-QPS search's), against the fp32 reference
     (``endpoint.accuracy``)."""
     records, searched = sent
-    prompts = probe_prompts(tokenizer, spec.input_seed, settings.lengths, searched)
+    prompts = probe_prompts(tokenizer, spec.input_seed, lengths, searched)
     for c in sorted({r.concurrency for r in records}):
-        texts = seeded_texts(spec.input_seed, settings.lengths, settings.requests_at(c), "point", c)
+        texts = seeded_texts(spec.input_seed, lengths, settings.requests_at(c), "point", c)
         prompts |= {p.salt: p for p in salted(tokenizer, spec.input_seed, texts, "point", c)}
     ctx = GenerationContext(
         Path(spec.store_cache_dir or spec.cache_dir) / "llm-stacks", threads=spec.threads or 1
@@ -218,26 +196,29 @@ def _repeats(
     target: Target,
     tokenizer: Any,
     spec: CellSpec,
-    settings: Settings,
+    settings: EndpointSettings,
+    lengths: tuple[int, int],
     curve: Sequence[CurvePoint],
     count: Callable[[str], int],
 ) -> list[RequestRecord]:
     """The repeat audit's requests: the first point's texts seen again (``accelbench.endpoint.repeat``)."""
     first = curve[0].concurrency
-    texts = seeded_texts(spec.input_seed, settings.lengths, settings.requests_at(first), "point", first)
+    texts = seeded_texts(spec.input_seed, lengths, settings.requests_at(first), "point", first)
     return repeat_records(target, tokenizer, spec.input_seed, texts, count, settings.max_tokens)
 
 
 @contextlib.contextmanager
-def serving(stack: EndpointFacts, spec: CellSpec, model: LlmModel, settings: Settings) -> Iterator[Target]:
+def serving(
+    stack: EndpointFacts, spec: CellSpec, model: LlmModel, settings: EndpointSettings
+) -> Iterator[Target]:
     """The target of the cell's requests while the server (started here, or remote) serves."""
     key = os.environ.get(settings.api_key_env) or None
     if stack.server == URL:
-        if not spec.serve_url:
+        if not settings.serve_url:
             raise Unavailable(f"{stack.name} sends its requests to --serve-url, and the run has none")
-        model_id = remote_model_id(spec.serve_url, model.name, key)
-        fields = remote_length_fields(spec.serve_url, model_id, key)
-        yield Target(spec.serve_url, model_id, settings.api, key, fields)
+        model_id = remote_model_id(settings.serve_url, model.name, key)
+        fields = remote_length_fields(settings.serve_url, model_id, key)
+        yield Target(settings.serve_url, model_id, settings.api, key, fields)
         return
     from accelbench.endpoint.servers import ServerSettings, get_server
 
@@ -302,11 +283,16 @@ def _models(url: str, key: str | None) -> list[dict[str, Any]]:
 
 
 def warm_up(
-    target: Target, tokenizer: Any, spec: CellSpec, settings: Settings, count: Callable[[str], int]
+    target: Target,
+    tokenizer: Any,
+    spec: CellSpec,
+    settings: EndpointSettings,
+    lengths: tuple[int, int],
+    count: Callable[[str], int],
 ) -> None:
     """One greedy request; Unavailable with its one-line reason when it fails."""
     prompts = salted(
-        tokenizer, spec.input_seed, seeded_texts(spec.input_seed, settings.lengths, 1, "warm-up"), "warm-up"
+        tokenizer, spec.input_seed, seeded_texts(spec.input_seed, lengths, 1, "warm-up"), "warm-up"
     )
     (record,) = run_point(target, prompts, Load(1, min(settings.max_tokens, 8)), count)
     if not record.ok:
@@ -317,7 +303,8 @@ def ladder(
     target: Target,
     tokenizer: Any,
     spec: CellSpec,
-    settings: Settings,
+    settings: EndpointSettings,
+    lengths: tuple[int, int],
     count: Callable[[str], int],
     limits: point_figures.Bounds,
     meter: PointMeter | None = None,
@@ -329,7 +316,7 @@ def ladder(
     records: list[RequestRecord] = []
     for concurrency in concurrencies(settings.ladder, curve):
         n = settings.requests_at(concurrency)
-        texts = seeded_texts(spec.input_seed, settings.lengths, n, "point", concurrency)
+        texts = seeded_texts(spec.input_seed, lengths, n, "point", concurrency)
         prompts = salted(tokenizer, spec.input_seed, texts, "point", concurrency)
         input_tokens = sum(count(p.text) for p in prompts)
         meter.begin(concurrency)

@@ -22,6 +22,7 @@ from accelbench.endpoint.figures import Bounds
 from accelbench.endpoint.prompts import SALT_BITS, length_text
 from accelbench.endpoint.records import RequestRecord
 from accelbench.endpoint.repeat import repeat_verdict
+from accelbench.endpoint.settings import EndpointSettings
 from accelbench.generation.models import LlmModel
 from accelbench.meters import noise
 from accelbench.outcome import Head, Outcome
@@ -90,7 +91,13 @@ class EndpointBody:
 
 
 def outcome(
-    spec: CellSpec, stack: EndpointFacts, model: LlmModel, settings: Any, found: Found, limits: Bounds
+    spec: CellSpec,
+    stack: EndpointFacts,
+    model: LlmModel,
+    settings: EndpointSettings,
+    lengths: tuple[int, int],
+    found: Found,
+    limits: Bounds,
 ) -> Outcome:
     """The cell's outcome."""
     every = [*found.timed, *found.searched, *found.audited]
@@ -108,7 +115,8 @@ def outcome(
         warnings=(*warned, *length_warnings(found.timed, settings.max_tokens)),
     )  # fmt: skip
     body = EndpointBody(
-        audits.section(verdicts, salt_bits=SALT_BITS), figures(spec, stack, model, settings, found, limits)
+        audits.section(verdicts, salt_bits=SALT_BITS),
+        figures(spec, stack, model, settings, lengths, found, limits),
     )
     return Outcome(head, body)
 
@@ -139,7 +147,13 @@ def _accuracy_failure(accuracy: Accuracy) -> str:
 
 
 def figures(
-    spec: CellSpec, stack: EndpointFacts, model: LlmModel, settings: Any, found: Found, limits: Bounds
+    spec: CellSpec,
+    stack: EndpointFacts,
+    model: LlmModel,
+    settings: EndpointSettings,
+    lengths: tuple[int, int],
+    found: Found,
+    limits: Bounds,
 ) -> EndpointFigures:
     """The ``generation`` section: the curve and the settings it was measured with."""
     best = max(found.curve, key=lambda p: p.output_tokens_per_s) if found.curve else None
@@ -153,7 +167,7 @@ def figures(
         goodput_ttft_bound_s=limits.ttft_s,
         goodput_tpot_bound_s=limits.tpot_s,
         max_tokens=settings.max_tokens,
-        length_distribution=length_text(settings.lengths),
+        length_distribution=length_text(lengths),
         requests_file=_relative(Path(spec.cell_dir) / "requests.jsonl", Path(spec.run_dir)),
         duration_s=found.duration_s,
         accuracy=found.accuracy.record(),
@@ -162,7 +176,7 @@ def figures(
     )
 
 
-def _settings(spec: CellSpec, stack: EndpointFacts, settings: Any) -> dict[str, Any]:
+def _settings(spec: CellSpec, stack: EndpointFacts, settings: EndpointSettings) -> dict[str, Any]:
     """The result's settings of an endpoint cell."""
     return {
         "threads": spec.threads,
@@ -171,7 +185,7 @@ def _settings(spec: CellSpec, stack: EndpointFacts, settings: Any) -> dict[str, 
         "requests_per_point": settings.requests,
         "max_tokens": settings.max_tokens,
         "api_key_env": settings.api_key_env,
-        "serve_url": spec.serve_url if stack.server == "url" else None,
+        "serve_url": settings.serve_url if stack.server == "url" else None,
         **({"arrivals": settings.arrivals} if settings.arrivals else {}),
     }
 

@@ -20,14 +20,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from accelbench.cellspec import CellSpec
-from accelbench.endpoint.cell import DEFAULT_API_KEY_ENV, Settings, serving, token_counter
+from accelbench.endpoint.cell import serving, token_counter
 from accelbench.endpoint.client import Target
 from accelbench.endpoint.facts import EndpointFacts, endpoint_facts
+from accelbench.endpoint.settings import EndpointSettings
 from accelbench.errors import Unavailable
 from accelbench.generation.models import load_model
 from accelbench.outcome import Head, Outcome
@@ -38,32 +38,12 @@ from accelbench.sessions.driver import Counters, context_counter, run_load
 from accelbench.sessions.figures import point
 from accelbench.sessions.outcome import UNAUDITED, SessionsBody, status_of
 from accelbench.sessions.records import TurnRecord
+from accelbench.sessions.settings import SessionSettings
 from accelbench.sessions.workload import SYSTEM_PROMPT, Shape, describe, make_sessions
+from accelbench.settings import expect
 
 TURNS_FILE = "turns.jsonl"
-DEFAULT_TURNS = 4
-DEFAULT_OUTPUT_TOKENS = 32
 WORKLOAD = "synthetic-agentic"
-
-
-@dataclass(frozen=True, slots=True)
-class SessionSettings:
-    """How the session ladder is measured (stored in the result's settings)."""
-
-    ladder: tuple[int, ...]
-    shape: Shape
-    max_tokens: int
-    api_key_env: str
-
-
-def settings_of(spec: CellSpec) -> SessionSettings:
-    """The settings a cell spec asks for."""
-    return SessionSettings(
-        ladder=tuple(spec.sessions),
-        shape=Shape(turns=spec.session_turns or DEFAULT_TURNS),
-        max_tokens=spec.output_tokens or DEFAULT_OUTPUT_TOKENS,
-        api_key_env=spec.api_key_env or DEFAULT_API_KEY_ENV,
-    )
 
 
 def measure(spec: CellSpec) -> Outcome:
@@ -74,14 +54,19 @@ def measure(spec: CellSpec) -> Outcome:
         raise Unavailable(reason)
     workload = instantiate(spec.workload_ref)
     model = load_model(workload.model, Path(spec.store_cache_dir or spec.cache_dir))
-    settings = settings_of(spec)
+    settings = expect(spec.settings, SessionSettings)
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model.folder)
     counters = (token_counter(tokenizer), context_counter(tokenizer))
     path = Path(spec.cell_dir) / TURNS_FILE
     path.unlink(missing_ok=True)
-    endpoint = Settings(settings.ladder, 0, settings.max_tokens, "chat", settings.api_key_env, (1, 1))
+    endpoint = EndpointSettings(
+        ladder=settings.ladder,
+        max_tokens=settings.max_tokens,
+        api_key_env=settings.api_key_env,
+        serve_url=settings.serve_url,
+    )
     with serving(stack, spec, model, endpoint) as target:
         started = time.perf_counter()
         warm_up(target, spec.input_seed, settings, counters)
@@ -177,5 +162,5 @@ def _settings(spec: CellSpec, stack: EndpointFacts, settings: SessionSettings) -
         "turns_per_session": settings.shape.turns,
         "max_tokens": settings.max_tokens,
         "api_key_env": settings.api_key_env,
-        "serve_url": spec.serve_url if stack.server == "url" else None,
+        "serve_url": settings.serve_url if stack.server == "url" else None,
     }

@@ -10,7 +10,7 @@ the ``precision`` the stack declared with torch's TF32 settings read back (``acc
 also the result's ``effective_precision``. The status is ``ok`` when the olympic mean exists, else
 ``quality_failed``.
 
-``runs`` and ``nproc`` come from the cell spec (``RunConfig.runs`` / ``RunConfig.nproc``).
+``runs`` and ``nproc`` come from the cell's ``TrainingSettings`` (``RunConfig.runs`` / ``RunConfig.nproc``).
 """
 
 from __future__ import annotations
@@ -29,9 +29,11 @@ from accelbench.outcome import Head, Outcome
 from accelbench.registry import instantiate
 from accelbench.results import Energy, Quality
 from accelbench.sections import TrainingFigures
+from accelbench.settings import expect
 from accelbench.training import rules, summary
 from accelbench.training.distributed import GroupOutcome, Job, run_group
 from accelbench.training.loop import RunRecord, check_stack
+from accelbench.training.settings import TrainingSettings
 from accelbench.training.workloads import TrainingWorkload
 from accelbench.versions import with_python
 
@@ -43,7 +45,8 @@ def measure(spec: CellSpec) -> Outcome:
         raise Unsupported(f"{spec.cell.workload} is not a training workload")
     check_stack(spec.cell.stack)
     training_rules = rules.for_run(spec.rules)
-    runs, nproc = spec.runs, spec.nproc
+    settings = expect(spec.settings, TrainingSettings)
+    runs, nproc = settings.runs, settings.nproc
     data = workload.dataset(spec.cell.size)
     threads = _threads(workload, spec, nproc)
     seeds = tuple(spec.seed + index for index in range(runs))

@@ -13,6 +13,7 @@ import pytest
 
 from accelbench import registry
 from accelbench.cell.generation import measure
+from accelbench.cell.tokens_settings import TokensSettings
 from accelbench.cellspec import CellSpec
 from accelbench.generation.base import GenerationContext, Generator
 from accelbench.generation.models import LlmModel, missing_packages
@@ -93,6 +94,7 @@ def _measure(tmp_path: Path, stack_ref: str, name: str) -> dict[str, Any]:
         run_dir=str(tmp_path),
         cache_dir=str(tmp_path / "cache"),
         result_path=str(cell_dir / "outcome.json"),
+        settings=TokensSettings(),
     )
     return measure(spec).to_dict()
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from accelbench.cellspec import CellSpec
 from accelbench.endpoint.facts import endpoint_facts, facts_of
+from accelbench.endpoint.settings import EndpointSettings
 from accelbench.results import Cell
 
 NOTE = "planted-endpoint-import.json"
@@ -32,6 +33,7 @@ def _spec(tmp_path: Path, stack_ref: str) -> CellSpec:
         run_dir=str(tmp_path),
         cache_dir=str(tmp_path),
         result_path=str(tmp_path / "outcome.json"),
+        settings=EndpointSettings(),
     )
 
 

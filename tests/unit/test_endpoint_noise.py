@@ -8,11 +8,11 @@ from typing import Any
 
 from accelbench.cellspec import CellSpec
 from accelbench.endpoint.accuracy import Accuracy
-from accelbench.endpoint.cell import Settings
 from accelbench.endpoint.facts import EndpointFacts
 from accelbench.endpoint.figures import Bounds, point
 from accelbench.endpoint.outcome import Found, outcome
 from accelbench.endpoint.records import RequestRecord
+from accelbench.endpoint.settings import EndpointSettings
 from accelbench.generation.models import LlmModel
 from accelbench.results import Cell, NoiseProbe
 
@@ -36,17 +36,32 @@ def _probe(other_cores: float, reason: str) -> NoiseProbe:
 
 def _outcome(tmp_path: Path, probe: NoiseProbe | None) -> dict[str, Any]:
     cell = Cell("tiny-llama", "llm@url", "single-stream", "cpu", "standard", "canonical")
+    settings = EndpointSettings(
+        ladder=(2,), requests=4, max_tokens=8, api_key_env="KEY", serve_url="http://127.0.0.1:8000"
+    )
     spec = CellSpec(
-        "r1", cell, "w", "s", "d", "quick", 2, 0, 7, 0, str(tmp_path / "cell"), str(tmp_path), str(tmp_path),
-        str(tmp_path / "outcome.json"), serve_url="http://127.0.0.1:8000",
-    )  # fmt: skip
+        run_id="r1",
+        cell=cell,
+        workload_ref="w",
+        stack_ref="s",
+        driver_ref="d",
+        rules="quick",
+        threads=2,
+        seed=0,
+        input_seed=7,
+        samples=0,
+        cell_dir=str(tmp_path / "cell"),
+        run_dir=str(tmp_path),
+        cache_dir=str(tmp_path),
+        result_path=str(tmp_path / "outcome.json"),
+        settings=settings,
+    )
     model = LlmModel("tiny-llama", tmp_path, 2, 100, 1000, "tiny", 0.0)
-    settings = Settings((2,), 4, 8, "chat", "KEY", (8, 48))
     records = [_record(i) for i in range(4)]
     accuracy = Accuracy(1.0, (1.0,) * 4, (2,), True)
     found = Found((point(2, records, LIMITS),), records, [], "", 1.0, accuracy, probe)
     stack = EndpointFacts(name="llm@url", server="url", precision="server's", unavailable_reason=None)
-    return outcome(spec, stack, model, settings, found, LIMITS).to_dict()
+    return outcome(spec, stack, model, settings, (8, 48), found, LIMITS).to_dict()
 
 
 def test_a_disturbed_curve_is_unstable_with_the_guards_evidence(tmp_path: Path) -> None:

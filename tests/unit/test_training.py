@@ -20,6 +20,7 @@ from accelbench.sections import TrainingFigures
 from accelbench.training import data, mllog, precision, rules, summary
 from accelbench.training.loop import STACKS, Group, RunRecord, Trainer
 from accelbench.training.measure import measure
+from accelbench.training.settings import TrainingSettings
 from accelbench.training.workloads import DigitsResNet, Recipe, TopicsMiniLM
 
 
@@ -216,7 +217,7 @@ def _spec(tmp_path: Path, run_rules: str) -> CellSpec:
         input_seed=1,
         samples=16,
         result_path=str(tmp_path / "cell" / "outcome.json"),
-        runs=1,
+        settings=TrainingSettings(runs=1),
         **{name: str(path) for name, path in folders.items()},
     )
 

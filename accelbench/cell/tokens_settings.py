@@ -1,0 +1,30 @@
+"""The ``tokens`` driver's settings (``accelbench.cell.generation``): it reads no knob of its own."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from accelbench.config import RunConfig
+
+
+@dataclass(frozen=True, slots=True)
+class TokensSettings:
+    """A decode cell's settings: none beyond the spec's common head (``accelbench.settings``)."""
+
+    driver: ClassVar[str] = "tokens"
+
+    @classmethod
+    def from_config(cls, config: RunConfig) -> TokensSettings:
+        """The settings the run ``config`` asks for (none)."""
+        return cls()
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TokensSettings:
+        """Inverse of ``to_dict``."""
+        return cls(**data)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able form (empty)."""
+        return {}
