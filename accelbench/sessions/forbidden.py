@@ -15,8 +15,8 @@ after the other in an order drawn per pair (an order effect of the machine falls
   session id, the history otherwise the same. An honest server cannot reuse past the system prompt; a
   cache blind to the salt (reuse across sessions or passes) answers from the source session's entries.
 - the control of either: the history as a fresh session with a new salt and the words of every user
-  and tool message shuffled (the first word kept: the same token count under a byte-level BPE that
-  splits on spaces; the client's count is stored with each record and the gap in the evidence).
+  and tool message shuffled (the first word kept), redrawn until the client's token count is the
+  source's (it is stored with each record, and the largest gap in the evidence).
 
 A kind fails like the served repeat audit (``accelbench.endpoint.repeat``): the probes' median TTFT
 below ``FAST_RATIO`` of the controls' AND the probe the faster in ``FASTER_SHARE`` of the pairs (one
@@ -101,7 +101,9 @@ def forms(
         new = matched_salt(history, salt, count, base)
         probe = Form(COPIED, new, new[:16], resalted(history, salt, new))
     new = matched_salt(history, salt, count, base)
-    control = Form(audit.kind + CONTROL, new, new[:16], shuffled(resalted(history, salt, new)))
+    control = Form(
+        audit.kind + CONTROL, new, new[:16], matched_shuffle(resalted(history, salt, new), count, base)
+    )
     return [control, probe] if audit.control_first else [probe, control]
 
 
@@ -136,6 +138,18 @@ def altered(
         if count(out) == tokens:
             break
     return tuple(out)
+
+
+def matched_shuffle(
+    history: Messages, count: Callable[[Messages], int], tokens: int
+) -> tuple[Mapping[str, str], ...]:
+    """``shuffled(history)`` that counts ``tokens`` (a word moved next to punctuation can merge or
+    split a token), the last drawn when none does in ``SALT_TRIES``."""
+    for _ in range(SALT_TRIES):
+        out = shuffled(history)
+        if count(out) == tokens:
+            break
+    return out
 
 
 def shuffled(history: Messages) -> tuple[Mapping[str, str], ...]:
