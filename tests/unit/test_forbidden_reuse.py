@@ -103,7 +103,7 @@ def ladder_records(mode: str) -> list[TurnRecord]:
     """The session ladder with the audits slipped in, against a planted server of ``mode``."""
     planned = forbidden.plan(LADDER, SHAPE.turns, SHAPE.delay_s)
     records: list[TurnRecord] = []
-    with session_stub(mode) as url:
+    with session_stub(mode, base_s=0.05) as url:
         target = Target(url, "stub", timeout_s=30.0)
         for load in LADDER:
             sessions = make_sessions(9, f"load-{load}", load, SHAPE)
@@ -127,7 +127,16 @@ def test_planted_servers_are_caught_and_the_honest_cache_passes(mode: str, caugh
         assert v.evidence["pairs"] == forbidden.PAIRS and v.evidence["token_gap"] == 0, v.reason
         assert v.outcome == (FAIL if name in caught else PASS), v.reason
         if name in caught:  # at once, with the source turn's reply
-            assert float(v.evidence["ratio"]) < 0.1 and v.evidence["source_replies"] == forbidden.PAIRS
+            assert float(v.evidence["ratio"]) < 0.3 and v.evidence["source_replies"] == forbidden.PAIRS
         else:
-            assert float(v.evidence["ratio"]) > 0.6
+            assert float(v.evidence["ratio"]) > forbidden.FAST_RATIO
     assert found["session_salts"].outcome == PASS
+
+
+def test_verify_judges_a_stored_entry_again_by_this_codes_rule() -> None:
+    from accelbench.bundle.rejudge import verdict
+
+    doctored = {"verdict": "pass", "reason": "", "pairs": 4, "ratio": 0.05, "faster_share": 1.0, "bar": 0.01}
+    assert verdict("copied_session", doctored).outcome == FAIL
+    assert verdict("altered_history", {**doctored, "ratio": 0.9}).outcome == PASS
+    assert verdict("altered_history", {"verdict": "pass", "reason": ""}).outcome == INCONCLUSIVE
