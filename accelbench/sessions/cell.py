@@ -30,6 +30,7 @@ from accelbench.cellspec import CellSpec
 from accelbench.endpoint.cell import DEFAULT_API_KEY_ENV, Settings, serving, token_counter
 from accelbench.endpoint.client import Target
 from accelbench.endpoint.facts import EndpointFacts, endpoint_facts
+from accelbench.endpoint.servers import prefix_cache
 from accelbench.errors import Unavailable
 from accelbench.generation.models import load_model
 from accelbench.outcome import Head, Outcome
@@ -182,4 +183,5 @@ def _settings(spec: CellSpec, stack: EndpointFacts, settings: SessionSettings) -
         "max_tokens": settings.max_tokens,
         "api_key_env": settings.api_key_env,
         "serve_url": spec.serve_url if stack.server == "url" else None,
+        "prefix_cache": prefix_cache(stack.server),
     }

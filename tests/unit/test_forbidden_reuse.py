@@ -140,3 +140,16 @@ def test_verify_judges_a_stored_entry_again_by_this_codes_rule() -> None:
     assert verdict("copied_session", doctored).outcome == FAIL
     assert verdict("altered_history", {**doctored, "ratio": 0.9}).outcome == PASS
     assert verdict("altered_history", {"verdict": "pass", "reason": ""}).outcome == INCONCLUSIVE
+
+
+def test_the_servers_cache_is_a_label_and_compare_names_a_difference() -> None:
+    from accelbench.bundle.compare import _cache_difference
+    from accelbench.endpoint.servers import prefix_cache
+
+    on, off = prefix_cache("transformers-cb"), prefix_cache("transformers")
+    assert on.startswith("on:") and off.startswith("off:") and prefix_cache("url").startswith("undeclared")
+    assert prefix_cache("vllm") == "undeclared"
+    cell_on, cell_off = {"settings": {"prefix_cache": on}}, {"settings": {"prefix_cache": off}}
+    assert _cache_difference(cell_on, cell_off) == (f"server prefix cache {on} vs {off}",)
+    assert _cache_difference(cell_on, {"settings": {}}) == (f"server prefix cache {on} vs not recorded",)
+    assert _cache_difference(cell_on, cell_on) == ()
