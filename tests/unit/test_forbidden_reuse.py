@@ -90,7 +90,8 @@ def test_the_plan_draws_distinct_source_turns_after_the_first() -> None:
         (4, 0.1, 1.0, FAIL),
         (4, 0.6, 1.0, PASS),
         (4, 0.1, 0.75, PASS),
-        (4, 0.5, 0.8, PASS),
+        (6, 0.25, 0.83, PASS),
+        (6, 0.24, 0.83, FAIL),
     ],
 )
 def test_the_rule_needs_both_a_low_ratio_and_a_high_share(
