@@ -86,13 +86,18 @@ async def _load(
             await asyncio.sleep(audit.delay_s)
             source = sessions[audit.session]
             kind = source.turns[audit.turn].kind
-            for form in forms(audit, source.salt, history, count_context, session_id(source)):
-                prompt = Prompt(form.salt, form.messages, "", form.session_id)
-                slot = Slot(
-                    len(sessions), _index(source, audit.turn), form.role, time.perf_counter() - clock0
+            pair_forms = forms(audit, source.salt, history, count_context, session_id(source))
+            contexts = [count_context(form.messages) for form in pair_forms]
+            due_s = time.perf_counter() - clock0
+            slots = [Slot(len(sessions), _index(source, audit.turn), f.role, due_s) for f in pair_forms]
+            prompts = [Prompt(f.salt, f.messages, "", f.session_id) for f in pair_forms]
+            both = await asyncio.gather(  # at once, the first form the first to reach the server
+                *(
+                    send(client, target, p, max_tokens, s, count_tokens, clock0)
+                    for p, s in zip(prompts, slots, strict=True)
                 )
-                sent = await send(client, target, prompt, max_tokens, slot, count_tokens, clock0)
-                context = count_context(form.messages)
+            )
+            for sent, context in zip(both, contexts, strict=True):
                 records.append(TurnRecord(audit.session, audit.turn, kind, 0.0, context, sent))
 
         await asyncio.gather(*(one(s) for s in sessions), *(pair(a) for a in audits))

@@ -3,8 +3,12 @@ server must answer cold, timed against a cold control of the same token count.
 
 Two kinds, ``PAIRS`` pairs each, at places drawn with ``secrets`` over every load point's turns after
 the first of their session (the source turn); each pair is sent from its own task once the source turn
-has been answered, after a think delay drawn from the workload's range, the probe and its control one
-after the other in an order drawn per pair (an order effect of the machine falls on both alike):
+has been answered, after a think delay drawn from the workload's range: the probe and its control *at
+once* (both in flight together, so a batching server prefills them in the same step and the load
+around them is the same for both), the one that reaches the server first drawn per pair, as many
+controls first as probes first over a kind's pairs (sent one after the other, the second of a pair was
+up to 10x faster as the load drained, and a coin per pair put the probe second in 5 of 6 pairs of an
+honest run):
 - ``altered``: the source turn's history, in its own session (its salt, its ``X-Session-ID``: an agent
   resending an edited history), with one word of the first user message (the first after the salt, so
   the change sits before any cache page a server could have kept) replaced by another word of the same
@@ -83,9 +87,11 @@ def plan(ladder: Sequence[int], turns: int, delay_s: tuple[float, float]) -> dic
     slots = [(load, s, t) for load in ladder for s in range(load) for t in range(1, turns)]
     planned: dict[int, list[Audit]] = {load: [] for load in ladder}
     for kind in KINDS:
-        for load, s, t in draw.sample(slots, min(PAIRS, len(slots))):
-            audit = Audit(kind, s, t, draw.uniform(*delay_s), secrets.randbelow(2) == 1)
-            planned[load].append(audit)
+        chosen = draw.sample(slots, min(PAIRS, len(slots)))
+        firsts = [i % 2 == 1 for i in range(len(chosen))]  # as many controls first as probes first
+        draw.shuffle(firsts)
+        for (load, s, t), control_first in zip(chosen, firsts, strict=True):
+            planned[load].append(Audit(kind, s, t, draw.uniform(*delay_s), control_first))
     return planned
 
 

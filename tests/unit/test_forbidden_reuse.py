@@ -69,6 +69,8 @@ def test_the_plan_draws_distinct_source_turns_after_the_first() -> None:
     for kind in (ALTERED, COPIED):
         mine = [(load, a.session, a.turn) for load, a in pairs if a.kind == kind]
         assert len(set(mine)) == len(mine) == forbidden.PAIRS
+        firsts = [a.control_first for _, a in pairs if a.kind == kind]
+        assert sum(firsts) == forbidden.PAIRS // 2  # balanced: an order effect cannot pick the probes
     assert all(a.session < load and 1 <= a.turn < 3 and 0 <= a.delay_s <= 0.5 for load, a in pairs)
     draws = {
         tuple(sorted((load, a.session, a.turn) for load, a in pairs))
