@@ -116,7 +116,7 @@ class RunConfig:
     """``--sessions``: the endpoint cells measure agentic multi-turn sessions instead of the curve, this
     many at once per load point (``accelbench.sessions``); empty: the curve."""
     session_turns: int = 0
-    """``--session-turns``: turns per session of the synthetic agentic workload (0: 4)."""
+    """``--session-turns``: turns per session of the synthetic agentic workload (0: 3)."""
     serve_cluster: str | None = None
     """``--serve-cluster``: the Ray cluster (``HOST:PORT`` of its head, or ``auto``) where the Ray Serve
     stacks deploy their model instead of a Ray of their own (docs/serving.md)."""

@@ -84,7 +84,7 @@ def _pairing(key: str, a: Side, b: Side, chips: ChipTable, include_unverified: b
     doc_a, doc_b = a.docs[key], b.docs[key]
     claims_a, claims_b = stored(doc_a, f"{a.label} {key}"), stored(doc_b, f"{b.label} {key}")
     heads = (headline(claims_a), headline(claims_b))
-    differ = _differences(claims_a, claims_b)
+    differ = _differences(claims_a, claims_b) + _cache_difference(doc_a, doc_b)
     base = Pairing(key, claims_a.status, claims_b.status, *heads, None, differences=differ)
     if claims_a.effective_precision != claims_b.effective_precision:
         why = f"precision classes differ: {claims_a.effective_precision} vs {claims_b.effective_precision}"
@@ -122,6 +122,15 @@ def _differences(a: Stored, b: Stored) -> tuple[str, ...]:
         if left != right:
             found.append(f"{name} {left} vs {right}")
     return tuple(found)
+
+
+def _cache_difference(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[str, ...]:
+    """The servers' prefix caches when the two cells' differ (a served cell's ``settings.prefix_cache``):
+    a cache-on figure is never set beside a cache-off one unlabelled."""
+    left, right = ((d.get("settings") or {}).get("prefix_cache") for d in (a, b))
+    if left == right:
+        return ()
+    return (f"server prefix cache {left or 'not recorded'} vs {right or 'not recorded'}",)
 
 
 def _bundle_side(path: Path) -> Side:

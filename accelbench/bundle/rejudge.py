@@ -37,6 +37,8 @@ def verdict(
         "caching": _caching,
         "precision": _precision,
         "off_calls": _off_calls,
+        "altered_history": _forbidden_reuse,
+        "copied_session": _forbidden_reuse,
     }
     if name == "repeat" and served:
         outcome = _served_repeat(entry)
@@ -131,6 +133,17 @@ def _served_repeat(entry: Mapping[str, Any]) -> str:
         return INCONCLUSIVE
     # a missing ratio or share is judged as the worst case (nothing vouches for it)
     return served_repeat.outcome(int(pairs), _or_zero(ratio), 1.0 if math.isnan(share) else share)
+
+
+def _forbidden_reuse(entry: Mapping[str, Any]) -> str:
+    """A sessions cell's forbidden-reuse audits (``accelbench.sessions.forbidden``): the served repeat's
+    rule shape, a missing ratio or share judged as the worst case."""
+    from accelbench.sessions import forbidden
+
+    pairs, ratio, share = _number(entry, "pairs"), _number(entry, "ratio"), _number(entry, "faster_share")
+    if math.isnan(pairs):
+        return INCONCLUSIVE
+    return forbidden.outcome(int(pairs), _or_zero(ratio), 1.0 if math.isnan(share) else share)
 
 
 def _caching(entry: Mapping[str, Any]) -> str:

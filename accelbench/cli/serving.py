@@ -46,7 +46,7 @@ SessionsOption = Annotated[
     ),
 ]
 SessionTurnsOption = Annotated[
-    int | None, typer.Option("--session-turns", help="Served LLMs with --sessions: turns per session (4).")
+    int | None, typer.Option("--session-turns", help="Served LLMs with --sessions: turns per session (3).")
 ]
 OutputTokensOption = Annotated[
     int | None, typer.Option("--output-tokens", help="Served LLMs: tokens per reply (default 128).")

@@ -50,6 +50,9 @@ class EndpointServer(ABC):
     """A server accelbench starts and stops around an endpoint cell."""
 
     name: ClassVar[str]
+    prefix_cache: ClassVar[str] = "undeclared"
+    """The server's KV reuse between requests as accelbench starts it (stored with every sessions
+    figure: a cache-on figure is never shown unlabelled)."""
 
     @abstractmethod
     def unavailable_reason(self) -> str | None:
@@ -68,6 +71,13 @@ class EndpointServer(ABC):
         return {}
 
 
+def prefix_cache(server: str) -> str:
+    """The cache label of a server kind (``url``: the ``--serve-url`` server, whose settings are its own)."""
+    if server not in SERVERS:
+        return "undeclared (a server accelbench did not start)"
+    return get_server(server).prefix_cache
+
+
 def get_server(name: str) -> EndpointServer:
     """A fresh instance of the server ``name``; UserError for an unknown one."""
     if name not in SERVERS:
@@ -81,6 +91,7 @@ class TransformersServer(EndpointServer):
 
     name: ClassVar[str] = "transformers"
     continuous_batching: ClassVar[bool] = False
+    prefix_cache: ClassVar[str] = "off: no KV kept between requests"
 
     def __init__(self) -> None:
         self._process: Any = None
@@ -141,6 +152,7 @@ class TransformersCbServer(TransformersServer):
 
     name: ClassVar[str] = "transformers-cb"
     continuous_batching: ClassVar[bool] = True
+    prefix_cache: ClassVar[str] = "on: shared 256-token pages (the server's default)"
 
 
 class _GpuServer(EndpointServer):

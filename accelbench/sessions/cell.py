@@ -7,7 +7,9 @@
    makes the cell ``unavailable`` with the one-line reason.
 3. The ladder: for each load (``--sessions 1,2,4``) that many sessions at once, fresh from the synthetic
    generator (``accelbench.sessions.workload``, pass ``load-<n>``), each turn with the conversation so
-   far (``accelbench.sessions.driver``); the point's figures (``accelbench.sessions.figures``). A point
+   far (``accelbench.sessions.driver``), with the forbidden-reuse audits' pairs slipped in at places
+   drawn with ``secrets`` (``accelbench.sessions.forbidden``); the point's figures
+   (``accelbench.sessions.figures``, of the sessions' turns only). A point
    where every turn failed ends the ladder. Every turn is a line of ``turns.jsonl`` in the cell's folder,
    written point by point.
 4. The reuse probe (``accelbench.sessions.reuse``): drawn turns of the last load sent again alone, with
@@ -27,14 +29,15 @@ from accelbench.cellspec import CellSpec
 from accelbench.endpoint.cell import serving, token_counter
 from accelbench.endpoint.client import Target
 from accelbench.endpoint.facts import EndpointFacts, endpoint_facts
+from accelbench.endpoint.servers import prefix_cache
 from accelbench.endpoint.settings import EndpointSettings
 from accelbench.errors import Unavailable
 from accelbench.generation.models import load_model
 from accelbench.outcome import Head, Outcome
 from accelbench.registry import instantiate
 from accelbench.session_figures import ReuseFigures, SessionFigures, SessionPoint
-from accelbench.sessions import reuse
-from accelbench.sessions.driver import Counters, context_counter, run_load
+from accelbench.sessions import forbidden, reuse
+from accelbench.sessions.driver import TURN, Counters, context_counter, run_load
 from accelbench.sessions.figures import point
 from accelbench.sessions.outcome import UNAUDITED, SessionsBody, status_of
 from accelbench.sessions.records import TurnRecord
@@ -112,7 +115,7 @@ def reuse_probe(
     records, path = ladder_done
     last = settings.ladder[-1]
     sessions = make_sessions(input_seed, f"load-{last}", last, settings.shape)
-    mine = [r for r in records if r.request.concurrency == last]
+    mine = [r for r in records if r.request.concurrency == last and r.request.role == TURN]
     sent = reuse.probe(target, input_seed, sessions, mine, settings.max_tokens, counters)
     append_turns(path, sent)
     return reuse.figures(sent)
@@ -133,13 +136,15 @@ def run_ladder(
     """Every load point's figures, every turn, and why the ladder stopped early ("" if it did not)."""
     ladder: list[SessionPoint] = []
     records: list[TurnRecord] = []
+    planned = forbidden.plan(settings.ladder, settings.shape.turns, settings.shape.delay_s)
     for count in settings.ladder:
         sessions = make_sessions(input_seed, f"load-{count}", count, settings.shape)
-        done = run_load(target, sessions, settings.max_tokens, *counters)
+        done = run_load(target, sessions, settings.max_tokens, *counters, planned[count])
         append_turns(path, done)
         records += done
-        ladder.append(point(count, done))
-        if not any(r.request.ok for r in done):
+        turns = [r for r in done if r.request.role == TURN]
+        ladder.append(point(count, turns))
+        if not any(r.request.ok for r in turns):
             first = done[0].request
             return ladder, records, f"every turn failed at {count} sessions: {first.status}: {first.error}"
     return ladder, records, ""
@@ -163,4 +168,5 @@ def _settings(spec: CellSpec, stack: EndpointFacts, settings: SessionSettings) -
         "max_tokens": settings.max_tokens,
         "api_key_env": settings.api_key_env,
         "serve_url": settings.serve_url if stack.server == "url" else None,
+        "prefix_cache": prefix_cache(stack.server),
     }

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from accelbench.endpoint.client import Prompt, Slot, Target, send
+from accelbench.sessions.forbidden import Audit, forms
 from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.workload import SYSTEM_PROMPT, Session
 
@@ -34,42 +35,72 @@ def run_load(
     max_tokens: int,
     count_tokens: Callable[[str], int],
     count_context: Callable[[Messages], int],
+    audits: Sequence[Audit] = (),
 ) -> list[TurnRecord]:
-    """Run every session at once; the turn records ordered by session, then turn."""
-    records = asyncio.run(_load(target, sessions, max_tokens, count_tokens, count_context))
-    return sorted(records, key=lambda r: (r.session, r.turn))
+    """Run every session at once, with the forbidden-reuse ``audits`` slipped in
+    (``accelbench.sessions.forbidden``); the records ordered by session, then turn (a pair after the
+    turn it copies)."""
+    records = asyncio.run(_load(target, sessions, max_tokens, (count_tokens, count_context), audits))
+    return sorted(records, key=lambda r: (r.session, r.turn, r.request.role != TURN))
 
 
 async def _load(
-    target: Target,
-    sessions: Sequence[Session],
-    max_tokens: int,
-    count_tokens: Callable[[str], int],
-    count_context: Callable[[Messages], int],
+    target: Target, sessions: Sequence[Session], max_tokens: int, counters: Counters, audits: Sequence[Audit]
 ) -> list[TurnRecord]:
     import aiohttp
 
+    count_tokens, count_context = counters
     clock0 = time.perf_counter()
     records: list[TurnRecord] = []
+    answered = {(s.number, t): asyncio.Event() for s in sessions for t in range(len(s.turns))}
+    sent_history: dict[tuple[int, int], tuple[dict[str, str], ...]] = {}
     connector = aiohttp.TCPConnector(force_close=True, limit=0)
     timeout = aiohttp.ClientTimeout(total=target.timeout_s)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
 
         async def one(session: Session) -> None:
             messages: list[dict[str, str]] = [{"role": "system", "content": SYSTEM_PROMPT}]
-            for number, turn in enumerate(session.turns):
-                await asyncio.sleep(turn.delay_s)
-                messages.append({"role": "user", "content": turn.content})
-                prompt = Prompt(session.salt, tuple(dict(m) for m in messages), "", session_id(session))
-                slot = Slot(len(sessions), _index(session, number), TURN, time.perf_counter() - clock0)
-                sent = await send(client, target, prompt, max_tokens, slot, count_tokens, clock0)
-                context = count_context(messages)
-                records.append(TurnRecord(session.number, number, turn.kind, turn.delay_s, context, sent))
-                if not sent.ok:
-                    return
-                messages.append({"role": "assistant", "content": sent.text})
+            try:
+                for number, turn in enumerate(session.turns):
+                    await asyncio.sleep(turn.delay_s)
+                    messages.append({"role": "user", "content": turn.content})
+                    prompt = Prompt(session.salt, tuple(dict(m) for m in messages), "", session_id(session))
+                    slot = Slot(len(sessions), _index(session, number), TURN, time.perf_counter() - clock0)
+                    sent = await send(client, target, prompt, max_tokens, slot, count_tokens, clock0)
+                    context = count_context(messages)
+                    records.append(TurnRecord(session.number, number, turn.kind, turn.delay_s, context, sent))
+                    if not sent.ok:
+                        return
+                    sent_history[session.number, number] = tuple(dict(m) for m in messages)
+                    answered[session.number, number].set()
+                    messages.append({"role": "assistant", "content": sent.text})
+            finally:  # a session that ended early frees the pairs waiting on its turns
+                for t in range(len(session.turns)):
+                    answered[session.number, t].set()
 
-        await asyncio.gather(*(one(s) for s in sessions))
+        async def pair(audit: Audit) -> None:
+            await answered[audit.session, audit.turn].wait()
+            history = sent_history.get((audit.session, audit.turn))
+            if history is None:  # the source turn failed: nothing to copy
+                return
+            await asyncio.sleep(audit.delay_s)
+            source = sessions[audit.session]
+            kind = source.turns[audit.turn].kind
+            pair_forms = forms(audit, source.salt, history, count_context, session_id(source))
+            contexts = [count_context(form.messages) for form in pair_forms]
+            due_s = time.perf_counter() - clock0
+            slots = [Slot(len(sessions), _index(source, audit.turn), f.role, due_s) for f in pair_forms]
+            prompts = [Prompt(f.salt, f.messages, "", f.session_id) for f in pair_forms]
+            both = await asyncio.gather(  # at once, the first form the first to reach the server
+                *(
+                    send(client, target, p, max_tokens, s, count_tokens, clock0)
+                    for p, s in zip(prompts, slots, strict=True)
+                )
+            )
+            for sent, context in zip(both, contexts, strict=True):
+                records.append(TurnRecord(audit.session, audit.turn, kind, 0.0, context, sent))
+
+        await asyncio.gather(*(one(s) for s in sessions), *(pair(a) for a in audits))
     return records
 
 

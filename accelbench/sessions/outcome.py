@@ -3,9 +3,11 @@
 
 Audits today: ``session_salts`` (every session of the cell had a salt of its own, so nothing beyond the
 declared shared prefix could be served from another session's cache) and the endpoint's ``token_count``
-(the server's ``usage`` against the client's count, replies padded past ``max_tokens``). The audits of
-forbidden reuse (a turn with a one-token-altered history, a fresh session slipped into the load) and the
-inline accuracy check are not built yet: every result says so in a warning (``UNAUDITED``).
+(the server's ``usage`` against the client's count, replies padded past ``max_tokens``), and the audits
+of forbidden reuse, ``altered_history`` and ``copied_session`` (``accelbench.sessions.forbidden``: a
+turn with a one-word-altered history and a fresh session copying another's, slipped into the load, each
+timed against a cold control; a failure disqualifies). The inline accuracy check is not built yet:
+every result says so in a warning (``UNAUDITED``).
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ from accelbench.audits.verdict import FAIL, PASS, Verdict
 from accelbench.endpoint.audits import token_count
 from accelbench.sections import AuditSection
 from accelbench.session_figures import SessionFigures, SessionPoint
+from accelbench.sessions import forbidden
+from accelbench.sessions.driver import TURN
 from accelbench.sessions.records import TurnRecord
 
 UNAUDITED = (
-    "sessions: no audit of forbidden KV reuse (across sessions or passes, replies replayed) and no "
-    "accuracy check yet (issue 44 scope 4): the figures are the server's word"
+    "sessions: no inline accuracy check of the replies yet (issue 44 scope 4): the replies' quality is "
+    "the server's word"
 )
 
 
@@ -64,7 +68,10 @@ def invalid_reasons(ladder: Sequence[SessionPoint], records: Sequence[TurnRecord
     """A load point with failed turns (with the first error) or a ladder cut short makes the cell invalid."""
     reasons = []
     for point in ladder:
-        failed = [r.request for r in records if r.request.concurrency == point.sessions and not r.request.ok]
+        mine = [
+            r.request for r in records if r.request.concurrency == point.sessions and r.request.role == TURN
+        ]
+        failed = [r for r in mine if not r.ok]
         if failed:
             reasons.append(
                 f"{point.sessions} sessions: {len(failed)} of {point.turns} turns failed "
@@ -74,8 +81,11 @@ def invalid_reasons(ladder: Sequence[SessionPoint], records: Sequence[TurnRecord
 
 
 def verdicts(records: Sequence[TurnRecord], max_tokens: int) -> tuple[Verdict, ...]:
-    """The audits of the cell's turns."""
-    return session_salts(records), token_count([r.request for r in records], max_tokens)
+    """The audits of the cell's turns: the salts of the sessions' own turns, the token counts of every
+    request, and the forbidden-reuse pairs (``accelbench.sessions.forbidden``)."""
+    turns = [r for r in records if r.request.role == TURN]
+    found = session_salts(turns), token_count([r.request for r in records], max_tokens)
+    return found + forbidden.verdicts(records)
 
 
 def status_of(

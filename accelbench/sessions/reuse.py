@@ -25,7 +25,7 @@ from accelbench.cell.seeds import sub_seed
 from accelbench.endpoint.client import Target
 from accelbench.endpoint.figures import ttft_s
 from accelbench.session_figures import ReuseFigures
-from accelbench.sessions.driver import Counters, send_turns
+from accelbench.sessions.driver import TURN, Counters, send_turns
 from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.workload import Session, Turn, session_salt
 
@@ -36,7 +36,7 @@ COLD = "cold"
 
 def drawn(records: Sequence[TurnRecord], input_seed: int, pairs: int = PAIRS) -> list[TurnRecord]:
     """Up to ``pairs`` ok turns after the first of their session, drawn from the secret seed."""
-    later = [r for r in records if r.turn > 0 and r.request.ok]
+    later = [r for r in records if r.turn > 0 and r.request.ok and r.request.role == TURN]
     rng = np.random.default_rng(sub_seed(input_seed, "reuse-draw"))
     order = rng.permutation(len(later))[:pairs]
     return [later[int(i)] for i in sorted(order)]

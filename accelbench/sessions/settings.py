@@ -12,8 +12,8 @@ from accelbench.endpoint.settings import DEFAULT_API_KEY_ENV
 if TYPE_CHECKING:
     from accelbench.sessions.workload import Shape
 
-DEFAULT_TURNS = 4
-DEFAULT_OUTPUT_TOKENS = 32
+DEFAULT_TURNS = 3
+DEFAULT_OUTPUT_TOKENS = 16
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,14 +46,14 @@ SYSTEM_PROMPT = (
 class Shape:
     """The drawn sizes of the synthetic sessions (words are about a token or more each)."""
 
-    turns: int = 4
-    user_words: tuple[int, int] = (8, 32)
+    turns: int = 3
+    user_words: tuple[int, int] = (6, 20)
     """A user message's words, drawn log-uniform in this range."""
-    tool_words: tuple[int, int] = (24, 160)
+    tool_words: tuple[int, int] = (16, 64)
     """A tool result's words, drawn log-uniform in this range."""
     tool_share: float = 0.5
     """The chance that a turn after the first is a tool result."""
-    delay_s: tuple[float, float] = (0.0, 0.5)
+    delay_s: tuple[float, float] = (0.0, 0.2)
     """A turn's think delay before it is sent, uniform in this range (the first turn: none)."""
 
 

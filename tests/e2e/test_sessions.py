@@ -13,6 +13,7 @@ import pytest
 
 from accelbench.endpoint.servers import TransformersCbServer
 from accelbench.generation.models import load_model, missing_packages
+from accelbench.sessions import forbidden
 from accelbench.sessions.driver import context_counter
 from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.workload import SYSTEM_PROMPT, Shape, make_sessions
@@ -51,6 +52,11 @@ def test_the_ladder_has_a_point_per_load_with_every_figure(ran: tuple[Path, dict
             tokens / sum(r.end_s - r.issue_s for r in mine)
         )
     assert result["audit"]["session_salts"]["verdict"] == "pass"
+    for name, kind in (("altered_history", "altered"), ("copied_session", "copied")):  # scope 4's audits
+        audit = result["audit"][name]
+        assert audit["verdict"] == "pass" and audit["pairs"] == forbidden.PAIRS, audit
+        roles = [r.request.role for r in records]
+        assert roles.count(kind) == roles.count(kind + "-control") == forbidden.PAIRS
     reuse = result["generation"]["reuse"]  # the probe: drawn turns of the last load sent warm and cold
     assert reuse["pairs"] == 3 and reuse["warm_ttft_p50_s"] > 0 and reuse["cold_ttft_p50_s"] > 0
     probes = [r for r in records if r.request.role in ("warm", "cold")]
@@ -93,6 +99,8 @@ def test_show_draws_the_session_tables(ran: tuple[Path, dict[str, Any], Any]) ->
     shown = accelbench("show", result["run_id"], "--store", str(store))
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert "Agentic sessions (multi-turn" in shown.stdout and "Agentic sessions by turn" in shown.stdout
+    assert result["settings"]["prefix_cache"].startswith("on: shared 256-token pages")  # the cache's label
+    assert "server prefix cache: on:" in " ".join(shown.stdout.split())
 
 
 def test_a_bad_sessions_list_is_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -1,0 +1,221 @@
+"""The audits of forbidden KV reuse (issue 44 scope 4): turns slipped into the load that an honest
+server must answer cold, timed against a cold control of the same token count.
+
+Two kinds, ``PAIRS`` pairs each, at places drawn with ``secrets`` over every load point's turns after
+the first of their session (the source turn); each pair is sent from its own task once the source turn
+has been answered, after a think delay drawn from the workload's range: the probe and its control *at
+once* (both in flight together, so a batching server prefills them in the same step and the load
+around them is the same for both), the one that reaches the server first drawn per pair, as many
+controls first as probes first over a kind's pairs (sent one after the other, the second of a pair was
+up to 10x faster as the load drained, and a coin per pair put the probe second in 5 of 6 pairs of an
+honest run):
+- ``altered``: the source turn's history, in its own session (its salt, its ``X-Session-ID``: an agent
+  resending an edited history), with one word of the first user message (the first after the salt, so
+  the change sits before any cache page a server could have kept) replaced by another word of the same
+  token count. An honest server, prefix cache included, reuses at most the system prompt and the salt
+  and computes the rest; a server that replays the stored reply of a history that changed by one
+  token answers at once.
+- ``copied``: the source turn's history as a fresh session: a new salt of the same token count, a new
+  session id, the history otherwise the same. An honest server cannot reuse past the system prompt; a
+  cache blind to the salt (reuse across sessions or passes) answers from the source session's entries.
+- the control of either: the history as a fresh session with a new salt and the words of every user
+  and tool message shuffled (the first word kept), redrawn until the client's token count is the
+  source's (it is stored with each record, and the largest gap in the evidence).
+
+A kind fails like the served repeat audit (``accelbench.endpoint.repeat``): the probes' median TTFT
+below ``FAST_RATIO`` of the controls' AND the probe the faster in ``FASTER_SHARE`` of the pairs (one
+slow outlier cannot fail an honest server); fewer than 3 answered pairs is inconclusive. Replies equal
+to the source turn's are counted as evidence, not judged: a greedy model may answer a one-word change
+or a new salt with the same words.
+
+What a server can see: a probe is a request of a known session with its history edited, or a
+session's only request; the controls share the second shape, so a server cannot tell a copied probe
+from its control; the count of audits per point is drawn, not fixed.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import secrets
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS, Verdict
+from accelbench.endpoint.figures import ttft_s
+from accelbench.sessions.records import TurnRecord
+
+ALTERED = "altered"
+COPIED = "copied"
+KINDS = (ALTERED, COPIED)
+CONTROL = "-control"
+PAIRS = 6
+FAST_RATIO = 0.25
+FASTER_SHARE = 0.8
+SALT_TRIES = 64
+VERDICT_NAMES = {ALTERED: "altered_history", COPIED: "copied_session"}
+
+Messages = Sequence[Mapping[str, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Audit:
+    """One pair slipped into a load point: its kind, its source turn, when and in which order."""
+
+    kind: str
+    session: int
+    turn: int
+    delay_s: float
+    control_first: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Form:
+    """One request of a pair: its role, salt, session id and conversation."""
+
+    role: str
+    salt: str
+    session_id: str
+    messages: tuple[Mapping[str, str], ...]
+
+
+def plan(ladder: Sequence[int], turns: int, delay_s: tuple[float, float]) -> dict[int, list[Audit]]:
+    """The pairs of each load point: ``PAIRS`` of each kind at distinct source turns drawn with
+    ``secrets`` over every point's turns after the first (fewer when there are fewer such turns)."""
+    draw = random.SystemRandom()
+    slots = [(load, s, t) for load in ladder for s in range(load) for t in range(1, turns)]
+    planned: dict[int, list[Audit]] = {load: [] for load in ladder}
+    for kind in KINDS:
+        chosen = draw.sample(slots, min(PAIRS, len(slots)))
+        firsts = [i % 2 == 1 for i in range(len(chosen))]  # as many controls first as probes first
+        draw.shuffle(firsts)
+        for (load, s, t), control_first in zip(chosen, firsts, strict=True):
+            planned[load].append(Audit(kind, s, t, draw.uniform(*delay_s), control_first))
+    return planned
+
+
+def forms(
+    audit: Audit, salt: str, history: Messages, count: Callable[[Messages], int], session_id: str
+) -> list[Form]:
+    """The probe and the control of ``audit`` in their sending order (``history``: the source turn's
+    conversation as sent, ``salt`` and ``session_id`` its session's)."""
+    base = count(history)
+    if audit.kind == ALTERED:
+        probe = Form(ALTERED, salt, session_id, altered(history, salt, count, base))
+    else:
+        new = matched_salt(history, salt, count, base)
+        probe = Form(COPIED, new, new[:16], resalted(history, salt, new))
+    new = matched_salt(history, salt, count, base)
+    control = Form(
+        audit.kind + CONTROL, new, new[:16], matched_shuffle(resalted(history, salt, new), count, base)
+    )
+    return [control, probe] if audit.control_first else [probe, control]
+
+
+def resalted(history: Messages, salt: str, new: str) -> tuple[Mapping[str, str], ...]:
+    """``history`` with the session's salt replaced by ``new`` (once: in the first user message)."""
+    return tuple({**m, "content": m["content"].replace(salt, new)} for m in history)
+
+
+def matched_salt(history: Messages, salt: str, count: Callable[[Messages], int], tokens: int) -> str:
+    """A new salt (``secrets``) whose history counts ``tokens``, the last drawn when none does."""
+    new = secrets.token_hex(16)
+    for _ in range(SALT_TRIES):
+        if count(resalted(history, salt, new)) == tokens:
+            return new
+        new = secrets.token_hex(16)
+    return new
+
+
+def altered(
+    history: Messages, salt: str, count: Callable[[Messages], int], tokens: int
+) -> tuple[Mapping[str, str], ...]:
+    """``history`` with the first word after the salt replaced by another word of the conversation's
+    user messages, the first that keeps the token count (any other word when none does)."""
+    first = next(i for i, m in enumerate(history) if salt in m["content"])
+    head, _, rest = history[first]["content"].partition("] ")
+    words = rest.split(" ")
+    pool = [w for m in history if m["role"] == "user" for w in m["content"].split(" ") if w != words[0]]
+    pool = [w for w in dict.fromkeys(pool) if re.fullmatch(r"[A-Za-z]+", w)] or ["changed"]
+    out = list(history)
+    for word in pool:
+        out[first] = {**history[first], "content": f"{head}] {' '.join([word, *words[1:]])}"}
+        if count(out) == tokens:
+            break
+    return tuple(out)
+
+
+def matched_shuffle(
+    history: Messages, count: Callable[[Messages], int], tokens: int
+) -> tuple[Mapping[str, str], ...]:
+    """``shuffled(history)`` that counts ``tokens`` (a word moved next to punctuation can merge or
+    split a token), the last drawn when none does in ``SALT_TRIES``."""
+    for _ in range(SALT_TRIES):
+        out = shuffled(history)
+        if count(out) == tokens:
+            break
+    return out
+
+
+def shuffled(history: Messages) -> tuple[Mapping[str, str], ...]:
+    """``history`` with the words of every user and tool message after the first shuffled (``secrets``)."""
+    draw = random.SystemRandom()
+    out = []
+    for m in history:
+        if m["role"] == "user":
+            first, *rest = m["content"].split(" ")
+            draw.shuffle(rest)
+            m = {**m, "content": " ".join([first, *rest])}
+        out.append(m)
+    return tuple(out)
+
+
+def verdict(kind: str, records: Sequence[TurnRecord]) -> Verdict:
+    """The probes of ``kind`` against their controls (see the module text)."""
+    name = VERDICT_NAMES[kind]
+    pairs = _pairs(kind, records)
+    timed = [(ttft_s(p.request), ttft_s(c.request), p, c) for p, c in pairs if p.request.ok and c.request.ok]
+    both = [(a, b) for a, b, _, _ in timed if a is not None and b is not None]
+    if len(both) < 3:
+        return Verdict(name, INCONCLUSIVE, f"only {len(both)} {kind}/control pairs answered")
+    probe_s = statistics.median(a for a, _ in both)
+    control_s = statistics.median(b for _, b in both)
+    ratio = probe_s / control_s if control_s > 0 else 1.0
+    faster = sum(a < b for a, b in both) / len(both)
+    sources = {(r.request.concurrency, r.session, r.turn): r for r in records if r.request.role == "turn"}
+    replayed = sum(
+        p.request.text == s.request.text
+        for _, _, p, _ in timed
+        if (s := sources.get((p.request.concurrency, p.session, p.turn))) is not None
+    )
+    gap = max(abs(p.context_tokens - c.context_tokens) for _, _, p, c in timed)
+    judged = outcome(len(both), ratio, faster)
+    reason = (
+        f"{kind} turns' median TTFT {probe_s * 1e3:.1f} ms vs cold controls {control_s * 1e3:.1f} ms "
+        f"(x{ratio:.2f}, bar x{FAST_RATIO}); {kind} faster in {faster:.0%} of {len(both)} pairs; "
+        f"{replayed} replies equal to the source turn's"
+    )
+    evidence = {"ratio": round(ratio, 4), "faster_share": round(faster, 4), "pairs": len(both)}
+    evidence |= {"bar": FAST_RATIO, "source_replies": replayed, "token_gap": gap}
+    return Verdict(name, judged, reason, evidence)
+
+
+def outcome(pairs: int, ratio: float, faster_share: float) -> str:
+    """The rule, from its stored evidence: fewer than 3 pairs is inconclusive; probes under
+    ``FAST_RATIO`` of the controls' TTFT and the faster in ``FASTER_SHARE`` of the pairs fail."""
+    if pairs < 3:
+        return INCONCLUSIVE
+    return FAIL if ratio < FAST_RATIO and faster_share >= FASTER_SHARE else PASS
+
+
+def verdicts(records: Sequence[TurnRecord]) -> tuple[Verdict, ...]:
+    """Both kinds' verdicts."""
+    return tuple(verdict(kind, records) for kind in KINDS)
+
+
+def _pairs(kind: str, records: Sequence[TurnRecord]) -> list[tuple[TurnRecord, TurnRecord]]:
+    """(probe, control) of ``kind``, matched by load point and source turn."""
+    key = lambda r: (r.request.concurrency, r.session, r.turn)  # noqa: E731
+    controls = {key(r): r for r in records if r.request.role == kind + CONTROL}
+    return [(r, controls[key(r)]) for r in records if r.request.role == kind and key(r) in controls]

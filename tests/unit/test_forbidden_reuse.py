@@ -1,0 +1,158 @@
+"""The forbidden-reuse audits (issue 44 scopes 3-4): the pairs' forms keep the token count and change
+what they say they change; the rule on its evidence; and the real session driver against planted
+servers: an honest server with a prefix cache passes, a salt-blind reply cache and a replayer of stored
+replies are each caught by their audit."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS
+from accelbench.endpoint.client import Target
+from accelbench.sessions import forbidden
+from accelbench.sessions.driver import TURN, run_load
+from accelbench.sessions.forbidden import ALTERED, COPIED, Audit
+from accelbench.sessions.outcome import verdicts
+from accelbench.sessions.records import TurnRecord
+from accelbench.sessions.workload import SYSTEM_PROMPT, Shape, make_sessions
+from tests.unit.session_stub import HONEST, REPLAY, SALT_BLIND, session_stub
+
+SHAPE = Shape(turns=3, delay_s=(0.0, 0.02))
+LADDER = (1, 2, 4)
+
+
+def words(messages: Sequence[Mapping[str, str]]) -> int:
+    """A tokenizer-free count: the words of the conversation (a salt is one word)."""
+    return sum(len(m["content"].split(" ")) for m in messages)
+
+
+def history() -> tuple[str, list[dict[str, str]]]:
+    (session,) = make_sessions(5, "load-1", 1, SHAPE)
+    messages = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": session.turns[0].content},
+    ]
+    messages += [
+        {"role": "assistant", "content": "read the file"},
+        {"role": "user", "content": session.turns[1].content},
+    ]
+    return session.salt, messages
+
+
+@pytest.mark.parametrize("kind", [ALTERED, COPIED])
+def test_a_pair_is_a_probe_and_a_cold_control_of_the_same_count(kind: str) -> None:
+    salt, messages = history()
+    sent = forbidden.forms(Audit(kind, 0, 1, 0.0, True), salt, messages, words, "sid")
+    assert [f.role for f in sent] == [kind + "-control", kind]
+    control, probe = sent
+    assert words(probe.messages) == words(control.messages) == words(messages)
+    assert control.salt != salt and control.session_id == control.salt[:16] != "sid"
+    assert sorted(control.messages[3]["content"].split()) == sorted(messages[3]["content"].split())
+    assert control.messages[3]["content"] != messages[3]["content"]  # shuffled: new to the server
+    assert control.messages[2] == messages[2] and control.messages[0] == messages[0]
+    if kind == ALTERED:  # its own session, one word of the first user message changed
+        assert probe.salt == salt and probe.session_id == "sid" and probe.messages[2:] == tuple(messages[2:])
+        before, after = messages[1]["content"].split(" "), probe.messages[1]["content"].split(" ")
+        assert sum(a != b for a, b in zip(before, after, strict=True)) == 1 and before[1] != after[1]
+    else:  # a fresh session: a new salt, the history otherwise the same
+        assert probe.salt not in (salt, control.salt) and probe.session_id == probe.salt[:16]
+        assert probe.messages[1]["content"] == messages[1]["content"].replace(salt, probe.salt)
+        assert probe.messages[2:] == tuple(messages[2:])
+
+
+def test_the_plan_draws_distinct_source_turns_after_the_first() -> None:
+    planned = forbidden.plan(LADDER, 3, (0.0, 0.5))
+    pairs = [(load, a) for load, audits in planned.items() for a in audits]
+    assert len(pairs) == 2 * forbidden.PAIRS
+    for kind in (ALTERED, COPIED):
+        mine = [(load, a.session, a.turn) for load, a in pairs if a.kind == kind]
+        assert len(set(mine)) == len(mine) == forbidden.PAIRS
+        firsts = [a.control_first for _, a in pairs if a.kind == kind]
+        assert sum(firsts) == forbidden.PAIRS // 2  # balanced: an order effect cannot pick the probes
+    assert all(a.session < load and 1 <= a.turn < 3 and 0 <= a.delay_s <= 0.5 for load, a in pairs)
+    draws = {
+        tuple(sorted((load, a.session, a.turn) for load, a in pairs))
+        for _ in range(5)
+        if (
+            pairs := [
+                (load, a) for load, audits in forbidden.plan(LADDER, 3, (0.0, 0.5)).items() for a in audits
+            ]
+        )
+    }
+    assert len(draws) > 1  # drawn with secrets: not the same places run after run
+    assert len(forbidden.plan((1,), 2, (0.0, 0.0))[1]) == 2  # one turn after the first: one pair a kind
+
+
+@pytest.mark.parametrize(
+    ("pairs", "ratio", "share", "expected"),
+    [
+        (2, 0.1, 1.0, INCONCLUSIVE),
+        (4, 0.1, 1.0, FAIL),
+        (4, 0.6, 1.0, PASS),
+        (4, 0.1, 0.75, PASS),
+        (6, 0.25, 0.83, PASS),
+        (6, 0.24, 0.83, FAIL),
+    ],
+)
+def test_the_rule_needs_both_a_low_ratio_and_a_high_share(
+    pairs: int, ratio: float, share: float, expected: str
+) -> None:
+    assert forbidden.outcome(pairs, ratio, share) == expected
+
+
+def ladder_records(mode: str) -> list[TurnRecord]:
+    """The session ladder with the audits slipped in, against a planted server of ``mode``."""
+    planned = forbidden.plan(LADDER, SHAPE.turns, SHAPE.delay_s)
+    records: list[TurnRecord] = []
+    with session_stub(mode, base_s=0.05) as url:
+        target = Target(url, "stub", timeout_s=30.0)
+        for load in LADDER:
+            sessions = make_sessions(9, f"load-{load}", load, SHAPE)
+            records += run_load(target, sessions, 6, lambda t: len(t.split()), words, planned[load])
+    return records
+
+
+@pytest.mark.parametrize(
+    ("mode", "caught"), [(HONEST, ()), (SALT_BLIND, ("copied_session",)), (REPLAY, ("altered_history",))]
+)
+def test_planted_servers_are_caught_and_the_honest_cache_passes(mode: str, caught: tuple[str, ...]) -> None:
+    records = ladder_records(mode)
+    turns = [r for r in records if r.request.role == TURN]
+    assert len(turns) == SHAPE.turns * sum(LADDER) and all(r.request.ok for r in records)
+    assert sorted(r.request.role for r in records if r.request.role != TURN) == sorted(
+        [ALTERED, COPIED, ALTERED + "-control", COPIED + "-control"] * forbidden.PAIRS
+    )
+    found = {v.audit: v for v in verdicts(records, 6)}
+    for name in ("altered_history", "copied_session"):
+        v = found[name]
+        assert v.evidence["pairs"] == forbidden.PAIRS and v.evidence["token_gap"] == 0, v.reason
+        assert v.outcome == (FAIL if name in caught else PASS), v.reason
+        if name in caught:  # at once, with the source turn's reply
+            assert float(v.evidence["ratio"]) < 0.3 and v.evidence["source_replies"] == forbidden.PAIRS
+        else:
+            assert float(v.evidence["ratio"]) > forbidden.FAST_RATIO
+    assert found["session_salts"].outcome == PASS
+
+
+def test_verify_judges_a_stored_entry_again_by_this_codes_rule() -> None:
+    from accelbench.bundle.rejudge import verdict
+
+    doctored = {"verdict": "pass", "reason": "", "pairs": 4, "ratio": 0.05, "faster_share": 1.0, "bar": 0.01}
+    assert verdict("copied_session", doctored).outcome == FAIL
+    assert verdict("altered_history", {**doctored, "ratio": 0.9}).outcome == PASS
+    assert verdict("altered_history", {"verdict": "pass", "reason": ""}).outcome == INCONCLUSIVE
+
+
+def test_the_servers_cache_is_a_label_and_compare_names_a_difference() -> None:
+    from accelbench.bundle.compare import _cache_difference
+    from accelbench.endpoint.servers import prefix_cache
+
+    on, off = prefix_cache("transformers-cb"), prefix_cache("transformers")
+    assert on.startswith("on:") and off.startswith("off:") and prefix_cache("url").startswith("undeclared")
+    assert prefix_cache("vllm") == "undeclared"
+    cell_on, cell_off = {"settings": {"prefix_cache": on}}, {"settings": {"prefix_cache": off}}
+    assert _cache_difference(cell_on, cell_off) == (f"server prefix cache {on} vs {off}",)
+    assert _cache_difference(cell_on, {"settings": {}}) == (f"server prefix cache {on} vs not recorded",)
+    assert _cache_difference(cell_on, cell_on) == ()
