@@ -158,6 +158,8 @@ def test_resume_finishes_a_run_on_the_fleet(cluster: LocalCluster, tmp_path: Pat
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive  # 22 s (CI); make test keeps four writer processes on one new store
+# (test_reliability), and benchmarks/reliability.py runs five rounds of them
 def test_a_fleet_run_and_a_local_run_write_one_store_at_once(cluster: LocalCluster, tmp_path: Path) -> None:
     """Two runs interleave their writes in one store (one on the fleet, one here): every record of both is
     there once, and ``store check`` finds nothing wrong."""
