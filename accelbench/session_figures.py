@@ -114,6 +114,9 @@ class SessionFigures:
     duration_s: float
     reuse: ReuseFigures | None = None
     """The reuse probe after the ladder (None: not run, the ladder stopped)."""
+    prefix_cache: str = ""
+    """The server's prefix cache as its kind declares it (``accelbench.endpoint.servers.prefix_cache``):
+    a cache-on figure is never set beside a cache-off one unlabelled; "" in sections stored before it."""
 
     def to_dict(self) -> dict[str, Any]:
         """The stored ``generation`` section."""

@@ -125,9 +125,9 @@ def _differences(a: Stored, b: Stored) -> tuple[str, ...]:
 
 
 def _cache_difference(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[str, ...]:
-    """The servers' prefix caches when the two cells' differ (a served cell's ``settings.prefix_cache``):
+    """The servers' prefix caches when the two cells' differ (a sessions cell's ``generation.prefix_cache``):
     a cache-on figure is never set beside a cache-off one unlabelled."""
-    left, right = ((d.get("settings") or {}).get("prefix_cache") for d in (a, b))
+    left, right = ((d.get("generation") or {}).get("prefix_cache") for d in (a, b))
     if left == right:
         return ()
     return (f"server prefix cache {left or 'not recorded'} vs {right or 'not recorded'}",)

@@ -79,17 +79,13 @@ def session_table(results: Sequence[Result]) -> Table | None:
             table.add_row(*_row(result, point))
     captions = [
         f"{r.cell.stack}: {s.workload}; {s.max_tokens} tokens per reply; declared shared prefix "
-        f"{s.shared_prefix_tokens} tokens (the system message); server prefix cache: {cache_label(r)}"
+        f"{s.shared_prefix_tokens} tokens (the system message); server prefix cache: "
+        f"{s.prefix_cache or 'not recorded'}"
         for r, s in ladders
     ]
     captions += [f"{r.cell.stack} {reuse_line(s.reuse)}" for r, s in ladders if s.reuse is not None]
     table.caption = "\n".join(captions)
     return table
-
-
-def cache_label(result: Result) -> str:
-    """The server's prefix cache as the result stores it (a result stored before the label: unknown)."""
-    return str(result.settings.get("prefix_cache") or "not recorded")
 
 
 def reuse_line(reuse: ReuseFigures) -> str:

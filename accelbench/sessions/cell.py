@@ -99,6 +99,7 @@ def measure(spec: CellSpec) -> Outcome:
         turns_file=str(path.relative_to(spec.run_dir)) if path.is_relative_to(spec.run_dir) else str(path),
         duration_s=duration_s,
         reuse=reused,
+        prefix_cache=prefix_cache(stack.server),
     )
     return Outcome(head, SessionsBody(section, figures))
 
@@ -168,5 +169,4 @@ def _settings(spec: CellSpec, stack: EndpointFacts, settings: SessionSettings) -
         "max_tokens": settings.max_tokens,
         "api_key_env": settings.api_key_env,
         "serve_url": settings.serve_url if stack.server == "url" else None,
-        "prefix_cache": prefix_cache(stack.server),
     }

@@ -99,7 +99,7 @@ def test_show_draws_the_session_tables(ran: tuple[Path, dict[str, Any], Any]) ->
     shown = accelbench("show", result["run_id"], "--store", str(store))
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert "Agentic sessions (multi-turn" in shown.stdout and "Agentic sessions by turn" in shown.stdout
-    assert result["settings"]["prefix_cache"].startswith("on: shared 256-token pages")  # the cache's label
+    assert result["generation"]["prefix_cache"].startswith("on: shared 256-token pages")  # the cache's label
     assert "server prefix cache: on:" in " ".join(shown.stdout.split())
 
 

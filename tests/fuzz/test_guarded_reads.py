@@ -46,7 +46,7 @@ ALLOWED: dict[str, str] = {
     "meters/rapl.py::(zone / 'max_energy_range_uj').read_text()": _KERNEL,
     "meters/rapl.py::self.domain.energy_path.read_text()": _KERNEL,
     "serving/sessions.py::Path(f'/proc/{pid}/stat').read_text()": _KERNEL,
-    "cell/trial.py::Path(f'/proc/{sut.pid}/status').read_text()": _KERNEL,
+    "sut/environment.py::Path(f'/proc/{sut.pid}/status').read_text()": _KERNEL,
     "sut/hardening.py::open('/proc/self/status')": _KERNEL,
     "stacks/_opencl_devices.py::icd.read_text()": "an OpenCL ICD file of the system (/etc/OpenCL/vendors)",
     "hardware/chips.py::(resources.files('accelbench') / 'data' / name).read_text(encoding='utf-8')": (

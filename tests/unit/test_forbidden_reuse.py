@@ -152,7 +152,7 @@ def test_the_servers_cache_is_a_label_and_compare_names_a_difference() -> None:
     on, off = prefix_cache("transformers-cb"), prefix_cache("transformers")
     assert on.startswith("on:") and off.startswith("off:") and prefix_cache("url").startswith("undeclared")
     assert prefix_cache("vllm") == "undeclared"
-    cell_on, cell_off = {"settings": {"prefix_cache": on}}, {"settings": {"prefix_cache": off}}
+    cell_on, cell_off = {"generation": {"prefix_cache": on}}, {"generation": {"prefix_cache": off}}
     assert _cache_difference(cell_on, cell_off) == (f"server prefix cache {on} vs {off}",)
-    assert _cache_difference(cell_on, {"settings": {}}) == (f"server prefix cache {on} vs not recorded",)
+    assert _cache_difference(cell_on, {"generation": {}}) == (f"server prefix cache {on} vs not recorded",)
     assert _cache_difference(cell_on, cell_on) == ()
