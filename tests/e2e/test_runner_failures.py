@@ -48,6 +48,7 @@ def test_failing_cells_get_their_status_and_the_others_complete(tmp_path: Path) 
     assert by_stack["torch-eager"].latency is not None and by_stack["torch-eager"].latency.p50_s > 0
 
 
+@pytest.mark.exhaustive  # 13 s; make test resumes after kill -9 (test_reliability) and on the fleet
 def test_resume_finishes_an_interrupted_run_without_repeating_cells(tmp_path: Path) -> None:
     config = _config(("null", "planted-raise", "torch-eager"))
     machine = detect_machine()
