@@ -263,7 +263,7 @@ print("started")
 """Whether Serve still runs on the cluster (the cell's was shut down), then a Serve left running there."""
 
 
-@pytest.mark.exhaustive  # 11 s (make test, 2026-12-05); test_endpoint keeps an unreachable --serve-url as one line
+@pytest.mark.exhaustive  # 11 s; test_endpoint keeps an unreachable --serve-url as one line
 def test_serve_url_with_nothing_there_is_unavailable_and_the_run_goes_on(tmp_path: Path) -> None:
     store = tmp_path / "store"
     url = f"http://{process.HOST}:{process.free_port()}"
