@@ -9,11 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.planted_locks import TAKEN
 
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.exhaustive  # 21 s (make test, 2026-12-05): the budget; make test-all keeps it
 def test_a_killed_cell_leaves_no_leaked_semaphore_warning(tmp_path: Path) -> None:
     """Before the fix every cell ran with the forkserver as its default start method, so tqdm's lock was
     a named semaphore registered with the runner's tracker, and a cell killed on timeout (the LLM cell on

@@ -141,6 +141,7 @@ def _wait_for_cell(fleet_dir: Path, timeout_s: float) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive  # 18 s; make test resumes after kill -9 and loses a fleet node (both stay)
 def test_resume_finishes_a_run_on_the_fleet(cluster: LocalCluster, tmp_path: Path) -> None:
     config = RunConfig("tiny", ("resnet50",), ("null",), ("single-stream", "offline"), "tiny", "quick")
     with open_store(tmp_path / "store") as store:

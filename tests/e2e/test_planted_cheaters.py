@@ -123,6 +123,7 @@ def test_every_cheater_is_disqualified_under_quick_rules(quick_run: dict[str, An
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive  # 28 s with the next test (one run); make test-all runs every cheater on a variant
 def test_cheaters_are_disqualified_on_a_seeded_variant(variant_run: dict[str, Any]) -> None:
     assert_disqualified(variant_run["document"], cheats=VARIANT_CHEATS)
     assert_disqualified(variant_run["document"], variant="s3-v1", cheats=VARIANT_CHEATS)
@@ -149,6 +150,7 @@ def test_the_terminal_shows_cheaters_only_in_the_unverified_section(
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive  # shares the variant run above
 def test_the_goodhart_table_holds_the_honest_stack_only(variant_run: dict[str, Any]) -> None:
     generalization = variant_run["document"]["generalization"]
     assert {row["stack"] for row in generalization["stacks"]} <= {"torch-eager"}
