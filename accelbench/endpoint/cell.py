@@ -44,7 +44,7 @@ from accelbench.endpoint.client import Prompt, Target
 from accelbench.endpoint.confirm import confirmed
 from accelbench.endpoint.driver import POISSON, TIMED, Load, run_point
 from accelbench.endpoint.energy import PointMeter, point_meter
-from accelbench.endpoint.facts import EndpointFacts, endpoint_facts
+from accelbench.endpoint.facts import EndpointFacts, available_facts
 from accelbench.endpoint.outcome import Found, outcome
 from accelbench.endpoint.prompts import salted, seeded_texts
 from accelbench.endpoint.qps_search import Probing, not_searched, search_max_qps, start_problem
@@ -68,10 +68,7 @@ RECORDS_FILE = "requests.jsonl"
 
 def measure(spec: CellSpec) -> Outcome:
     """The outcome of an endpoint cell (see the module text)."""
-    stack = endpoint_facts(spec)  # the stack's code runs in a SUT process, never here
-    reason = stack.unavailable_reason
-    if reason:
-        raise Unavailable(reason)
+    stack = available_facts(spec)  # the stack's code runs in a SUT process, never here
     workload = instantiate(spec.workload_ref)
     model = load_model(workload.model, Path(spec.store_cache_dir or spec.cache_dir))
     settings = expect(spec.settings, EndpointSettings)

@@ -19,6 +19,7 @@ from typing import Any
 from accelbench.cellspec import CellSpec
 from accelbench.endpoint.servers import SERVERS
 from accelbench.endpoint.stack import URL
+from accelbench.errors import Unavailable
 from accelbench.sut import endpoint_host
 from accelbench.sut.environment import sut_environment
 from accelbench.sut.remote import SutProcess
@@ -45,6 +46,14 @@ def endpoint_facts(spec: CellSpec) -> EndpointFacts:
     finally:
         sut.stop()
     return facts_of(header)
+
+
+def available_facts(spec: CellSpec) -> EndpointFacts:
+    """``endpoint_facts`` of a stack that can run the cell; Unavailable with its one-line reason else."""
+    facts = endpoint_facts(spec)
+    if facts.unavailable_reason:
+        raise Unavailable(facts.unavailable_reason)
+    return facts
 
 
 def facts_of(header: Mapping[str, Any]) -> EndpointFacts:

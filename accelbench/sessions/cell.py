@@ -28,7 +28,7 @@ from typing import Any
 from accelbench.cellspec import CellSpec
 from accelbench.endpoint.cell import serving, token_counter
 from accelbench.endpoint.client import Target
-from accelbench.endpoint.facts import EndpointFacts, endpoint_facts
+from accelbench.endpoint.facts import EndpointFacts, available_facts
 from accelbench.endpoint.servers import prefix_cache
 from accelbench.endpoint.settings import EndpointSettings
 from accelbench.errors import Unavailable
@@ -51,10 +51,7 @@ WORKLOAD = "synthetic-agentic"
 
 def measure(spec: CellSpec) -> Outcome:
     """The outcome of a sessions cell (see the module text)."""
-    stack = endpoint_facts(spec)  # the stack's code runs in a SUT process, never here
-    reason = stack.unavailable_reason
-    if reason:
-        raise Unavailable(reason)
+    stack = available_facts(spec)  # the stack's code runs in a SUT process, never here
     workload = instantiate(spec.workload_ref)
     model = load_model(workload.model, Path(spec.store_cache_dir or spec.cache_dir))
     settings = expect(spec.settings, SessionSettings)
