@@ -96,12 +96,16 @@ def _carrying(mark: str) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize(("signum", "codes"), [(signal.SIGINT, (130,)), (signal.SIGTERM, (-signal.SIGTERM,))])
+@pytest.mark.parametrize(
+    ("signum", "codes"), [(signal.SIGINT, (130, -signal.SIGINT)), (signal.SIGTERM, (-signal.SIGTERM,))]
+)
 def test_no_process_outlives_a_signalled_run_by_3_s(
     tmp_path: Path, signum: int, codes: tuple[int, ...]
 ) -> None:
     """``accelbench run`` signalled 3 s in (start-up or its first cells): it ends, no traceback, and
-    within 3 s of the signal nothing it started is left."""
+    within 3 s of the signal nothing it started is left. A SIGINT may end it by SIGINT itself, as in
+    ``test_ctrl_c_during_start_up_is_130_without_a_traceback`` (seen once in CI, 1 in ~30 tries here
+    near the start-up's end; a shell shows 130 for both)."""
     mark = f"{os.getpid()}-{signum}"
     env = {
         **os.environ,

@@ -89,7 +89,8 @@ def test_the_feed_checks_outputs_and_completes_pairs_in_every_scenario(
     feed = FEEDS[scenario]
     issued = len(measurement.sut_latencies_s)
     assert issued >= 2 * (16 + 2 * 16) + 3  # the first trial primes the hot samples too
-    assert len(feed.checks) >= 30 and len(feed.pairs) >= 16
+    probes = [p for p in feed.pairs if not p.traffic]  # traffic's order pairs may show two unseen calls
+    assert len(feed.checks) >= 30 and len(probes) >= 16
     for check in feed.checks:
         assert check.origin[0] == "pool" and 0 <= check.origin[1] < len(SAMPLES)
         np.testing.assert_array_equal(check.output, SAMPLES[check.origin[1]][0] @ WEIGHTS)
@@ -97,7 +98,7 @@ def test_the_feed_checks_outputs_and_completes_pairs_in_every_scenario(
     assert positions[0] < issued / 4 and positions[-1] > issued / 2
     # hot samples are seen again and again (8+ times on a quiet machine; a loaded one issues fewer queries
     # in LoadGen's minimum duration, and CI-time loads of 5 left the most-seen below 8)
-    assert all(p.hot_sightings >= 1 for p in feed.pairs) and max(p.hot_sightings for p in feed.pairs) >= 3
+    assert all(p.hot_sightings >= 1 for p in probes) and max(p.hot_sightings for p in probes) >= 3
 
 
 def test_guaranteed_and_expected_samples() -> None:
