@@ -16,6 +16,12 @@ its first half. Both guards judge the same cell (their probes nest, the inner on
 - PROBE1 / PROBE3: the same guard for a cell with no samples to judge (a served curve): other load,
   steal and the probe's drift alone, from one probe at each end or the median of ``PROBES``
   (three probes taken just inside the AFTER guard's own, at each end).
+- CURVE: the served-LLM curve's whole guard: PROBE1, and when it flags the drift alone the confirm run
+  (``accelbench.endpoint.confirm``): the first third of the loop measured again at once, the two runs'
+  latencies compared by ``noise.runs_shift``; its retries column counts the confirm runs spent.
+
+The in-process LLM cells are judged as AFTER (their samples: the replies' times per output token);
+training cells have no guard (their figure is time to a quality target, from the MLPerf rules).
 
 A loaded cell "moved" when its headline (samples/s) is more than 5% off the median of the idle cells.
 Printed: false alarms among idle cells, detection among the loaded cells that moved, "machine busy"
@@ -138,6 +144,12 @@ class Cell:
     opening_s: tuple[float, ...] = ()
     """``PROBES`` probes just before the timed loop and just after it (the probe-only guard)."""
     closing_s: tuple[float, ...] = ()
+    curve: bool = False
+    """The served curve's verdict: the probe-only guard (one probe at each end), and when it flagged the
+    drift alone, the first third of the loop measured again at once and judged by ``noise.runs_shift``
+    (``accelbench.endpoint.confirm``'s rule)."""
+    confirmed: bool = False
+    """The curve's confirm run was spent on this cell."""
 
 
 def run_cell(
@@ -179,7 +191,24 @@ def run_cell(
         old_verdict = old.end()
     name = ("idle", "one core", "both cores")[min(load_cores, 2)]
     rate = len(latencies) / sum(latencies)
-    return Cell(name, rate, old_verdict, new, round1=round1, opening_s=opening, closing_s=closing)
+    cell = Cell(name, rate, old_verdict, new, round1=round1, opening_s=opening, closing_s=closing)
+    return _curve_verdict(cell, latencies, served)
+
+
+def _curve_verdict(cell: Cell, latencies: list[float], served: bool) -> Cell:
+    """``cell`` with the served curve's verdict: the probe-only guard, corroborated by a confirm run when
+    it flagged the drift alone (the first third of the loop again, judged against the first third)."""
+    evidence = _probe_evidence(cell, 1)
+    if not noise.disturbance(evidence):
+        return cell
+    quiet = evidence.other_cores < evidence.other_limit_cores
+    if not quiet or evidence.steal_cores >= max(noise.STEAL_LIMIT_CORES, evidence.other_limit_cores):
+        return dataclasses.replace(cell, curve=True)
+    first = latencies[: max(1, len(latencies) // 3)]
+    again = timed_cell(len(first), lambda: 0.0, served)
+    shift = noise.runs_shift(first, again)
+    rejudged = dataclasses.replace(evidence, shift=shift)
+    return dataclasses.replace(cell, curve=bool(noise.disturbance(rejudged)), confirmed=True)
 
 
 def _begin(floor: reference_probe.NoiseFloor) -> noise.ProbeStart:
@@ -242,7 +271,7 @@ def report(cells: list[Cell]) -> None:
         ("AFTER", _new_flag),
         ("PROBE1", _probe_only(1)),
     )
-    for label, verdict in (*guards, ("PROBE3", _probe_only(PROBES))):
+    for label, verdict in (*guards, ("PROBE3", _probe_only(PROBES)), ("CURVE", _curve_flag)):
         row = f"{label:<7} {_rate(sum(verdict(c) for c in idle), len(idle)):>18}"
         busy = sum(_busy(c, label) for c in idle)
         row += f" {_rate(busy, len(idle)):>19}"
@@ -273,22 +302,38 @@ def _probe_only(probes: int) -> Callable[[Cell], bool]:
     the first probe (``probes`` 1) or of the median of ``PROBES`` at each end."""
 
     def flag(cell: Cell) -> bool:
-        before = float(np.median(cell.opening_s[:probes]))
-        after = float(np.median(cell.closing_s[:probes]))
-        evidence = noise.Evidence(
-            cell.new.other_load_cores, cell.new.steal_cores or 0.0, abs(after - before) / before,
-            cell.new.threshold or reference_probe.DRIFT_MIN, None, after > before,
-            noise.other_load_limit_cores(),
-        )  # fmt: skip
-        return bool(noise.disturbance(evidence))
+        return bool(noise.disturbance(_probe_evidence(cell, probes)))
 
     return flag
 
 
+def _probe_evidence(cell: Cell, probes: int) -> noise.Evidence:
+    """What the guard of a cell with no samples sees: other load, steal and the drift of the median of
+    the first ``probes`` probes at each end."""
+    before = float(np.median(cell.opening_s[:probes]))
+    after = float(np.median(cell.closing_s[:probes]))
+    return noise.Evidence(
+        other_cores=cell.new.other_load_cores,
+        steal_cores=cell.new.steal_cores or 0.0,
+        drift=abs(after - before) / before,
+        threshold=cell.new.threshold or reference_probe.DRIFT_MIN,
+        shift=None,
+        probe_slower=after > before,
+        other_limit_cores=noise.other_load_limit_cores(),
+    )
+
+
+def _curve_flag(cell: Cell) -> bool:
+    return cell.curve
+
+
 def _retried(cell: Cell, label: str) -> bool:
-    """The old guard measured every drifted cell again; the new one only while nothing is still busy."""
+    """The old guard measured every drifted cell again; the new one only while nothing is still busy;
+    the curve's column counts its confirm runs (a point measured again)."""
     if label == "BEFORE":
         return cell.old.unstable
+    if label == "CURVE":
+        return cell.confirmed
     if label == "AFTER":
         return noise.worth_retrying(cell.new)
     if label == "ROUND1":

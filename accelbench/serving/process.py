@@ -26,11 +26,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing import util
 from pathlib import Path
+from typing import TypeVar
 
 from accelbench.errors import Unavailable
 from accelbench.serving.sessions import POLL_S, PORT_RELEASE_S, kill_session, session_pids
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 HOST = "127.0.0.1"
 STOP_GRACE_S = 15.0
@@ -59,6 +61,27 @@ class ServerProcess:
     def sid(self) -> int:
         """The session id of the server's processes (the launcher leads the session)."""
         return self.popen.pid
+
+
+BIND_ATTEMPTS = 3
+"""Starts tried when a server could not bind a port it was given (each picks fresh free ports)."""
+_BIND_FAILURES = ("failed to bind", "address already in use", "already in use")
+
+
+def on_free_ports(start: Callable[[], T]) -> T:
+    """``start()``, again (up to ``BIND_ATTEMPTS``) when the server could not bind a port it was given.
+
+    A port the kernel called free may be taken before the server binds it: Ray's own daemons pick
+    theirs at random as they start, after the proxy's was chosen (seen once in 5 quiet cells). Each
+    ``start`` chooses its ports anew; other failures are raised at once."""
+    for attempt in range(1, BIND_ATTEMPTS + 1):
+        try:
+            return start()
+        except ServerError as exc:
+            if attempt == BIND_ATTEMPTS or not any(word in str(exc).lower() for word in _BIND_FAILURES):
+                raise
+            log.warning("%s; starting again on other ports", exc)
+    raise AssertionError("unreachable")
 
 
 def free_port(host: str = HOST) -> int:

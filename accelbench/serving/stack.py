@@ -71,7 +71,7 @@ class ServedStack(OnnxFileStack):
         """Export the ONNX file(s), start the server on them and connect the client."""
         files, export_s, note = export_files(model, spec, ctx.cache_dir, self.batching)
         start_s = time.perf_counter()
-        served = self.start_server(files, spec, ctx)
+        served = process.on_free_ports(lambda: self.start_server(files, spec, ctx))
         stop = functools.partial(process.stop, served.process) if served.process is not None else None
         client = ServedInfer(
             served.url, MODEL_NAME, spec.input_names, on_close=stop, endpoint=served.endpoint

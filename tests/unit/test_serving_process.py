@@ -135,3 +135,34 @@ def pids_running(markers: tuple[bytes, ...]) -> set[int]:
             if any(marker in command for marker in markers):
                 found.add(int(entry))
     return found
+
+
+def test_a_server_that_cannot_bind_starts_again_on_other_ports(tmp_path: Path) -> None:
+    """The port was free when chosen and taken before the server bound it (Ray's daemons pick theirs at
+    random as they start): ``on_free_ports`` starts it again on fresh ports; other failures at once."""
+    script = tmp_path / "fake_server.py"
+    script.write_text(FAKE_SERVER)
+    tried: list[int] = []
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        taken = squatter.getsockname()[1]
+
+        def start(mode: str = "serve") -> process.ServerProcess:
+            port = taken if not tried else process.free_port()  # the first start binds the squatted port
+            tried.append(port)
+            checked = process.free_port()  # what the harness checked (free) is not what the server binds
+            return process.start(
+                "fake", [sys.executable, str(script), str(port), mode], (checked,), tmp_path / "fake.log",
+                lambda: metrics.http_ok(f"http://127.0.0.1:{port}/ready"), 30,
+            )  # fmt: skip
+
+        server = process.on_free_ports(start)
+        assert tried[0] == taken and len(tried) == 2 and tried[1] != taken
+        assert metrics.http_ok(f"http://127.0.0.1:{tried[1]}/ready")
+        assert process.stop(server, grace_s=5) == []
+        tried.clear()
+        tried.append(0)  # from here on fresh ports: the failure is the model's, tried once
+        with pytest.raises(process.ServerError, match="exited with code 3 at start"):
+            process.on_free_ports(lambda: start("exit"))
+        assert len(tried) == 2
