@@ -20,8 +20,11 @@ its first half. Both guards judge the same cell (their probes nest, the inner on
   (``accelbench.endpoint.confirm``): the first third of the loop measured again at once, the two runs'
   latencies compared by ``noise.runs_shift``; its retries column counts the confirm runs spent.
 
-The in-process LLM cells are judged as AFTER (their samples: the replies' times per output token);
-training cells have no guard (their figure is time to a quality target, from the MLPerf rules).
+- TRAIN: a training cell's guard: AFTER's observations with no samples to judge, a drift alone kept as a
+  warning (``noise.drift_as_warning``): other load and steal decide. Retries: training measures no
+  second attempt (the column counts the cells it would mark).
+
+The in-process LLM cells are judged as AFTER (their samples: the replies' times per output token).
 
 A loaded cell "moved" when its headline (samples/s) is more than 5% off the median of the idle cells.
 Printed: false alarms among idle cells, detection among the loaded cells that moved, "machine busy"
@@ -61,6 +64,12 @@ PROBES = 3
 """Probes at each end of the PROBE3 guard (their medians): tried for the served curves on 2026-12-04, no
 fewer idle alarms than one probe (4 of 50 against 3), so not used; the curves corroborate a drift by
 measuring their first point again instead (``accelbench.endpoint.confirm``)."""
+REPLICA_IDLE_S = 1.2
+"""How long the served kind's worker idles after its timed loop before it exits: a Ray replica is
+stopped with its server, idle, never right after its last request. ``AutoReapedWatch`` reads the tree
+every ``cputime.WATCH_S``: a worker that exits while still computing loses up to that long of its CPU
+time to "other load" (without this rest: 43 of 50 idle served cells alarmed at 0.30 cores, 2026-12-05;
+the real Ray Serve cell: 5 of 5 ok at 0.00-0.04 cores)."""
 _LOAD = """
 import os, sys, time
 delay_s, duration_s = float(sys.argv[1]), float(sys.argv[2])
@@ -102,6 +111,7 @@ def _served_loop(conn: Any, items: int, threads: int) -> None:
     worker = os.fork()
     if worker == 0:
         _timed_loop(conn, items, threads)
+        time.sleep(REPLICA_IDLE_S)  # a replica serves its last request, then idles until the server stops
         os._exit(0)
     while os.path.exists(f"/proc/{worker}"):
         time.sleep(0.05)
@@ -271,7 +281,8 @@ def report(cells: list[Cell]) -> None:
         ("AFTER", _new_flag),
         ("PROBE1", _probe_only(1)),
     )
-    for label, verdict in (*guards, ("PROBE3", _probe_only(PROBES)), ("CURVE", _curve_flag)):
+    more = (("PROBE3", _probe_only(PROBES)), ("CURVE", _curve_flag), ("TRAIN", _training_flag))
+    for label, verdict in (*guards, *more):
         row = f"{label:<7} {_rate(sum(verdict(c) for c in idle), len(idle)):>18}"
         busy = sum(_busy(c, label) for c in idle)
         row += f" {_rate(busy, len(idle)):>19}"
@@ -327,6 +338,13 @@ def _curve_flag(cell: Cell) -> bool:
     return cell.curve
 
 
+def _training_flag(cell: Cell) -> bool:
+    """A training cell's guard: AFTER's observations, judged with no samples and a drift alone kept as a
+    warning (``noise.drift_as_warning``)."""
+    probe = noise.rejudged(cell.new, None)
+    return noise.drift_as_warning(probe)[0].unstable
+
+
 def _retried(cell: Cell, label: str) -> bool:
     """The old guard measured every drifted cell again; the new one only while nothing is still busy;
     the curve's column counts its confirm runs (a point measured again)."""
@@ -334,6 +352,8 @@ def _retried(cell: Cell, label: str) -> bool:
         return cell.old.unstable
     if label == "CURVE":
         return cell.confirmed
+    if label == "TRAIN":
+        return _training_flag(cell)
     if label == "AFTER":
         return noise.worth_retrying(cell.new)
     if label == "ROUND1":

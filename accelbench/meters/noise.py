@@ -346,6 +346,16 @@ def rejudged(probe: NoiseProbe, shift: Shift | None) -> NoiseProbe:
     )
 
 
+def drift_as_warning(probe: NoiseProbe) -> tuple[NoiseProbe, list[str]]:
+    """For a measurement with no series of samples to corroborate the probe (a training cell: a few runs
+    of different lengths), a drift alone is a warning, not ``unstable``: the probe alone false-alarms on
+    2-4% of idle cells (``benchmarks/noise_guard.py``, PROBE1), other load and steal are judged as ever."""
+    if not drift_alone(probe):
+        return probe, []
+    note = f"{probe.reason.removeprefix('unstable: ')}, with no timed series to corroborate it (a warning)"
+    return dataclasses.replace(probe, unstable=False, reason=""), [note]
+
+
 def worth_retrying(probe: NoiseProbe) -> bool:
     """A disturbed measurement is measured again unless other processes were still busy (from
     ``STILL_BUSY_CORES``) during the closing probe: on a machine that stays busy a second attempt is

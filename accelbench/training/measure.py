@@ -8,7 +8,9 @@ energy_j (mean energy to train over the runs the olympic mean keeps), the 1-proc
 the MLPerf logs are, the training ``rules`` (``accelbench.training.rules``: ``short``, never MLPerf's), and
 the ``precision`` the stack declared with torch's TF32 settings read back (``accelbench.training.precision``),
 also the result's ``effective_precision``. The status is ``ok`` when the olympic mean exists, else
-``quality_failed``.
+``quality_failed``; ``unstable`` when the noise guard (``accelbench.meters.noise``, over the timed runs,
+not the baseline) saw other load or steal past its limits. A training cell has no series of samples to
+corroborate the reference probe's drift, so a drift alone is a warning (``noise.drift_as_warning``).
 
 ``runs`` and ``nproc`` come from the cell's ``TrainingSettings`` (``RunConfig.runs`` / ``RunConfig.nproc``).
 """
@@ -24,10 +26,11 @@ from typing import Any
 
 from accelbench.cellspec import CellSpec
 from accelbench.errors import Unsupported
+from accelbench.meters import noise
 from accelbench.meters.window import combined_energy
 from accelbench.outcome import Head, Outcome
 from accelbench.registry import instantiate
-from accelbench.results import Energy, Quality
+from accelbench.results import Energy, NoiseProbe, Quality
 from accelbench.sections import TrainingFigures
 from accelbench.settings import expect
 from accelbench.training import rules, summary
@@ -61,11 +64,23 @@ def measure(spec: CellSpec) -> Outcome:
         _platform(spec),
         threads,
     )
+    guard = noise.begin(spec.noise_floor)
     main = run_group(job, nproc)
+    probe, notes = noise.drift_as_warning(noise.end(guard))
     baseline = None
     if nproc > 1:
         baseline = run_group(dataclasses.replace(job, log_dir=str(Path(spec.cell_dir) / "mllog-nproc1")), 1)
-    return _outcome(spec, workload, main, baseline, nproc, threads, training_rules)
+    guarded = _Guarded(main, probe, tuple(notes))
+    return _outcome(spec, workload, guarded, baseline, nproc, threads, training_rules)
+
+
+@dataclass(frozen=True, slots=True)
+class _Guarded:
+    """The timed runs with the noise guard's verdict over them (not over the 1-process baseline)."""
+
+    main: GroupOutcome
+    probe: NoiseProbe
+    notes: tuple[str, ...]
 
 
 def _threads(workload: TrainingWorkload, spec: CellSpec, nproc: int) -> int:
@@ -81,26 +96,31 @@ def _platform(spec: CellSpec) -> str:
 def _outcome(
     spec: CellSpec,
     workload: TrainingWorkload,
-    main: GroupOutcome,
+    guarded: _Guarded,
     baseline: GroupOutcome | None,
     nproc: int,
     threads: int,
     training_rules: rules.TrainingRules,
 ) -> Outcome:
+    main, probe = guarded.main, guarded.probe
     target = workload.recipe(spec.cell.size).target
     section = {**training_section(main, baseline, nproc, target, spec), **_honesty(main, training_rules)}
     figures = TrainingFigures.from_dict(section)
     passed = figures.olympic_mean_s is not None
     converged = figures.runs_converged
     reason = "" if passed else f"{converged} of {len(main.runs)} runs reached top-1 {target}: no olympic mean"
+    status = "ok" if passed else "quality_failed"
+    if passed and probe.unstable:
+        status, reason = "unstable", noise.unstable_reason(probe)
     head = Head(
-        status="ok" if passed else "quality_failed",
+        status=status,
         reason=reason,
         quality=_quality(main.runs, target, workload, spec),
         effective_precision=main.precision.name,
         compile_s=main.compile_s,
         energy=total_energy(main.runs),
-        warnings=tuple(_warnings(main, baseline)),
+        noise=probe,
+        warnings=(*_warnings(main, baseline), *guarded.notes, *noise.guard_warnings(probe)),
         versions=_versions(),
         settings=_settings(spec, workload, nproc, threads),
     )

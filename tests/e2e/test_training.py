@@ -48,7 +48,9 @@ def test_tiny_suite_trains_to_quality_on_eager_and_inductor(
             assert result["status"] == "unsupported" and "has no training path" in result["reason"]
             continue
         training = result["training"]
-        assert result["status"] == "ok", result["reason"]
+        # the noise guard's verdict is the machine's (a loaded CI may make it unstable), not the driver's
+        assert result["status"] in ("ok", "unstable"), result["reason"]
+        assert result["noise"]["other_load_cores"] >= 0 and result["noise"]["threshold"] > 0
         assert result["latency"] is None and result["loadgen"] is None
         assert training["runs_converged"] == 3 and len(training["runs"]) == 3
         assert [run["seed"] for run in training["runs"]] == [0, 1, 2]
@@ -84,7 +86,7 @@ def test_two_processes_reach_the_same_target_and_report_scaling(tmp_path: Path) 
     )
     result = _trained(document)["digits-resnet/torch-eager"]
     training = result["training"]
-    assert result["status"] == "ok", result["reason"]
+    assert result["status"] in ("ok", "unstable"), result["reason"]
     assert training["nproc"] == 2 and training["runs_converged"] == 3
     assert all(run["converged"] and run["quality"] >= training["target"] for run in training["runs"])
     baseline = training["baseline_nproc1"]

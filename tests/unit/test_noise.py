@@ -449,3 +449,14 @@ def test_a_drift_alone_is_settled_by_the_same_work_measured_again() -> None:
     assert not faster.unstable  # the work sped up while the probe slowed: not the probe's drift
     assert noise.runs_shift(first, same[:5]) is None  # too few to judge: the probe alone decides
     assert noise.rejudged(drifted, None).unstable
+
+
+def test_a_training_cell_keeps_a_drift_alone_as_a_warning_and_other_load_as_unstable() -> None:
+    """No series to corroborate the probe (a few runs of different lengths): a drift alone is a warning;
+    other load past its limit is ``unstable`` as for every cell."""
+    kept, notes = noise.drift_as_warning(_drifted())
+    assert not kept.unstable and kept.reason == "" and kept.drift == 0.08
+    drifted = "reference probe drifted 8% during the measurement (limit 5%)"
+    assert notes == [f"{drifted}, with no timed series to corroborate it (a warning)"]
+    loaded = _drifted(other_cores=0.5)
+    assert noise.drift_as_warning(loaded) == (loaded, []) and loaded.unstable
