@@ -277,14 +277,19 @@ def hw(as_json: JsonOption = False) -> None:
 
     machine = detect_machine()
     match = match_machine(machine)
+    notes = list(match.notes)
     chip = {
         "key": match.chip.key if match.chip else None,
         "basis": match.basis,
         "count": match.count,
         "count_high": match.count_high,
         "count_basis": match.count_basis,
-        "notes": list(match.notes),
+        "notes": notes,
     }
+    if match.count_high is not None:  # what a run's figures use is decided by its measured GEMM peak
+        counts = f"{match.count:.3g} or {match.count_high:.3g} chips"
+        decided = "decided by its measured GEMM peak (whole cores or SMT siblings)"
+        notes.append(f"a run counts {counts}, {decided}: its '% datasheet' caption says which")
     document = {**machine_to_dict(machine), "fingerprint": machine.fingerprint, "chip": chip}
     if as_json:
         terminal.print_json(document)
