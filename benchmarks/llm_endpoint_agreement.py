@@ -13,7 +13,7 @@ with their ratios to accelbench's (median over the repeats):
   GuideLLM's own "TPOT" is latency / output tokens (TTFT included) and is shown apart;
 * output tok/s: all output tokens / (last end - first send) of the point.
 
-Usage: ``python benchmarks/llm_endpoint_agreement.py [--repeats 3] [--concurrency 4] [--requests 8]
+Usage: ``python benchmarks/llm_endpoint_agreement.py [--repeats 3] [--concurrency 1,4,8] [--requests 8]
 [--input-tokens 128] [--output-tokens 64] [--server transformers-cb|llamacpp] [--clients a,b,c]``.
 Measure on an idle machine: AIPerf and GuideLLM use 3-4x accelbench's client CPU, which on 2 cores
 is taken from the server (shared/reference/llm_serving_feasibility.md).
@@ -187,15 +187,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     cache_dir = Path(args.cache_dir)
     model_id = served_llm.MODEL_ID
     tokenizer = served_llm.model_folder(cache_dir)
-    with server(args.server, cache_dir, out, args.concurrency, args.output_tokens) as (url, fixed):
+    with server(args.server, cache_dir, out, max(args.concurrency), args.output_tokens) as (url, fixed):
         body = _length_body(args.server, fixed, args.output_tokens)
         _warm_up(url, model_id, body)
         input_tokens = args.input_tokens or DEFAULT_INPUT_TOKENS
-        work = Workload(
-            url, model_id, tokenizer, args.concurrency, args.requests, input_tokens, args.output_tokens, body
-        )
-        rows = _rounds(work, args.clients, bins, args.repeats, out, args.input_tokens is None)
-    _print(rows, args)
+        by_point = {}
+        for concurrency in args.concurrency:  # one server for every point, as a curve is measured
+            requests = max(args.requests, 2 * concurrency)
+            work = Workload(
+                url, model_id, tokenizer, concurrency, requests, input_tokens, args.output_tokens, body
+            )
+            by_point[concurrency] = _rounds(
+                work, args.clients, bins, args.repeats, out / f"c{concurrency}", args.input_tokens is None
+            )
+    for concurrency, rows in by_point.items():
+        _print(rows, args, concurrency)
 
 
 Runner = Callable[[Workload, Path], tuple[list[Request], dict[str, float]]]
@@ -235,28 +241,35 @@ def _rounds(
     return rows
 
 
-def _print(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
+def _print(rows: list[dict[str, Any]], args: argparse.Namespace, concurrency: int) -> None:
     tokens_in = rows[-1]["input"] if rows else "?"
-    print(f"\nserver {args.server}, concurrency {args.concurrency}, {args.requests} requests, {tokens_in} in")
+    requests = rows[-1].get("requests", "?") if rows else "?"
+    print(f"\nserver {args.server}, concurrency {concurrency}, {requests} requests, {tokens_in} in")
     print(
         f"(peers; accelbench: its own prompts) / {args.output_tokens} out, medians over {args.repeats} rounds"
     )
     medians: dict[str, dict[str, float]] = {}
+    spans: dict[str, dict[str, tuple[float, float]]] = {}
     for name in args.clients:
         done = [r for r in rows if r["client"] == name and "ttft_p50_s" in r]
         if done:
             medians[name] = {m: statistics.median(r[m] for r in done) for m in METRICS}
-    header = f"{'client':<11}" + "".join(f"{m:>22}" for m in METRICS)
+            spans[name] = {m: (min(r[m] for r in done), max(r[m] for r in done)) for m in METRICS}
+    header = f"{'client':<11}" + "".join(f"{m:>34}" for m in METRICS)
     print(header)
     base = medians.get("accelbench") or next(iter(medians.values()), None)
     for name, values in medians.items():
         cells = [
-            f"{values[m]:>12.4g} ({values[m] / base[m]:.3f})" if base else f"{values[m]:>22.4g}"
+            f"{values[m]:.4g} [{spans[name][m][0]:.3g}, {spans[name][m][1]:.3g}]"
+            + (f" ({values[m] / base[m]:.3f})" if base else "")
             for m in METRICS
         ]
-        print(f"{name:<11}" + "".join(f"{c:>22}" for c in cells))
+        print(f"{name:<11}" + "".join(f"{c:>34}" for c in cells))
     reference = "accelbench" if "accelbench" in medians else next(iter(medians), "none")
-    print(f"(ratio) = client / {reference}; every figure from the client's per-request records")
+    print(
+        f"median [lowest, highest over the rounds] (ratio of medians = client / {reference}); every figure "
+        "from the client's per-request records"
+    )
     print("each client's own summary figures (median over rounds; definitions as the tool states them):")
     for name in args.clients:
         owns = [r["own"] for r in rows if r["client"] == name and r.get("own")]
@@ -273,7 +286,7 @@ def _print(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--concurrency", default="4", help="one or more, comma-separated (1,4,8)")
     parser.add_argument("--requests", type=int, default=8)
     parser.add_argument(
         "--input-tokens", type=int, default=None, help="peers' prompt tokens (default: accelbench's mean)"
@@ -286,7 +299,12 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.clients = [c.strip() for c in args.clients.split(",") if c.strip()]
     unknown = [c for c in args.clients if c not in CLIENTS]
-    if unknown or args.repeats < 1 or args.concurrency < 1 or args.requests < 1 or args.output_tokens < 2:
+    try:
+        args.concurrency = [int(c) for c in str(args.concurrency).split(",") if c.strip()]
+    except ValueError:
+        parser.error(f"bad input: --concurrency {args.concurrency!r} is not a list of whole numbers")
+    counts = (args.repeats, args.requests, min(args.concurrency, default=0))
+    if unknown or min(counts) < 1 or args.output_tokens < 2:
         parser.error(f"bad input: clients {unknown or 'ok'}, counts must be >= 1 (output tokens >= 2)")
     return args
 
