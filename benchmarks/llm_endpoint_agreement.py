@@ -32,7 +32,6 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,21 +49,13 @@ from _peers import (  # noqa: E402
 )  # fmt: skip
 
 from accelbench.endpoint.llamacpp_server import LlamaCppServer  # noqa: E402
+from accelbench.endpoint.servers import ServerSettings  # noqa: E402
 from tests.e2e import served_llm  # noqa: E402
 
 CLIENTS = ("accelbench", "aiperf", "guidellm")
 METRICS = ("ttft_p50_s", "ttft_p90_s", "tpot_p50_s", "output_tokens_per_s", "output_tokens_mean")
 DEFAULT_INPUT_TOKENS = 128
 """The peers' prompt length when accelbench has not run first to give its own."""
-
-
-@dataclass(frozen=True, slots=True)
-class Load:
-    """What llama.cpp's server is started for (the fields of accelbench.endpoint.servers.ServerSettings)."""
-
-    max_concurrency: int
-    max_tokens: int
-    threads: int
 
 
 def figures(requests: Sequence[Request]) -> dict[str, float]:
@@ -142,7 +133,11 @@ def server(
     """The server under test (1 compute thread): its url and the body fields that force the length."""
     if kind == "llamacpp":
         llama = LlamaCppServer()
-        url, _ = llama.start(out, out, Load(max(16, concurrency), output_tokens, 1))
+        url, _ = llama.start(
+            out,
+            out,
+            ServerSettings(max_concurrency=max(16, concurrency), max_tokens=output_tokens, threads=1),
+        )
         try:
             yield url, {**llama.extra_body(output_tokens), "cache_prompt": False}
         finally:

@@ -39,8 +39,8 @@ def main() -> None:
     socket = chip.cores.value.central
     high = match.count_high if match.count_high is not None else match.count
     for label, count in (("SMT siblings", match.count), ("whole cores", high)):
-        peaks = ", ".join(f"{p.name} {p.flops_per_s / 1e9:.1f}" for p in clock_peaks(chip, count * socket))
-        print(f"datasheet GFLOP/s, {label} ({count * socket:g} cores): {peaks}")
+        sheet = ", ".join(f"{p.name} {p.flops_per_s / 1e9:.1f}" for p in clock_peaks(chip, count * socket))
+        print(f"datasheet GFLOP/s, {label} ({count * socket:g} cores): {sheet}")
     ruled_out = failed = 0
     for repeat in range(repeats):
         start = time.perf_counter()
