@@ -45,6 +45,7 @@ lint: $(STAMP)
 
 types: $(STAMP)
 	$(BIN)/mypy
+	$(BIN)/mypy benchmarks
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q -rs --durations=60 -m "not exhaustive"
