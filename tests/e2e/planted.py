@@ -251,7 +251,7 @@ class ZerosStack(_Wrapped):
     def wrap(self, run: Infer) -> Infer:
         import numpy as np
 
-        state = {"calls": 0, "shape": None}
+        state: dict[str, Any] = {"calls": 0, "shape": None}
 
         def infer(inputs: tuple[Any, ...]) -> Any:
             state["calls"] += 1
