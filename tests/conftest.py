@@ -15,6 +15,7 @@ PLANTED = {
     "planted-hang": "tests.e2e.planted:HangStack",
     "planted-raise": "tests.e2e.planted:RaiseStack",
     "planted-noisy": "tests.e2e.planted:NoisyStack",
+    "planted-daemon": "tests.e2e.planted:DaemonStack",
 }
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import psutil
 
+from accelbench.cell.leftovers import kill_leftovers
 from accelbench.cellspec import CellSpec
 from accelbench.meters import cputime
 from accelbench.meters.cputime import RUNNER_PID_VARIABLE
@@ -125,14 +126,25 @@ def run_in_process(spec: CellSpec, timeout_s: float, mem_limit_bytes: int) -> Ch
     )
     proc.start()
     cell_end.close()
+    created_s = _created_s(int(proc.pid or 0))
     suts = launcher.Launcher(_fork_context(), runner_end, str(stderr_path), int(proc.pid or 0))
     try:
         imposed = _watch(proc, timeout_s, mem_limit_bytes, suts)
     finally:
         suts.close()  # the cell's SUT processes (and a served stack's servers) end with it
+        kill_leftovers(os.getpid(), int(proc.pid or 0), created_s)  # and what escaped them
     wall_s = time.perf_counter() - start
     tail = stderr_path.read_text(errors="replace")[-STDERR_TAIL_CHARS:] if stderr_path.exists() else ""
     return ChildOutcome(_outcome(spec, proc.exitcode or 0, imposed, timeout_s), wall_s, tail)
+
+
+def _created_s(pid: int) -> float:
+    """The cell process's creation time by psutil's clock (infinite when it is already gone: what it
+    started cannot be told from the runner's own children then, and every child is kept)."""
+    try:
+        return float(psutil.Process(pid).create_time())
+    except psutil.Error:
+        return float("inf")
 
 
 def _fork_context() -> ForkServerContext:

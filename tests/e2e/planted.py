@@ -446,3 +446,28 @@ CHEATS = {
     "planted-seed-oracle": "tests.e2e.planted:SeedOracleStack",
 }
 """Every planted cheat by name: each must end ``disqualified``."""
+
+
+DAEMON_MARK = "accelbench-planted-daemon"
+"""In the command line of the process ``planted-daemon`` leaves behind (a test looks for it in /proc)."""
+_DAEMON = f"""
+import os, sys, time
+if os.fork():
+    os._exit(0)
+os.setsid()  # a session of its own: no group kill of the cell or its SUT process reaches it
+os.execv(sys.executable, [sys.executable, "-c", "import time  # {DAEMON_MARK}\\ntime.sleep(600)"])
+"""
+
+
+class DaemonStack(_Wrapped):
+    """The real model, eager; while preparing it leaves a daemon in a session of its own, which would
+    outlive the cell (re-parented to the runner) and could slow the cells after it."""
+
+    name = "planted-daemon"
+
+    def wrap(self, run: Infer) -> Infer:
+        import subprocess
+        import sys
+
+        subprocess.run([sys.executable, "-c", _DAEMON], check=True, timeout=30)
+        return run

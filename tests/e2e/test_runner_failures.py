@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from accelbench.config import RunConfig
 from accelbench.hardware.detect import detect_machine
 from accelbench.store import open_store
 from tests.e2e.cli import interrupted_run, result_ok
+from tests.e2e.planted import DAEMON_MARK
 
 pytestmark = pytest.mark.usefixtures("planted_stacks")
 
@@ -29,7 +31,15 @@ def _config(stacks: tuple[str, ...], timeout_s: float = 60.0) -> RunConfig:
 
 
 def test_failing_cells_get_their_status_and_the_others_complete(tmp_path: Path) -> None:
-    config = _config(("planted-crash", "planted-hang", "planted-raise", "planted-noisy", "torch-eager"), 25.0)
+    stacks = (
+        "planted-crash",
+        "planted-hang",
+        "planted-raise",
+        "planted-noisy",
+        "planted-daemon",
+        "torch-eager",
+    )
+    config = _config(stacks, 25.0)
     machine = detect_machine()
     with open_store(tmp_path / "store") as store:
         run_id = runner.start_run(store, config, machine)
@@ -44,8 +54,24 @@ def test_failing_cells_get_their_status_and_the_others_complete(tmp_path: Path) 
     assert "Traceback" in by_stack["planted-raise"].stderr_tail
     assert by_stack["planted-noisy"].status == "quality_failed"
     assert by_stack["planted-noisy"].quality is not None and not by_stack["planted-noisy"].quality.passed
+    # a daemon the stack left in a session of its own ends with its cell (cell.leftovers)
+    assert by_stack["planted-daemon"].status in ("ok", "unstable", "unverified"), by_stack[
+        "planted-daemon"
+    ].reason
+    assert _marked(DAEMON_MARK) == []
     assert result_ok(by_stack["torch-eager"]), by_stack["torch-eager"].reason
     assert by_stack["torch-eager"].latency is not None and by_stack["torch-eager"].latency.p50_s > 0
+
+
+def _marked(mark: str) -> list[int]:
+    """Live processes whose command line holds ``mark``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if proc.name.isdigit() and mark.encode() in (proc / "cmdline").read_bytes():
+                state = (proc / "stat").read_text().rpartition(")")[2].split()[0]
+                found += [int(proc.name)] if state != "Z" else []
+    return found
 
 
 @pytest.mark.exhaustive  # 13 s; make test resumes after kill -9 (test_reliability) and on the fleet
