@@ -29,7 +29,6 @@ from accelbench.hardware.match import match_device
 from accelbench.normalize.explain import Explanation, explain
 from accelbench.normalize.subjects import Subject, from_result
 from accelbench.results import Result
-from accelbench.session_figures import SessionFigures
 from accelbench.store import open_store
 
 
@@ -128,7 +127,8 @@ def _differences(a: Result, b: Result) -> tuple[str, ...]:
 def prefix_cache(result: Result) -> str:
     """The server's prefix cache a sessions cell declares (``SessionFigures.prefix_cache``); "" for any
     other cell, and for a sessions section stored before it was kept."""
-    return result.generation.prefix_cache if isinstance(result.generation, SessionFigures) else ""
+    ladder = result.session_ladder
+    return ladder.prefix_cache if ladder is not None else ""
 
 
 def _cache_difference(left: str, right: str) -> tuple[str, ...]:

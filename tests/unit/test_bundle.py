@@ -161,3 +161,14 @@ def test_a_server_search_is_rebuilt_from_its_probe_logs_and_back_off_rounds() ->
     assert search_differences(found, stored) == []
     claimed = dataclasses.replace(stored, max_qps=464.526)
     assert search_differences(found, claimed) == [("max_qps", found.max_qps, 464.526)]
+
+
+@pytest.mark.parametrize(
+    "shape", [{"windows": 5}, {"windows": [1]}, {"sighting_windows": "x"}, {"floor": [1]}, {"floor": 3}]
+)
+def test_repeat_evidence_of_the_wrong_shape_is_unreadable_never_lenient(shape: dict[str, object]) -> None:
+    entry = entry_of({"pairs": 16, "windows": [{"ratio_low": 1.0}], **shape, "verdict": "pass"})
+    with pytest.raises(TypeError, match="is not a"):
+        rejudge.verdict("repeat", entry)
+    honest = {"pairs": 16, "windows": [{"ratio_low": 1.0}], "floor": {}, "sighting_windows": []}
+    assert rejudge.verdict("repeat", entry_of(honest)).outcome == "pass"
