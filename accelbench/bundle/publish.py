@@ -4,7 +4,8 @@ Each bundle (``*.tar.gz``, ``*.tgz``, ``*.zip`` in ``DIR``) is read and verified
 (``accelbench.bundle.verify``); each of its cells becomes an ``Entry`` with its headline, its normalized
 figures per chip and per dollar (``accelbench.normalize``), the machine, and the bundle's verify verdict.
 An entry ranks (``ranked``) only when its status is ``ok`` and its bundle verified. A file that is not a
-readable bundle is listed with the reason and left out. The HTML is drawn by ``accelbench.report.site``.
+readable bundle is listed with the reason and left out, as is a result document that does not load. The
+HTML is drawn by ``accelbench.report.site``.
 """
 
 from __future__ import annotations
@@ -94,8 +95,7 @@ def _entries(name: str, archive: Archive, verified: bool, chips: ChipTable) -> l
     run = members.run_file(archive)
     label = f"{machine.machine.cpu_model if machine.machine else '?'} ({machine.fingerprint})"
     found = []
-    for path in sorted(p for p in archive.files if p.startswith("results/") and p.endswith(".json")):
-        result = stored(json_text(archive.files[path], f"{name} {path}", finite=False), f"{name} {path}")
+    for result in _results(name, archive):
         figures, cell = result.figures, result.cell
         found.append(
             Entry(
@@ -116,6 +116,18 @@ def _entries(name: str, archive: Archive, verified: bool, chips: ChipTable) -> l
                 per_work=_per_work(result, machine.facts, chips) if result.status == "ok" else {},
             )
         )
+    return found
+
+
+def _results(name: str, archive: Archive) -> list[Result]:
+    """The bundle's result documents that load as results; one that does not is left out (``verify``
+    has said so: its bundle does not verify)."""
+    found = []
+    for path in sorted(p for p in archive.files if p.startswith("results/") and p.endswith(".json")):
+        try:
+            found.append(stored(json_text(archive.files[path], path, finite=False), f"{name} {path}"))
+        except (ValueError, UserError):
+            continue
     return found
 
 
