@@ -172,3 +172,31 @@ def test_repeat_evidence_of_the_wrong_shape_is_unreadable_never_lenient(shape: d
         rejudge.verdict("repeat", entry)
     honest = {"pairs": 16, "windows": [{"ratio_low": 1.0}], "floor": {}, "sighting_windows": []}
     assert rejudge.verdict("repeat", entry_of(honest)).outcome == "pass"
+
+
+def test_publish_lists_each_cells_headline_with_its_interval_and_leaves_out_a_broken_document(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    from accelbench.bundle.collect import FORMAT
+    from accelbench.bundle.publish import entries_of
+    from accelbench.hardware.chips import load_chips
+
+    golden = json.loads((Path(__file__).parents[1] / "golden" / "result_v8.json").read_text())
+    header = {"format": FORMAT, "run_id": "r", "cells": {}, "signed": False}
+    files = {
+        "bundle.json": json.dumps(header).encode(),
+        "run.json": b'{"run_id": "r", "machine_fingerprint": "x", "config": {"rules": "quick"}}',
+        "machine.json": b"{}",
+        "results/000.json": json.dumps(golden).encode(),
+        "results/001.json": json.dumps({**golden, "reason": 5}).encode(),  # a field of the wrong type
+    }
+    folder = tmp_path / "bundles"
+    folder.mkdir()
+    write_archive(folder / "b.zip", files)
+    entries, listed = entries_of(folder, load_chips())
+    assert [(item.name, item.verified) for item in listed] == [("b.zip", False)]
+    (entry,) = entries
+    assert entry.ci == tuple(golden["figures"]["ci"]) and entry.value == golden["figures"]["value"]
+    assert entry.run_id == "r" and entry.machine == "? (None)" and entry.precision == "fp32"
