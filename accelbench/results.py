@@ -281,6 +281,12 @@ class Result:
         return value if isinstance(value, int) else None
 
     @property
+    def threads(self) -> int | None:
+        """The threads the cell ran with (``settings.threads``), None when not recorded."""
+        value = self.settings.get("threads")
+        return value if isinstance(value, int) else None
+
+    @property
     def headline(self) -> tuple[str, float] | None:
         """The scenario's MLPerf figure ``(metric, value)``; schema <5 results fall back to LoadGen's QPS."""
         if self.figures is not None:

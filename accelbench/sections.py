@@ -328,6 +328,13 @@ class GenerationFigures:
         return cls(**values)
 
 
+def evidence_number(evidence: Mapping[str, Any], key: str) -> float | None:
+    """The number an audit's evidence (or one of its records) holds under ``key``; None when it holds
+    none (missing, null, text or a truth value)."""
+    value = evidence.get(key)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 @dataclass(frozen=True, slots=True)
 class AuditEntry:
     """One audit's stored verdict (``accelbench.audits.Verdict``): its outcome, reason and evidence.
@@ -343,8 +350,35 @@ class AuditEntry:
 
     def number(self, key: str) -> float | None:
         """A number of the evidence, or None when the audit did not record it."""
-        value = self.evidence.get(key)
-        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+        return evidence_number(self.evidence, key)
+
+    def holds(self, key: str) -> bool:
+        """Whether the evidence records ``key`` (with a value other than null)."""
+        return self.evidence.get(key) is not None
+
+    def flag(self, key: str) -> bool:
+        """The evidence's ``key`` as a truth value (missing: False)."""
+        return bool(self.evidence.get(key))
+
+    def text(self, key: str) -> str:
+        """The evidence's ``key`` as text (missing: "")."""
+        return str(self.evidence.get(key, ""))
+
+    def records(self, key: str) -> tuple[Mapping[str, Any], ...]:
+        """The evidence's list of records under ``key`` (missing or empty: none); TypeError when it holds
+        something else, so a judge of the wrong shape of evidence is inconclusive, never lenient."""
+        value = self.evidence.get(key) or ()
+        if not isinstance(value, list | tuple) or not all(isinstance(v, Mapping) for v in value):
+            raise TypeError(f"evidence {key} is not a list of records")
+        return tuple(value)
+
+    def record(self, key: str) -> Mapping[str, Any]:
+        """The evidence's record under ``key`` (missing or empty: an empty one); TypeError when it holds
+        something else."""
+        value = self.evidence.get(key) or {}
+        if not isinstance(value, Mapping):
+            raise TypeError(f"evidence {key} is not a record")
+        return value
 
     def window_ratios(self) -> tuple[float, ...]:
         """The seen/never-seen ratio of each of the repeat audit's ``windows``, the whole run's first."""

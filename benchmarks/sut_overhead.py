@@ -64,11 +64,11 @@ def measure(workload: str, stack: str, size: str, batch: int, calls: int) -> dic
     """Median seconds per call in process and across the wire, interleaved."""
     with tempfile.TemporaryDirectory() as tmp:
         spec = _spec(workload, stack, size, Path(tmp))
-        model = registry.instantiate(spec.workload_ref)
+        model = registry.instantiate(spec.refs.workload)
         example = batching.join([variants.make_sample(model, size, 7, k, None) for k in range(batch)], batch)
         request = trial._prepare_request(spec, model, batch)
-        remote = SutProcess(spec.stack_ref, Path(tmp) / "sut", trial.sut_environment())
-        local = InProcessSut(spec.stack_ref)
+        remote = SutProcess(spec.refs.stack, Path(tmp) / "sut", trial.sut_environment())
+        local = InProcessSut(spec.refs.stack)
         try:
             sessions = [sut.prepare(request, example)[0].infer for sut in (local, remote)]
             for infer in sessions:

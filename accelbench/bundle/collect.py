@@ -27,7 +27,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from accelbench.bundle.fields import cell_key
 from accelbench.files import read_json, read_text
 from accelbench.results import to_dict
 from accelbench.store import Store
@@ -64,11 +63,11 @@ def bundle_files(store: Store, run_id: str, signed: bool) -> dict[str, bytes]:
     record = store.run(run_id)
     run_dir = store.path / "runs" / run_id
     scrub = Scrubber.of({"run": run_dir, "store": store.path, "home": Path.home(), "cwd": Path.cwd()})
-    docs = [to_dict(r) for r in store.results(run_id)]
-    folders = _cell_folders(run_dir, {cell_key(d) for d in docs})
+    results = store.results(run_id)
+    folders = _cell_folders(run_dir, {r.cell.key for r in results})
     files: dict[str, bytes] = {}
-    for number, doc in enumerate(docs):
-        files[f"results/{number:03d}.json"] = _json(doc, scrub)
+    for number, result in enumerate(results):
+        files[f"results/{number:03d}.json"] = _json(to_dict(result), scrub)
     for folder in folders.values():
         files.update(_cell_files(run_dir / "cells" / folder, f"cells/{folder}", scrub))
     run = {
@@ -108,10 +107,16 @@ def _cell_folders(run_dir: Path, keys: set[str]) -> dict[str, str]:
             cell = read_json(folder / "spec.json", "cell spec")["cell"]
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        key = cell_key({"cell": cell})
+        key = _spec_cell_key(cell) if isinstance(cell, Mapping) else None
         if key in keys:
             found[key] = folder.name
     return found
+
+
+def _spec_cell_key(cell: Mapping[str, Any]) -> str:
+    """The cell key a ``spec.json``'s ``cell`` names, as written (a part it lacks is empty: no match)."""
+    parts = ("workload", "size", "variant", "stack", "device", "scenario")
+    return "/".join(str(cell.get(part, "")) for part in parts)
 
 
 def _cell_files(folder: Path, prefix: str, scrub: Scrubber) -> dict[str, bytes]:

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from accelbench.bundle import members
 from accelbench.bundle.archive import read_archive
-from accelbench.bundle.fields import Stored, cell_key, headline, stored
+from accelbench.bundle.fields import headline, stored
 from accelbench.bundle.verify import verify
 from accelbench.errors import UserError
 from accelbench.files import json_text
@@ -27,19 +28,19 @@ from accelbench.hardware.detect import machine_from_dict
 from accelbench.hardware.match import match_device
 from accelbench.normalize.explain import Explanation, explain
 from accelbench.normalize.subjects import Subject, from_result
-from accelbench.results import from_dict, to_dict
+from accelbench.results import Result
 from accelbench.store import open_store
 
 
 @dataclass(frozen=True, slots=True)
 class Side:
-    """One side of a comparison: a run's rules, machine facts and result documents by cell key."""
+    """One side of a comparison: a run's rules, machine facts and results by cell key."""
 
     label: str
     run_id: str
     rules: str
     machine: Mapping[str, Any]
-    docs: Mapping[str, Mapping[str, Any]]
+    results: Mapping[str, Result]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,15 +65,15 @@ def side_of(text: str, store: Path) -> Side:
         return _bundle_side(path)
     with open_store(store, read_only=True) as opened:
         run = opened.run(text)
-        docs = {r.cell.key: to_dict(r) for r in opened.results(text)}
-    return Side(text, text, str(run.config.get("rules", "")), run.machine, docs)
+        results = {r.cell.key: r for r in opened.results(text)}
+    return Side(text, text, members.config_rules(run.config), run.machine, results)
 
 
 def compare(a: Side, b: Side, chips: ChipTable, include_unverified: bool = False) -> tuple[Pairing, ...]:
     """The shared cells of ``a`` and ``b``, each explained or refused; UserError when nothing compares."""
     if a.rules != b.rules:
         raise UserError(f"not comparable: {a.label} ran rules {a.rules!r}, {b.label} rules {b.rules!r}")
-    shared = sorted(set(a.docs) & set(b.docs))
+    shared = sorted(set(a.results) & set(b.results))
     if not shared:
         raise UserError(
             f"not comparable: no shared cell ({a.label}: {_workloads(a)}; {b.label}: {_workloads(b)})"
@@ -81,15 +82,14 @@ def compare(a: Side, b: Side, chips: ChipTable, include_unverified: bool = False
 
 
 def _pairing(key: str, a: Side, b: Side, chips: ChipTable, include_unverified: bool) -> Pairing:
-    doc_a, doc_b = a.docs[key], b.docs[key]
-    claims_a, claims_b = stored(doc_a, f"{a.label} {key}"), stored(doc_b, f"{b.label} {key}")
-    heads = (headline(claims_a), headline(claims_b))
-    differ = _differences(claims_a, claims_b) + _cache_difference(doc_a, doc_b)
-    base = Pairing(key, claims_a.status, claims_b.status, *heads, None, differences=differ)
-    if claims_a.effective_precision != claims_b.effective_precision:
-        why = f"precision classes differ: {claims_a.effective_precision} vs {claims_b.effective_precision}"
+    left, right = a.results[key], b.results[key]
+    heads = (headline(left), headline(right))
+    differ = _differences(left, right) + _cache_difference(prefix_cache(left), prefix_cache(right))
+    base = Pairing(key, left.status, right.status, *heads, None, differences=differ)
+    if left.effective_precision != right.effective_precision:
+        why = f"precision classes differ: {left.effective_precision} vs {right.effective_precision}"
         return dataclasses.replace(base, refused=why)
-    unverified = [c.status for c in (claims_a, claims_b) if c.status != "ok"]
+    unverified = [r.status for r in (left, right) if r.status != "ok"]
     if unverified and not include_unverified:
         return dataclasses.replace(
             base, refused=f"unverified ({', '.join(unverified)}): only ok cells compare"
@@ -102,7 +102,7 @@ def _pairing(key: str, a: Side, b: Side, chips: ChipTable, include_unverified: b
 
 
 def _subject(side: Side, key: str, chips: ChipTable) -> Subject:
-    result = from_dict(side.docs[key])
+    result = side.results[key]
     if result.status != "ok":  # --include-unverified: explained, and marked UNVERIFIED by the caller
         result = dataclasses.replace(result, status="ok")
     try:
@@ -112,7 +112,7 @@ def _subject(side: Side, key: str, chips: ChipTable) -> Subject:
     return from_result(f"{side.run_id}/{key}", result, match_device(machine, result.cell.device, chips))
 
 
-def _differences(a: Stored, b: Stored) -> tuple[str, ...]:
+def _differences(a: Result, b: Result) -> tuple[str, ...]:
     found = (
         [f"machine {a.machine_fingerprint} vs {b.machine_fingerprint}"]
         if a.machine_fingerprint != b.machine_fingerprint
@@ -124,10 +124,16 @@ def _differences(a: Stored, b: Stored) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _cache_difference(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[str, ...]:
-    """The servers' prefix caches when the two cells' differ (a sessions cell's ``generation.prefix_cache``):
-    a cache-on figure is never set beside a cache-off one unlabelled."""
-    left, right = ((d.get("generation") or {}).get("prefix_cache") for d in (a, b))
+def prefix_cache(result: Result) -> str:
+    """The server's prefix cache a sessions cell declares (``SessionFigures.prefix_cache``); "" for any
+    other cell, and for a sessions section stored before it was kept."""
+    ladder = result.session_ladder
+    return ladder.prefix_cache if ladder is not None else ""
+
+
+def _cache_difference(left: str, right: str) -> tuple[str, ...]:
+    """The servers' prefix caches when the two cells' differ: a cache-on figure is never set beside a
+    cache-off one unlabelled."""
     if left == right:
         return ()
     return (f"server prefix cache {left or 'not recorded'} vs {right or 'not recorded'}",)
@@ -139,21 +145,15 @@ def _bundle_side(path: Path) -> Side:
     if not checked.passed:
         differ = sum(f.matched is False for f in checked.findings)
         raise UserError(f"{path} does not verify ({differ} claim(s) differ): see accelbench verify {path}")
-    run = json_text(archive.files["run.json"], f"{path} run.json")
-    docs = {}
+    run = members.run_file(archive)
+    results = {}
     for name, data in archive.files.items():
         if name.startswith("results/") and name.endswith(".json"):
-            doc = json_text(data, f"{path} {name}", finite=False)
-            docs[cell_key(doc)] = doc
-    config = run.get("config") or {}
-    return Side(
-        path.name,
-        str(run.get("run_id")),
-        str(config.get("rules", "")),
-        json_text(archive.files["machine.json"], f"{path} machine.json"),
-        docs,
-    )
+            result = stored(json_text(data, f"{path} {name}", finite=False), f"{path} {name}")
+            results[result.cell.key] = result
+    machine = members.machine_file(archive)
+    return Side(path.name, run.run_id, run.rules, machine.facts, results)
 
 
 def _workloads(side: Side) -> str:
-    return ", ".join(sorted({key.split("/")[0] for key in side.docs})) or "no cells"
+    return ", ".join(sorted({key.split("/")[0] for key in side.results})) or "no cells"

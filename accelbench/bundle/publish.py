@@ -4,7 +4,8 @@ Each bundle (``*.tar.gz``, ``*.tgz``, ``*.zip`` in ``DIR``) is read and verified
 (``accelbench.bundle.verify``); each of its cells becomes an ``Entry`` with its headline, its normalized
 figures per chip and per dollar (``accelbench.normalize``), the machine, and the bundle's verify verdict.
 An entry ranks (``ranked``) only when its status is ``ok`` and its bundle verified. A file that is not a
-readable bundle is listed with the reason and left out. The HTML is drawn by ``accelbench.report.site``.
+readable bundle is listed with the reason and left out, as is a result document that does not load. The
+HTML is drawn by ``accelbench.report.site``.
 """
 
 from __future__ import annotations
@@ -14,14 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from accelbench.bundle.archive import SUFFIXES, read_archive
-from accelbench.bundle.fields import stored
+from accelbench.bundle import members
+from accelbench.bundle.archive import SUFFIXES, Archive, read_archive
+from accelbench.bundle.fields import claimed_rules, stored
 from accelbench.bundle.verify import verify
 from accelbench.errors import UserError
 from accelbench.files import json_text
 from accelbench.hardware.chips import ChipTable
 from accelbench.normalize.lookup import result_figures
-from accelbench.results import from_dict
+from accelbench.results import Result
 
 PER = ("chip", "usd")
 """The normalized views of the site: per chip and per dollar (purchase price)."""
@@ -84,46 +86,55 @@ def entries_of(folder: Path, chips: ChipTable) -> tuple[list[Entry], list[Listed
             f"; {differ} claim(s) differ" if differ else ""
         )
         listed.append(Listed(path.name, checked.passed, note))
-        entries += _entries(path.name, archive.files, checked.passed, chips)
+        entries += _entries(path.name, archive, checked.passed, chips)
     return entries, listed
 
 
-def _entries(name: str, files: Mapping[str, bytes], verified: bool, chips: ChipTable) -> list[Entry]:
-    machine = json_text(files["machine.json"], f"{name} machine.json")
-    run = json_text(files["run.json"], f"{name} run.json")
-    label = f"{machine.get('cpu_model', '?')} ({machine.get('fingerprint', '?')})"
+def _entries(name: str, archive: Archive, verified: bool, chips: ChipTable) -> list[Entry]:
+    machine = members.machine_file(archive)
+    run = members.run_file(archive)
+    label = f"{machine.machine.cpu_model if machine.machine else '?'} ({machine.fingerprint})"
     found = []
-    for path in sorted(p for p in files if p.startswith("results/") and p.endswith(".json")):
-        doc = json_text(files[path], f"{name} {path}", finite=False)
-        claims = stored(doc, f"{name} {path}")
-        figures = claims.figures or {}
-        ci = figures.get("ci")
+    for result in _results(name, archive):
+        figures, cell = result.figures, result.cell
         found.append(
             Entry(
                 bundle=name,
-                run_id=str(run.get("run_id", "")),
-                key=claims.key,
-                workload=claims.workload,
-                scenario=claims.scenario,
-                stack=claims.stack,
-                rules=claims.rules,
-                precision=claims.effective_precision or "none",
-                status=claims.status,
+                run_id=run.run_id,
+                key=cell.key,
+                workload=cell.workload,
+                scenario=cell.scenario,
+                stack=cell.stack,
+                rules=claimed_rules(result),
+                precision=result.effective_precision or "none",
+                status=result.status,
                 verified=verified,
                 machine=label,
-                metric=str(figures.get("metric", "")),
-                value=figures.get("value") if isinstance(figures.get("value"), int | float) else None,
-                ci=(float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 else None,
-                per_work=_per_work(doc, machine, chips) if claims.status == "ok" else {},
+                metric=figures.metric if figures else "",
+                value=figures.value if figures else None,
+                ci=(float(figures.ci[0]), float(figures.ci[1])) if figures else None,
+                per_work=_per_work(result, machine.facts, chips) if result.status == "ok" else {},
             )
         )
     return found
 
 
-def _per_work(doc: Mapping[str, Any], machine: Mapping[str, Any], chips: ChipTable) -> dict[str, float]:
+def _results(name: str, archive: Archive) -> list[Result]:
+    """The bundle's result documents that load as results; one that does not is left out (``verify``
+    has said so: its bundle does not verify)."""
+    found = []
+    for path in sorted(p for p in archive.files if p.startswith("results/") and p.endswith(".json")):
+        try:
+            found.append(stored(json_text(archive.files[path], path, finite=False), f"{name} {path}"))
+        except (ValueError, UserError):
+            continue
+    return found
+
+
+def _per_work(result: Result, machine: Mapping[str, Any], chips: ChipTable) -> dict[str, float]:
     """Work per second per chip and per dollar (``normalize``'s figures, central values)."""
     try:
-        normalized = result_figures(from_dict(doc), machine, chips)
+        normalized = result_figures(result, machine, chips)
     except (ValueError, TypeError, KeyError, UserError):
         return {}
     return {f.per: f.performance.central for f in normalized if f.per in PER}

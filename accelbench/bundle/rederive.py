@@ -118,23 +118,21 @@ def rule_breaches(found: Derived, rules: Rules, scenario: str) -> list[str]:
     return breaches
 
 
-def with_sut_timer(found: Figures, stored: Mapping[str, object] | None) -> Figures:
+def with_sut_timer(found: Figures, stored: Figures | None) -> Figures:
     """``found`` with the SUT timer's seconds taken from the stored figures (the logs do not hold them)."""
-    sut = stored.get("sut_s") if stored else None
-    if not isinstance(sut, int | float) or isinstance(sut, bool):
+    if stored is None:
         return found
-    ratio = float(sut) / found.loadgen_s if found.loadgen_s > 0 else found.timer_ratio
-    return dataclasses.replace(found, sut_s=float(sut), timer_ratio=ratio)
+    sut = float(stored.sut_s)
+    ratio = sut / found.loadgen_s if found.loadgen_s > 0 else found.timer_ratio
+    return dataclasses.replace(found, sut_s=sut, timer_ratio=ratio)
 
 
-def differences(found: Figures, stored: Mapping[str, object] | None) -> list[tuple[str, object, object]]:
+def differences(found: Figures, stored: Figures | None) -> list[tuple[str, object, object]]:
     """(field, derived, stored) for every compared figure that differs beyond rounding."""
     if stored is None:
         return [("figures", "derived from the logs", None)]
-    plain = dataclasses.asdict(found)
-    return [
-        (name, plain[name], stored.get(name)) for name in COMPARED if not _same(plain[name], stored.get(name))
-    ]
+    pairs = ((name, getattr(found, name), getattr(stored, name)) for name in COMPARED)
+    return [(name, mine, said) for name, mine, said in pairs if not _same(mine, said)]
 
 
 def _measurement(files: Mapping[str, bytes], trial: str, batch: int) -> Measurement:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from accelbench.audits import off_calls, output, post_run, precision, repeat
@@ -17,11 +18,13 @@ from accelbench.audits.status import cell_status
 from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS, Verdict
 from accelbench.loadgen_figures import Figures
 from accelbench.meters import noise
+from accelbench.results import NoiseProbe, Quality
+from accelbench.sections import AuditEntry, evidence_number
 
 
 def verdict(
     name: str,
-    entry: Mapping[str, Any],
+    entry: AuditEntry,
     precision_name: str = "fp32",
     workload: str = "",
     size: str = "",
@@ -45,13 +48,13 @@ def verdict(
     elif name == "alternate_seed":
         outcome = _alternate_seed(entry, precision_name, workload, size)
     else:
-        outcome = judges[name](entry) if name in judges else str(entry.get("verdict"))
-    return Verdict(name, outcome, str(entry.get("reason", "")), _evidence(name, entry))
+        outcome = judges[name](entry) if name in judges else entry.outcome
+    return Verdict(name, outcome, entry.reason, _evidence(name, entry))
 
 
-def _off_calls(entry: Mapping[str, Any]) -> str:
-    in_calls_s = float(entry["in_calls_s"])
-    return off_calls.judge(in_calls_s + float(entry["off_calls_s"]), in_calls_s)
+def _off_calls(entry: AuditEntry) -> str:
+    in_calls_s = float(entry.evidence["in_calls_s"])
+    return off_calls.judge(in_calls_s + float(entry.evidence["off_calls_s"]), in_calls_s)
 
 
 def unaudited() -> Verdict:
@@ -61,8 +64,8 @@ def unaudited() -> Verdict:
 
 
 def quality_failures(
-    quality: Mapping[str, Any] | None,
-    sanity: Mapping[str, Any] | None,
+    quality: Quality | None,
+    sanity: Quality | None,
     precision_name: str,
     workload: str = "",
     size: str = "",
@@ -71,19 +74,19 @@ def quality_failures(
     ``precision_name`` on ``workload`` at ``size``, never the stored ones) and of the sanity check (its
     stored threshold: the workload's own) that fail."""
     failed = []
-    if quality is not None and not _gate_passes(quality, precision_name, workload, size):
-        failed.append(str(quality["metric"]))
-    if sanity is not None and not _at_least(sanity):
-        failed.append(str(sanity["metric"]))
+    if quality is not None and not _gate_passes(_stored_gate(quality), precision_name, workload, size):
+        failed.append(quality.metric)
+    if sanity is not None and not sanity.value >= sanity.threshold:
+        failed.append(sanity.metric)
     return failed
 
 
 def unstable_reason(
-    noise_record: Mapping[str, Any] | None, figures: Figures | None, cores: int | None, computes: bool
+    noise_record: NoiseProbe | None, figures: Figures | None, cores: int | None, computes: bool
 ) -> str:
     """The noise guard's disturbance judged again from its record (``cores``: the machine's logical
     cores set the other-load limit), else the SUT timer's disagreement with LoadGen's figures."""
-    reason = _disturbance(noise_record, cores) if noise_record else ""
+    reason = _disturbance(noise_record, cores) if noise_record is not None else ""
     if reason or figures is None or not computes:
         return reason
     from accelbench.scenarios.figures import timer_disagreement
@@ -98,21 +101,21 @@ def status(
     return cell_status(verdicts, failures, invalid, unstable)
 
 
-def _output(entry: Mapping[str, Any]) -> str:
-    checked = _number(entry, "checked")
-    return output.judge(int(checked) if math.isfinite(checked) else 0, bool(entry.get("failed_check")))
+def _output(entry: AuditEntry) -> str:
+    checked = _number(entry.evidence, "checked")
+    return output.judge(int(checked) if math.isfinite(checked) else 0, entry.flag("failed_check"))
 
 
-def _repeat(entry: Mapping[str, Any]) -> str:
-    pairs = _number(entry, "pairs")
+def _repeat(entry: AuditEntry) -> str:
+    pairs = _number(entry.evidence, "pairs")
     if math.isnan(pairs):
         return INCONCLUSIVE
-    whole = [(w, repeat.SPEEDUP_LIMIT) for w in entry.get("windows") or ()]
-    ranges = [(w, _number(w, "limit")) for w in entry.get("sighting_windows") or ()]
+    whole = [(w, repeat.SPEEDUP_LIMIT) for w in entry.records("windows")]
+    ranges = [(w, _number(w, "limit")) for w in entry.records("sighting_windows")]
     # a window whose bound or limit is missing counts as failed (nothing vouches for it)
     windows = [(_or_inf(_number(w, "ratio_low")), limit) for w, limit in [*whole, *ranges]]
     windows = [(low, -math.inf if math.isnan(limit) else limit) for low, limit in windows]
-    floor = entry.get("floor") or {}
+    floor = entry.record("floor")
     beaten = [_or_zero(_number(floor, "pairs")), _or_zero(_number(floor, "groups"))]
     return repeat.probe_outcome(int(pairs), windows, int(beaten[0]), int(beaten[1]))
 
@@ -125,104 +128,124 @@ def _or_zero(value: float) -> float:
     return 0.0 if math.isnan(value) else value
 
 
-def _served_repeat(entry: Mapping[str, Any]) -> str:
+def _served_repeat(entry: AuditEntry) -> str:
     from accelbench.endpoint import repeat as served_repeat
 
-    pairs, ratio, share = _number(entry, "pairs"), _number(entry, "ratio"), _number(entry, "faster_share")
+    pairs, ratio, share = (_number(entry.evidence, k) for k in ("pairs", "ratio", "faster_share"))
     if math.isnan(pairs):
         return INCONCLUSIVE
     # a missing ratio or share is judged as the worst case (nothing vouches for it)
     return served_repeat.outcome(int(pairs), _or_zero(ratio), 1.0 if math.isnan(share) else share)
 
 
-def _forbidden_reuse(entry: Mapping[str, Any]) -> str:
+def _forbidden_reuse(entry: AuditEntry) -> str:
     """A sessions cell's forbidden-reuse audits (``accelbench.sessions.forbidden``): the served repeat's
     rule shape, a missing ratio or share judged as the worst case."""
     from accelbench.sessions import forbidden
 
-    pairs, ratio, share = _number(entry, "pairs"), _number(entry, "ratio"), _number(entry, "faster_share")
+    pairs, ratio, share = (_number(entry.evidence, k) for k in ("pairs", "ratio", "faster_share"))
     if math.isnan(pairs):
         return INCONCLUSIVE
     return forbidden.outcome(int(pairs), _or_zero(ratio), 1.0 if math.isnan(share) else share)
 
 
-def _caching(entry: Mapping[str, Any]) -> str:
-    unique, repeated = _number(entry, "unique_min_s"), _number(entry, "repeated_min_s")
-    share = _number(entry, "repeats_faster_share")
+def _caching(entry: AuditEntry) -> str:
+    unique, repeated = _number(entry.evidence, "unique_min_s"), _number(entry.evidence, "repeated_min_s")
+    share = _number(entry.evidence, "repeats_faster_share")
     if math.isnan(unique + repeated + share):
         return INCONCLUSIVE
     return post_run.caching_outcome(unique, repeated, share)
 
 
-def _alternate_seed(entry: Mapping[str, Any], precision_name: str, workload: str, size: str) -> str:
-    value = _number(entry, "value")
-    if math.isnan(value):
+def _alternate_seed(entry: AuditEntry, precision_name: str, workload: str, size: str) -> str:
+    gate = _audited_gate(entry)
+    if math.isnan(gate.value):
         return INCONCLUSIVE
-    return PASS if _gate_passes(entry, precision_name, workload, size) else FAIL
+    return PASS if _gate_passes(gate, precision_name, workload, size) else FAIL
 
 
-def _gate_passes(entry: Mapping[str, Any], precision_name: str, workload: str, size: str) -> bool:
+@dataclass(frozen=True, slots=True)
+class _Gate:
+    """What the quality gate's rule reads of a stored quality record or alternate-seed entry; NaN: not
+    stored (every comparison with it is false)."""
+
+    metric: str
+    value: float
+    wrong: float | None
+    """None: a record stored before schema 8 (no per-sample counts: judged by its metric alone)."""
+    worst_sample_error: float
+    samples_checked: float
+
+
+def _stored_gate(quality: Quality) -> _Gate:
+    worst = quality.worst_sample_error
+    return _Gate(
+        metric=quality.metric,
+        value=float(quality.value),
+        wrong=None if quality.wrong is None else float(quality.wrong),
+        worst_sample_error=math.nan if worst is None else float(worst),
+        samples_checked=float(quality.samples_checked),
+    )
+
+
+def _audited_gate(entry: AuditEntry) -> _Gate:
+    return _Gate(
+        metric=entry.text("metric"),
+        value=_number(entry.evidence, "value"),
+        wrong=_number(entry.evidence, "wrong") if entry.holds("wrong") else None,
+        worst_sample_error=_number(entry.evidence, "worst_sample_error"),
+        samples_checked=_number(entry.evidence, "samples_checked"),
+    )
+
+
+def _gate_passes(gate: _Gate, precision_name: str, workload: str, size: str) -> bool:
     """The quality gate's rule (``meters.quality.passes``) on a stored record: its metric against this
     code's bar, its wrong samples (a record stored before schema 8 has none: its metric alone) counted
     again where its worst error exceeds this code's sample budget."""
-    from accelbench.meters.quality import passes, sample_budget
+    from accelbench.meters.quality import passes, sample_budget, threshold_for
 
-    value = _number(entry, "value")
-    if entry.get("wrong") is None:
-        return value >= _bar(entry, precision_name)
-    wrong = int(_number(entry, "wrong")) if _number(entry, "wrong") >= 0 else 0
-    worst = _number(entry, "worst_sample_error")
-    if not worst <= sample_budget(precision_name, workload, size):  # NaN (missing) counts as over
+    bar = threshold_for(gate.metric, precision_name)  # ValueError for a metric the gate does not know
+    if gate.wrong is None:
+        return gate.value >= bar
+    wrong = int(gate.wrong) if gate.wrong >= 0 else 0
+    if not gate.worst_sample_error <= sample_budget(precision_name, workload, size):  # NaN counts as over
         wrong = max(wrong, 1)
-    judged = _number(entry, "samples_checked")
-    return passes(value, _bar(entry, precision_name), wrong, int(judged) if judged >= 1 else 1)
+    judged = gate.samples_checked
+    return passes(gate.value, bar, wrong, int(judged) if judged >= 1 else 1)
 
 
-def _bar(entry: Mapping[str, Any], precision_name: str) -> float:
-    """The quality bar of the entry's metric at ``precision_name`` (``meters.quality``); ValueError for
-    a metric the gate does not know."""
-    from accelbench.meters.quality import threshold_for
-
-    return threshold_for(str(entry.get("metric")), precision_name)
-
-
-def _precision(entry: Mapping[str, Any]) -> str:
-    error, samples = _number(entry, "max_norm_abs_err"), _number(entry, "samples")
+def _precision(entry: AuditEntry) -> str:
+    error, samples = _number(entry.evidence, "max_norm_abs_err"), _number(entry.evidence, "samples")
     if math.isnan(error + samples):
         return INCONCLUSIVE
-    return precision.precision_verdict(str(entry.get("declared", "")), error, int(samples)).outcome
+    return precision.precision_verdict(entry.text("declared"), error, int(samples)).outcome
 
 
-def _evidence(name: str, entry: Mapping[str, Any]) -> dict[str, Any]:
+def _evidence(name: str, entry: AuditEntry) -> dict[str, Any]:
     """The stored evidence, with the precision class recomputed (the status reads it)."""
-    evidence = {k: v for k, v in entry.items() if k not in ("verdict", "reason")}
+    evidence = dict(entry.evidence)
     if name == "precision":
-        evidence["consistent_with"] = precision.consistent_with(_number(entry, "max_norm_abs_err"))
+        evidence["consistent_with"] = precision.consistent_with(_number(entry.evidence, "max_norm_abs_err"))
     return evidence
 
 
-def _disturbance(record: Mapping[str, Any], cores: int | None) -> str:
-    before, after = _number(record, "before_s"), _number(record, "after_s")
-    shift = record.get("samples_shift")
+def _disturbance(record: NoiseProbe, cores: int | None) -> str:
+    before, after = float(record.before_s), float(record.after_s)
+    shift = record.samples_shift
     evidence = noise.Evidence(
-        other_cores=_number(record, "other_load_cores"),
-        steal_cores=_number(record, "steal_cores"),
+        other_cores=float(record.other_load_cores),
+        steal_cores=float(record.steal_cores),
         drift=abs(after - before) / before if before > 0 else 0.0,
-        threshold=_number(record, "threshold"),
-        shift=None if shift is None else noise.Shift(float(shift), bool(record.get("samples_shifted"))),
+        threshold=float(record.threshold),
+        shift=None if shift is None else noise.Shift(float(shift), record.samples_shifted),
         probe_slower=after > before,
         other_limit_cores=noise.other_load_limit_cores(cores) if cores else noise.OTHER_LOAD_LIMIT_CORES,
     )
     return noise.disturbance(evidence)
 
 
-def _at_least(entry: Mapping[str, Any]) -> bool:
-    return _number(entry, "value") >= _number(entry, "threshold")
-
-
-def _number(entry: Mapping[str, Any], key: str) -> float:
-    """A stored number; NaN when missing or not a number (every comparison with it is false)."""
-    value = entry.get(key)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return math.nan
-    return float(value)
+def _number(evidence: Mapping[str, Any], key: str) -> float:
+    """A stored number of an audit's evidence (or one of its records); NaN when missing or not a number
+    (every comparison with it is false)."""
+    value = evidence_number(evidence, key)
+    return math.nan if value is None else value

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from accelbench.bundle.rederive import TRIAL
 from accelbench.scenarios.loadgen_log import Summary, parse_summary
 from accelbench.scenarios.server_search import Probe, Search
+from accelbench.sections import ServerSearch
 
 RELATIVE = 1e-9
 
@@ -38,7 +38,7 @@ def derived_search(files: Mapping[str, bytes], folder: str, scored: Sequence[str
     return Search(bound_s=0.0, probes=probes, scored_failures=failures)
 
 
-def search_differences(found: Search, stored: Mapping[str, Any] | None) -> list[tuple[str, object, object]]:
+def search_differences(found: Search, stored: ServerSearch | None) -> list[tuple[str, object, object]]:
     """(field, derived, stored) where the stored ``server_search`` differs from the derived one."""
     if stored is None:
         return [("server_search", "derived from the probe logs", None)]
@@ -48,10 +48,10 @@ def search_differences(found: Search, stored: Mapping[str, Any] | None) -> list[
         "bracket": [low, high if math.isfinite(high) else None],
         "probes": [[p.target_qps, p.valid] for p in found.probes],
     }
-    claimed = {
-        "max_qps": stored.get("max_qps"),
-        "bracket": stored.get("bracket"),
-        "probes": [[p.get("target_qps"), p.get("valid")] for p in stored.get("probes") or ()],
+    claimed: dict[str, object] = {
+        "max_qps": stored.max_qps,
+        "bracket": list(stored.bracket),
+        "probes": [[p.target_qps, p.valid] for p in stored.probes],
     }
     return [(k, derived[k], claimed[k]) for k in derived if not _same(derived[k], claimed[k])]
 

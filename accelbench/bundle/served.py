@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from accelbench.curve import CurvePoint
 from accelbench.endpoint.cell import RECORDS_FILE
 from accelbench.endpoint.driver import TIMED
 from accelbench.endpoint.figures import Bounds, point
@@ -62,21 +62,21 @@ def timed_records(text: str) -> list[RequestRecord]:
     return records
 
 
-def curve_differences(records: Sequence[RequestRecord], curve: Sequence[Mapping[str, Any]]) -> list[str]:
+def curve_differences(records: Sequence[RequestRecord], curve: Sequence[CurvePoint]) -> list[str]:
     """``concurrency N: field X from the records, stored Y`` per stored figure the records do not give."""
     found = []
     for stored_point in curve:
-        concurrency = stored_point.get("concurrency")
+        concurrency = stored_point.concurrency
         mine = [r for r in records if r.concurrency == concurrency]
-        count = stored_point.get("requests")
-        if isinstance(count, int) and 0 < count < len(mine):
+        count = stored_point.requests
+        if 0 < count < len(mine):
             mine = mine[-count:]  # a cell measured again appends its requests: the last attempt's count
         if not mine:
             found.append(f"concurrency {concurrency}: no request records")
             continue
-        derived = point(int(concurrency or 0), mine, UNBOUNDED)
+        derived = point(concurrency, mine, UNBOUNDED)
         for name in COMPARED:
-            value, said = getattr(derived, name), stored_point.get(name)
+            value, said = getattr(derived, name), getattr(stored_point, name)
             if not _same(value, said):
                 found.append(
                     f"concurrency {concurrency}: {name} {value:.6g} from the records, stored {said!r}"

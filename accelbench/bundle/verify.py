@@ -9,20 +9,19 @@ derivation (or, for a signed bundle, by the signature).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from accelbench import registry
 from accelbench.audits.verdict import INCONCLUSIVE, Verdict
-from accelbench.bundle import rederive, rejudge, search, served, signing
+from accelbench.bundle import members, rederive, rejudge, search, served, signing
 from accelbench.bundle.archive import MANIFEST, SIGNATURE, Archive, parse_manifest, sha256_hex
-from accelbench.bundle.collect import FORMAT
-from accelbench.bundle.fields import Stored, stored
+from accelbench.bundle.fields import claimed_rules, served_curve, stored
+from accelbench.bundle.members import Header, MachineFile, RunFile
 from accelbench.errors import UserError
 from accelbench.files import json_text
-from accelbench.hardware.detect import machine_from_dict
+from accelbench.results import Result
 from accelbench.scenarios.rules import RULES
+from accelbench.sections import AuditEntry
 
 BUNDLE = "bundle"
 NOT_CHECKED = "not checked"
@@ -56,19 +55,14 @@ class Verification:
 def verify(archive: Archive, trusted: str | None = None) -> Verification:
     """Check ``archive`` as the module text says (``trusted``: an OpenSSH public key line it must carry)."""
     findings = _integrity(archive)
-    header = _document(archive, "bundle.json")
-    if header.get("format") != FORMAT:
-        raise UserError(f"not an accelbench bundle: bundle.json format is {header.get('format')!r}")
+    header = members.header(archive)
     signed = SIGNATURE in archive.files
-    findings.append(_signature(archive, bool(header.get("signed")), trusted))
-    machine = _document(archive, "machine.json")
-    findings.append(_fingerprint(machine, _document(archive, "run.json")))
-    cores = machine.get("logical_cores") if isinstance(machine.get("logical_cores"), int) else None
-    cells = header.get("cells")
-    folders: Mapping[str, Any] = cells if isinstance(cells, Mapping) else {}
+    findings.append(_signature(archive, header.signed, trusted))
+    machine = members.machine_file(archive)
+    findings.append(_fingerprint(machine, members.run_file(archive)))
     for path in sorted(p for p in archive.files if p.startswith("results/") and p.endswith(".json")):
-        findings += _cell(archive, path, folders, cores)
-    return Verification(str(header.get("run_id", "")), signed, tuple(findings))
+        findings += _cell(archive, path, header, machine.logical_cores)
+    return Verification(header.run_id, signed, tuple(findings))
 
 
 def _integrity(archive: Archive) -> list[Finding]:
@@ -98,145 +92,158 @@ def _signature(archive: Archive, claims_signed: bool, trusted: str | None) -> Fi
     return Finding(BUNDLE, "signature", result.valid, result.reason)
 
 
-def _fingerprint(machine: Mapping[str, Any], run: Mapping[str, Any]) -> Finding:
-    try:
-        derived = machine_from_dict(machine).fingerprint
-    except (ValueError, TypeError, KeyError) as exc:
-        return Finding(BUNDLE, "machine", False, f"machine.json does not load: {exc}")
-    claims = {str(machine.get("fingerprint")), str(run.get("machine_fingerprint"))}
+def _fingerprint(machine: MachineFile, run: RunFile) -> Finding:
+    if machine.machine is None:
+        return Finding(BUNDLE, "machine", False, f"machine.json does not load: {machine.problem}")
+    derived = machine.machine.fingerprint
+    claims = {machine.fingerprint, run.machine_fingerprint}
     matched = claims == {derived}
     return Finding(
         BUNDLE, "machine", matched, f"fingerprint {derived} from the facts; stored {sorted(claims)}"
     )
 
 
-def _cell(archive: Archive, path: str, folders: Mapping[str, Any], cores: int | None) -> list[Finding]:
+def _cell(archive: Archive, path: str, header: Header, cores: int | None) -> list[Finding]:
     try:
-        doc = json_text(archive.files[path], path, finite=False)
-        claims = stored(doc, path)
+        result = stored(json_text(archive.files[path], path, finite=False), path)
     except (ValueError, UserError) as exc:
         return [Finding(path, "document", False, str(exc).splitlines()[0])]
-    folder = folders.get(claims.key)
-    computes = _computes(claims.stack)
+    key = result.cell.key
+    folder = header.folders.get(key)
+    computes = _computes(result.cell.stack)
     try:
-        found = rederive.derived(archive.files, str(folder), _batch(claims), computes) if folder else None
+        found = rederive.derived(archive.files, folder, _batch(result), computes) if folder else None
     except UserError as exc:
-        return [Finding(claims.key, "figures", False, str(exc))]
-    logs = [] if found is None else [_logs(claims, found)]
+        return [Finding(key, "figures", False, str(exc))]
+    logs = [] if found is None else [_logs(key, found)]
     findings = [
         *logs,
-        _figures(claims, found),
-        *_rules(claims, found),
-        *_search(archive, claims, folder, found),
+        _figures(result, found),
+        *_rules(result, found),
+        *_search(archive, result, folder, found),
     ]
-    if claims.curve:
-        findings.append(_curve(archive, claims, folder))
-    precision_name = claims.effective_precision
-    served = bool(claims.curve)
-    verdicts = [_judged(n, e, claims, served) for n, e in (claims.audit or {}).items() if _is_entry(e)]
-    verdicts = verdicts or [rejudge.unaudited()]
-    for judged in verdicts if claims.audit else ():
-        said = str((claims.audit or {})[judged.audit].get("verdict"))
-        detail = f"{judged.outcome} from its evidence; stored {said}"
-        findings.append(Finding(claims.key, f"audit {judged.audit}", judged.outcome == said, detail))
+    if served_curve(result):
+        findings.append(_curve(archive, result, folder))
+    entries = _entries(result)
+    verdicts = [_judged(name, entry, result) for name, entry in entries]
+    for (_, entry), judged in zip(entries, verdicts, strict=True):
+        detail = f"{judged.outcome} from its evidence; stored {entry.outcome}"
+        findings.append(Finding(key, f"audit {judged.audit}", judged.outcome == entry.outcome, detail))
     if found is None:
-        return [*findings, Finding(claims.key, "status", None, f"{claims.status}: no LoadGen logs to judge")]
-    figures = rederive.with_sut_timer(found.figures, claims.figures)
+        return [*findings, Finding(key, "status", None, f"{result.status}: no LoadGen logs to judge")]
+    return [*findings, _status(result, found, verdicts or [rejudge.unaudited()], cores, computes)]
+
+
+def _status(
+    result: Result, found: rederive.Derived, verdicts: list[Verdict], cores: int | None, computes: bool
+) -> Finding:
+    """The cell's status judged again from its verdicts, quality, INVALID trials and noise record."""
+    key = result.cell.key
+    figures = rederive.with_sut_timer(found.figures, result.figures)
     try:
-        unstable = rejudge.unstable_reason(claims.noise, figures, cores, computes)
+        unstable = rejudge.unstable_reason(result.noise, figures, cores, computes)
         failures = rejudge.quality_failures(
-            claims.quality, claims.sanity, precision_name, claims.workload, claims.size
+            result.quality, result.sanity, result.effective_precision, result.cell.workload, result.cell.size
         )
     except (TypeError, ValueError, AttributeError, KeyError) as exc:
-        return [*findings, Finding(claims.key, "status", False, f"noise or quality record unreadable: {exc}")]
+        return Finding(key, "status", False, f"noise or quality record unreadable: {exc}")
     status, why = rejudge.status(verdicts, failures, found.invalid_reasons, unstable)
-    detail = f"{status} from the evidence ({why or 'every audit passed'}); stored {claims.status}"
-    return [*findings, Finding(claims.key, "status", status == claims.status, detail)]
+    detail = f"{status} from the evidence ({why or 'every audit passed'}); stored {result.status}"
+    return Finding(key, "status", status == result.status, detail)
 
 
-def _search(archive: Archive, claims: Stored, folder: Any, found: rederive.Derived | None) -> list[Finding]:
+def _entries(result: Result) -> list[tuple[str, AuditEntry]]:
+    """The audit entries judged again: those with a verdict (a schema-3 ``flagged`` entry has none)."""
+    if result.audit is None:
+        return []
+    return [(name, entry) for name, entry in result.audit.entries.items() if entry.flagged is None]
+
+
+def _search(
+    archive: Archive, result: Result, folder: str | None, found: rederive.Derived | None
+) -> list[Finding]:
     """A server cell's max-QPS search derived from its probes' logs."""
-    if claims.scenario != "server" or found is None:
+    key = result.cell.key
+    if result.cell.scenario != "server" or found is None:
         return []
     try:
         derived = search.derived_search(archive.files, str(folder), found.trials)
     except ValueError as exc:
-        return [Finding(claims.key, "server search", False, f"probe log unreadable: {exc}")]
+        return [Finding(key, "server search", False, f"probe log unreadable: {exc}")]
     if derived is None:
-        return [Finding(claims.key, "server search", False, "no probe logs in the bundle")]
-    diffs = search.search_differences(derived, claims.server_search)
+        return [Finding(key, "server search", False, "no probe logs in the bundle")]
+    diffs = search.search_differences(derived, result.server_search)
     text = "; ".join(f"{name} {_shown(d)} from the logs, stored {_shown(s)}" for name, d, s in diffs)
     detail = text or f"max QPS {derived.max_qps:.6g} from {len(derived.probes)} probe log(s)"
-    return [Finding(claims.key, "server search", not diffs, detail)]
+    return [Finding(key, "server search", not diffs, detail)]
 
 
-def _logs(claims: Stored, found: rederive.Derived) -> Finding:
+def _logs(key: str, found: rederive.Derived) -> Finding:
     """Each scored trial's summary against its detail log: one edited without the other is caught here,
     even when the stored figures and the MANIFEST were rewritten to match the edit."""
     if found.disagreements:
         text = "; ".join(f"mlperf_log_summary.txt vs mlperf_log_detail.txt: {d}" for d in found.disagreements)
-        return Finding(claims.key, "logs", False, text)
-    return Finding(
-        claims.key, "logs", True, f"{len(found.trials)} summary log(s) agree with their detail logs"
-    )
+        return Finding(key, "logs", False, text)
+    return Finding(key, "logs", True, f"{len(found.trials)} summary log(s) agree with their detail logs")
 
 
-def _curve(archive: Archive, claims: Stored, folder: Any) -> Finding:
+def _curve(archive: Archive, result: Result, folder: str | None) -> Finding:
     """A served-LLM curve derived again from the per-request records it carries."""
-    path = served.records_path(str(folder)) if folder else None
+    key, curve = result.cell.key, served_curve(result)
+    path = served.records_path(folder) if folder else None
     if path is None or path not in archive.files:
-        return Finding(
-            claims.key, "curve", False, f"{len(claims.curve)} point(s) stored; no {served.RECORDS_FILE}"
-        )
+        return Finding(key, "curve", False, f"{len(curve)} point(s) stored; no {served.RECORDS_FILE}")
     try:
         records = served.timed_records(archive.text(path))
     except ValueError as exc:
-        return Finding(claims.key, "curve", False, str(exc))
-    diffs = served.curve_differences(records, claims.curve)
+        return Finding(key, "curve", False, str(exc))
+    diffs = served.curve_differences(records, curve)
     if diffs:
-        return Finding(
-            claims.key, "curve", False, f"{served.RECORDS_FILE} vs the stored curve: {'; '.join(diffs)}"
-        )
-    detail = f"{len(claims.curve)} point(s) derived from {len(records)} request record(s)"
-    return Finding(claims.key, "curve", True, detail)
+        return Finding(key, "curve", False, f"{served.RECORDS_FILE} vs the stored curve: {'; '.join(diffs)}")
+    detail = f"{len(curve)} point(s) derived from {len(records)} request record(s)"
+    return Finding(key, "curve", True, detail)
 
 
-def _rules(claims: Stored, found: rederive.Derived | None) -> list[Finding]:
+def _rules(result: Result, found: rederive.Derived | None) -> list[Finding]:
     """The scored trials ran the cell's scenario with at least its rule set's duration and queries."""
-    rules = RULES.get(claims.rules)
+    claimed = claimed_rules(result)
+    rules = RULES.get(claimed)
     if found is None:
         return []
     if rules is None:
-        return [Finding(claims.key, "rules", False, f"unknown rule set {claims.rules!r}")]
-    breaches = rederive.rule_breaches(found, rules, claims.scenario)
-    detail = "; ".join(breaches) or f"every scored trial ran {claims.scenario} under the {rules.name} rules"
-    return [Finding(claims.key, "rules", not breaches, detail)]
+        return [Finding(result.cell.key, "rules", False, f"unknown rule set {claimed!r}")]
+    scenario = result.cell.scenario
+    breaches = rederive.rule_breaches(found, rules, scenario)
+    detail = "; ".join(breaches) or f"every scored trial ran {scenario} under the {rules.name} rules"
+    return [Finding(result.cell.key, "rules", not breaches, detail)]
 
 
-def _judged(name: str, entry: Mapping[str, Any], claims: Stored, served: bool) -> Verdict:
-    """The audit judged again; evidence of the wrong shape makes it inconclusive (never a traceback)."""
+def _judged(name: str, entry: AuditEntry, result: Result) -> Verdict:
+    """The audit judged again; evidence of the wrong shape makes it inconclusive (never a traceback). A
+    served LLM's (a cell with a curve) repeat audit is the endpoint's rule."""
+    cell = result.cell
+    served_cell = bool(served_curve(result))
     try:
-        return rejudge.verdict(name, entry, claims.effective_precision, claims.workload, claims.size, served)
+        return rejudge.verdict(name, entry, result.effective_precision, cell.workload, cell.size, served_cell)
     except (TypeError, ValueError, AttributeError, KeyError) as exc:
         return Verdict(name, INCONCLUSIVE, f"evidence unreadable: {exc}")
 
 
-def _figures(claims: Stored, found: rederive.Derived | None) -> Finding:
+def _figures(result: Result, found: rederive.Derived | None) -> Finding:
+    key = result.cell.key
     if found is None:
-        matched = None if claims.figures is None else False
-        return Finding(claims.key, "figures", matched, "no LoadGen logs in the bundle for this cell")
-    diffs = rederive.differences(found.figures, claims.figures)
+        matched = None if result.figures is None else False
+        return Finding(key, "figures", matched, "no LoadGen logs in the bundle for this cell")
+    diffs = rederive.differences(found.figures, result.figures)
     trials = len(found.trials)
-    rules = RULES.get(claims.rules)
+    rules = RULES.get(claimed_rules(result))
     if rules is not None and trials != rules.trials:
         diffs.append(("trials (stored: the rule set's count)", trials, rules.trials))
     if not diffs:
         value = found.figures.value
-        return Finding(
-            claims.key, "figures", True, f"{found.figures.metric} {value:.6g} from {trials} trial log(s)"
-        )
+        return Finding(key, "figures", True, f"{found.figures.metric} {value:.6g} from {trials} trial log(s)")
     text = "; ".join(f"{name} {_shown(d)} from the logs, stored {_shown(s)}" for name, d, s in diffs)
-    return Finding(claims.key, "figures", False, text)
+    return Finding(key, "figures", False, text)
 
 
 def _shown(value: object) -> str:
@@ -256,20 +263,7 @@ def _computes(stack: str) -> bool:
     return bool(getattr(registry.load(reference), "computes", True))
 
 
-def _batch(claims: Stored) -> int:
-    batch = (claims.figures or {}).get("batch")
-    return batch if isinstance(batch, int) and not isinstance(batch, bool) and batch > 0 else 1
-
-
-def _is_entry(entry: object) -> bool:
-    return isinstance(entry, Mapping) and "verdict" in entry
-
-
-def _document(archive: Archive, path: str) -> Mapping[str, Any]:
-    try:
-        value = json_text(archive.text(path), f"bundle member {path}")
-    except ValueError:
-        raise UserError(f"bundle member {path} is not JSON") from None
-    if not isinstance(value, Mapping):
-        raise UserError(f"bundle member {path} is not a JSON object")
-    return value
+def _batch(result: Result) -> int:
+    """The samples per LoadGen query the cell claims (1 when it claims none)."""
+    batch = result.figures.batch if result.figures is not None else 0
+    return batch if batch > 0 else 1

@@ -75,7 +75,7 @@ def measure(spec: CellSpec) -> Outcome:
     scenario = spec.cell.scenario
     if scenario not in SCENARIOS:
         raise Unsupported(f"LLM decode runs {', '.join(SCENARIOS)}, not {scenario}")
-    sut = SutProcess(spec.stack_ref, Path(spec.cell_dir) / "sut", sut_environment())
+    sut = SutProcess(spec.refs.stack, Path(spec.folders.cell_dir) / "sut", sut_environment())
     # the SUT process imports the stack while this process builds the model, the prompts and the reference
     sut.post({"op": "generation_describe", "device": spec.cell.device})
     try:
@@ -89,8 +89,8 @@ def measure_with(spec: CellSpec, sut: SutProcess) -> Outcome:
     reason = generation_remote.describe(sut, spec.cell.device)
     if reason:
         raise Unavailable(reason)
-    workload: GenerativeWorkload = instantiate(spec.workload_ref)
-    cache = Path(spec.store_cache_dir or spec.cache_dir)  # models and conversions outlive the run
+    workload: GenerativeWorkload = instantiate(spec.refs.workload)
+    cache = Path(spec.folders.model_cache_dir)  # models and conversions outlive the run
     model = load_model(workload.model, cache)
     prompts = make_prompts(model, workload.prompts, seed=spec.seed)
     reference = _reference(model, prompts, cache, spec)
@@ -103,7 +103,7 @@ def measure_with(spec: CellSpec, sut: SutProcess) -> Outcome:
     latency_s = _calibrated_latency_s(generator, feeds, prompts.max_new_tokens)
     rules = get_rules(spec.rules)
     bounds = _bounds(workload, model)
-    log_dir = Path(spec.cell_dir) / "loadgen"
+    log_dir = Path(spec.folders.cell_dir) / "loadgen"
     meters = CellMeters(spec.cell.device, spec.measured_fp32_flops_per_s)
     for attempt in range(ATTEMPTS):
         probe_start = noise.begin(spec.noise_floor)
@@ -118,7 +118,7 @@ def measure_with(spec: CellSpec, sut: SutProcess) -> Outcome:
         probe = noise.end(probe_start, [r.time_per_output_token_s for r in run.replies if len(r.tokens) > 1])
         if not noise.worth_retrying(probe):
             break
-        log_dir = Path(spec.cell_dir) / f"loadgen-attempt{attempt + 2}"
+        log_dir = Path(spec.folders.cell_dir) / f"loadgen-attempt{attempt + 2}"
     meters.close()
     measured = _Measured(run, search, probe, metered, prepare_s, log_dir, sut_cpu)
     return _outcome(spec, generator, model, prompts, feeds, keep, measured)
@@ -143,7 +143,7 @@ class _Measured:
 def _reference(model: LlmModel, prompts: PromptSet, cache: Path, spec: CellSpec) -> Reference:
     """The reference replies to the workload's prompts (the run's cache, or made now)."""
     name = f"{model.name}-seed{prompts.seed}-{len(prompts.prompts)}.json"
-    path = Path(spec.cache_dir) / "llm-reference" / name
+    path = Path(spec.folders.cache_dir) / "llm-reference" / name
     ctx = GenerationContext(cache / "llm-stacks", threads=spec.threads)
     return prompt_reference(model, prompts.prompts, prompts.max_new_tokens, path, ctx)
 
@@ -237,7 +237,7 @@ def _judge(
     run = measured.run
     judged = feeds.judged(run)
     sent = [run.sent[i].prompt for i in judged]
-    ctx = GenerationContext(Path(spec.store_cache_dir or spec.cache_dir) / "llm-stacks", threads=spec.threads)
+    ctx = GenerationContext(Path(spec.folders.model_cache_dir) / "llm-stacks", threads=spec.threads)
     reference = sent_reference(model, sent, prompts.max_new_tokens, ctx) if sent else Reference([], [])
     replies = [run.replies[i] for i in judged]
     if replies:
@@ -318,7 +318,7 @@ def _outcome(
         queries=run.queries,
         rules=spec.rules,
         official=rules.official,
-        log_dir=str(measured.log_dir.relative_to(spec.run_dir)),
+        log_dir=str(measured.log_dir.relative_to(spec.folders.run_dir)),
     )
     head = _head(spec, generator, judged, measured)
     audit = audits.section(judged.verdicts, salt_tokens=feeds.place.salt_tokens)

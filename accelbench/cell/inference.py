@@ -51,7 +51,7 @@ ATTEMPTS = 2
 
 def measure(spec: CellSpec) -> Outcome:
     """The outcome of a LoadGen cell: trials, figures, audits, status."""
-    workload: Workload = instantiate(spec.workload_ref)
+    workload: Workload = instantiate(spec.refs.workload)
     rules = get_rules(spec.rules)
     for attempt in range(ATTEMPTS):
         start = noise.begin(spec.noise_floor, loadgen_settings(spec).serve_url)
@@ -242,7 +242,7 @@ def _body(
     from accelbench import stats
 
     trials = [e.timed.measurement for e in evidence]
-    log_rel = str(Path(spec.cell_dir).relative_to(spec.run_dir) / "loadgen")
+    log_rel = str(Path(spec.folders.cell_dir).relative_to(spec.folders.run_dir) / "loadgen")
     return LoadgenBody(
         latency=stats.summarize_latencies([s for t in trials for s in t.sut_latencies_s]),
         loadgen=_median_trial(trials).to_verdict(rules, log_rel),

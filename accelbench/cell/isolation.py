@@ -84,14 +84,14 @@ class ChildOutcome:
 
 def cell_environment(spec: CellSpec) -> dict[str, str]:
     """Variables set in the cell: private HOME, caches and TMPDIR in the run folder, threads, offline hubs."""
-    home = Path(spec.run_dir) / "home"
+    home = Path(spec.folders.run_dir) / "home"
     return {
         "HOME": str(home),
         "XDG_CACHE_HOME": str(home / ".cache"),
         "XDG_CONFIG_HOME": str(home / ".config"),
-        "TMPDIR": str(Path(spec.run_dir) / "tmp"),
-        "TORCHINDUCTOR_CACHE_DIR": str(Path(spec.cache_dir) / "inductor"),
-        "POCL_CACHE_DIR": str(Path(spec.cache_dir) / "pocl"),
+        "TMPDIR": str(Path(spec.folders.run_dir) / "tmp"),
+        "TORCHINDUCTOR_CACHE_DIR": str(Path(spec.folders.cache_dir) / "inductor"),
+        "POCL_CACHE_DIR": str(Path(spec.folders.cache_dir) / "pocl"),
         "OMP_NUM_THREADS": str(spec.threads),
         "MKL_NUM_THREADS": str(spec.threads),
         "HF_HUB_OFFLINE": "1",
@@ -102,13 +102,13 @@ def cell_environment(spec: CellSpec) -> dict[str, str]:
 
 def run_in_process(spec: CellSpec, timeout_s: float, mem_limit_bytes: int) -> ChildOutcome:
     """Start the cell process, watch it, and return what it produced or why it was stopped."""
-    cell_dir = Path(spec.cell_dir)
+    cell_dir = Path(spec.folders.cell_dir)
     cell_dir.mkdir(parents=True, exist_ok=True)
     for private in ("home", "tmp"):
-        (Path(spec.run_dir) / private).mkdir(exist_ok=True)
+        (Path(spec.folders.run_dir) / private).mkdir(exist_ok=True)
     spec_path = cell_dir / "spec.json"
     write_json_atomic(spec_path, spec.public_dict())
-    Path(spec.result_path).unlink(missing_ok=True)
+    Path(spec.folders.result_path).unlink(missing_ok=True)
     stderr_path = cell_dir / "stderr.txt"
     start = time.perf_counter()
     runner_end, cell_end = launcher.control_pair()
@@ -260,7 +260,7 @@ def _outcome(spec: CellSpec, exitcode: int, imposed: str | None, timeout_s: floa
         return {"status": "timeout", "reason": f"no result after {timeout_s:g} s; process group killed"}
     if imposed == "oom":
         return {"status": "oom", "reason": "memory limit exceeded; process group killed"}
-    result_path = Path(spec.result_path)
+    result_path = Path(spec.folders.result_path)
     if exitcode == 0 and result_path.exists():
         outcome: dict[str, Any] = json.loads(result_path.read_text())
         return outcome

@@ -23,7 +23,7 @@ from typing import Any
 from accelbench import registry, settings
 from accelbench.cell import seeds
 from accelbench.cell.isolation import run_in_process
-from accelbench.cellspec import CellSpec, PlannedCell
+from accelbench.cellspec import CellSpec, Folders, PlannedCell, Refs
 from accelbench.config import RunConfig, effective_mem_limit_bytes, effective_threads
 from accelbench.meters import reference_probe
 from accelbench.meters.reference_probe import NoiseFloor
@@ -103,21 +103,21 @@ def cell_spec(
     return CellSpec(
         run_id=run_id,
         cell=planned.cell,
-        workload_ref=planned.workload_ref,
-        stack_ref=planned.stack_ref,
-        driver_ref=planned.driver_ref,
+        refs=Refs.of(planned),
         rules=config.rules,
         threads=effective_threads(config),
         seed=config.seed,
         input_seed=input_seed,
         samples=config.samples,
-        cell_dir=str(cell_dir),
-        run_dir=str(run_dir),
-        cache_dir=str(run_dir / "cache"),
-        result_path=str(cell_dir / "outcome.json"),
+        folders=Folders(
+            cell_dir=str(cell_dir),
+            run_dir=str(run_dir),
+            cache_dir=str(run_dir / "cache"),
+            result_path=str(cell_dir / "outcome.json"),
+            store_cache_dir=str(run_dir.parent.parent / "cache"),  # run_dir is <store>/runs/<run id>
+        ),
         settings=settings.from_config(registry.driver_name(planned.driver_ref), config),
         noise_floor=reference_probe.floor_to_dict(noise_floor) if noise_floor else None,
-        store_cache_dir=str(run_dir.parent.parent / "cache"),  # run_dir is <store>/runs/<run id>
     )
 
 

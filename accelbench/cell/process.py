@@ -2,7 +2,7 @@
 
 Run as ``python -m accelbench.cell.process SPEC.json`` (the parent is ``accelbench.cell.isolation``,
 which passes the input seed apart; run by hand, the cell reads it from its standard input).
-The driver the planner chose from the workload's declaration (``CellSpec.driver_ref``, one of
+The driver the planner chose from the workload's declaration (``CellSpec.refs.driver``, one of
 ``accelbench.registry.DRIVERS``) measures the cell and returns its typed ``Outcome``.
 Any exception becomes a status (``unavailable``, ``unsupported``, ``oom``, ``crashed``); a hard crash
 is observed by the parent.
@@ -44,13 +44,13 @@ def _measured(spec: CellSpec) -> int:
     outcome = outcome_of(spec)
     peak_rss_bytes = max(outcome.head.peak_rss_bytes or 0, memory.peak_rss_bytes())
     head = dataclasses.replace(outcome.head, peak_rss_bytes=peak_rss_bytes)
-    write_json_atomic(Path(spec.result_path), dataclasses.replace(outcome, head=head).to_dict())
+    write_json_atomic(Path(spec.folders.result_path), dataclasses.replace(outcome, head=head).to_dict())
     return 0
 
 
 def driver(spec: CellSpec) -> Callable[[CellSpec], Outcome]:
-    """The driver function the planner chose for the cell (``CellSpec.driver_ref``)."""
-    found: Callable[[CellSpec], Outcome] = load(spec.driver_ref)
+    """The driver function the planner chose for the cell (``CellSpec.refs.driver``)."""
+    found: Callable[[CellSpec], Outcome] = load(spec.refs.driver)
     return found
 
 

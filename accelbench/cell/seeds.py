@@ -5,7 +5,7 @@ model from it). The *inputs* come from another seed that no stack sees before it
 
 * the **run's input seed** is drawn with ``secrets`` when the run starts (or given with
   ``accelbench run --input-seed N`` to replay one) and written to the store only when the run ends (the
-  store's folder is reachable by a stack through ``CellSpec.store_cache_dir``); a result never carries it;
+  store's folder is reachable by a stack through ``Folders.store_cache_dir``); a result never carries it;
 * each **cell's input seed** is a keyed hash of the cell's key under the run's seed (``cell_seed``): no
   two cells share inputs, so a disk cache (``CellContext.cache_dir`` is shared by a run's cells) has
   nothing to carry from one cell to the next, and knowing one cell's seed tells nothing of another's.

@@ -146,7 +146,7 @@ def run(spec: CellSpec, plan: Plan) -> Evidence:
     """Run the trial in this process, the stack's code in a SUT process of its own
     (``accelbench.sut``): this process holds the samples, the seeds and the audits, and the stack
     cannot read it."""
-    sut = SutProcess(spec.stack_ref, Path(spec.cell_dir) / "sut", sut_environment())
+    sut = SutProcess(spec.refs.stack, Path(spec.folders.cell_dir) / "sut", sut_environment())
     # the SUT process imports the stack and builds its model while this process builds its own
     sut.post({"op": "describe", "device": spec.cell.device})
     sut.post({**_prepare_request(spec, None, 1), "op": "warm"})
@@ -159,7 +159,7 @@ def run(spec: CellSpec, plan: Plan) -> Evidence:
 def run_with(spec: CellSpec, plan: Plan, sut: SutProcess) -> Evidence:
     """The trial, its stack behind ``sut`` (a ``SutProcess``; the overhead benchmark passes an
     ``accelbench.sut.inprocess.InProcessSut`` of the same interface)."""
-    workload: Workload = instantiate(spec.workload_ref)
+    workload: Workload = instantiate(spec.refs.workload)
     checks.set_torch_threads(spec.threads)
     drawn = variants.resolve(workload, spec.cell.size, spec.cell.variant)
     variant = drawn.variant if drawn else None
@@ -229,7 +229,7 @@ def _timed(
     cpu_start_s, in_calls_start_s = sut.cpu_s(), sut.cpu_in_calls_s
     try:
         lower = f"-b{plan.backoff}" if plan.backoff else ""
-        log_dir = Path(spec.cell_dir) / "loadgen" / f"a{plan.attempt}-t{plan.number}{lower}"
+        log_dir = Path(spec.folders.cell_dir) / "loadgen" / f"a{plan.attempt}-t{plan.number}{lower}"
         timed = run_trial(
             spec.cell.scenario,
             infer,
@@ -332,7 +332,7 @@ def _sweep(
         verdict = compare(workload.quality_metric, [reference(r) for r in rows], outputs, "fp32")
         return "" if verdict.passed else f"outputs fail the quality gate: {verdict.detail or verdict.value}"
 
-    log_root = Path(spec.cell_dir) / "loadgen"
+    log_root = Path(spec.folders.cell_dir) / "loadgen"
     batches = [b for b in loadgen_settings(spec).batch_sweep if spec.cell.scenario == "offline" or 8 % b == 0]
     chosen, points = batch_sweep.sweep(
         batches, prepare, correct, spec.cell.scenario, sets.timed, sets.calibration, rules, log_root
@@ -345,7 +345,7 @@ def _prepare_request(spec: CellSpec, workload: Workload | None, batch: int) -> d
     (but its example batch, which crosses as arrays) and ``CellContext``; nothing of the harness."""
     settings = loadgen_settings(spec)
     return {
-        "workload_ref": spec.workload_ref,
+        "workload_ref": spec.refs.workload,
         "workload": spec.cell.workload,
         "size": spec.cell.size,
         "seed": spec.seed,
@@ -354,8 +354,8 @@ def _prepare_request(spec: CellSpec, workload: Workload | None, batch: int) -> d
         "batch": batch,
         "device": spec.cell.device,
         "threads": spec.threads,
-        "work_dir": str(Path(spec.cell_dir) / "sut"),
-        "cache_dir": spec.cache_dir,
+        "work_dir": str(Path(spec.folders.cell_dir) / "sut"),
+        "cache_dir": spec.folders.cache_dir,
         "serve_url": settings.serve_url,
         "serve_cluster": settings.serve_cluster,
     }

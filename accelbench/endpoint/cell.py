@@ -69,15 +69,15 @@ RECORDS_FILE = "requests.jsonl"
 def measure(spec: CellSpec) -> Outcome:
     """The outcome of an endpoint cell (see the module text)."""
     stack = available_facts(spec)  # the stack's code runs in a SUT process, never here
-    workload = instantiate(spec.workload_ref)
-    model = load_model(workload.model, Path(spec.store_cache_dir or spec.cache_dir))
+    workload = instantiate(spec.refs.workload)
+    model = load_model(workload.model, Path(spec.folders.model_cache_dir))
     settings = expect(spec.settings, EndpointSettings)
     lengths: tuple[int, int] = tuple(workload.lengths)
     tokenizer = _tokenizer(model)
     count = token_counter(tokenizer)
     bounds = scaled_bounds(model.params, workload.server_floor_ttft_s, workload.server_floor_tpot_s)
     limits = point_figures.Bounds(bounds.ttft_s, bounds.tpot_s)
-    (Path(spec.cell_dir) / RECORDS_FILE).unlink(missing_ok=True)
+    (Path(spec.folders.cell_dir) / RECORDS_FILE).unlink(missing_ok=True)
     with serving(stack, spec, model, settings) as target:
         full_length = bool(target.extra_body)  # the server's own fields make every reply max_tokens long
         started = time.perf_counter()
@@ -100,11 +100,11 @@ def measure(spec: CellSpec) -> Outcome:
             settings.max_tokens,
         )
         probe, again = confirmed(probe, target, tokenizer, spec.input_seed, work, count, (curve, records))
-        append_records(Path(spec.cell_dir) / RECORDS_FILE, again)
+        append_records(Path(spec.folders.cell_dir) / RECORDS_FILE, again)
         audited = (
             [] if stopped or not curve else _repeats(target, tokenizer, spec, settings, lengths, curve, count)
         )
-    append_records(Path(spec.cell_dir) / RECORDS_FILE, audited)
+    append_records(Path(spec.folders.cell_dir) / RECORDS_FILE, audited)
     checked = _accuracy(model, tokenizer, spec, settings, lengths, (records, poisson), full_length)
     note = f"{meter.note}; {meter.formula}" if meter.formula else meter.note
     found = Found(curve, records, audited, stopped, duration_s, checked, probe, note, searched, poisson)
@@ -129,7 +129,7 @@ def _search(
     problem = start_problem(curve, stopped, limits)
     if problem:
         return not_searched(limits, problem), []
-    path = Path(spec.cell_dir) / RECORDS_FILE
+    path = Path(spec.folders.cell_dir) / RECORDS_FILE
     probing = Probing(
         target, tokenizer, spec.input_seed, lengths, settings.max_tokens, count, limits,
         lambda done: append_records(path, done),
@@ -154,9 +154,7 @@ def _accuracy(
     for c in sorted({r.concurrency for r in records}):
         texts = seeded_texts(spec.input_seed, lengths, settings.requests_at(c), "point", c)
         prompts |= {p.salt: p for p in salted(tokenizer, spec.input_seed, texts, "point", c)}
-    ctx = GenerationContext(
-        Path(spec.store_cache_dir or spec.cache_dir) / "llm-stacks", threads=spec.threads or 1
-    )
+    ctx = GenerationContext(Path(spec.folders.model_cache_dir) / "llm-stacks", threads=spec.threads or 1)
     chosen = judged([*records, *searched], prompts, spec.input_seed, judged_count(model.params))
     return accuracy(model, tokenizer, chosen, prompts, settings.max_tokens, ctx, full_length)
 
@@ -224,7 +222,7 @@ def serving(
     try:
         url, model_id = server.start(
             model.folder,
-            Path(spec.cell_dir),
+            Path(spec.folders.cell_dir),
             ServerSettings(most, settings.max_tokens, server_threads(spec.threads)),
         )
         yield Target(url, model_id, settings.api, key, server.extra_body(settings.max_tokens))
@@ -320,7 +318,8 @@ def ladder(
         done = run_point(target, prompts, Load(concurrency, settings.max_tokens), count, [TIMED] * n)
         energy = meter.end(concurrency)
         records += done
-        append_records(Path(spec.cell_dir) / RECORDS_FILE, done)  # kept should the cell time out later
+        # kept should the cell time out later
+        append_records(Path(spec.folders.cell_dir) / RECORDS_FILE, done)
         curve.append(point_figures.point(concurrency, done, limits, input_tokens, energy))
         if not any(r.ok for r in done):
             return (

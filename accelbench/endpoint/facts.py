@@ -40,7 +40,7 @@ class EndpointFacts:
 
 def endpoint_facts(spec: CellSpec) -> EndpointFacts:
     """The facts of the cell's endpoint stack, asked in a SUT process started and stopped here."""
-    sut = SutProcess(spec.stack_ref, Path(spec.cell_dir) / "sut-describe", sut_environment())
+    sut = SutProcess(spec.refs.stack, Path(spec.folders.cell_dir) / "sut-describe", sut_environment())
     try:
         header = sut.request({"op": endpoint_host.OP, "device": spec.cell.device}).header
     finally:

@@ -168,7 +168,7 @@ def figures(
         goodput_tpot_bound_s=limits.tpot_s,
         max_tokens=settings.max_tokens,
         length_distribution=length_text(lengths),
-        requests_file=_relative(Path(spec.cell_dir) / "requests.jsonl", Path(spec.run_dir)),
+        requests_file=_relative(Path(spec.folders.cell_dir) / "requests.jsonl", Path(spec.folders.run_dir)),
         duration_s=found.duration_s,
         accuracy=found.accuracy.record(),
         energy_note=found.energy_note,

@@ -52,14 +52,14 @@ WORKLOAD = "synthetic-agentic"
 def measure(spec: CellSpec) -> Outcome:
     """The outcome of a sessions cell (see the module text)."""
     stack = available_facts(spec)  # the stack's code runs in a SUT process, never here
-    workload = instantiate(spec.workload_ref)
-    model = load_model(workload.model, Path(spec.store_cache_dir or spec.cache_dir))
+    workload = instantiate(spec.refs.workload)
+    model = load_model(workload.model, Path(spec.folders.model_cache_dir))
     settings = expect(spec.settings, SessionSettings)
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model.folder)
     counters = (token_counter(tokenizer), context_counter(tokenizer))
-    path = Path(spec.cell_dir) / TURNS_FILE
+    path = Path(spec.folders.cell_dir) / TURNS_FILE
     path.unlink(missing_ok=True)
     endpoint = EndpointSettings(
         ladder=settings.ladder,
@@ -93,7 +93,9 @@ def measure(spec: CellSpec) -> Outcome:
         max_tokens=settings.max_tokens,
         shared_prefix_tokens=counters[1]([{"role": "system", "content": SYSTEM_PROMPT}]),
         sessions_ladder=tuple(ladder),
-        turns_file=str(path.relative_to(spec.run_dir)) if path.is_relative_to(spec.run_dir) else str(path),
+        turns_file=str(path.relative_to(spec.folders.run_dir))
+        if path.is_relative_to(spec.folders.run_dir)
+        else str(path),
         duration_s=duration_s,
         reuse=reused,
         prefix_cache=prefix_cache(stack.server),

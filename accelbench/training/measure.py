@@ -43,7 +43,7 @@ from accelbench.versions import with_python
 
 def measure(spec: CellSpec) -> Outcome:
     """Train the cell's workload to its target ``runs`` times and summarise (see the module docstring)."""
-    workload = instantiate(spec.workload_ref)
+    workload = instantiate(spec.refs.workload)
     if not isinstance(workload, TrainingWorkload):
         raise Unsupported(f"{spec.cell.workload} is not a training workload")
     check_stack(spec.cell.stack)
@@ -60,7 +60,7 @@ def measure(spec: CellSpec) -> Outcome:
         spec.cell.stack,
         spec.cell.device,
         seeds,
-        str(Path(spec.cell_dir) / "mllog"),
+        str(Path(spec.folders.cell_dir) / "mllog"),
         _platform(spec),
         threads,
     )
@@ -69,7 +69,9 @@ def measure(spec: CellSpec) -> Outcome:
     probe, notes = noise.drift_as_warning(noise.end(guard))
     baseline = None
     if nproc > 1:
-        baseline = run_group(dataclasses.replace(job, log_dir=str(Path(spec.cell_dir) / "mllog-nproc1")), 1)
+        baseline = run_group(
+            dataclasses.replace(job, log_dir=str(Path(spec.folders.cell_dir) / "mllog-nproc1")), 1
+        )
     guarded = _Guarded(main, probe, tuple(notes))
     return _outcome(spec, workload, guarded, baseline, nproc, threads, training_rules)
 
@@ -171,7 +173,7 @@ def training_section(
         else None,
         "energy_j": kept_energy_j(main.runs),
         "baseline_nproc1": base,
-        "mllog_dir": str((Path(spec.cell_dir) / "mllog").relative_to(spec.run_dir)),
+        "mllog_dir": str((Path(spec.folders.cell_dir) / "mllog").relative_to(spec.folders.run_dir)),
         "timing": "MLPerf run_start to run_stop, evaluation included, warm-up and compilation excluded",
     }
 
@@ -203,7 +205,7 @@ def _run_dict(run: RunRecord, spec: CellSpec) -> dict[str, Any]:
         "epochs": run.epochs,
         "samples": run.samples,
         "energy_j": run.energy.energy_j if run.energy else None,
-        "log_file": str(Path(run.log_file).relative_to(spec.run_dir)) if run.log_file else "",
+        "log_file": str(Path(run.log_file).relative_to(spec.folders.run_dir)) if run.log_file else "",
     }
 
 

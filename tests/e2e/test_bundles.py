@@ -236,11 +236,11 @@ def test_compare_refuses_what_does_not_compare(
     a, b = side_of(ids[0], store), side_of(ids[1], store)
     with pytest.raises(UserError, match=r"ran rules 'quick'.*rules 'standard'"):
         compare(a, dataclasses.replace(b, rules="standard"), load_chips())
-    other = {k.replace("resnet50", "bert-base"): d for k, d in b.docs.items()}
+    other = {k.replace("resnet50", "bert-base"): r for k, r in b.results.items()}
     with pytest.raises(UserError, match=r"no shared cell \(.*: resnet50; .*: bert-base\)"):
-        compare(a, dataclasses.replace(b, docs=other), load_chips())
-    lowered = {k: {**d, "effective_precision": "bf16"} for k, d in b.docs.items()}
-    pairings = compare(a, dataclasses.replace(b, docs=lowered), load_chips(), include_unverified=True)
+        compare(a, dataclasses.replace(b, results=other), load_chips())
+    lowered = {k: dataclasses.replace(r, effective_precision="bf16") for k, r in b.results.items()}
+    pairings = compare(a, dataclasses.replace(b, results=lowered), load_chips(), include_unverified=True)
     refused = {p.key.split("/")[3]: p.refused for p in pairings}
     assert refused["torch-eager"] == "precision classes differ: fp32 vs bf16", refused
     assert all(why.startswith("precision classes differ") for why in refused.values()), refused

@@ -14,7 +14,7 @@ import pytest
 from accelbench import registry
 from accelbench.cell.generation import measure
 from accelbench.cell.tokens_settings import TokensSettings
-from accelbench.cellspec import CellSpec
+from accelbench.cellspec import CellSpec, Folders, Refs
 from accelbench.generation.base import GenerationContext, Generator
 from accelbench.generation.models import LlmModel, missing_packages
 from accelbench.generation.torch_stacks import TorchEager
@@ -82,18 +82,15 @@ def _measure(tmp_path: Path, stack_ref: str, name: str) -> dict[str, Any]:
     spec = CellSpec(
         run_id="test",
         cell=Cell("tiny-llama", name, "single-stream", "cpu", "tiny"),
-        workload_ref=WORKLOADS["tiny-llama"],
-        stack_ref=stack_ref,
-        driver_ref=registry.DRIVERS["tokens"],
+        refs=Refs(WORKLOADS["tiny-llama"], stack_ref, registry.DRIVERS["tokens"]),
         rules="quick",
         threads=1,
         seed=0,
         input_seed=1,
         samples=16,
-        cell_dir=str(cell_dir),
-        run_dir=str(tmp_path),
-        cache_dir=str(tmp_path / "cache"),
-        result_path=str(cell_dir / "outcome.json"),
+        folders=Folders(
+            str(cell_dir), str(tmp_path), str(tmp_path / "cache"), str(cell_dir / "outcome.json")
+        ),
         settings=TokensSettings(),
     )
     return measure(spec).to_dict()

@@ -3,6 +3,7 @@ audit verdicts judged again from stored evidence with the code's own limits."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import tarfile
 from pathlib import Path
@@ -14,6 +15,10 @@ from accelbench.bundle.archive import manifest_text, parse_manifest, read_archiv
 from accelbench.bundle.collect import Scrubber
 from accelbench.bundle.rederive import scored_trials
 from accelbench.errors import UserError
+from accelbench.results import Quality
+from accelbench.sections import AuditEntry
+
+entry_of = AuditEntry.from_dict
 
 
 def test_scrubber_replaces_whole_folders_only_and_drops_url_credentials() -> None:
@@ -54,20 +59,23 @@ def test_scored_trials_are_the_last_attempt_and_back_off_round_with_reruns() -> 
 
 def test_caching_is_judged_by_the_code_limit_not_the_stored_one() -> None:
     entry = {"unique_min_s": 1.0, "repeated_min_s": 0.1, "repeats_faster_share": 1.0, "limit": 100.0}
-    assert rejudge.verdict("caching", {**entry, "verdict": "pass"}).outcome == "fail"
-    assert rejudge.verdict("caching", {"verdict": "pass"}).outcome == "inconclusive"
+    assert rejudge.verdict("caching", entry_of({**entry, "verdict": "pass"})).outcome == "fail"
+    assert rejudge.verdict("caching", entry_of({"verdict": "pass"})).outcome == "inconclusive"
 
 
 def test_repeat_output_and_precision_are_judged_from_their_evidence() -> None:
     window = {"ratio_low": 1.3, "limit": 9.0}
-    assert rejudge.verdict("repeat", {"pairs": 16, "windows": [window]}).outcome == "fail"
-    assert rejudge.verdict("repeat", {"pairs": 16, "windows": [{"ratio_low": 1.1}]}).outcome == "pass"
-    assert rejudge.verdict("repeat", {"pairs": 3, "windows": []}).outcome == "inconclusive"
-    assert rejudge.verdict("output", {"checked": 33}).outcome == "pass"
-    assert rejudge.verdict("output", {}).outcome == "inconclusive"
-    assert rejudge.verdict("output", {"checked": 33, "failed_check": {"problem": "x"}}).outcome == "fail"
+    assert rejudge.verdict("repeat", entry_of({"pairs": 16, "windows": [window]})).outcome == "fail"
+    assert (
+        rejudge.verdict("repeat", entry_of({"pairs": 16, "windows": [{"ratio_low": 1.1}]})).outcome == "pass"
+    )
+    assert rejudge.verdict("repeat", entry_of({"pairs": 3, "windows": []})).outcome == "inconclusive"
+    assert rejudge.verdict("output", entry_of({"checked": 33})).outcome == "pass"
+    assert rejudge.verdict("output", entry_of({})).outcome == "inconclusive"
+    failed = {"checked": 33, "failed_check": {"problem": "x"}}
+    assert rejudge.verdict("output", entry_of(failed)).outcome == "fail"
     bf16_error = {"declared": "fp32", "max_norm_abs_err": 4e-3, "samples": 45}
-    judged = rejudge.verdict("precision", bf16_error)
+    judged = rejudge.verdict("precision", entry_of(bf16_error))
     assert judged.outcome == "fail" and judged.evidence["consistent_with"] == "bf16 or fp16"
 
 
@@ -121,11 +129,12 @@ def test_a_cell_folder_travels_as_its_logs_and_jsonl_records_only(tmp_path: Path
 
 def test_quality_bars_are_this_codes_for_the_precision_not_the_stored_threshold() -> None:
     lowered = {"metric": "top1", "value": 0.95, "threshold": 0.5, "verdict": "pass"}
-    assert rejudge.verdict("alternate_seed", lowered, "fp32").outcome == "fail"
-    assert rejudge.verdict("alternate_seed", lowered, "bf16").outcome == "pass"  # bf16's bar is 0.9
-    assert rejudge.quality_failures(lowered, None, "fp32") == ["top1"]
-    assert rejudge.quality_failures({**lowered, "value": 0.995}, None, "fp32") == []
-    sanity = {"metric": "ranking", "value": 0.4, "threshold": 0.5}
+    assert rejudge.verdict("alternate_seed", entry_of(lowered), "fp32").outcome == "fail"
+    assert rejudge.verdict("alternate_seed", entry_of(lowered), "bf16").outcome == "pass"  # bf16's bar: 0.9
+    quality = Quality("top1", 0.95, threshold=0.5, passed=True, samples_checked=32)
+    assert rejudge.quality_failures(quality, None, "fp32") == ["top1"]
+    assert rejudge.quality_failures(dataclasses.replace(quality, value=0.995), None, "fp32") == []
+    sanity = Quality("ranking", 0.4, threshold=0.5, passed=False, samples_checked=32)
     assert rejudge.quality_failures(None, sanity, "fp32") == ["ranking"]
 
 
@@ -148,7 +157,46 @@ def test_a_server_search_is_rebuilt_from_its_probe_logs_and_back_off_rounds() ->
     assert found.max_qps == pytest.approx(461.924 * BACKOFF)
     assert [(p.target_qps, p.valid) for p in found.probes] == [(461.924, False), (464.526, True)]
     assert found.bracket == pytest.approx((461.924 * BACKOFF, 461.924))
-    stored = found.to_dict()
+    stored = found.record()
     assert search_differences(found, stored) == []
-    claimed = {**stored, "max_qps": 464.526}
+    claimed = dataclasses.replace(stored, max_qps=464.526)
     assert search_differences(found, claimed) == [("max_qps", found.max_qps, 464.526)]
+
+
+@pytest.mark.parametrize(
+    "shape", [{"windows": 5}, {"windows": [1]}, {"sighting_windows": "x"}, {"floor": [1]}, {"floor": 3}]
+)
+def test_repeat_evidence_of_the_wrong_shape_is_unreadable_never_lenient(shape: dict[str, object]) -> None:
+    entry = entry_of({"pairs": 16, "windows": [{"ratio_low": 1.0}], **shape, "verdict": "pass"})
+    with pytest.raises(TypeError, match="is not a"):
+        rejudge.verdict("repeat", entry)
+    honest = {"pairs": 16, "windows": [{"ratio_low": 1.0}], "floor": {}, "sighting_windows": []}
+    assert rejudge.verdict("repeat", entry_of(honest)).outcome == "pass"
+
+
+def test_publish_lists_each_cells_headline_with_its_interval_and_leaves_out_a_broken_document(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    from accelbench.bundle.collect import FORMAT
+    from accelbench.bundle.publish import entries_of
+    from accelbench.hardware.chips import load_chips
+
+    golden = json.loads((Path(__file__).parents[1] / "golden" / "result_v8.json").read_text())
+    header = {"format": FORMAT, "run_id": "r", "cells": {}, "signed": False}
+    files = {
+        "bundle.json": json.dumps(header).encode(),
+        "run.json": b'{"run_id": "r", "machine_fingerprint": "x", "config": {"rules": "quick"}}',
+        "machine.json": b"{}",
+        "results/000.json": json.dumps(golden).encode(),
+        "results/001.json": json.dumps({**golden, "reason": 5}).encode(),  # a field of the wrong type
+    }
+    folder = tmp_path / "bundles"
+    folder.mkdir()
+    write_archive(folder / "b.zip", files)
+    entries, listed = entries_of(folder, load_chips())
+    assert [(item.name, item.verified) for item in listed] == [("b.zip", False)]
+    (entry,) = entries
+    assert entry.ci == tuple(golden["figures"]["ci"]) and entry.value == golden["figures"]["value"]
+    assert entry.run_id == "r" and entry.machine == "? (None)" and entry.precision == "fp32"

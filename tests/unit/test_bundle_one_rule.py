@@ -11,6 +11,7 @@ from accelbench.audits.post_run import caching_verdict
 from accelbench.audits.repeat import MIN_PAIRS, probe_outcome
 from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS
 from accelbench.bundle import rejudge
+from accelbench.sections import AuditEntry
 
 
 @pytest.mark.parametrize(
@@ -28,7 +29,7 @@ def test_caching_rejudged_from_its_stored_evidence_gives_the_runs_verdict(
     run = caching_verdict(unique_s, repeated_s)
     entry = json.loads(json.dumps({**run.evidence, "verdict": run.outcome, "reason": run.reason}))
     assert run.outcome == outcome
-    assert rejudge.verdict("caching", entry).outcome == outcome
+    assert rejudge.verdict("caching", AuditEntry.from_dict(entry)).outcome == outcome
 
 
 def test_the_repeat_rule_from_its_evidence() -> None:
@@ -45,14 +46,15 @@ def test_a_repeat_window_stripped_of_its_bound_fails_on_rejudging() -> None:
         "floor": {},
         "verdict": PASS,
     }
-    assert rejudge.verdict("repeat", entry).outcome == FAIL
+    assert rejudge.verdict("repeat", AuditEntry.from_dict(entry)).outcome == FAIL
     entry["windows"] = [{"ratio_low": 1.0}]
-    assert rejudge.verdict("repeat", entry).outcome == PASS
+    assert rejudge.verdict("repeat", AuditEntry.from_dict(entry)).outcome == PASS
 
 
 def test_a_served_cells_repeat_audit_is_rejudged_by_the_endpoints_rule() -> None:
     passed = {"ratio": 0.98, "faster_share": 0.5, "pairs": 6, "bar": 0.5, "verdict": PASS}
-    assert rejudge.verdict("repeat", passed, served=True).outcome == PASS
-    assert rejudge.verdict("repeat", passed).outcome == INCONCLUSIVE  # not the LoadGen probes' rule
+    assert rejudge.verdict("repeat", AuditEntry.from_dict(passed), served=True).outcome == PASS
+    # not the LoadGen probes' rule
+    assert rejudge.verdict("repeat", AuditEntry.from_dict(passed)).outcome == INCONCLUSIVE
     cached = {**passed, "ratio": 0.2, "faster_share": 1.0}
-    assert rejudge.verdict("repeat", cached, served=True).outcome == FAIL
+    assert rejudge.verdict("repeat", AuditEntry.from_dict(cached), served=True).outcome == FAIL

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from accelbench.bundle.served import UNBOUNDED, curve_differences, timed_records
+from accelbench.curve import CurvePoint
 from accelbench.endpoint.driver import TIMED
 from accelbench.endpoint.figures import point
 from accelbench.endpoint.records import OK, RequestRecord
@@ -41,10 +42,11 @@ RECORDS = [_record(c, i) for c in (1, 4) for i in range(6)] + [_record(4, 99, ro
 JSONL = "\n".join(json.dumps(r.to_dict()) for r in RECORDS) + "\n"
 
 
-def _curve() -> list[dict[str, object]]:
+def _curve() -> list[CurvePoint]:
+    """The points as stored and read back (``CurvePoint.to_dict`` through JSON)."""
     timed = [r for r in RECORDS if r.role == TIMED]
     points = [point(c, [r for r in timed if r.concurrency == c], UNBOUNDED, 120) for c in (1, 4)]
-    return [json.loads(json.dumps(dataclasses.asdict(p))) for p in points]
+    return [CurvePoint.from_dict(json.loads(json.dumps(p.to_dict()))) for p in points]
 
 
 def test_the_stored_curve_is_derived_again_from_its_records() -> None:
@@ -55,7 +57,7 @@ def test_the_stored_curve_is_derived_again_from_its_records() -> None:
 
 def test_a_raised_point_figure_is_named_with_both_values() -> None:
     curve = _curve()
-    curve[1]["output_tokens_per_s"] = 2 * float(curve[1]["output_tokens_per_s"])  # type: ignore[arg-type]
+    curve[1] = dataclasses.replace(curve[1], output_tokens_per_s=2 * curve[1].output_tokens_per_s)
     (line,) = curve_differences(timed_records(JSONL), curve)
     assert line.startswith("concurrency 4: output_tokens_per_s ") and "from the records, stored" in line
 

@@ -11,7 +11,7 @@ import pytest
 
 from accelbench import registry, settings
 from accelbench.cell import pipeline
-from accelbench.cellspec import CellSpec, PlannedCell, upgrade
+from accelbench.cellspec import CellSpec, PlannedCell, Refs, upgrade
 from accelbench.config import RunConfig
 from accelbench.endpoint.settings import EndpointSettings
 from accelbench.errors import UserError
@@ -177,8 +177,27 @@ def test_an_old_flat_spec_json_reads_with_its_drivers_settings() -> None:
     assert "concurrency" not in upgraded and upgraded["cell"] == FLAT_ENDPOINT_SPEC["cell"]
     spec = CellSpec.from_dict(FLAT_ENDPOINT_SPEC, input_seed=5)
     assert spec.settings == EndpointSettings(ladder=(1, 2), serve_url="http://127.0.0.1:8000")
-    assert spec.input_seed == 5 and spec.cell.stack == "llm@url" and spec.store_cache_dir == "/s/cache"
+    assert (
+        spec.input_seed == 5 and spec.cell.stack == "llm@url" and spec.folders.store_cache_dir == "/s/cache"
+    )
     assert upgrade(spec.public_dict()) == spec.public_dict()  # a current document is left as it is
+    assert spec.refs == Refs(
+        "accelbench.generation.workload:TinyLlama",
+        "accelbench.endpoint.stack:UrlEndpoint",
+        "accelbench.endpoint.cell:measure",
+    )
+    assert spec.folders.model_cache_dir == "/s/cache" and spec.folders.cell_dir == "/s/runs/r/cells/c"
+
+
+@pytest.mark.parametrize("driver", sorted(registry.DRIVERS))
+def test_a_spec_json_with_settings_and_flat_refs_and_folders_reads(tmp_path: Path, driver: str) -> None:
+    """The form runs wrote between the settings record and the refs and folders records."""
+    spec = _spec(tmp_path, driver)
+    document = json.loads(json.dumps(spec.public_dict()))
+    refs, folders = document.pop("refs"), document.pop("folders")
+    flat = {**document, **{f"{name}_ref": ref for name, ref in refs.items()}, **folders}
+    assert "refs" not in flat and flat["driver_ref"] == spec.refs.driver and "cell_dir" in flat
+    assert CellSpec.from_dict(flat, input_seed=spec.input_seed) == spec
 
 
 def test_an_old_flat_spec_without_later_knobs_or_a_driver_reads_as_loadgen() -> None:

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from accelbench.cellspec import CellSpec
+from accelbench.cellspec import CellSpec, Folders, Refs
 from accelbench.endpoint.facts import endpoint_facts, facts_of
 from accelbench.endpoint.settings import EndpointSettings
 from accelbench.results import Cell
@@ -21,18 +21,13 @@ def _spec(tmp_path: Path, stack_ref: str) -> CellSpec:
     return CellSpec(
         run_id="r1",
         cell=cell,
-        workload_ref="w",
-        stack_ref=stack_ref,
-        driver_ref="endpoint",
+        refs=Refs("w", stack_ref, "endpoint"),
         rules="quick",
         threads=1,
         seed=0,
         input_seed=7,
         samples=1,
-        cell_dir=str(tmp_path / "cell"),
-        run_dir=str(tmp_path),
-        cache_dir=str(tmp_path),
-        result_path=str(tmp_path / "outcome.json"),
+        folders=Folders(str(tmp_path / "cell"), str(tmp_path), str(tmp_path), str(tmp_path / "outcome.json")),
         settings=EndpointSettings(),
     )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from accelbench.cellspec import CellSpec
+from accelbench.cellspec import CellSpec, Folders, Refs
 from accelbench.endpoint.accuracy import Accuracy
 from accelbench.endpoint.facts import EndpointFacts
 from accelbench.endpoint.figures import Bounds, point
@@ -42,18 +42,13 @@ def _outcome(tmp_path: Path, probe: NoiseProbe | None) -> dict[str, Any]:
     spec = CellSpec(
         run_id="r1",
         cell=cell,
-        workload_ref="w",
-        stack_ref="s",
-        driver_ref="d",
+        refs=Refs("w", "s", "d"),
         rules="quick",
         threads=2,
         seed=0,
         input_seed=7,
         samples=0,
-        cell_dir=str(tmp_path / "cell"),
-        run_dir=str(tmp_path),
-        cache_dir=str(tmp_path),
-        result_path=str(tmp_path / "outcome.json"),
+        folders=Folders(str(tmp_path / "cell"), str(tmp_path), str(tmp_path), str(tmp_path / "outcome.json")),
         settings=settings,
     )
     model = LlmModel("tiny-llama", tmp_path, 2, 100, 1000, "tiny", 0.0)

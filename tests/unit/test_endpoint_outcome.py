@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from accelbench.bundle.fields import served_curve
 from accelbench.bundle.fields import stored as bundle_claims
-from accelbench.curve import EndpointFigures, generation_section
+from accelbench.curve import CurvePoint, EndpointFigures, generation_section
 from accelbench.endpoint.outcome import EndpointBody
 from accelbench.errors import UserError
 from accelbench.outcome import Head, Outcome
@@ -95,7 +96,8 @@ def test_the_report_and_the_bundle_read_the_stored_curve() -> None:
     assert f"{first['output_tokens_per_s']:.1f}" in console.export_text()
     decoded = generation_table([result, decode])
     assert decoded is not None and decoded.row_count == 1
-    assert bundle_claims(stored, "x.json").curve == tuple(stored["generation"]["curve"])
+    points = tuple(CurvePoint.from_dict(p) for p in stored["generation"]["curve"])
+    assert served_curve(bundle_claims(stored, "x.json")) == points
     broken = {**stored, "generation": {k: v for k, v in stored["generation"].items() if k != "model"}}
     with pytest.raises(UserError, match=r"x\.json is not a result document"):
         bundle_claims(broken, "x.json")

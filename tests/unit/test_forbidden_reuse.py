@@ -138,11 +138,12 @@ def test_planted_servers_are_caught_and_the_honest_cache_passes(mode: str, caugh
 
 def test_verify_judges_a_stored_entry_again_by_this_codes_rule() -> None:
     from accelbench.bundle.rejudge import verdict
+    from accelbench.sections import AuditEntry
 
     doctored = {"verdict": "pass", "reason": "", "pairs": 4, "ratio": 0.05, "faster_share": 1.0, "bar": 0.01}
-    assert verdict("copied_session", doctored).outcome == FAIL
-    assert verdict("altered_history", {**doctored, "ratio": 0.9}).outcome == PASS
-    assert verdict("altered_history", {"verdict": "pass", "reason": ""}).outcome == INCONCLUSIVE
+    assert verdict("copied_session", AuditEntry.from_dict(doctored)).outcome == FAIL
+    assert verdict("altered_history", AuditEntry.from_dict({**doctored, "ratio": 0.9})).outcome == PASS
+    assert verdict("altered_history", AuditEntry("pass")).outcome == INCONCLUSIVE
 
 
 def test_the_servers_cache_is_a_label_and_compare_names_a_difference() -> None:
@@ -152,7 +153,6 @@ def test_the_servers_cache_is_a_label_and_compare_names_a_difference() -> None:
     on, off = prefix_cache("transformers-cb"), prefix_cache("transformers")
     assert on.startswith("on:") and off.startswith("off:") and prefix_cache("url").startswith("undeclared")
     assert prefix_cache("vllm") == "undeclared"
-    cell_on, cell_off = {"generation": {"prefix_cache": on}}, {"generation": {"prefix_cache": off}}
-    assert _cache_difference(cell_on, cell_off) == (f"server prefix cache {on} vs {off}",)
-    assert _cache_difference(cell_on, {"generation": {}}) == (f"server prefix cache {on} vs not recorded",)
-    assert _cache_difference(cell_on, cell_on) == ()
+    assert _cache_difference(on, off) == (f"server prefix cache {on} vs {off}",)
+    assert _cache_difference(on, "") == (f"server prefix cache {on} vs not recorded",)
+    assert _cache_difference(on, on) == ()

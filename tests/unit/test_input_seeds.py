@@ -48,9 +48,9 @@ def _spec(tmp_path: Path, run_seed: int, cell: Cell = CELL) -> CellSpec:
 
 def _visible(spec: CellSpec) -> tuple[object, object]:
     """What the stack is handed (``ModelSpec``, ``CellContext``), with the spec file in its folder."""
-    Path(spec.cell_dir).mkdir(parents=True, exist_ok=True)
-    (Path(spec.cell_dir) / "spec.json").write_text(json.dumps(spec.public_dict()))
-    workload = registry.instantiate(spec.workload_ref)
+    Path(spec.folders.cell_dir).mkdir(parents=True, exist_ok=True)
+    (Path(spec.folders.cell_dir) / "spec.json").write_text(json.dumps(spec.public_dict()))
+    workload = registry.instantiate(spec.refs.workload)
     example = variants.make_sample(workload, "tiny", spec.seed, 0, None)
     request = trial._prepare_request(spec, workload, 1)
     return host.model_spec_of(request, example), host.context_of(request)
@@ -60,7 +60,7 @@ def test_a_stack_that_regenerates_inputs_from_every_field_it_sees_finds_no_match
     spec = _spec(tmp_path, run_seed=12345)
     model_spec, context = _visible(spec)
     table = oracle_table(model_spec, context)  # type: ignore[arg-type]
-    workload = registry.instantiate(spec.workload_ref)
+    workload = registry.instantiate(spec.refs.workload)
     old_layout = [variants.make_sample(workload, "tiny", spec.seed, i, None) for i in range(1032)]
     assert all(_key(x) in table for x in old_layout)  # the oracle works: it beat the old layout
     sets = SampleSets(workload, spec, None, (0, 0))
@@ -83,7 +83,7 @@ def test_each_cell_and_each_trial_draws_inputs_of_its_own(tmp_path: Path) -> Non
     other_run = _spec(tmp_path, 100)
     assert first.input_seed == again.input_seed  # --input-seed replays
     assert len({first.input_seed, other_cell.input_seed, other_run.input_seed, 99}) == 4
-    workload = registry.instantiate(first.workload_ref)
+    workload = registry.instantiate(first.refs.workload)
     trial0, trial1 = SampleSets(workload, first, None, (0, 0)), SampleSets(workload, first, None, (0, 1))
     keys0 = {_key(x) for x in trial0.timed[:64]}
     assert not keys0 & {_key(x) for x in trial1.timed[:64]}

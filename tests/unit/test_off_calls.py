@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from accelbench.audits import cell_status, off_calls
 from accelbench.audits.verdict import INCONCLUSIVE, PASS
 from accelbench.bundle import rejudge
+from accelbench.sections import AuditEntry
 
 SECONDS = st.floats(min_value=0.0, max_value=500.0, allow_nan=False)
 
@@ -38,7 +39,7 @@ def test_verify_judges_the_stored_entry_as_the_run_did(cpu_s: float, in_calls_s:
     stored = verdict.to_dict()
     # a document that raised its own limits is judged by the code's
     stored.update(limit_share=100.0, limit_s=1e9, verdict=PASS)
-    again = rejudge.verdict("off_calls", stored)
+    again = rejudge.verdict("off_calls", AuditEntry.from_dict(stored))
     assert again.outcome == off_calls.judge(
         float(stored["in_calls_s"]) + float(stored["off_calls_s"]), float(stored["in_calls_s"])
     )

@@ -3,6 +3,8 @@ wrong answers on 1% of the judged samples or more fail (``accelbench.meters.qual
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -19,6 +21,8 @@ from accelbench.meters.quality import (
     sample_errors,
     wrong_to_fail,
 )
+from accelbench.results import Quality
+from accelbench.sections import AuditEntry
 from tests.e2e.planted_precision import garbage_like, noisy_like
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8", "fp8")
@@ -112,16 +116,21 @@ def test_budgets_nest_and_unknown_precisions_get_fp32() -> None:
 
 
 def test_rejudge_calls_the_same_rule_on_stored_counts() -> None:
-    stored = {"metric": "top1", "value": 1.0, "samples_checked": 32, "wrong": 0, "worst_sample_error": 0.1}
+    counts = {"metric": "top1", "value": 1.0, "samples_checked": 32, "wrong": 0, "worst_sample_error": 0.1}
+    stored = Quality(**counts, threshold=0.99, passed=True)
     assert rejudge.quality_failures(stored, None, "int8", "resnet50", "tiny") == []
-    assert rejudge.quality_failures({**stored, "wrong": 1}, None, "int8", "resnet50", "tiny") == ["top1"]
+    assert rejudge.quality_failures(replace(stored, wrong=1), None, "int8", "resnet50", "tiny") == ["top1"]
     # a record whose worst error is over this code's budget has a wrong sample, whatever it says
-    assert rejudge.quality_failures({**stored, "worst_sample_error": 0.9}, None, "int8") == ["top1"]
-    assert rejudge.quality_failures({**stored, "worst_sample_error": 0.1}, None, "fp32") == ["top1"]
+    assert rejudge.quality_failures(replace(stored, worst_sample_error=0.9), None, "int8") == ["top1"]
+    assert rejudge.quality_failures(replace(stored, worst_sample_error=0.1), None, "fp32") == ["top1"]
     # a record stored before schema 8 has no per-sample counts: its metric alone
-    old = {"metric": "top1", "value": 0.85, "samples_checked": 32}
+    old = Quality("top1", 0.85, threshold=0.9, passed=False, samples_checked=32)
     assert rejudge.quality_failures(old, None, "int8") == []
     assert rejudge.quality_failures(old, None, "fp32") == ["top1"]
-    entry = {**stored, "wrong": 2, "verdict": "pass"}
-    assert rejudge.verdict("alternate_seed", entry, "int8", "resnet50", "tiny").outcome == "fail"
-    assert rejudge.verdict("alternate_seed", {**entry, "wrong": 0}, "int8").outcome == "pass"
+    entry = {**counts, "wrong": 2, "verdict": "pass"}
+    judged = rejudge.verdict("alternate_seed", AuditEntry.from_dict(entry), "int8", "resnet50", "tiny")
+    assert judged.outcome == "fail"
+    assert (
+        rejudge.verdict("alternate_seed", AuditEntry.from_dict({**entry, "wrong": 0}), "int8").outcome
+        == "pass"
+    )

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from accelbench import runner, training
-from accelbench.cellspec import CellSpec
+from accelbench.cellspec import CellSpec, Folders, Refs
 from accelbench.config import suite, with_overrides
 from accelbench.errors import Unsupported, UserError
 from accelbench.registry import WORKLOADS
@@ -204,21 +204,23 @@ def test_the_training_rule_set_is_short_and_mlperf_names_are_refused() -> None:
 
 def _spec(tmp_path: Path, run_rules: str) -> CellSpec:
     cell = Cell("digits-resnet", "torch-eager", "train-to-quality", size="tiny")
-    folders = {"cell_dir": tmp_path / "cell", "run_dir": tmp_path, "cache_dir": tmp_path / "cache"}
+    folders = Folders(
+        cell_dir=str(tmp_path / "cell"),
+        run_dir=str(tmp_path),
+        cache_dir=str(tmp_path / "cache"),
+        result_path=str(tmp_path / "cell" / "outcome.json"),
+    )
     return CellSpec(
         run_id="r1",
         cell=cell,
-        workload_ref=WORKLOADS["digits-resnet"],
-        stack_ref="",
-        driver_ref="accelbench.training.measure:measure",
+        refs=Refs(WORKLOADS["digits-resnet"], "", "accelbench.training.measure:measure"),
         rules=run_rules,
         threads=1,
         seed=0,
         input_seed=1,
         samples=16,
-        result_path=str(tmp_path / "cell" / "outcome.json"),
+        folders=folders,
         settings=TrainingSettings(runs=1),
-        **{name: str(path) for name, path in folders.items()},
     )
 
 
