@@ -227,7 +227,8 @@ def _spec(tmp_path: Path, run_rules: str) -> CellSpec:
 def test_a_cell_stores_its_rules_and_precision(tmp_path: Path, tf32_switches: object) -> None:
     outcome = measure(_spec(tmp_path, "quick")).to_dict()
     section = outcome["training"]
-    assert outcome["status"] == "ok", outcome["reason"]
+    assert outcome["status"] in ("ok", "unstable"), outcome["reason"]  # the guard's: the machine's load
+    assert outcome["noise"] is not None and outcome["noise"]["threshold"] > 0
     assert outcome["latency"] is None and outcome["loadgen"] is None
     assert section["rules"] == "short" and "not MLPerf Training's rules" in section["rules_summary"]
     assert outcome["effective_precision"] == section["precision"]["name"] == "fp32"
