@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from accelbench.bundle.rederive import TRIAL
-from accelbench.scenarios.loadgen_log import Summary, parse_summary
+from accelbench.scenarios.loadgen_log import Summary, as_printed, parse_summary
 from accelbench.scenarios.server_search import Probe, Search
 from accelbench.sections import ServerSearch
 
@@ -91,5 +91,5 @@ def _same(a: object, b: object) -> bool:
     if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None:
         return a == b
     if isinstance(a, int | float) and isinstance(b, int | float):
-        return abs(a - b) <= RELATIVE * max(abs(a), abs(b)) or a == b
+        return abs(a - b) <= RELATIVE * max(abs(a), abs(b)) or a == b or as_printed(b) == a  # logged rounded
     return a == b

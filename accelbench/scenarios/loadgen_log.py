@@ -101,6 +101,16 @@ class Summary:
         return value
 
 
+PRINTED_DIGITS = 6
+"""LoadGen logs a float setting such as the server's target QPS with this many significant digits (summary
+and detail logs alike): a search's exact target is logged rounded."""
+
+
+def as_printed(value: float) -> float:
+    """``value`` as LoadGen logs it (``PRINTED_DIGITS`` significant digits)."""
+    return float(f"{value:.{PRINTED_DIGITS}g}")
+
+
 def parse_summary(text: str) -> Summary:
     """Parse a LoadGen ``mlperf_log_summary.txt``; raises ValueError if it is not one."""
     if _HEADER not in text or "Result is :" not in text:

@@ -161,6 +161,15 @@ def test_a_server_search_is_rebuilt_from_its_probe_logs_and_back_off_rounds() ->
     assert search_differences(found, stored) == []
     claimed = dataclasses.replace(stored, max_qps=464.526)
     assert search_differences(found, claimed) == [("max_qps", found.max_qps, 464.526)]
+    # the run stores its exact targets; LoadGen logs them with 6 significant digits (a fresh server bundle
+    # failed to verify on that alone): the stored value is the logged one when it prints the same
+    exact = dataclasses.replace(
+        stored,
+        probes=tuple(dataclasses.replace(p, target_qps=p.target_qps + 4e-4) for p in stored.probes),
+    )
+    assert search_differences(found, exact) == []
+    off = dataclasses.replace(stored, probes=(dataclasses.replace(stored.probes[0], target_qps=461.93),))
+    assert [field for field, *_ in search_differences(found, off)] == ["probes"]
 
 
 @pytest.mark.parametrize(
