@@ -103,6 +103,7 @@ def run(
     arrivals: cli_serving.ArrivalsOption = None,
     sessions: cli_serving.SessionsOption = None,
     session_turns: cli_serving.SessionTurnsOption = None,
+    session_trace: cli_serving.SessionTraceOption = None,
     store_path: StoreOption = None,
     as_json: JsonOption = False,
     include_unverified: UnverifiedOption = False,
@@ -115,10 +116,10 @@ def run(
     batching = {"batch": batch, "batch_sweep": _batches(batch_sweep), "input_seed": input_seed}
     named = {k: _names(v) for k, v in listed.items()}
     endpoint = (api_key_env, concurrency, output_tokens, endpoint_requests, endpoint_api, arrivals)
-    served = cli_serving.served_settings(
-        serve_url, serve_cluster, *endpoint, serve_hardware, sessions=sessions, session_turns=session_turns
-    )
-    overrides = _overrides({**named, **scalars, **per_run, **batching, **served}, config_file)
+    agentic = {"sessions": sessions, "session_turns": session_turns, "session_trace": session_trace}
+    served = cli_serving.served_settings(serve_url, serve_cluster, *endpoint, serve_hardware, **agentic)
+    given = _overrides({**named, **scalars, **per_run, **batching, **served}, config_file)
+    overrides = cli_serving.with_trace(given)
     chosen = suite(suite_name)
     llm = cli_serving.generative(overrides.get("workloads") or chosen.workloads)
     overrides = cli_serving.served_overrides(overrides, chosen.stacks, _names(serve) or (), llm)
