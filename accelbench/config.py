@@ -253,6 +253,19 @@ SUITES: Mapping[str, RunConfig] = {
         endpoint_requests=8,
         output_tokens=64,
     ),
+    # agentic multi-turn sessions (issue 44, docs/sessions.md): smollm2-135m on transformers serve with
+    # continuous batching, 1-8 sessions at once, the defaults that fit 2 cores (3 turns, 16 tokens)
+    "agentic": RunConfig(
+        "agentic",
+        ("smollm2-135m",),
+        ("llm@transformers-cb",),
+        ("single-stream",),
+        "standard",
+        "quick",
+        sessions=(1, 2, 4, 8),
+        session_turns=3,
+        output_tokens=16,
+    ),
     "quick": RunConfig("quick", ALL_WORKLOADS, REAL_STACKS, ("single-stream",), "standard", "quick"),
     "tiny": RunConfig(
         "tiny",

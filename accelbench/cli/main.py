@@ -70,7 +70,9 @@ def _names(text: str | None) -> tuple[str, ...] | None:
 
 @app.command()
 def run(
-    suite_name: Annotated[str, typer.Option("--suite", help="default | llm | quick | tiny")] = "default",
+    suite_name: Annotated[
+        str, typer.Option("--suite", help="default | llm | agentic | quick | tiny")
+    ] = "default",
     workloads: Annotated[str | None, typer.Option(help="Comma-separated workload names.")] = None,
     stacks: Annotated[str | None, typer.Option(help="Comma-separated stack names, or all.")] = None,
     scenarios: Annotated[str | None, typer.Option(help="single-stream,offline,multi-stream,server")] = None,
