@@ -135,8 +135,8 @@ def run_ladder(
     (``max_tokens``: a reply's tokens where its turn sets none)."""
     ladder: list[SessionPoint] = []
     records: list[TurnRecord] = []
-    turns = {count: [len(s.turns) for s in sessions] for count, sessions in source.passes.items()}
-    planned = forbidden.plan_turns(turns, source.delay_s)
+    counts = {count: [len(s.turns) for s in sessions] for count, sessions in source.passes.items()}
+    planned = forbidden.plan_turns(counts, source.delay_s)
     for count, sessions in source.passes.items():
         done = run_load(target, sessions, max_tokens, *counters, planned[count])
         append_turns(path, done)

@@ -23,7 +23,7 @@ class Source:
     """Where a cell's sessions come from (the synthetic generator or a replayed trace), made before the
     server starts: each load point's sessions, and what the figures state of them."""
 
-    passes: Mapping[int, list[Session]]
+    passes: Mapping[int, tuple[Session, ...]]
     """Each load's sessions (pass ``load-<n>``)."""
     workload: str
     """The workload, stated (``SessionFigures.workload``)."""
@@ -42,9 +42,12 @@ def source_of(settings: SessionSettings, input_seed: int, count_tokens: Callable
     sha256 the run took before it started), else the synthetic workload's."""
     if settings.trace is None:
         shape = settings.shape
-        passes = {n: make_sessions(input_seed, f"load-{n}", n, shape) for n in settings.ladder}
         return Source(
-            passes, f"{WORKLOAD}: {describe(shape)}", shape.turns, settings.max_tokens, shape.delay_s
+            passes={n: tuple(make_sessions(input_seed, f"load-{n}", n, shape)) for n in settings.ladder},
+            workload=f"{WORKLOAD}: {describe(shape)}",
+            turns=shape.turns,
+            max_tokens=settings.max_tokens,
+            delay_s=shape.delay_s,
         )
     try:
         trace = read_trace(Path(settings.trace))
@@ -56,15 +59,14 @@ def source_of(settings: SessionSettings, input_seed: int, count_tokens: Callable
             f"the run read {str(settings.trace_sha256)[:12]})"
         )
     name = Path(settings.trace).name
-    replayed = {
-        n: replay(trace, input_seed, f"load-{n}", n, count_tokens, settings.max_tokens)
-        for n in settings.ladder
-    }
     return Source(
-        replayed,
-        describe_trace(trace, name),
-        trace.most_turns,
-        trace.most_tokens(settings.max_tokens),
-        trace.delay_range_s(),
-        name,
+        passes={
+            n: tuple(replay(trace, input_seed, f"load-{n}", n, count_tokens, settings.max_tokens))
+            for n in settings.ladder
+        },
+        workload=describe_trace(trace, name),
+        turns=trace.most_turns,
+        max_tokens=trace.most_tokens(settings.max_tokens),
+        delay_s=trace.delay_range_s(),
+        trace=name,
     )

@@ -176,7 +176,8 @@ def _session(rows: list[tuple[int, dict[str, Any]]], where: str) -> tuple[TraceT
     first = rows[0][0]
     if len(rows) > MAX_TURNS:
         raise UserError(f"{where}: the session of line {first} has {len(rows)} turns, more than {MAX_TURNS}")
-    turns, total = [], 0
+    turns: list[TraceTurn] = []
+    total = 0
     for index, (number, row) in enumerate(rows):
         delay_ms = 0.0
         if index and "delay" in row:
@@ -247,11 +248,11 @@ def replay(
     ``text_input`` or seeded words of its ``input_length`` by ``count_tokens`` (the words drawn from a
     stream of the session's own under the input seed), its reply ``output_length`` (else ``max_tokens``)
     long. Deterministic in its arguments."""
-    sessions = []
+    sessions: list[Session] = []
     for number in range(count):
         rng = np.random.default_rng(sub_seed(input_seed, "trace-text", pass_name, number))
         salt = session_salt(input_seed, pass_name, number)
-        turns = []
+        turns: list[Turn] = []
         for index, row in enumerate(trace.sessions[number % len(trace.sessions)]):
             text = row.text or text_of_tokens(rng, row.input_tokens, count_tokens)
             content = f"[{salt}] {text}" if index == 0 else text
@@ -266,7 +267,8 @@ def describe(trace: Trace, name: str) -> str:
     counted = [t.input_tokens for t in turns if t.input_tokens]
     sizes = f"; new messages {min(counted)}-{max(counted)} tokens" if counted else ""
     low, high = trace.delay_range_s()
+    fewest = min(len(s) for s in trace.sessions)
     return (
         f"trace {name} (sha256 {trace.sha256[:12]}): {len(trace.sessions)} sessions, {trace.rows} turns, "
-        f"1-{trace.most_turns} turns a session{sizes}; waits {low:g}-{high:g} s"
+        f"{fewest}-{trace.most_turns} turns a session{sizes}; waits {low:g}-{high:g} s after a reply"
     )
