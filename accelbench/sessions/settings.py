@@ -47,8 +47,9 @@ class SessionSettings:
             max_tokens=config.output_tokens or DEFAULT_OUTPUT_TOKENS,
             api_key_env=config.api_key_env or DEFAULT_API_KEY_ENV,
             serve_url=config.serve_url,
-            trace=config.session_trace,
-            trace_sha256=config.session_trace_sha256,
+            # an old flat spec's knobs (``cellspec.FlatKnobs``) predate the trace: none was replayed
+            trace=getattr(config, "session_trace", None),
+            trace_sha256=getattr(config, "session_trace_sha256", None),
         )
 
     @classmethod
