@@ -266,6 +266,9 @@ def describe(trace: Trace, name: str) -> str:
     turns = [t for s in trace.sessions for t in s]
     counted = [t.input_tokens for t in turns if t.input_tokens]
     sizes = f"; new messages {min(counted)}-{max(counted)} tokens" if counted else ""
+    asked = [t.max_tokens for t in turns if t.max_tokens]
+    sizes += f"; replies {min(asked)}-{max(asked)} tokens" if asked else ""
+    sizes += " (others --output-tokens)" if asked and len(asked) < len(turns) else ""
     low, high = trace.delay_range_s()
     fewest = min(len(s) for s in trace.sessions)
     return (
