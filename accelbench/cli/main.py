@@ -118,8 +118,9 @@ def run(
     batching = {"batch": batch, "batch_sweep": _batches(batch_sweep), "input_seed": input_seed}
     named = {k: _names(v) for k, v in listed.items()}
     endpoint = (api_key_env, concurrency, output_tokens, endpoint_requests, endpoint_api, arrivals)
-    agentic = {"sessions": sessions, "session_turns": session_turns, "session_trace": session_trace}
-    served = cli_serving.served_settings(serve_url, serve_cluster, *endpoint, serve_hardware, **agentic)
+    served = cli_serving.served_settings(
+        serve_url, serve_cluster, *endpoint, serve_hardware, sessions, session_turns, session_trace
+    )
     given = _overrides({**named, **scalars, **per_run, **batching, **served}, config_file)
     overrides = cli_serving.with_trace(given)
     chosen = suite(suite_name)
