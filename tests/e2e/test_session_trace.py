@@ -49,9 +49,10 @@ def test_the_trace_is_replayed_turn_for_turn_with_its_counts_and_lengths(
     settings = result["settings"]
     assert (settings["session_trace"], settings["session_trace_sha256"]) == (SAMPLE.name, digest)
     assert settings["turns_per_session"] == 3 and settings["max_tokens"] == 8
-    assert result["generation"]["workload"].startswith(f"trace {SAMPLE.name} (sha256 {digest[:12]}): 3 sessions")
-    ladder = result["generation"]["sessions_ladder"]
-    assert [(p["sessions"], p["turns"], p["failed_turns"]) for p in ladder] == [(1, 3, 0), (2, 5, 0), (4, 9, 0)]
+    stated = f"trace {SAMPLE.name} (sha256 {digest[:12]}): 3 sessions"
+    assert result["generation"]["workload"].startswith(stated)
+    ladder = [(p["sessions"], p["turns"], p["failed_turns"]) for p in result["generation"]["sessions_ladder"]]
+    assert ladder == [(1, 3, 0), (2, 5, 0), (4, 9, 0)]
     trace = read_trace(SAMPLE)
     from transformers import AutoTokenizer
 
@@ -94,7 +95,7 @@ def test_the_trace_is_replayed_turn_for_turn_with_its_counts_and_lengths(
     ("text", "message"),
     [
         ("", "is empty"),
-        ('{"session_id": 1, "input_length": 5}\n{"session_id": 1, "input_lenght": 5}\n', "line 2: unknown field"),
+        ('{"session_id": 1, "input_length": 5}\n{"input_lenght": 5}\n', "line 2: unknown field"),
         ('{"input_length": 50000}\n', "input_length must be a whole number from 1 to 32768"),
     ],
 )
