@@ -265,6 +265,8 @@ SUITES: Mapping[str, RunConfig] = {
         sessions=(1, 2, 4, 8),
         session_turns=3,
         output_tokens=16,
+        # the cell took ~560 s of the default 600 at load 4-6 on 2 shared cores (2026-12-05): room to finish
+        timeout_s=1200.0,
     ),
     "quick": RunConfig("quick", ALL_WORKLOADS, REAL_STACKS, ("single-stream",), "standard", "quick"),
     "tiny": RunConfig(
