@@ -1,4 +1,4 @@
-"""A replayed session trace end to end (issue 44): ``accelbench run --sessions 1,2,4 --session-trace
+"""A replayed session trace end to end (issue 44): ``accelbench run --sessions 1,4 --session-trace
 tests/data/agentic_trace.jsonl`` on ``transformers serve`` with continuous batching (``llm@transformers-cb``)
 and the tiny Llama (SmolLM2's tokenizer and chat template). The sessions and turns replayed are the file's
 (its 3 sessions, the load of 4 replaying the first again), each turn's message of its row's token count by
@@ -26,8 +26,8 @@ from tests.e2e.cli import accelbench, run_document
 REASON = TransformersCbServer().unavailable_reason() or (missing_packages() and "llm extra missing")
 pytestmark = pytest.mark.skipif(bool(REASON), reason=str(REASON))
 SAMPLE = Path(__file__).parents[1] / "data" / "agentic_trace.jsonl"
-LADDER = (1, 2, 4)
-ARGS = ("--workloads", "tiny-llama", "--stacks", "llm@transformers-cb", "--sessions", "1,2,4")
+LADDER = (1, 4)
+ARGS = ("--workloads", "tiny-llama", "--stacks", "llm@transformers-cb", "--sessions", "1,4")
 ARGS += ("--session-trace", str(SAMPLE), "--no-probe")
 
 
@@ -52,7 +52,7 @@ def test_the_trace_is_replayed_turn_for_turn_with_its_counts_and_lengths(
     stated = f"trace {SAMPLE.name} (sha256 {digest[:12]}): 3 sessions"
     assert result["generation"]["workload"].startswith(stated)
     ladder = [(p["sessions"], p["turns"], p["failed_turns"]) for p in result["generation"]["sessions_ladder"]]
-    assert ladder == [(1, 3, 0), (2, 5, 0), (4, 9, 0)]
+    assert ladder == [(1, 3, 0), (4, 9, 0)]
     trace = read_trace(SAMPLE)
     from transformers import AutoTokenizer
 
@@ -81,9 +81,9 @@ def test_the_trace_is_replayed_turn_for_turn_with_its_counts_and_lengths(
                 assert record.request.salt == session.salt and "sess-" not in json.dumps(messages)
                 messages.append({"role": "assistant", "content": record.request.text})
                 checked += 1
-    assert checked == 3 + 5 + 9
+    assert checked == 3 + 9
     salts = {(r.request.concurrency, r.session): r.request.salt for r in records if r.request.role == "turn"}
-    assert len(set(salts.values())) == len(salts) == 7  # a salt per session of every load
+    assert len(set(salts.values())) == len(salts) == 5  # a salt per session of every load
     assert result["audit"]["session_salts"]["verdict"] == "pass"
     for name, kind in (("altered_history", "altered"), ("copied_session", "copied")):  # still slipped in
         assert result["audit"][name]["verdict"] == "pass", result["audit"][name]
