@@ -117,6 +117,11 @@ class RunConfig:
     many at once per load point (``accelbench.sessions``); empty: the curve."""
     session_turns: int = 0
     """``--session-turns``: turns per session of the synthetic agentic workload (0: 3)."""
+    session_trace: str | None = None
+    """``--session-trace``: the JSONL trace the sessions replay instead of the synthetic workload (its
+    absolute path; ``accelbench.sessions.trace``); None: the synthetic one."""
+    session_trace_sha256: str | None = None
+    """The trace file's sha256, taken when the run read it before it started (stored with every result)."""
     serve_cluster: str | None = None
     """``--serve-cluster``: the Ray cluster (``HOST:PORT`` of its head, or ``auto``) where the Ray Serve
     stacks deploy their model instead of a Ray of their own (docs/serving.md)."""
@@ -139,6 +144,17 @@ class RunConfig:
             raise UserError(
                 f"sessions must be in [1, 4096] and session_turns in [0, 1000], got {list(self.sessions)} "
                 f"and {self.session_turns}"
+            )
+        if self.session_trace is not None and (not self.sessions or self.session_turns):
+            raise UserError(
+                "session_trace replays sessions at the loads of --sessions (give it) and sets their turns "
+                "(--session-turns is the synthetic workload's)"
+            )
+        if self.session_trace_sha256 is not None and not re.fullmatch(
+            r"[0-9a-f]{64}", self.session_trace_sha256
+        ):
+            raise UserError(
+                f"session_trace_sha256 must be 64 hex digits, got {self.session_trace_sha256[:80]!r}"
             )
         if self.endpoint_requests < 0 or self.output_tokens < 0:
             raise UserError("endpoint_requests and output_tokens must be >= 0")
@@ -236,6 +252,21 @@ SUITES: Mapping[str, RunConfig] = {
         concurrency=(1, 2, 4, 8),
         endpoint_requests=8,
         output_tokens=64,
+    ),
+    # agentic multi-turn sessions (issue 44, docs/sessions.md): smollm2-135m on transformers serve with
+    # continuous batching, 1-8 sessions at once, the defaults that fit 2 cores (3 turns, 16 tokens)
+    "agentic": RunConfig(
+        "agentic",
+        ("smollm2-135m",),
+        ("llm@transformers-cb",),
+        ("single-stream",),
+        "standard",
+        "quick",
+        sessions=(1, 2, 4, 8),
+        session_turns=3,
+        output_tokens=16,
+        # the cell took ~560 s of the default 600 at load 4-6 on 2 shared cores (2026-12-05): room to finish
+        timeout_s=1200.0,
     ),
     "quick": RunConfig("quick", ALL_WORKLOADS, REAL_STACKS, ("single-stream",), "standard", "quick"),
     "tiny": RunConfig(

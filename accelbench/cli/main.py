@@ -70,7 +70,9 @@ def _names(text: str | None) -> tuple[str, ...] | None:
 
 @app.command()
 def run(
-    suite_name: Annotated[str, typer.Option("--suite", help="default | llm | quick | tiny")] = "default",
+    suite_name: Annotated[
+        str, typer.Option("--suite", help="default | llm | agentic | quick | tiny")
+    ] = "default",
     workloads: Annotated[str | None, typer.Option(help="Comma-separated workload names.")] = None,
     stacks: Annotated[str | None, typer.Option(help="Comma-separated stack names, or all.")] = None,
     scenarios: Annotated[str | None, typer.Option(help="single-stream,offline,multi-stream,server")] = None,
@@ -103,6 +105,7 @@ def run(
     arrivals: cli_serving.ArrivalsOption = None,
     sessions: cli_serving.SessionsOption = None,
     session_turns: cli_serving.SessionTurnsOption = None,
+    session_trace: cli_serving.SessionTraceOption = None,
     store_path: StoreOption = None,
     as_json: JsonOption = False,
     include_unverified: UnverifiedOption = False,
@@ -116,9 +119,10 @@ def run(
     named = {k: _names(v) for k, v in listed.items()}
     endpoint = (api_key_env, concurrency, output_tokens, endpoint_requests, endpoint_api, arrivals)
     served = cli_serving.served_settings(
-        serve_url, serve_cluster, *endpoint, serve_hardware, sessions=sessions, session_turns=session_turns
+        serve_url, serve_cluster, *endpoint, serve_hardware, sessions, session_turns, session_trace
     )
-    overrides = _overrides({**named, **scalars, **per_run, **batching, **served}, config_file)
+    given = _overrides({**named, **scalars, **per_run, **batching, **served}, config_file)
+    overrides = cli_serving.with_trace(given)
     chosen = suite(suite_name)
     llm = cli_serving.generative(overrides.get("workloads") or chosen.workloads)
     overrides = cli_serving.served_overrides(overrides, chosen.stacks, _names(serve) or (), llm)

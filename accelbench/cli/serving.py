@@ -12,6 +12,7 @@ stack ``llm@<server>``, and ``--serve-url`` adds ``llm@url`` (an OpenAI-compatib
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -47,6 +48,14 @@ SessionsOption = Annotated[
 ]
 SessionTurnsOption = Annotated[
     int | None, typer.Option("--session-turns", help="Served LLMs with --sessions: turns per session (3).")
+]
+SessionTraceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--session-trace",
+        help="Served LLMs with --sessions: replay the sessions of this JSONL trace (Mooncake/AIPerf rows: "
+        "session_id, input_length or text_input, output_length, timestamp or delay; docs/sessions.md).",
+    ),
 ]
 OutputTokensOption = Annotated[
     int | None, typer.Option("--output-tokens", help="Served LLMs: tokens per reply (default 128).")
@@ -127,6 +136,7 @@ def served_settings(
     serve_hardware: str | None = None,
     sessions: str | None = None,
     session_turns: int | None = None,
+    session_trace: str | None = None,
 ) -> dict[str, Any]:
     """The run settings of ``--serve-url``, ``--serve-cluster`` and the served-LLM options, by name;
     ``--serve-hardware`` resolved now (``accelbench.hardware.declared``), so the run stores what it named."""
@@ -148,7 +158,25 @@ def served_settings(
         "arrivals": arrivals,
         "sessions": concurrencies(sessions, "--sessions"),
         "session_turns": session_turns,
+        "session_trace": session_trace,
     }
+
+
+def with_trace(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``overrides`` with the session trace read and checked now, before anything starts
+    (``accelbench.sessions.trace``): its absolute path and its sha256 (stored with every result); a
+    sha256 the settings already state must be the file's. Unchanged without a trace."""
+    given = overrides.get("session_trace")
+    if not given:
+        return dict(overrides)
+    from accelbench.sessions.trace import read_trace
+
+    path = Path(given).expanduser()
+    trace = read_trace(path)
+    stated = overrides.get("session_trace_sha256")
+    if stated and stated != trace.sha256:
+        raise UserError(f"session trace {path} has sha256 {trace.sha256}, not the {str(stated)[:64]} stated")
+    return {**overrides, "session_trace": str(path.resolve()), "session_trace_sha256": trace.sha256}
 
 
 def served_overrides(

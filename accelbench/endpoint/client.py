@@ -10,9 +10,10 @@ Every failure becomes the record's ``status`` and one-line ``error``; nothing he
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from accelbench.endpoint.records import OK, RequestRecord
@@ -77,6 +78,20 @@ class Slot:
     index: int
     role: str
     issue_s: float
+
+
+def sized(target: Target, max_tokens: int) -> Target:
+    """``target`` with its extra fields forcing replies of ``max_tokens``: a ``generation_config``
+    (``transformers serve``: a JSON string) gets that ``max_new_tokens``; other fields (``ignore_eos``)
+    hold for any length. ``target`` itself when nothing changes."""
+    config = target.extra_body.get("generation_config")
+    if not isinstance(config, str):
+        return target
+    fields = json.loads(config)
+    if not isinstance(fields, dict) or fields.get("max_new_tokens") in (None, max_tokens):
+        return target
+    resized = json.dumps({**fields, "max_new_tokens": max_tokens})
+    return replace(target, extra_body={**target.extra_body, "generation_config": resized})
 
 
 def body(target: Target, prompt: Prompt, max_tokens: int) -> dict[str, Any]:

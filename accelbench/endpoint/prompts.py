@@ -56,11 +56,12 @@ def matched_texts(
     """A never-sent text for each of ``texts``, of its token count by ``count`` (the shortest seeded
     word prefix that reaches it): a pair then differs in content only, never in prefill work."""
     rng = np.random.default_rng(sub_seed(input_seed, "text", *parts))
-    return [_of_tokens(rng, count(text), count) for text in texts]
+    return [text_of_tokens(rng, count(text), count) for text in texts]
 
 
-def _of_tokens(rng: np.random.Generator, tokens: int, count: Callable[[str], int]) -> str:
-    """The shortest prefix, in words, of a seeded message that ``count`` gives ``tokens`` or more."""
+def text_of_tokens(rng: np.random.Generator, tokens: int, count: Callable[[str], int]) -> str:
+    """The shortest prefix, in words, of a seeded message that ``count`` gives ``tokens`` or more (a
+    word's few tokens over at most: the words are a token or more each)."""
     words = seeded_message(rng, max(tokens, 1)).split(" ")
     low, high = 1, len(words)
     while low < high:

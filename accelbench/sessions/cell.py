@@ -6,7 +6,9 @@
 2. One warm-up session of one turn (its own pass: its salt is not the measured sessions'); a failure
    makes the cell ``unavailable`` with the one-line reason.
 3. The ladder: for each load (``--sessions 1,2,4``) that many sessions at once, fresh from the synthetic
-   generator (``accelbench.sessions.workload``, pass ``load-<n>``), each turn with the conversation so
+   generator (``accelbench.sessions.workload``, pass ``load-<n>``) or replayed from ``--session-trace``
+   (``accelbench.sessions.trace``; both made before the server starts: ``accelbench.sessions.source``),
+   each turn with the conversation so
    far (``accelbench.sessions.driver``), with the forbidden-reuse audits' pairs slipped in at places
    drawn with ``secrets`` (``accelbench.sessions.forbidden``); the point's figures
    (``accelbench.sessions.figures``, of the sessions' turns only). A point
@@ -42,11 +44,11 @@ from accelbench.sessions.figures import point
 from accelbench.sessions.outcome import UNAUDITED, SessionsBody, status_of
 from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.settings import SessionSettings
-from accelbench.sessions.workload import SYSTEM_PROMPT, Shape, describe, make_sessions
+from accelbench.sessions.source import Source, source_of
+from accelbench.sessions.workload import SYSTEM_PROMPT, Shape, make_sessions
 from accelbench.settings import expect
 
 TURNS_FILE = "turns.jsonl"
-WORKLOAD = "synthetic-agentic"
 
 
 def measure(spec: CellSpec) -> Outcome:
@@ -59,38 +61,37 @@ def measure(spec: CellSpec) -> Outcome:
 
     tokenizer = AutoTokenizer.from_pretrained(model.folder)
     counters = (token_counter(tokenizer), context_counter(tokenizer))
+    source = source_of(settings, spec.input_seed, counters[0])
     path = Path(spec.folders.cell_dir) / TURNS_FILE
     path.unlink(missing_ok=True)
     endpoint = EndpointSettings(
         ladder=settings.ladder,
-        max_tokens=settings.max_tokens,
+        max_tokens=source.max_tokens,
         api_key_env=settings.api_key_env,
         serve_url=settings.serve_url,
     )
     with serving(stack, spec, model, endpoint) as target:
         started = time.perf_counter()
         warm_up(target, spec.input_seed, settings, counters)
-        ladder, records, stopped = run_ladder(target, spec.input_seed, settings, counters, path)
+        ladder, records, stopped = run_ladder(target, source, settings.max_tokens, counters, path)
         duration_s = time.perf_counter() - started
-        reused = (
-            None if stopped else reuse_probe(target, spec.input_seed, settings, counters, (records, path))
-        )
-    (status, why), section = status_of(records, ladder, stopped, settings.max_tokens)
+        reused = None if stopped else reuse_probe(target, spec.input_seed, source, counters, (records, path))
+    (status, why), section = status_of(records, ladder, stopped, source.max_tokens)
     head = Head(
         status,
         why,
         effective_precision=stack.precision,
         versions=dict(stack.versions),
-        settings=_settings(spec, stack, settings),
+        settings=_settings(spec, stack, settings, source),
         warnings=(UNAUDITED,),
     )
     figures = SessionFigures(
         endpoint=stack.name,
         model=model.name,
         params=model.params,
-        workload=f"{WORKLOAD}: {describe(settings.shape)}",
-        turns_per_session=settings.shape.turns,
-        max_tokens=settings.max_tokens,
+        workload=source.workload,
+        turns_per_session=source.turns,
+        max_tokens=source.max_tokens,
         shared_prefix_tokens=counters[1]([{"role": "system", "content": SYSTEM_PROMPT}]),
         sessions_ladder=tuple(ladder),
         turns_file=str(path.relative_to(spec.folders.run_dir))
@@ -106,17 +107,16 @@ def measure(spec: CellSpec) -> Outcome:
 def reuse_probe(
     target: Target,
     input_seed: int,
-    settings: SessionSettings,
+    source: Source,
     counters: Counters,
     ladder_done: tuple[Sequence[TurnRecord], Path],
 ) -> ReuseFigures:
     """The reuse probe on the last load point's turns (``accelbench.sessions.reuse``); its sends are
     lines of ``turns.jsonl`` too (roles ``warm`` and ``cold``)."""
     records, path = ladder_done
-    last = settings.ladder[-1]
-    sessions = make_sessions(input_seed, f"load-{last}", last, settings.shape)
+    last = list(source.passes)[-1]
     mine = [r for r in records if r.request.concurrency == last and r.request.role == TURN]
-    sent = reuse.probe(target, input_seed, sessions, mine, settings.max_tokens, counters)
+    sent = reuse.probe(target, input_seed, source.passes[last], mine, source.max_tokens, counters)
     append_turns(path, sent)
     return reuse.figures(sent)
 
@@ -131,15 +131,16 @@ def warm_up(target: Target, input_seed: int, settings: SessionSettings, counters
 
 
 def run_ladder(
-    target: Target, input_seed: int, settings: SessionSettings, counters: Counters, path: Path
+    target: Target, source: Source, max_tokens: int, counters: Counters, path: Path
 ) -> tuple[list[SessionPoint], list[TurnRecord], str]:
-    """Every load point's figures, every turn, and why the ladder stopped early ("" if it did not)."""
+    """Every load point's figures, every turn, and why the ladder stopped early ("" if it did not)
+    (``max_tokens``: a reply's tokens where its turn sets none)."""
     ladder: list[SessionPoint] = []
     records: list[TurnRecord] = []
-    planned = forbidden.plan(settings.ladder, settings.shape.turns, settings.shape.delay_s)
-    for count in settings.ladder:
-        sessions = make_sessions(input_seed, f"load-{count}", count, settings.shape)
-        done = run_load(target, sessions, settings.max_tokens, *counters, planned[count])
+    counts = {count: [len(s.turns) for s in sessions] for count, sessions in source.passes.items()}
+    planned = forbidden.plan_turns(counts, source.delay_s)
+    for count, sessions in source.passes.items():
+        done = run_load(target, sessions, max_tokens, *counters, planned[count])
         append_turns(path, done)
         records += done
         turns = [r for r in done if r.request.role == TURN]
@@ -158,14 +159,18 @@ def append_turns(path: Path, records: Sequence[TurnRecord]) -> None:
             out.write(json.dumps(record.to_dict(), sort_keys=True) + "\n")
 
 
-def _settings(spec: CellSpec, stack: EndpointFacts, settings: SessionSettings) -> dict[str, Any]:
-    """The result's settings of a sessions cell."""
+def _settings(
+    spec: CellSpec, stack: EndpointFacts, settings: SessionSettings, source: Source
+) -> dict[str, Any]:
+    """The result's settings of a sessions cell (a replayed trace: its file's name and sha256)."""
     return {
         "threads": spec.threads,
         "seed": spec.seed,
         "sessions": list(settings.ladder),
-        "turns_per_session": settings.shape.turns,
-        "max_tokens": settings.max_tokens,
+        "turns_per_session": source.turns,
+        "max_tokens": source.max_tokens,
         "api_key_env": settings.api_key_env,
         "serve_url": settings.serve_url if stack.server == "url" else None,
+        "session_trace": source.trace,
+        "session_trace_sha256": settings.trace_sha256 if source.trace else None,
     }

@@ -16,10 +16,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from accelbench.endpoint.client import Prompt, Slot, Target, send
+from accelbench.endpoint.client import Prompt, Slot, Target, send, sized
 from accelbench.sessions.forbidden import Audit, forms
 from accelbench.sessions.records import TurnRecord
-from accelbench.sessions.workload import SYSTEM_PROMPT, Session
+from accelbench.sessions.workload import MAX_TURNS, SYSTEM_PROMPT, Session
 
 TURN = "turn"
 """The role of a timed turn's request."""
@@ -66,7 +66,10 @@ async def _load(
                     messages.append({"role": "user", "content": turn.content})
                     prompt = Prompt(session.salt, tuple(dict(m) for m in messages), "", session_id(session))
                     slot = Slot(len(sessions), _index(session, number), TURN, time.perf_counter() - clock0)
-                    sent = await send(client, target, prompt, max_tokens, slot, count_tokens, clock0)
+                    length = turn.max_tokens or max_tokens
+                    sent = await send(
+                        client, sized(target, length), prompt, length, slot, count_tokens, clock0
+                    )
                     context = count_context(messages)
                     records.append(TurnRecord(session.number, number, turn.kind, turn.delay_s, context, sent))
                     if not sent.ok:
@@ -86,6 +89,7 @@ async def _load(
             await asyncio.sleep(audit.delay_s)
             source = sessions[audit.session]
             kind = source.turns[audit.turn].kind
+            length = source.turns[audit.turn].max_tokens or max_tokens
             pair_forms = forms(audit, source.salt, history, count_context, session_id(source))
             contexts = [count_context(form.messages) for form in pair_forms]
             due_s = time.perf_counter() - clock0
@@ -93,7 +97,7 @@ async def _load(
             prompts = [Prompt(f.salt, f.messages, "", f.session_id) for f in pair_forms]
             both = await asyncio.gather(  # at once, the first form the first to reach the server
                 *(
-                    send(client, target, p, max_tokens, s, count_tokens, clock0)
+                    send(client, sized(target, length), p, length, s, count_tokens, clock0)
                     for p, s in zip(prompts, slots, strict=True)
                 )
             )
@@ -126,7 +130,8 @@ async def send_turns(
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
         clock0 = time.perf_counter()
         slot = Slot(0, _index(session, len(session.turns) - 1), role, 0.0)
-        sent = await send(client, target, prompt, max_tokens, slot, counters[0], clock0)
+        length = session.turns[-1].max_tokens or max_tokens
+        sent = await send(client, sized(target, length), prompt, length, slot, counters[0], clock0)
     last = session.turns[-1]
     return TurnRecord(session.number, len(session.turns) - 1, last.kind, 0.0, counters[1](messages), sent)
 
@@ -137,8 +142,9 @@ def session_id(session: Session) -> str:
 
 
 def _index(session: Session, turn: int) -> int:
-    """The request's number within its point: sessions' turns numbered one session after another."""
-    return session.number * len(session.turns) + turn
+    """The request's number within its point: sessions' turns numbered one session after another (by
+    the longest a session of the point may have: a replayed trace's sessions differ in length)."""
+    return session.number * MAX_TURNS + turn
 
 
 def context_counter(tokenizer: Any) -> Callable[[Messages], int]:

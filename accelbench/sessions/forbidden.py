@@ -81,11 +81,19 @@ class Form:
 
 
 def plan(ladder: Sequence[int], turns: int, delay_s: tuple[float, float]) -> dict[int, list[Audit]]:
-    """The pairs of each load point: ``PAIRS`` of each kind at distinct source turns drawn with
-    ``secrets`` over every point's turns after the first (fewer when there are fewer such turns)."""
+    """The pairs of each load point of ``ladder`` whose every session has ``turns`` turns (``plan_turns``)."""
+    return plan_turns({load: [turns] * load for load in ladder}, delay_s)
+
+
+def plan_turns(turns: Mapping[int, Sequence[int]], delay_s: tuple[float, float]) -> dict[int, list[Audit]]:
+    """The pairs of each load point (``turns``: each point's sessions' turn counts, by its load):
+    ``PAIRS`` of each kind at distinct source turns drawn with ``secrets`` over every point's turns after
+    the first of their session (fewer when there are fewer such turns)."""
     draw = random.SystemRandom()
-    slots = [(load, s, t) for load in ladder for s in range(load) for t in range(1, turns)]
-    planned: dict[int, list[Audit]] = {load: [] for load in ladder}
+    slots = [
+        (load, s, t) for load, counts in turns.items() for s, n in enumerate(counts) for t in range(1, n)
+    ]
+    planned: dict[int, list[Audit]] = {load: [] for load in turns}
     for kind in KINDS:
         chosen = draw.sample(slots, min(PAIRS, len(slots)))
         firsts = [i % 2 == 1 for i in range(len(chosen))]  # as many controls first as probes first

@@ -27,7 +27,7 @@ from accelbench.endpoint.figures import ttft_s
 from accelbench.session_figures import ReuseFigures
 from accelbench.sessions.driver import TURN, Counters, send_turns
 from accelbench.sessions.records import TurnRecord
-from accelbench.sessions.workload import Session, Turn, session_salt
+from accelbench.sessions.workload import Session, session_salt
 
 PAIRS = 3
 WARM = "warm"
@@ -50,7 +50,7 @@ def history(session: Session, turn: int) -> Session:
 def fresh(session: Session, salt: str) -> Session:
     """The same session under a new salt (a fresh session to the server)."""
     first = session.turns[0]
-    renamed = Turn(first.kind, first.content.replace(session.salt, salt, 1), first.delay_s)
+    renamed = dataclasses.replace(first, content=first.content.replace(session.salt, salt, 1))
     return dataclasses.replace(session, salt=salt, turns=(renamed, *session.turns[1:]))
 
 

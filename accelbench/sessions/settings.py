@@ -32,6 +32,11 @@ class SessionSettings:
     """The environment variable holding the API key (``--api-key-env``); the key is never stored."""
     serve_url: str | None = None
     """The server of the ``llm@url`` stack (``--serve-url``), else None."""
+    trace: str | None = None
+    """The replayed trace file (``--session-trace``, ``accelbench.sessions.trace``), else None: the
+    synthetic agentic sessions."""
+    trace_sha256: str | None = None
+    """The trace file's sha256 as the run read it before it started (the cell replays only that file)."""
 
     @classmethod
     def from_config(cls, config: RunConfig) -> SessionSettings:
@@ -42,6 +47,9 @@ class SessionSettings:
             max_tokens=config.output_tokens or DEFAULT_OUTPUT_TOKENS,
             api_key_env=config.api_key_env or DEFAULT_API_KEY_ENV,
             serve_url=config.serve_url,
+            # an old flat spec's knobs (``cellspec.FlatKnobs``) predate the trace: none was replayed
+            trace=getattr(config, "session_trace", None),
+            trace_sha256=getattr(config, "session_trace_sha256", None),
         )
 
     @classmethod

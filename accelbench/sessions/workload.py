@@ -22,6 +22,8 @@ import numpy as np
 from accelbench.cell.seeds import sub_seed
 from accelbench.generation.prompts import seeded_message
 
+MAX_TURNS = 1000
+"""The most turns a session has (``--session-turns``' bound, a replayed trace's too)."""
 USER = "user"
 TOOL = "tool"
 TOOLS = ("read_file", "grep", "run_tests", "list_dir")
@@ -66,6 +68,8 @@ class Turn:
     content: str
     """The message appended to the conversation (a tool result already names its tool)."""
     delay_s: float
+    max_tokens: int = 0
+    """The reply's tokens (0: the run's ``--output-tokens``; a replayed trace's row sets its own)."""
 
 
 @dataclass(frozen=True, slots=True)

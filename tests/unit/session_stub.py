@@ -50,7 +50,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.texts.append(text)
         if stored is None:
             time.sleep(self.server.base_s + self.server.per_char_s * (len(text) - reused))
-        pieces = stored or reply_of(text)
+        pieces = (stored or reply_of(text))[: int(request.get("max_tokens", 6))]  # max_tokens held
         if key and stored is None:
             with self.server.lock:
                 self.server.replies[key] = pieces

@@ -1,0 +1,72 @@
+"""Where a sessions cell's sessions come from: the seeded synthetic generator
+(``accelbench.sessions.workload``) or a replayed trace (``--session-trace``, ``accelbench.sessions.trace``),
+every load point's sessions made before the server starts, with what the figures state of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from accelbench.errors import Unavailable, UserError
+from accelbench.sessions.settings import SessionSettings
+from accelbench.sessions.trace import describe as describe_trace
+from accelbench.sessions.trace import read_trace, replay
+from accelbench.sessions.workload import Session, describe, make_sessions
+
+WORKLOAD = "synthetic-agentic"
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a cell's sessions come from (the synthetic generator or a replayed trace), made before the
+    server starts: each load point's sessions, and what the figures state of them."""
+
+    passes: Mapping[int, tuple[Session, ...]]
+    """Each load's sessions (pass ``load-<n>``)."""
+    workload: str
+    """The workload, stated (``SessionFigures.workload``)."""
+    turns: int
+    """The most turns a session has."""
+    max_tokens: int
+    """The longest reply asked for (the server is sized for it)."""
+    delay_s: tuple[float, float]
+    """The range of the turns' waits (the forbidden-reuse pairs wait as much)."""
+    trace: str | None = None
+    """The replayed trace file's name (None: synthetic)."""
+
+
+def source_of(settings: SessionSettings, input_seed: int, count_tokens: Callable[[str], int]) -> Source:
+    """The cell's sessions: ``--session-trace``'s replayed (the file read again and checked against the
+    sha256 the run took before it started), else the synthetic workload's."""
+    if settings.trace is None:
+        shape = settings.shape
+        return Source(
+            passes={n: tuple(make_sessions(input_seed, f"load-{n}", n, shape)) for n in settings.ladder},
+            workload=f"{WORKLOAD}: {describe(shape)}",
+            turns=shape.turns,
+            max_tokens=settings.max_tokens,
+            delay_s=shape.delay_s,
+        )
+    try:
+        trace = read_trace(Path(settings.trace))
+    except UserError as err:
+        raise Unavailable(str(err)) from None
+    if trace.sha256 != settings.trace_sha256:
+        raise Unavailable(
+            f"session trace {settings.trace} changed since the run started (sha256 {trace.sha256[:12]}, "
+            f"the run read {str(settings.trace_sha256)[:12]})"
+        )
+    name = Path(settings.trace).name
+    return Source(
+        passes={
+            n: tuple(replay(trace, input_seed, f"load-{n}", n, count_tokens, settings.max_tokens))
+            for n in settings.ladder
+        },
+        workload=describe_trace(trace, name),
+        turns=trace.most_turns,
+        max_tokens=trace.most_tokens(settings.max_tokens),
+        delay_s=trace.delay_range_s(),
+        trace=name,
+    )
