@@ -102,6 +102,12 @@ def test_usage_disagreement_allows_eos_and_retokenizing() -> None:
     assert usage_disagrees(_record(0, [1], 20, usage_output_tokens=40))  # over-reported
     assert usage_disagrees(_record(0, [1], 20, usage_output_tokens=10))  # padded text
     assert not usage_disagrees(_record(0, [1], 20, usage_output_tokens=None))
+    # with EOS ignored a chat model runs into the next turn of its template; the server strips the
+    # special tokens (ChatML's <|im_end|>, <|im_start|>) from the text and counts them: 2-3 per header
+    ran_on = "The answer is 4.\nsystem\nYou are"
+    assert not usage_disagrees(_record(0, [1], 13, usage_output_tokens=16, text=ran_on))
+    assert usage_disagrees(_record(0, [1], 13, usage_output_tokens=16))  # no header in the text
+    assert usage_disagrees(_record(0, [1], 13, usage_output_tokens=19, text=ran_on))  # beyond one header
 
 
 def test_audits_catch_repeated_salts_filler_and_padding() -> None:
