@@ -130,6 +130,18 @@ class RunConfig:
         _check_choice("scenario", self.scenarios + self.generation_scenarios, SCENARIOS)
         _check_choice("size", (self.size,), SIZES)
         get_rules(self.rules)
+        self._check_measurement()
+        self._check_sessions()
+        self._check_serving()
+        if not (self.workloads and self.stacks and self.scenarios and self.devices):
+            raise UserError("a run needs at least one workload, stack, scenario and device")
+        ranged = [p for name in RANGES if (p := range_problem(name, getattr(self, name)))]
+        ranged += [p for b in self.batch_sweep if (p := range_problem("batch", b))]
+        if ranged:
+            raise UserError(ranged[0])
+
+    def _check_measurement(self) -> None:
+        """Counts, seeds and batches of the measurement itself."""
         if self.timeout_s <= 0 or self.samples < 1 or self.threads < 0:
             raise UserError("timeout_s and samples must be positive, threads >= 0")
         if self.runs < 1 or self.nproc < 1:
@@ -138,8 +150,11 @@ class RunConfig:
             raise UserError("variants and variant_seed must be >= 0")
         if self.input_seed is not None and not 0 <= self.input_seed < 1 << 63:
             raise UserError(f"input_seed must be a whole number in [0, 2**63), got {self.input_seed}")
-        if any(c < 1 or c > 4096 for c in self.concurrency):
-            raise UserError(f"concurrency values must be in [1, 4096], got {list(self.concurrency)}")
+        if (self.batch is not None and self.batch < 1) or any(b < 1 for b in self.batch_sweep):
+            raise UserError("batch sizes must be at least 1")
+
+    def _check_sessions(self) -> None:
+        """The agentic sessions' ladder, turns and replayed trace."""
         if any(s < 1 or s > 4096 for s in self.sessions) or not 0 <= self.session_turns <= 1000:
             raise UserError(
                 f"sessions must be in [1, 4096] and session_turns in [0, 1000], got {list(self.sessions)} "
@@ -150,12 +165,14 @@ class RunConfig:
                 "session_trace replays sessions at the loads of --sessions (give it) and sets their turns "
                 "(--session-turns is the synthetic workload's)"
             )
-        if self.session_trace_sha256 is not None and not re.fullmatch(
-            r"[0-9a-f]{64}", self.session_trace_sha256
-        ):
-            raise UserError(
-                f"session_trace_sha256 must be 64 hex digits, got {self.session_trace_sha256[:80]!r}"
-            )
+        digest = self.session_trace_sha256
+        if digest is not None and not re.fullmatch(r"[0-9a-f]{64}", digest):
+            raise UserError(f"session_trace_sha256 must be 64 hex digits, got {digest[:80]!r}")
+
+    def _check_serving(self) -> None:
+        """The served and endpoint cells' options: curve, API, arrivals, the server and its address."""
+        if any(c < 1 or c > 4096 for c in self.concurrency):
+            raise UserError(f"concurrency values must be in [1, 4096], got {list(self.concurrency)}")
         if self.endpoint_requests < 0 or self.output_tokens < 0:
             raise UserError("endpoint_requests and output_tokens must be >= 0")
         if self.api_key_env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env):
@@ -168,8 +185,6 @@ class RunConfig:
             )
         if self.arrivals not in ("", *ARRIVALS):
             raise UserError(f"arrivals must be one of {', '.join(ARRIVALS)}, got {self.arrivals[:80]!r}")
-        if (self.batch is not None and self.batch < 1) or any(b < 1 for b in self.batch_sweep):
-            raise UserError("batch sizes must be at least 1")
         if self.serve_url is not None and not self.serve_url.startswith(("http://", "https://")):
             raise UserError(f"serve_url must be an http:// or https:// address, got {self.serve_url[:80]!r}")
         if self.serve_cluster is not None and not _RAY_ADDRESS.match(self.serve_cluster):
@@ -181,12 +196,6 @@ class RunConfig:
         remote = [stack for stack in self.stacks if stack.endswith("@url")]
         if remote and self.serve_url is None:
             raise UserError(f"stack {remote[0]} sends its requests to --serve-url, which was not given")
-        if not (self.workloads and self.stacks and self.scenarios and self.devices):
-            raise UserError("a run needs at least one workload, stack, scenario and device")
-        ranged = [p for name in RANGES if (p := range_problem(name, getattr(self, name)))]
-        ranged += [p for b in self.batch_sweep if (p := range_problem("batch", b))]
-        if ranged:
-            raise UserError(ranged[0])
 
     def to_dict(self) -> dict[str, Any]:
         """Plain form, stored with the run."""

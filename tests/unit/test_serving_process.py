@@ -152,10 +152,9 @@ def test_a_server_that_cannot_bind_starts_again_on_other_ports(tmp_path: Path) -
             port = taken if not tried else process.free_port()  # the first start binds the squatted port
             tried.append(port)
             checked = process.free_port()  # what the harness checked (free) is not what the server binds
-            return process.start(
-                "fake", [sys.executable, str(script), str(port), mode], (checked,), tmp_path / "fake.log",
-                lambda: metrics.http_ok(f"http://127.0.0.1:{port}/ready"), 30,
-            )  # fmt: skip
+            argv = [sys.executable, str(script), str(port), mode]
+            ready = lambda: metrics.http_ok(f"http://127.0.0.1:{port}/ready")  # noqa: E731
+            return process.start("fake", argv, (checked,), tmp_path / "fake.log", ready, 30)
 
         server = process.on_free_ports(start)
         assert tried[0] == taken and len(tried) == 2 and tried[1] != taken
