@@ -451,14 +451,20 @@ def test_accelbench_disqualifies_the_planted_servers_and_not_the_honest_proxy(
 ) -> None:
     url, store = served
     results = {}
-    for mode in ("honest", *CHEATS):
+    replayed = {}
+    for mode in ("honest", *CHEATS, *PLACING):
         with planted_endpoint(url, mode) as proxy:
             results[mode] = _endpoint_run(proxy.url, store)
             assert proxy.state.requests > 0
-            if mode in CACHING:
+            replayed[mode] = proxy.state.cache_hits
+            if mode in CACHING and mode not in PLACING:
                 assert proxy.state.cache_hits > 0  # the audit's re-salted prompts were replayed
             if mode in COUNTING:
                 assert proxy.state.padded > 0 and proxy.state.kept_honest > 0, mode
+    for mode in PLACING:  # disqualified, or it replayed under HITS of the seen prompts
+        cheat = results[mode]
+        caught = cheat["status"] == "disqualified" and "repeat" in str(cheat.get("reason"))
+        assert caught or replayed[mode] < HITS, (mode, cheat["status"], cheat.get("reason"))
     honest = results["honest"]
     assert honest["status"] != "disqualified", honest.get("reason")
     points = honest["generation"]["curve"]
