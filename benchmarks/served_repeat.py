@@ -39,9 +39,8 @@ from accelbench.endpoint import repeat  # noqa: E402
 from accelbench.endpoint.cell import Climbed, ladder, token_counter  # noqa: E402
 from accelbench.endpoint.client import Target  # noqa: E402
 from accelbench.endpoint.driver import Load, run_point  # noqa: E402
-from accelbench.endpoint.figures import Bounds, ttft_s  # noqa: E402
+from accelbench.endpoint.figures import Bounds  # noqa: E402
 from accelbench.endpoint.prompts import seeded_texts  # noqa: E402
-from accelbench.endpoint.records import RequestRecord  # noqa: E402
 from accelbench.endpoint.servers import ServerSettings, TransformersCbServer  # noqa: E402
 from accelbench.endpoint.settings import EndpointSettings  # noqa: E402
 from accelbench.generation.models import load_model  # noqa: E402
@@ -57,6 +56,7 @@ class Setup:
     target: Target
     tokenizer: Any
     settings: EndpointSettings
+    point_gap_s: float = 0.05
 
 
 def _climb(setup: Setup, target: Target | None = None, seed: int = 0) -> tuple[Climbed, float]:
@@ -86,17 +86,6 @@ def before(setup: Setup) -> tuple[Verdict, float, float, int]:
     return repeat.repeat_verdict(audited), curve_s, time.perf_counter() - started, len(audited)
 
 
-def pair_lows(records: Sequence[RequestRecord]) -> list[float]:
-    """Each answered pair's seen TTFT over the lower of its partner's and its point's median."""
-    medians = repeat.point_medians(records)
-    lows = []
-    for seen, unseen in repeat.repeat_pairs(records):
-        a, b = ttft_s(seen), ttft_s(unseen)
-        if a is not None and b is not None and seen.ok and unseen.ok:
-            lows.append(a / min(b, medians[seen.concurrency]))
-    return lows
-
-
 def _said(verdict: Verdict) -> str:
     e = verdict.evidence
     if not e:
@@ -113,7 +102,10 @@ def _best(climbed: Climbed) -> float:
 
 def planted(setup: Setup, modes: Sequence[str]) -> None:
     """Each planted mode right after an honest proxy: verdict, hits, best tokens/s against honest."""
+    from tests.e2e import planted_endpoints
     from tests.e2e.planted_endpoints import planted_endpoint
+
+    planted_endpoints.POINT_GAP_S = setup.point_gap_s  # the proxies' idea of a pause between points
 
     for mode in modes:
         best = {}
@@ -135,7 +127,9 @@ def _print_lows(lows: Sequence[float]) -> None:
         f"lowest {ordered[0]:.3f}, p5 {ordered[len(ordered) // 20]:.3f}, median {statistics.median(lows):.3f}"
     )
     margin = f"bar {repeat.HIT_RATIO}: margin x{ordered[0] / repeat.HIT_RATIO:.1f}"
-    print(f"honest pairs {len(lows)}: seen / min(partner, point median) {spread}; {margin}")
+    print(
+        f"honest pairs {len(lows)}: seen / min(partner, point median), TTFT or per token: {spread}; {margin}"
+    )
 
 
 def main(argv: Sequence[str]) -> int:
@@ -145,6 +139,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--requests", type=int, default=8)
     parser.add_argument("--output-tokens", type=int, default=16)
     parser.add_argument("--planted", default="", help="planted proxy modes to run beside, comma-separated")
+    parser.add_argument("--point-gap-s", type=float, default=0.05, help="the planted proxies' pause")
     args = parser.parse_args(argv)
     ladder_asked = tuple(int(c) for c in args.concurrency.split(","))
     settings = EndpointSettings(ladder=ladder_asked, requests=args.requests, max_tokens=args.output_tokens)
@@ -155,14 +150,15 @@ def main(argv: Sequence[str]) -> int:
         server = TransformersCbServer()
         url, model_id = server.start(model.folder, Path(folder), ServerSettings(max(ladder_asked), 64, 1))
         try:
-            setup = Setup(Target(url, model_id), AutoTokenizer.from_pretrained(model.folder), settings)
+            tokenizer = AutoTokenizer.from_pretrained(model.folder)
+            setup = Setup(Target(url, model_id), tokenizer, settings, args.point_gap_s)
             _climb(setup)  # warm the server
             lows: list[float] = []
             for run in range(args.runs):
                 old, old_curve_s, audit_s, audit_requests = before(setup)
                 climbed, curve_s = _climb(setup)
                 verdict = repeat.repeat_verdict(climbed.records)
-                lows += pair_lows(climbed.records)
+                lows += repeat.pair_lows(climbed.records)
                 members = sum(bool(r.repeat) for r in climbed.records)
                 then = f"curve {old_curve_s:.2f} s + audit {audit_s:.2f} s ({audit_requests} requests)"
                 now = f"curve {curve_s:.2f} s ({members} of {len(climbed.records)} requests are pairs)"

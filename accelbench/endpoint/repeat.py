@@ -41,9 +41,12 @@ honest pair's own ratio fell under x0.52 there.
 Inside the curve a third condition is needed: a replayed seen reply frees its slot at once, so a cache
 that serves the seen prompts of one point only (found by its concurrency, say the curve's peak) gains
 on that point's figures while its hits stay under ``FASTER_SHARE`` of the cell's pairs. So a *hit* (a
-seen reply whose TTFT is under ``HIT_RATIO`` of its partner's *and* of its point's median TTFT: the
-partner is the load-fair comparison, the point's median stops one stalled partner from making a hit)
-is counted on its own, and ``HITS`` of them fail.
+seen reply whose TTFT, or whose time from issue to end per token, is under ``HIT_RATIO`` of its
+partner's *and* of its point's median: the partner is the load-fair comparison, the point's median
+stops one stalled partner from making a hit) is counted on its own, and ``HITS`` of them fail. The
+time per token is there for small models: on tiny-llama a prefill costs about what the round trip
+does, so a replay's TTFT read 0.03-0.24 of its partner's, while its whole reply, sent at once, is far
+shorter than one decoded at the point's load.
 """
 
 from __future__ import annotations
@@ -203,8 +206,7 @@ def repeat_verdict(records: Sequence[RequestRecord]) -> Verdict:
         return Verdict("repeat", INCONCLUSIVE, reason)
     ratio = statistics.median(a / b if b > 0 else 1.0 for a, b, _ in both)
     faster = sum(a < b for a, b, _ in both) / len(both)
-    medians = point_medians(records)
-    lowest = [a / min(b, medians[c]) if min(b, medians[c]) > 0 else 1.0 for a, b, c in both]
+    lowest = pair_lows(records)
     hits = sum(low < HIT_RATIO for low in lowest)
     evidence = {"ratio": round(ratio, 4), "faster_share": round(faster, 4), "pairs": len(both)}
     evidence |= {"bar": FAST_RATIO, "hits": hits, "lowest": round(min(lowest), 4)}
@@ -218,11 +220,41 @@ def repeat_verdict(records: Sequence[RequestRecord]) -> Verdict:
     return Verdict("repeat", outcome(len(both), ratio, faster, hits), reason, evidence)
 
 
-def point_medians(records: Sequence[RequestRecord]) -> dict[int, float]:
-    """The median TTFT of each point's answered requests (by concurrency), pairs included."""
+def per_token_s(record: RequestRecord) -> float:
+    """Issue to end over the reply's tokens (one at least): a replayed reply sent at once is short of it
+    whatever its first token waited."""
+    return (record.end_s - record.issue_s) / max(record.output_tokens, 1)
+
+
+def pair_lows(records: Sequence[RequestRecord]) -> list[float]:
+    """Each answered pair's lower hit ratio: its seen member's TTFT, and its time per token, each over
+    the lower of its partner's and its point's median (``HIT_RATIO`` and under is a hit)."""
+    times = (ttft_s, per_token_s)
+    medians = [point_medians(records, time_of) for time_of in times]
+    lows = []
+    for seen, unseen in repeat_pairs(records):
+        if not (seen.ok and unseen.ok) or ttft_s(seen) is None or ttft_s(unseen) is None:
+            continue
+        ratios = [
+            _low(time_of(seen), time_of(unseen), m[seen.concurrency])
+            for time_of, m in zip(times, medians, strict=True)
+        ]
+        lows.append(min(ratios))
+    return lows
+
+
+def _low(seen_s: float | None, partner_s: float | None, median_s: float) -> float:
+    bar_s = min(partner_s or 0.0, median_s)
+    return (seen_s or 0.0) / bar_s if bar_s > 0 else 1.0
+
+
+def point_medians(
+    records: Sequence[RequestRecord], time_of: Callable[[RequestRecord], float | None]
+) -> dict[int, float]:
+    """The median of ``time_of`` over each point's answered requests (by concurrency), pairs included."""
     by_point: dict[int, list[float]] = {}
     for record in records:
-        first = ttft_s(record) if record.ok else None
-        if first is not None:
-            by_point.setdefault(record.concurrency, []).append(first)
+        value = time_of(record) if record.ok else None
+        if value is not None:
+            by_point.setdefault(record.concurrency, []).append(value)
     return {c: statistics.median(values) for c, values in by_point.items()}
