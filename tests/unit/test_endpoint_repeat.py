@@ -96,7 +96,10 @@ def test_a_ladders_pairs_repeat_earlier_points_texts_once_each_with_matched_unse
     assert len(salts) == 12 and all(len(s) == 32 for s in salts)
 
 
-def _member(concurrency: int, index: int, part: str, ttft_s: float, salt: str) -> RequestRecord:
+def _member(
+    concurrency: int, index: int, part: str, ttft_s: float, salt: str, tokens: int = 2, end_s: float = 0.0
+) -> RequestRecord:
+    end_s = end_s or ttft_s + 0.1
     return RequestRecord(
         concurrency=concurrency,
         index=index,
@@ -105,11 +108,11 @@ def _member(concurrency: int, index: int, part: str, ttft_s: float, salt: str) -
         issue_s=0.0,
         send_s=0.0,
         first_content_s=ttft_s,
-        end_s=ttft_s + 0.1,
-        chunk_s=(ttft_s, ttft_s + 0.1),
+        end_s=end_s,
+        chunk_s=(ttft_s, end_s),
         text=salt,
-        output_tokens=2,
-        usage_output_tokens=2,
+        output_tokens=tokens,
+        usage_output_tokens=tokens,
         usage_prompt_tokens=9,
         status="ok",
         error="",
@@ -168,6 +171,21 @@ def test_a_cache_that_serves_only_the_peak_points_pairs_fails_by_its_hits() -> N
     assert verdict.outcome == "fail" and evidence["hits"] == HITS == 2, verdict.reason
     assert outcome(evidence["pairs"], evidence["ratio"], evidence["faster_share"]) == "pass"
     assert outcome(evidence["pairs"], evidence["ratio"], evidence["faster_share"], HITS - 1) == "pass"
+
+
+def test_a_reply_replayed_whole_is_a_hit_by_its_time_per_token() -> None:
+    """On a small model a prefill costs about a round trip: the replay's TTFT is a quarter of its
+    partner's, no TTFT hit, but its 16 tokens came at once."""
+    point = [_member(4, i, "", 0.2, f"t{i}", 16, 1.7) for i in range(8)]
+    point[2] = _member(4, 2, SEEN, 0.05, "s2", 16, 0.051)
+    point[3] = _member(4, 3, UNSEEN, 0.2, "u3", 16, 1.7)
+    point[5] = _member(4, 5, UNSEEN, 0.2, "u5", 16, 1.7)
+    point[6] = _member(4, 6, SEEN, 0.05, "s6", 16, 0.052)
+    point[0] = _member(4, 0, SEEN, 0.2, "s0", 16, 1.7)
+    point[1] = _member(4, 1, UNSEEN, 0.2, "u1", 16, 1.7)
+    verdict = repeat_verdict(point)
+    assert verdict.evidence["hits"] == 2 and verdict.outcome == "fail", verdict.reason
+    assert verdict.evidence["lowest"] < 0.1 < 0.05 / 0.2
 
 
 def test_fewer_than_three_answered_pairs_are_inconclusive() -> None:
