@@ -134,8 +134,10 @@ def _served_repeat(entry: AuditEntry) -> str:
     pairs, ratio, share = (_number(entry.evidence, k) for k in ("pairs", "ratio", "faster_share"))
     if math.isnan(pairs):
         return INCONCLUSIVE
-    # a missing ratio or share is judged as the worst case (nothing vouches for it)
-    return served_repeat.outcome(int(pairs), _or_zero(ratio), 1.0 if math.isnan(share) else share)
+    # a missing ratio or share is judged as the worst case (nothing vouches for it); a record without
+    # hits was judged before the hit rule existed (pairs after the curve)
+    hits = int(_or_zero(_number(entry.evidence, "hits")))
+    return served_repeat.outcome(int(pairs), _or_zero(ratio), 1.0 if math.isnan(share) else share, hits)
 
 
 def _forbidden_reuse(entry: AuditEntry) -> str:

@@ -11,7 +11,9 @@
    ``AUTO_MAX``, stopping once system tokens/s gains less than ``SATURATION_GAIN`` over the best so far
    for two points), a closed loop of fresh salted prompts (``accelbench.endpoint.driver``), the
    point's figures (``accelbench.endpoint.figures``). A point where every request failed ends the
-   ladder (the server is gone); the points done are kept.
+   ladder (the server is gone); the points done are kept. The repeat audit's pairs go inside the
+   points from the second on, as timed requests at positions drawn with ``secrets``
+   (``accelbench.endpoint.repeat``): nothing is sent after the curve for it.
 4. Each point's energy (``accelbench.endpoint.energy``): metered where the server runs on this machine.
    The noise guard (``accelbench.meters.noise``) watches the ladder: other load outside the run's
    process tree (a server the cell started is in it; a ``--serve-url`` server on this machine is the
@@ -32,7 +34,8 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +52,7 @@ from accelbench.endpoint.outcome import Found, outcome
 from accelbench.endpoint.prompts import salted, seeded_texts
 from accelbench.endpoint.qps_search import Probing, not_searched, search_max_qps, start_problem
 from accelbench.endpoint.records import RequestRecord
-from accelbench.endpoint.repeat import repeat_records
+from accelbench.endpoint.repeat import Placing, tagged
 from accelbench.endpoint.settings import EndpointSettings
 from accelbench.endpoint.stack import URL
 from accelbench.errors import Unavailable
@@ -77,7 +80,8 @@ def measure(spec: CellSpec) -> Outcome:
     count = token_counter(tokenizer)
     bounds = scaled_bounds(model.params, workload.server_floor_ttft_s, workload.server_floor_tpot_s)
     limits = point_figures.Bounds(bounds.ttft_s, bounds.tpot_s)
-    (Path(spec.folders.cell_dir) / RECORDS_FILE).unlink(missing_ok=True)
+    path = Path(spec.folders.cell_dir) / RECORDS_FILE
+    path.unlink(missing_ok=True)
     with serving(stack, spec, model, settings) as target:
         full_length = bool(target.extra_body)  # the server's own fields make every reply max_tokens long
         started = time.perf_counter()
@@ -86,9 +90,12 @@ def measure(spec: CellSpec) -> Outcome:
         guard = noise.begin(spec.noise_floor, serve_url)
         meter = point_meter(serve_url, stack.server != URL, spec.measured_fp32_flops_per_s)
         try:
-            curve, records, stopped = ladder(target, tokenizer, spec, settings, lengths, count, limits, meter)
+            climbed = ladder(
+                target, tokenizer, spec.input_seed, settings, lengths, count, limits, meter, path
+            )
         finally:
             meter.close()
+        curve, records, stopped = climbed.curve, climbed.records, climbed.stopped
         searched, poisson = _search(
             target, tokenizer, spec, settings, lengths, count, limits, (curve, stopped)
         )
@@ -100,14 +107,21 @@ def measure(spec: CellSpec) -> Outcome:
             settings.max_tokens,
         )
         probe, again = confirmed(probe, target, tokenizer, spec.input_seed, work, count, (curve, records))
-        append_records(Path(spec.folders.cell_dir) / RECORDS_FILE, again)
-        audited = (
-            [] if stopped or not curve else _repeats(target, tokenizer, spec, settings, lengths, curve, count)
-        )
-    append_records(Path(spec.folders.cell_dir) / RECORDS_FILE, audited)
-    checked = _accuracy(model, tokenizer, spec, settings, lengths, (records, poisson), full_length)
+        append_records(path, again)
+    sent = (records, poisson)
+    checked = _accuracy(model, tokenizer, spec, settings, lengths, sent, full_length, climbed.pair_prompts)
     note = f"{meter.note}; {meter.formula}" if meter.formula else meter.note
-    found = Found(curve, records, audited, stopped, duration_s, checked, probe, note, searched, poisson)
+    found = Found(
+        curve=curve,
+        timed=records,
+        stopped=stopped,
+        duration_s=duration_s,
+        accuracy=checked,
+        probe=probe,
+        energy_note=note,
+        qps_search=searched,
+        searched=poisson,
+    )
     return outcome(spec, stack, model, settings, lengths, found, limits)
 
 
@@ -145,12 +159,13 @@ def _accuracy(
     lengths: tuple[int, int],
     sent: tuple[Sequence[RequestRecord], Sequence[RequestRecord]],
     full_length: bool,
+    pair_prompts: Mapping[str, Prompt],
 ) -> Accuracy:
     """Replies drawn now, after the curve and the search, from the secret seed across every point and
     probe (``sent``: the curve's requests, the max-QPS search's), against the fp32 reference
-    (``endpoint.accuracy``)."""
+    (``endpoint.accuracy``); the repeat audit's pairs (``pair_prompts``) are curve requests too."""
     records, searched = sent
-    prompts = probe_prompts(tokenizer, spec.input_seed, lengths, searched)
+    prompts = probe_prompts(tokenizer, spec.input_seed, lengths, searched) | dict(pair_prompts)
     for c in sorted({r.concurrency for r in records}):
         texts = seeded_texts(spec.input_seed, lengths, settings.requests_at(c), "point", c)
         prompts |= {p.salt: p for p in salted(tokenizer, spec.input_seed, texts, "point", c)}
@@ -185,21 +200,6 @@ def _tokenizer(model: LlmModel) -> Any:
 def token_counter(tokenizer: Any) -> Callable[[str], int]:
     """Counts a reply's tokens with the model's own tokenizer (no special tokens added)."""
     return lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])
-
-
-def _repeats(
-    target: Target,
-    tokenizer: Any,
-    spec: CellSpec,
-    settings: EndpointSettings,
-    lengths: tuple[int, int],
-    curve: Sequence[CurvePoint],
-    count: Callable[[str], int],
-) -> list[RequestRecord]:
-    """The repeat audit's requests: the first point's texts seen again (``accelbench.endpoint.repeat``)."""
-    first = curve[0].concurrency
-    texts = seeded_texts(spec.input_seed, lengths, settings.requests_at(first), "point", first)
-    return repeat_records(target, tokenizer, spec.input_seed, texts, count, settings.max_tokens)
 
 
 @contextlib.contextmanager
@@ -297,37 +297,50 @@ def warm_up(
 def ladder(
     target: Target,
     tokenizer: Any,
-    spec: CellSpec,
+    input_seed: int,
     settings: EndpointSettings,
     lengths: tuple[int, int],
     count: Callable[[str], int],
     limits: point_figures.Bounds,
     meter: PointMeter | None = None,
-) -> tuple[list[CurvePoint], list[RequestRecord], str]:
-    """The curve's points (each metered by ``meter``: ``accelbench.endpoint.energy``) and every request;
-    the reason the ladder stopped early ("" if it did not)."""
+    path: Path | None = None,
+) -> Climbed:
+    """The curve's points (each metered by ``meter``: ``accelbench.endpoint.energy``), every request
+    (the repeat audit's pairs among them: ``accelbench.endpoint.repeat``; each point's appended to
+    ``path`` as it ends, when given) and why the ladder stopped."""
     meter = meter or PointMeter(None, "")
     curve: list[CurvePoint] = []
     records: list[RequestRecord] = []
-    for concurrency in concurrencies(settings.ladder, curve):
+    placing = Placing(tokenizer, input_seed, count, len(settings.ladder))
+    for number, concurrency in enumerate(concurrencies(settings.ladder, curve)):
         n = settings.requests_at(concurrency)
-        texts = seeded_texts(spec.input_seed, lengths, n, "point", concurrency)
-        prompts = salted(tokenizer, spec.input_seed, texts, "point", concurrency)
+        texts = seeded_texts(input_seed, lengths, n, "point", concurrency)
+        timed = salted(tokenizer, input_seed, texts, "point", concurrency)
+        prompts, parts = placing.point(number, texts, timed)
         input_tokens = sum(count(p.text) for p in prompts)
         meter.begin(concurrency)
-        done = run_point(target, prompts, Load(concurrency, settings.max_tokens), count, [TIMED] * n)
+        load = Load(concurrency, settings.max_tokens)
+        done = tagged(run_point(target, prompts, load, count, [TIMED] * len(prompts)), parts)
         energy = meter.end(concurrency)
         records += done
-        # kept should the cell time out later
-        append_records(Path(spec.folders.cell_dir) / RECORDS_FILE, done)
+        if path is not None:
+            append_records(path, done)  # kept should the cell time out later
         curve.append(point_figures.point(concurrency, done, limits, input_tokens, energy))
         if not any(r.ok for r in done):
-            return (
-                curve,
-                records,
-                f"every request failed at concurrency {concurrency}: {done[0].status}: {done[0].error}",
-            )
-    return curve, records, ""
+            failed = f"every request failed at concurrency {concurrency}: {done[0].status}: {done[0].error}"
+            return Climbed(curve, records, failed, placing.prompts)
+    return Climbed(curve, records, "", placing.prompts)
+
+
+@dataclass(frozen=True, slots=True)
+class Climbed:
+    """What the ladder measured: the curve, every request, why it stopped early ("" if it did not),
+    and the repeat audit's pair prompts by salt."""
+
+    curve: list[CurvePoint]
+    records: list[RequestRecord]
+    stopped: str
+    pair_prompts: Mapping[str, Prompt]
 
 
 def concurrencies(asked: Sequence[int], curve: Sequence[CurvePoint]) -> Iterator[int]:

@@ -50,13 +50,12 @@ def invalid_reasons(curve: Sequence[CurvePoint], records: Sequence[RequestRecord
 
 @dataclass(frozen=True, slots=True)
 class Found:
-    """What the cell measured: the curve, the curve's and the repeat audit's requests, the reason the
-    ladder stopped early ("" if it did not), its duration, the accuracy check and the noise guard's
-    record."""
+    """What the cell measured: the curve, the curve's requests (the repeat audit's pairs among them), the
+    reason the ladder stopped early ("" if it did not), its duration, the accuracy check and the noise
+    guard's record."""
 
     curve: Sequence[CurvePoint]
     timed: Sequence[RequestRecord]
-    audited: Sequence[RequestRecord]
     stopped: str
     duration_s: float
     accuracy: Accuracy
@@ -100,9 +99,11 @@ def outcome(
     limits: Bounds,
 ) -> Outcome:
     """The cell's outcome."""
-    every = [*found.timed, *found.searched, *found.audited]
+    every = [*found.timed, *found.searched]
     verdicts = endpoint_audits.verdicts(every, settings.max_tokens, found.accuracy)
-    verdicts += (repeat_verdict(found.audited),) if found.audited else ()  # none: the ladder stopped
+    # none when the ladder stopped, or measured one point (it repeated nothing: accelbench.endpoint.repeat)
+    judged = len(found.curve) > 1 and not found.stopped
+    verdicts += (repeat_verdict(found.timed),) if judged else ()
     failures = [] if found.accuracy.passed else [_accuracy_failure(found.accuracy)]
     invalid = invalid_reasons(found.curve, found.timed, found.stopped)
     probe = found.probe

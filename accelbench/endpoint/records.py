@@ -25,9 +25,10 @@ class RequestRecord:
     index: int
     """The request's number within its point (0, 1, ...)."""
     role: str
-    """``timed`` (a scored request), the repeat audit's ``seen`` / ``unseen``, ``poisson`` (a request of
-    the max-QPS search's open loop: ``accelbench.endpoint.qps_search``) or ``confirm`` (the first point
-    run again to corroborate a probe drift: ``accelbench.endpoint.confirm``)."""
+    """``timed`` (a scored request of the curve, the repeat audit's pairs included), ``poisson`` (a
+    request of the max-QPS search's open loop: ``accelbench.endpoint.qps_search``) or ``confirm`` (the
+    first point run again to corroborate a probe drift: ``accelbench.endpoint.confirm``); records stored
+    before the repeat audit moved into the curve have ``seen`` / ``unseen`` here."""
     salt: str
     """The prompt's salt (hex digits), unique per request of a cell."""
     issue_s: float
@@ -66,6 +67,10 @@ class RequestRecord:
     usage_cached_tokens: int | None = None
     """``usage.prompt_tokens_details.cached_tokens``: the prompt tokens the server says it took from its
     prefix cache (None, and absent from the stored line: not reported)."""
+    repeat: str = ""
+    """``seen`` / ``unseen``: a timed request that is also a member of a repeat audit pair, placed in
+    its point at a position drawn with ``secrets`` (``accelbench.endpoint.repeat``); empty, and absent
+    from the stored line: none."""
 
     @property
     def ok(self) -> bool:
@@ -79,6 +84,8 @@ class RequestRecord:
         for optional in ("target_qps", "usage_cached_tokens"):
             if document[optional] is None:
                 del document[optional]
+        if not self.repeat:
+            del document["repeat"]
         return document
 
     @classmethod

@@ -3,12 +3,12 @@ requests``, issue 31 scope 1).
 
 Each endpoint cell stores its requests in ``requests.jsonl`` in its folder (``generation.requests_file``,
 relative to the run folder: ``accelbench.endpoint.records.RequestRecord``, one per line: the curve's
-timed requests, the max-QPS search's ``poisson`` ones and the repeat audit's). The export is every such
-record of the run, in cell-key order, each as stored with the ``run_id`` and ``cell_key`` it belongs to,
-keys sorted: times in seconds on the client's clock from the start of its point (or probe), tokens
-counted by the client (``output_tokens``) beside the server's ``usage``. A records file outside the run
-folder, missing, or with a line that is not a record is a one-line error naming it: nothing is left out
-silently.
+timed requests, the repeat audit's pairs among them, and the max-QPS search's ``poisson`` ones). The
+export is every such record of the run, in cell-key order, each as stored with the ``run_id`` and
+``cell_key`` it belongs to, keys sorted: times in seconds on the client's clock from the start of its
+point (or probe), tokens counted by the client (``output_tokens``) beside the server's ``usage``. A
+records file outside the run folder, missing, or with a line that is not a record is a one-line error
+naming it: nothing is left out silently.
 """
 
 from __future__ import annotations

@@ -31,6 +31,20 @@ replies it pads (the rest go through honestly; streamed requests only):
 * ``pad-late``: replies of requests that arrive ``LATE_S`` or more after their point began.
 * ``pad-busy``: replies of requests that arrive while another is in flight (concurrency > 1).
 * ``pad-after``: replies past the first ``PAD_AFTER`` of each point.
+
+The place-finding caches (issue 40: the repeat audit's pairs moved into the curve's points): the
+``cache`` above, every reply stored, but a stored reply replayed only to requests at the places the
+repeat audit's requests had, or might have (elsewhere the request goes to the upstream):
+
+* ``cache-busy``: only to a request that arrives while another is in flight (the audit's requests went
+  alone, at concurrency 1, after the curve).
+* ``cache-late``: only from the ``COUNT_HONEST``-th request of a point on (the first requests after a
+  pause are answered honestly).
+* ``cache-early``: only to the first ``COUNT_HONEST`` of a point (the tail of a point, where audit
+  requests after the curve would have come, answered honestly).
+* ``cache-peak``: only to a request that arrives with ``PEAK_OTHERS`` or more others in flight: the top
+  of a ladder that reaches 4 (a vendor knows the suite's ladder), where the curve's figures peak, and
+  only the audit's pairs placed there (a share of the cell's pairs too small for the median rule).
 """
 
 from __future__ import annotations
@@ -53,7 +67,8 @@ from typing import Any, NoReturn
 from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 
 COUNTING = ("count-pad", "pad-late", "pad-busy", "pad-after")
-CACHING = ("cache", "cache-long")
+PLACING = ("cache-busy", "cache-late", "cache-early", "cache-peak")
+CACHING = ("cache", "cache-long", *PLACING)
 MODES = ("honest", *CACHING, "filler", "pad", *COUNTING)
 GENERATION_PATHS = ("/v1/completions", "/v1/chat/completions")
 SALT = re.compile(r"[0-9a-fA-F]{8,}")
@@ -66,6 +81,7 @@ PAD_REPEATS = 1
 AUDIT_TOKENS = 8
 COUNT_HONEST = 4
 PAD_AFTER = 1
+PEAK_OTHERS = 3
 LATE_S = 1.0
 POINT_GAP_S = 0.05
 UPSTREAM_TIMEOUT_S = 600.0
@@ -93,6 +109,8 @@ class ProxyState:
     point_requests: int = 0
     longest_max_tokens: int = 0
     """The largest ``max_tokens`` of a request so far (``cache-long``)."""
+    points: int = 0
+    """The points a request-counting or place-finding mode told apart (``_arrive``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +123,8 @@ class Arrival:
     busy: bool
     """Another request was in flight."""
     max_tokens: int
+    others: int = 0
+    """The requests in flight beside it."""
 
 
 def pads(mode: str, arrival: Arrival) -> bool:
@@ -117,6 +137,17 @@ def pads(mode: str, arrival: Arrival) -> bool:
     if mode == "pad-busy":
         return arrival.busy
     return mode == "pad-after" and arrival.index >= PAD_AFTER
+
+
+def replays(mode: str, arrival: Arrival) -> bool:
+    """Whether the place-finding cache ``mode`` replays a stored reply to ``arrival``."""
+    if mode == "cache-busy":
+        return arrival.busy
+    if mode == "cache-late":
+        return arrival.index >= COUNT_HONEST
+    if mode == "cache-early":
+        return arrival.index < COUNT_HONEST
+    return mode == "cache-peak" and arrival.others >= PEAK_OTHERS
 
 
 KEYED = ("model", "prompt", "messages")
@@ -239,8 +270,10 @@ class Proxy:
         key = cache_key(request.path, body)
         asked = _max_tokens(body) or 0
         self.state.longest_max_tokens = max(self.state.longest_max_tokens, asked)
-        replays = self.state.mode == "cache" or asked >= self.state.longest_max_tokens
-        key = key if replays else ""  # a short request's reply is not stored over the curve's
+        short = self.state.mode == "cache-long" and asked < self.state.longest_max_tokens
+        key = "" if short else key  # a short request's reply is not stored over the curve's
+        if self.state.mode in PLACING:
+            return await self._placed(request, raw, body, key, chat)
         if self.state.mode in CACHING and key in self.state.cache:
             self.state.cache_hits += 1
             stored = _cut(self.state.cache[key], _max_tokens(body))
@@ -255,10 +288,38 @@ class Proxy:
         state, now = self.state, time.monotonic()
         if state.in_flight == 0 and now - state.idle_since_s >= POINT_GAP_S:
             state.point_started_s, state.point_requests = now, 0
-        arrival = Arrival(state.point_requests, now - state.point_started_s, state.in_flight > 0, max_tokens)
+            state.points += 1
+        arrival = Arrival(
+            index=state.point_requests,
+            since_point_s=now - state.point_started_s,
+            busy=state.in_flight > 0,
+            max_tokens=max_tokens,
+            others=state.in_flight,
+        )
         state.point_requests += 1
         state.in_flight += 1
         return arrival
+
+    def _leave(self) -> None:
+        self.state.in_flight -= 1
+        if self.state.in_flight == 0:
+            self.state.idle_since_s = time.monotonic()
+
+    async def _placed(
+        self, request: web.Request, raw: bytes, body: dict[str, Any], key: str, chat: bool
+    ) -> web.StreamResponse:
+        """A place-finding cache: every reply stored, a stored one replayed where ``replays`` says."""
+        arrival = self._arrive(_max_tokens(body) or 0)
+        try:
+            if key in self.state.cache and replays(self.state.mode, arrival):
+                self.state.cache_hits += 1
+                stored = _cut(self.state.cache[key], _max_tokens(body))
+                return await self._replay(request, stored, bool(body.get("stream")))
+            if body.get("stream"):
+                return await self._streamed(request, raw, key, chat)
+            return await self._whole(request, raw, key, chat)
+        finally:
+            self._leave()
 
     async def _counted(
         self, request: web.Request, raw: bytes, chat: bool, max_tokens: int
@@ -272,9 +333,7 @@ class Proxy:
             self.state.padded += 1
             return await self._padded_stream(request, raw, chat, max_tokens)
         finally:
-            self.state.in_flight -= 1
-            if self.state.in_flight == 0:
-                self.state.idle_since_s = time.monotonic()
+            self._leave()
 
     async def _padded_stream(
         self, request: web.Request, raw: bytes, chat: bool, max_tokens: int

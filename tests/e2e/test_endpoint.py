@@ -6,6 +6,7 @@ point, 8 tokens per reply."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from accelbench.endpoint.records import RequestRecord
+from accelbench.endpoint.repeat import repeat_pairs
 from accelbench.endpoint.servers import ServerSettings, TransformersCbServer
 from accelbench.generation.models import LlmModel, load_model, missing_packages
 from accelbench.serving.process import free_port
@@ -73,7 +75,8 @@ def test_the_curve_has_a_point_per_concurrency_with_every_figure(url_run: tuple[
     result, _ = url_run
     measured(result)
     curve = result["generation"]["curve"]
-    assert [p["concurrency"] for p in curve] == [1, 4] and [p["requests"] for p in curve] == [4, 4]
+    # the second point holds the repeat audit's 4 pairs beside its 4 requests (endpoint.repeat)
+    assert [p["concurrency"] for p in curve] == [1, 4] and [p["requests"] for p in curve] == [4, 12]
     for point in curve:
         assert point["error_rate"] == 0 and point["output_tokens_per_s"] > 0
         assert 0 < point["ttft_p50_s"] <= point["ttft_p99_s"] <= point["e2e_p99_s"]
@@ -103,10 +106,12 @@ def test_every_request_is_recorded_and_counted_with_the_tokenizer(
     # the search's (test_poisson_arrivals_...) and the first point's second run, when the noise guard
     # asked for one (accelbench.endpoint.confirm) are left out
     records = [r for r in every if r.role not in ("poisson", "confirm")]
-    assert [r.role for r in records].count("timed") == 8 and all(r.ok for r in records)
-    # the repeat audit's pairs: the first point's 4 texts seen again, 4 never seen
-    audited = [r.role for r in records[8:]]  # in pairs, each in an order drawn per pair
-    assert [sorted(audited[i : i + 2]) for i in range(0, 8, 2)] == [["seen", "unseen"]] * 4
+    assert [r.role for r in records].count("timed") == 16 and all(r.ok for r in records)
+    # the repeat audit's pairs, inside the second point: the first point's 4 texts seen again, 4 never
+    # seen, each pair at adjacent positions in an order drawn per pair
+    assert not any(r.repeat for r in records if r.concurrency == 1)
+    pairs = repeat_pairs(records)
+    assert len(pairs) == 4 and all(a.concurrency == b.concurrency == 4 for a, b in pairs)
     assert len({r.salt for r in records}) == 16 and all(len(r.salt) == 32 for r in records)
     # tiny-llama's replies are random ids: decoded and tokenized again, one reply of 8 came back as 11
     # (make test, 2026-12-04), so the server's count and the client's agree on the total, not per reply
@@ -201,7 +206,7 @@ def test_a_busy_client_machine_makes_the_curve_unstable(served: Served) -> None:
     burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         args = ("--workloads", "tiny-llama", "--stacks", "llm@url", "--serve-url", served.url)
-        # 4 requests: the repeat audit's 4 pairs conclude (2 leave it inconclusive: unverified first)
+        # one point: no repeat pairs (a one-point curve repeats nothing: endpoint.repeat)
         tiny = ("--concurrency", "1", "--endpoint-requests", "4", "--output-tokens", "8", "--no-probe")
         (result,) = run_document(served.store, *args, *tiny)["results"]
     finally:
@@ -229,25 +234,28 @@ def test_an_unreachable_endpoint_is_an_unavailable_cell_in_one_line(served: Serv
 def test_the_repeat_audit_catches_a_cache_that_strips_the_salt(
     served: Served, mode: str, outcome: str
 ) -> None:
-    """Seen texts re-salted against never-seen ones at the same load, on the stdlib stub (0.2 s per
-    prompt it has not seen with the salt's hex digits stripped; at once for one it has)."""
+    """Seen texts re-salted against never-seen ones inside the second point, at its load, on the stdlib
+    stub (0.2 s per prompt it has not seen with the salt's hex digits stripped; at once for one it has),
+    with the model's own tokenizer and chat template."""
     from transformers import AutoTokenizer
 
+    from accelbench.endpoint.cell import ladder
     from accelbench.endpoint.client import Target
-    from accelbench.endpoint.driver import Load, run_point
-    from accelbench.endpoint.prompts import salted, seeded_texts
-    from accelbench.endpoint.repeat import repeat_records, repeat_verdict
+    from accelbench.endpoint.figures import Bounds
+    from accelbench.endpoint.repeat import repeat_verdict
+    from accelbench.endpoint.settings import EndpointSettings
     from tests.unit.endpoint_stub import stub
 
     tokenizer = AutoTokenizer.from_pretrained(served.model.folder)
-    texts = seeded_texts(7, (8, 48), 6, "point", 1)
+    settings = EndpointSettings(ladder=(1, 2), requests=6, max_tokens=6)
+    unbounded = Bounds(math.inf, math.inf)
     with stub(mode) as url:
-        target = Target(url, "tiny-llama")
-        run_point(target, salted(tokenizer, 7, texts, "point", 1), Load(1, 6), len)
-        audited = repeat_records(target, tokenizer, 7, texts, len, 6)
-    assert [sorted(r.role for r in audited[i : i + 2]) for i in range(0, 12, 2)] == [["seen", "unseen"]] * 6
-    assert len({r.salt for r in audited}) == 12
-    verdict = repeat_verdict(audited)
+        climbed = ladder(Target(url, "tiny-llama"), tokenizer, 7, settings, (8, 48), len, unbounded)
+    records = climbed.records
+    assert [p.requests for p in climbed.curve] == [6, 18] and len({r.salt for r in records}) == 24
+    pairs = repeat_pairs(records)
+    assert len(pairs) == 6 and all(a.concurrency == 2 and a.repeat == "seen" for a, _ in pairs)
+    verdict = repeat_verdict(records)
     assert verdict.outcome == outcome, verdict.reason
 
 
@@ -263,7 +271,8 @@ def test_verify_derives_the_curve_from_its_records_and_catches_a_raised_point(
     done = accelbench("verify", str(bundle))
     assert done.returncode == 0 and "; VERIFIED" in done.stdout, done.stdout  # the served repeat rule too
     (curve,) = [line for line in done.stdout.splitlines() if " curve: " in line]
-    assert curve.startswith("match") and "2 point(s) derived from 8 request record(s)" in curve, done.stdout
+    # 4 + 12 records: the repeat pairs are timed requests of the second point, counted in its figures
+    assert curve.startswith("match") and "2 point(s) derived from 16 request record(s)" in curve, done.stdout
 
     files = dict(read_archive(bundle).files)
     files.pop("MANIFEST")

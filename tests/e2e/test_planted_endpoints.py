@@ -7,8 +7,10 @@ proxy in front of a real ``transformers serve``: the cheaters end ``disqualified
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
+import math
 import os
 import signal
 import subprocess
@@ -22,6 +24,13 @@ from pathlib import Path
 
 import pytest
 
+from accelbench.audits.verdict import Verdict
+from accelbench.endpoint.cell import ladder
+from accelbench.endpoint.client import Target
+from accelbench.endpoint.energy import PointMeter
+from accelbench.endpoint.figures import Bounds
+from accelbench.endpoint.repeat import HITS, repeat_verdict
+from accelbench.endpoint.settings import EndpointSettings
 from tests.e2e import served_llm
 from tests.e2e.cli import accelbench
 from tests.e2e.openai_fake import (
@@ -47,11 +56,15 @@ from tests.e2e.planted_endpoints import (
     FILLER_TEXT,
     LATE_S,
     PAD_TEXT,
+    PEAK_OTHERS,
+    PLACING,
     POINT_GAP_S,
     Arrival,
+    ProxyState,
     cache_key,
     pads,
     planted_endpoint,
+    replays,
 )
 
 
@@ -164,6 +177,69 @@ def test_which_replies_each_request_counting_mode_pads() -> None:
     for mode, padded in table.items():
         assert [pads(mode, a) for a in (first, fifth, audit, busy, late)] == padded, mode
     assert pads("count-pad", Arrival(9, 0.5, True, 8))  # audit-shaped only at concurrency 1
+
+
+def test_which_requests_each_place_finding_cache_replays_to() -> None:
+    alone, fifth = Arrival(0, 0.0, False, 16), Arrival(COUNT_HONEST, 0.5, True, 16, others=1)
+    peak = Arrival(1, 0.1, True, 16, others=PEAK_OTHERS)
+    table = {
+        "cache-busy": [False, True, True],
+        "cache-late": [False, True, False],
+        "cache-early": [True, False, True],
+        "cache-peak": [False, False, True],
+    }
+    for mode, replayed in table.items():
+        assert [replays(mode, a) for a in (alone, fifth, peak)] == replayed, mode
+    assert not any(replays(mode, peak) for mode in ("cache", "cache-long", "honest", *COUNTING))
+
+
+class _PausingMeter(PointMeter):
+    """No energy; a pause before each point, as a real cell makes one (it tokenizes the point's prompts
+    and matches the unseen texts' lengths), so that a proxy tells the points apart."""
+
+    def __init__(self) -> None:
+        super().__init__(None, "")
+
+    def begin(self, concurrency: int) -> None:
+        time.sleep(4 * POINT_GAP_S)
+
+
+class _Template:
+    def apply_chat_template(self, messages: list[dict[str, str]], **_: object) -> str:
+        return messages[-1]["content"]
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def _through(url: str, mode: str) -> tuple[Verdict, ProxyState]:
+    """The endpoint cell's ladder (1, 2, 4: 4 requests a point, the repeat audit's pairs inside the
+    second and third) through the planted ``mode`` in front of ``url``; the repeat verdict."""
+    settings = EndpointSettings(ladder=(1, 2, 4), requests=4, max_tokens=2)
+    unbounded = Bounds(math.inf, math.inf)
+    with planted_endpoint(url, mode) as proxy:
+        target = Target(proxy.url, "fake")
+        climbed = ladder(target, _Template(), 3, settings, (4, 12), _words, unbounded, _PausingMeter())
+    assert not climbed.stopped and all(r.ok for r in climbed.records), mode
+    return repeat_verdict(climbed.records), proxy.state
+
+
+def test_place_finding_caches_are_disqualified_or_serve_next_to_nothing(upstream: Upstream) -> None:
+    """The pairs sit at drawn positions of the points at their concurrency: a cache that hides from
+    the requests at one kind of place still replays the seen prompts elsewhere, and each replay is a hit
+    the audit counts; one that hides everywhere the pairs may be serves under ``HITS`` of them."""
+    modes = ("honest", "cache", *PLACING)
+    with concurrent.futures.ThreadPoolExecutor(len(modes)) as pool:
+        runs = dict(zip(modes, pool.map(lambda mode: _through(upstream.url, mode), modes), strict=True))
+    honest, _ = runs["honest"]
+    assert honest.outcome == "pass" and honest.evidence["hits"] == 0, honest.reason
+    assert runs["cache"][0].outcome == "fail" and runs["cache"][1].cache_hits == 6
+    for mode in PLACING:
+        verdict, state = runs[mode]
+        assert state.points >= 3, (mode, state.points)  # it told the ladder's points apart
+        assert verdict.evidence["hits"] == state.cache_hits, (mode, verdict.reason)  # every replay seen
+        assert verdict.outcome == "fail" or state.cache_hits < HITS, (mode, verdict.reason)
 
 
 def _padded_as_the_proxy_sends_it(reply: Reply, honest: list[str], max_tokens: int) -> None:
@@ -375,14 +451,20 @@ def test_accelbench_disqualifies_the_planted_servers_and_not_the_honest_proxy(
 ) -> None:
     url, store = served
     results = {}
-    for mode in ("honest", *CHEATS):
+    replayed = {}
+    for mode in ("honest", *CHEATS, *PLACING):
         with planted_endpoint(url, mode) as proxy:
             results[mode] = _endpoint_run(proxy.url, store)
             assert proxy.state.requests > 0
-            if mode in CACHING:
+            replayed[mode] = proxy.state.cache_hits
+            if mode in CACHING and mode not in PLACING:
                 assert proxy.state.cache_hits > 0  # the audit's re-salted prompts were replayed
             if mode in COUNTING:
                 assert proxy.state.padded > 0 and proxy.state.kept_honest > 0, mode
+    for mode in PLACING:  # disqualified, or it replayed under HITS of the seen prompts
+        cheat = results[mode]
+        caught = cheat["status"] == "disqualified" and "repeat" in str(cheat.get("reason"))
+        assert caught or replayed[mode] < HITS, (mode, cheat["status"], cheat.get("reason"))
     honest = results["honest"]
     assert honest["status"] != "disqualified", honest.get("reason")
     points = honest["generation"]["curve"]

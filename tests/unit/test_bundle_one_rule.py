@@ -58,3 +58,6 @@ def test_a_served_cells_repeat_audit_is_rejudged_by_the_endpoints_rule() -> None
     assert rejudge.verdict("repeat", AuditEntry.from_dict(passed)).outcome == INCONCLUSIVE
     cached = {**passed, "ratio": 0.2, "faster_share": 1.0}
     assert rejudge.verdict("repeat", AuditEntry.from_dict(cached), served=True).outcome == FAIL
+    # two hits fail whatever the ratio (a cache that replays only some points' pairs)
+    hit = {**passed, "hits": 2}
+    assert rejudge.verdict("repeat", AuditEntry.from_dict(hit), served=True).outcome == FAIL

@@ -54,7 +54,14 @@ def _outcome(tmp_path: Path, probe: NoiseProbe | None) -> dict[str, Any]:
     model = LlmModel("tiny-llama", tmp_path, 2, 100, 1000, "tiny", 0.0)
     records = [_record(i) for i in range(4)]
     accuracy = Accuracy(1.0, (1.0,) * 4, (2,), True)
-    found = Found((point(2, records, LIMITS),), records, [], "", 1.0, accuracy, probe)
+    found = Found(
+        curve=(point(2, records, LIMITS),),
+        timed=records,
+        stopped="",
+        duration_s=1.0,
+        accuracy=accuracy,
+        probe=probe,
+    )
     stack = EndpointFacts(name="llm@url", server="url", precision="server's", unavailable_reason=None)
     return outcome(spec, stack, model, settings, (8, 48), found, LIMITS).to_dict()
 
