@@ -51,19 +51,27 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from _old_guard import OldGuard, OldVerdict
+from _guard_columns import (
+    PROBES,
+    Cell,
+    busy,
+    curve_flag,
+    new_flag,
+    old_flag,
+    probe_evidence,
+    probe_only,
+    retried,
+    round1_flag,
+    training_flag,
+)
+from _old_guard import OldGuard
 
 from accelbench.meters import cputime, noise, reference_probe
 from accelbench.results import NoiseProbe
 
-PROBES = 3
-"""Probes at each end of the PROBE3 guard (their medians): tried for the served curves on 2026-12-04, no
-fewer idle alarms than one probe (4 of 50 against 3), so not used; the curves corroborate a drift by
-measuring their first point again instead (``accelbench.endpoint.confirm``)."""
 REPLICA_IDLE_S = 1.2
 """How long the served kind's worker idles after its timed loop before it exits: a Ray replica is
 stopped with its server, idle, never right after its last request. ``AutoReapedWatch`` reads the tree
@@ -141,27 +149,6 @@ def timed_cell(items: int, on_go: Callable[[], float], served: bool = False) -> 
     return latencies
 
 
-@dataclass(frozen=True, slots=True)
-class Cell:
-    """One synthetic cell and both guards' verdicts."""
-
-    load: str
-    samples_per_s: float
-    old: OldVerdict
-    new: NoiseProbe
-    round1: NoiseProbe | None = None
-    """The guard of round 1 (issue 34) on the same cell: the tree's sum without ``AutoReapedWatch``."""
-    opening_s: tuple[float, ...] = ()
-    """``PROBES`` probes just before the timed loop and just after it (the probe-only guard)."""
-    closing_s: tuple[float, ...] = ()
-    curve: bool = False
-    """The served curve's verdict: the probe-only guard (one probe at each end), and when it flagged the
-    drift alone, the first third of the loop measured again at once and judged by ``noise.runs_shift``
-    (``accelbench.endpoint.confirm``'s rule)."""
-    confirmed: bool = False
-    """The curve's confirm run was spent on this cell."""
-
-
 def run_cell(
     load_cores: int,
     items: int,
@@ -208,7 +195,7 @@ def run_cell(
 def _curve_verdict(cell: Cell, latencies: list[float], served: bool) -> Cell:
     """``cell`` with the served curve's verdict: the probe-only guard, corroborated by a confirm run when
     it flagged the drift alone (the first third of the loop again, judged against the first third)."""
-    evidence = _probe_evidence(cell, 1)
+    evidence = probe_evidence(cell, 1)
     if not noise.disturbance(evidence):
         return cell
     quiet = evidence.other_cores < evidence.other_limit_cores
@@ -276,98 +263,24 @@ def report(cells: list[Cell]) -> None:
     header += "".join(f" {'detected, ' + n:>22}" for n in loads) + f" {'retries, all cells':>19}"
     print("\n" + header)
     guards = (
-        ("BEFORE", _old_flag),
-        ("ROUND1", _round1_flag),
-        ("AFTER", _new_flag),
-        ("PROBE1", _probe_only(1)),
+        ("BEFORE", old_flag),
+        ("ROUND1", round1_flag),
+        ("AFTER", new_flag),
+        ("PROBE1", probe_only(1)),
     )
-    more = (("PROBE3", _probe_only(PROBES)), ("CURVE", _curve_flag), ("TRAIN", _training_flag))
+    more = (("PROBE3", probe_only(PROBES)), ("CURVE", curve_flag), ("TRAIN", training_flag))
     for label, verdict in (*guards, *more):
         row = f"{label:<7} {_rate(sum(verdict(c) for c in idle), len(idle)):>18}"
-        busy = sum(_busy(c, label) for c in idle)
-        row += f" {_rate(busy, len(idle)):>19}"
+        warned = sum(busy(c, label) for c in idle)
+        row += f" {_rate(warned, len(idle)):>19}"
         row += "".join(f" {_rate(sum(verdict(c) for c in moved[n]), len(moved[n])):>22}" for n in loads)
-        retried = sum(_retried(c, label) for c in cells)
-        print(row + f" {_rate(retried, len(cells)):>19}")
+        again = sum(retried(c, label) for c in cells)
+        print(row + f" {_rate(again, len(cells)):>19}")
     _details(idle, reference)
 
 
 def _moves(shares: list[float]) -> str:
     return ", ".join(f"{s:+.0%}" for s in shares[:3]) + (" ..." if len(shares) > 3 else "")
-
-
-def _old_flag(cell: Cell) -> bool:
-    return cell.old.unstable
-
-
-def _round1_flag(cell: Cell) -> bool:
-    return bool(cell.round1 and cell.round1.unstable)
-
-
-def _new_flag(cell: Cell) -> bool:
-    return bool(cell.new.unstable)
-
-
-def _probe_only(probes: int) -> Callable[[Cell], bool]:
-    """The guard of a cell with no samples to judge (a served curve): other load, steal and the drift of
-    the first probe (``probes`` 1) or of the median of ``PROBES`` at each end."""
-
-    def flag(cell: Cell) -> bool:
-        return bool(noise.disturbance(_probe_evidence(cell, probes)))
-
-    return flag
-
-
-def _probe_evidence(cell: Cell, probes: int) -> noise.Evidence:
-    """What the guard of a cell with no samples sees: other load, steal and the drift of the median of
-    the first ``probes`` probes at each end."""
-    before = float(np.median(cell.opening_s[:probes]))
-    after = float(np.median(cell.closing_s[:probes]))
-    return noise.Evidence(
-        other_cores=cell.new.other_load_cores,
-        steal_cores=cell.new.steal_cores or 0.0,
-        drift=abs(after - before) / before,
-        threshold=cell.new.threshold or reference_probe.DRIFT_MIN,
-        shift=None,
-        probe_slower=after > before,
-        other_limit_cores=noise.other_load_limit_cores(),
-    )
-
-
-def _curve_flag(cell: Cell) -> bool:
-    return cell.curve
-
-
-def _training_flag(cell: Cell) -> bool:
-    """A training cell's guard: AFTER's observations, judged with no samples and a drift alone kept as a
-    warning (``noise.drift_as_warning``)."""
-    probe = noise.rejudged(cell.new, None)
-    return noise.drift_as_warning(probe)[0].unstable
-
-
-def _retried(cell: Cell, label: str) -> bool:
-    """The old guard measured every drifted cell again; the new one only while nothing is still busy;
-    the curve's column counts its confirm runs (a point measured again)."""
-    if label == "BEFORE":
-        return cell.old.unstable
-    if label == "CURVE":
-        return cell.confirmed
-    if label == "TRAIN":
-        return _training_flag(cell)
-    if label == "AFTER":
-        return noise.worth_retrying(cell.new)
-    if label == "ROUND1":
-        return cell.round1 is not None and noise.worth_retrying(cell.round1)
-    after = cell.new.other_load_after_cores
-    flagged = _probe_only(1 if label == "PROBE1" else PROBES)(cell)
-    return flagged and (after is None or after < noise.STILL_BUSY_CORES)
-
-
-def _busy(cell: Cell, label: str) -> bool:
-    if label == "BEFORE":
-        return cell.old.busy_warning
-    probe = cell.round1 if label == "ROUND1" and cell.round1 is not None else cell.new
-    return probe.other_load_cores > noise.OTHER_LOAD_WARNING_CORES
 
 
 def _details(idle: list[Cell], reference: float) -> None:
