@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from accelbench.endpoint.client import Prompt, Slot, Target, send, sized
+from accelbench.endpoint.records import RequestRecord
 from accelbench.sessions.forbidden import Audit, forms
 from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.workload import MAX_TURNS, SYSTEM_PROMPT, Session
@@ -49,63 +50,74 @@ async def _load(
 ) -> list[TurnRecord]:
     import aiohttp
 
-    count_tokens, count_context = counters
-    clock0 = time.perf_counter()
-    records: list[TurnRecord] = []
-    answered = {(s.number, t): asyncio.Event() for s in sessions for t in range(len(s.turns))}
-    sent_history: dict[tuple[int, int], tuple[dict[str, str], ...]] = {}
     connector = aiohttp.TCPConnector(force_close=True, limit=0)
     timeout = aiohttp.ClientTimeout(total=target.timeout_s)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
+        load = _Load(client, target, sessions, max_tokens, counters)
+        await asyncio.gather(*(load.session(s) for s in sessions), *(load.pair(a) for a in audits))
+    return load.records
 
-        async def one(session: Session) -> None:
-            messages: list[dict[str, str]] = [{"role": "system", "content": SYSTEM_PROMPT}]
-            try:
-                for number, turn in enumerate(session.turns):
-                    await asyncio.sleep(turn.delay_s)
-                    messages.append({"role": "user", "content": turn.content})
-                    prompt = Prompt(session.salt, tuple(dict(m) for m in messages), "", session_id(session))
-                    slot = Slot(len(sessions), _index(session, number), TURN, time.perf_counter() - clock0)
-                    length = turn.max_tokens or max_tokens
-                    sent = await send(
-                        client, sized(target, length), prompt, length, slot, count_tokens, clock0
-                    )
-                    context = count_context(messages)
-                    records.append(TurnRecord(session.number, number, turn.kind, turn.delay_s, context, sent))
-                    if not sent.ok:
-                        return
-                    sent_history[session.number, number] = tuple(dict(m) for m in messages)
-                    answered[session.number, number].set()
-                    messages.append({"role": "assistant", "content": sent.text})
-            finally:  # a session that ended early frees the pairs waiting on its turns
-                for t in range(len(session.turns)):
-                    answered[session.number, t].set()
 
-        async def pair(audit: Audit) -> None:
-            await answered[audit.session, audit.turn].wait()
-            history = sent_history.get((audit.session, audit.turn))
-            if history is None:  # the source turn failed: nothing to copy
-                return
-            await asyncio.sleep(audit.delay_s)
-            source = sessions[audit.session]
-            kind = source.turns[audit.turn].kind
-            length = source.turns[audit.turn].max_tokens or max_tokens
-            pair_forms = forms(audit, source.salt, history, count_context, session_id(source))
-            contexts = [count_context(form.messages) for form in pair_forms]
-            due_s = time.perf_counter() - clock0
-            slots = [Slot(len(sessions), _index(source, audit.turn), f.role, due_s) for f in pair_forms]
-            prompts = [Prompt(f.salt, f.messages, "", f.session_id) for f in pair_forms]
-            both = await asyncio.gather(  # at once, the first form the first to reach the server
-                *(
-                    send(client, sized(target, length), p, length, s, count_tokens, clock0)
-                    for p, s in zip(prompts, slots, strict=True)
+class _Load:
+    """One load point in flight: its sessions' turns and the audit pairs waiting on them."""
+
+    def __init__(
+        self, client: Any, target: Target, sessions: Sequence[Session], max_tokens: int, counters: Counters
+    ) -> None:
+        self.client, self.target, self.sessions, self.max_tokens = client, target, sessions, max_tokens
+        self.count_tokens, self.count_context = counters
+        self.clock0 = time.perf_counter()
+        self.records: list[TurnRecord] = []
+        self.answered = {(s.number, t): asyncio.Event() for s in sessions for t in range(len(s.turns))}
+        self.sent_history: dict[tuple[int, int], tuple[dict[str, str], ...]] = {}
+
+    async def _send(self, prompt: Prompt, length: int, slot: Slot) -> RequestRecord:
+        sized_target = sized(self.target, length)
+        return await send(self.client, sized_target, prompt, length, slot, self.count_tokens, self.clock0)
+
+    async def session(self, session: Session) -> None:
+        """Its turns in order, each after its delay, with the conversation so far."""
+        messages: list[dict[str, str]] = [{"role": "system", "content": SYSTEM_PROMPT}]
+        try:
+            for number, turn in enumerate(session.turns):
+                await asyncio.sleep(turn.delay_s)
+                messages.append({"role": "user", "content": turn.content})
+                prompt = Prompt(session.salt, tuple(dict(m) for m in messages), "", session_id(session))
+                due_s = time.perf_counter() - self.clock0
+                slot = Slot(len(self.sessions), _index(session, number), TURN, due_s)
+                sent = await self._send(prompt, turn.max_tokens or self.max_tokens, slot)
+                context = self.count_context(messages)
+                self.records.append(
+                    TurnRecord(session.number, number, turn.kind, turn.delay_s, context, sent)
                 )
-            )
-            for sent, context in zip(both, contexts, strict=True):
-                records.append(TurnRecord(audit.session, audit.turn, kind, 0.0, context, sent))
+                if not sent.ok:
+                    return
+                self.sent_history[session.number, number] = tuple(dict(m) for m in messages)
+                self.answered[session.number, number].set()
+                messages.append({"role": "assistant", "content": sent.text})
+        finally:  # a session that ended early frees the pairs waiting on its turns
+            for t in range(len(session.turns)):
+                self.answered[session.number, t].set()
 
-        await asyncio.gather(*(one(s) for s in sessions), *(pair(a) for a in audits))
-    return records
+    async def pair(self, audit: Audit) -> None:
+        """The audit's two forms of a turn once it was answered, sent at once."""
+        await self.answered[audit.session, audit.turn].wait()
+        history = self.sent_history.get((audit.session, audit.turn))
+        if history is None:  # the source turn failed: nothing to copy
+            return
+        await asyncio.sleep(audit.delay_s)
+        source = self.sessions[audit.session]
+        kind = source.turns[audit.turn].kind
+        length = source.turns[audit.turn].max_tokens or self.max_tokens
+        pair_forms = forms(audit, source.salt, history, self.count_context, session_id(source))
+        contexts = [self.count_context(form.messages) for form in pair_forms]
+        due_s = time.perf_counter() - self.clock0
+        slots = [Slot(len(self.sessions), _index(source, audit.turn), f.role, due_s) for f in pair_forms]
+        prompts = [Prompt(f.salt, f.messages, "", f.session_id) for f in pair_forms]
+        # at once, the first form the first to reach the server
+        both = await asyncio.gather(*(self._send(p, length, s) for p, s in zip(prompts, slots, strict=True)))
+        for sent, context in zip(both, contexts, strict=True):
+            self.records.append(TurnRecord(audit.session, audit.turn, kind, 0.0, context, sent))
 
 
 def conversation(session: Session, replies: Sequence[str]) -> list[dict[str, str]]:
