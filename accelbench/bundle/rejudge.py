@@ -53,8 +53,10 @@ def verdict(
 
 
 def _off_calls(entry: AuditEntry) -> str:
-    in_calls_s = float(entry.evidence["in_calls_s"])
-    return off_calls.judge(in_calls_s + float(entry.evidence["off_calls_s"]), in_calls_s)
+    in_calls_s, off_calls_s = (_number(entry.evidence, k) for k in ("in_calls_s", "off_calls_s"))
+    if math.isnan(in_calls_s) or math.isnan(off_calls_s):  # nothing vouches for it: never a pass
+        return INCONCLUSIVE
+    return off_calls.judge(in_calls_s + off_calls_s, in_calls_s)
 
 
 def unaudited() -> Verdict:

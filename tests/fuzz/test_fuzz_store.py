@@ -50,6 +50,11 @@ def test_corrupted_store_file(store: Path, data: st.DataObject, command: list[st
         db_file.write_bytes(bytes(content[: len(db_file.read_bytes())]))
         before = tree_digest(copy)
         first = outcome([*command, "--store", str(copy)])
+        # `store check` exits 1 when it names a problem it found (a checksum the bytes no longer hold)
+        found = command == ["store", "check"] and first.code == 1 and "problem" in first.stdout + first.stderr
+        if found and not first.traceback:
+            assert tree_digest(copy) == before
+            return
         if first.code == 0 and not first.traceback:  # what it read was intact or skipped; check reads all
             checked = outcome(["store", "check", "--store", str(copy)])
             assert not checked.traceback and checked.code in (0, 1, 2), checked.stdout + checked.stderr
