@@ -70,6 +70,7 @@ def tune_json(*args: str) -> dict[str, Any]:
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive  # 11-15 s; make test keeps tune on a torch function and ONNX files in the onnx stacks
 def test_tune_ranks_an_unseen_onnx_file(tmp_path: Path) -> None:
     model = odd_onnx(tmp_path / "odd.onnx")
     stacks = "onnxruntime,openvino,torch-eager"
