@@ -43,10 +43,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from accelbench.audit_section import AuditSection
 from accelbench.curve import EndpointFigures, generation_section
 from accelbench.loadgen_figures import Figures, Latency, LoadgenVerdict
 from accelbench.result_upgrade import upgrade
-from accelbench.sections import AuditSection, GenerationFigures, ServerSearch, TrainingFigures, VariantInfo
+from accelbench.sections import GenerationFigures, ServerSearch, TrainingFigures, VariantInfo
 from accelbench.session_figures import SessionFigures
 
 SCHEMA_VERSION = 8

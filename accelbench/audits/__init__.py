@@ -11,7 +11,7 @@ Each audit returns a ``Verdict`` (pass / fail / inconclusive, a one-line reason,
 * ``precision`` (``precision.py``): the error must fit the budget of the declared precision.
 
 ``status.cell_status`` turns the verdicts into the cell's status: a failed audit disqualifies.
-``section`` is the stored ``audit`` section of a result (``accelbench.sections.AuditSection``);
+``section`` is the stored ``audit`` section of a result (``accelbench.audit_section.AuditSection``);
 ``audit_warnings`` words the failed and inconclusive ones.
 """
 
@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from accelbench.audit_section import AuditEntry, AuditSection
 from accelbench.audits.feed import AuditFeed
 from accelbench.audits.status import AUDIT_ORDER, cell_status
 from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS, Verdict
-from accelbench.sections import AuditEntry, AuditSection
 
 __all__ = [
     "AUDIT_ORDER",

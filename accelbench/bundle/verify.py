@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from accelbench import registry
+from accelbench.audit_section import AuditEntry
 from accelbench.audits.verdict import INCONCLUSIVE, Verdict
 from accelbench.bundle import members, rederive, rejudge, search, served, signing
 from accelbench.bundle.archive import MANIFEST, SIGNATURE, Archive, parse_manifest, sha256_hex
@@ -21,7 +22,6 @@ from accelbench.errors import UserError
 from accelbench.files import json_text
 from accelbench.results import Result
 from accelbench.scenarios.rules import RULES
-from accelbench.sections import AuditEntry
 
 BUNDLE = "bundle"
 NOT_CHECKED = "not checked"

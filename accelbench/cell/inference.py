@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from accelbench import audits, variants
+from accelbench.audit_section import AuditSection
 from accelbench.audits import off_calls, precision, repeat
 from accelbench.audits import output as output_audit
 from accelbench.cell import trial
@@ -38,7 +39,7 @@ from accelbench.results import NoiseProbe, Quality, json_plain, record_of
 from accelbench.scenarios import figures, server_search
 from accelbench.scenarios.loadgen import Measurement
 from accelbench.scenarios.rules import Rules, get_rules
-from accelbench.sections import AuditSection, ServerSearch, VariantInfo
+from accelbench.sections import ServerSearch, VariantInfo
 from accelbench.versions import with_python
 from accelbench.workloads.base import Workload
 

@@ -8,9 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from accelbench.audit_section import AuditSection
 from accelbench.loadgen_figures import Figures, LoadgenVerdict
 from accelbench.results import json_plain, record_of
-from accelbench.sections import AuditSection, GenerationFigures, ServerSearch
+from accelbench.sections import GenerationFigures, ServerSearch
 
 
 @dataclass(frozen=True, slots=True)

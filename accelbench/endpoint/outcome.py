@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from accelbench import audits
+from accelbench.audit_section import AuditSection
 from accelbench.cellspec import CellSpec
 from accelbench.curve import CurvePoint, EndpointFigures, QpsSearch
 from accelbench.endpoint import audits as endpoint_audits
@@ -27,7 +28,6 @@ from accelbench.generation.models import LlmModel
 from accelbench.meters import noise
 from accelbench.outcome import Head, Outcome
 from accelbench.results import NoiseProbe
-from accelbench.sections import AuditSection
 
 EARLY_SHARE = 0.9
 """A reply shorter than this share of ``max_tokens`` by the client's count ended early (the slack: the

@@ -7,9 +7,9 @@ from typing import Any
 
 from rich.table import Table
 
+from accelbench.audit_section import AuditSection
 from accelbench.audits import AUDIT_ORDER, audit_warnings, failed_audits, inconclusive_audits
 from accelbench.results import Result
-from accelbench.sections import AuditSection
 
 
 def stacks_table(document: Mapping[str, Any]) -> Table:

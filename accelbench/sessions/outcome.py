@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench import audits
+from accelbench.audit_section import AuditSection
 from accelbench.audits.verdict import FAIL, PASS, Verdict
 from accelbench.endpoint.audits import token_count
-from accelbench.sections import AuditSection
 from accelbench.session_figures import SessionFigures, SessionPoint
 from accelbench.sessions import forbidden
 from accelbench.sessions.driver import TURN

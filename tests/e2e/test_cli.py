@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from accelbench.audit_section import AuditSection
 from accelbench.audits import failed_audits
 from accelbench.results import SCHEMA_VERSION
-from accelbench.sections import AuditSection
 from tests.e2e.cli import accelbench, measured_ok
 from tests.e2e.shared_run import TINY_SCENARIOS, TINY_STACKS, TINY_WORKLOADS, UNAVAILABLE_STACK, TinyRun
 from tests.e2e.test_stacks_batch import KNOWN_UNSUPPORTED

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from accelbench.audit_section import AuditSection
 from accelbench.audits import failed_audits, output
-from accelbench.sections import AuditSection
 from tests.e2e.cli import accelbench, measured_ok, run_document
 
 HONEST = ("torch-eager", "onnxruntime")

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from accelbench.audit_section import AuditEntry
 from accelbench.bundle import rejudge
 from accelbench.bundle.archive import manifest_text, parse_manifest, read_archive, write_archive
 from accelbench.bundle.collect import Scrubber
 from accelbench.bundle.rederive import scored_trials
 from accelbench.errors import UserError
 from accelbench.results import Quality
-from accelbench.sections import AuditEntry
 
 entry_of = AuditEntry.from_dict
 

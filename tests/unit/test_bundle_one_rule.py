@@ -7,11 +7,11 @@ import json
 
 import pytest
 
+from accelbench.audit_section import AuditEntry
 from accelbench.audits.post_run import caching_verdict
 from accelbench.audits.repeat import MIN_PAIRS, probe_outcome
 from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS
 from accelbench.bundle import rejudge
-from accelbench.sections import AuditEntry
 
 
 @pytest.mark.parametrize(

@@ -137,8 +137,8 @@ def test_planted_servers_are_caught_and_the_honest_cache_passes(mode: str, caugh
 
 
 def test_verify_judges_a_stored_entry_again_by_this_codes_rule() -> None:
+    from accelbench.audit_section import AuditEntry
     from accelbench.bundle.rejudge import verdict
-    from accelbench.sections import AuditEntry
 
     doctored = {"verdict": "pass", "reason": "", "pairs": 4, "ratio": 0.05, "faster_share": 1.0, "bar": 0.01}
     assert verdict("copied_session", AuditEntry.from_dict(doctored)).outcome == FAIL

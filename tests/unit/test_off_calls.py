@@ -5,10 +5,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from accelbench.audit_section import AuditEntry
 from accelbench.audits import cell_status, off_calls
 from accelbench.audits.verdict import INCONCLUSIVE, PASS
 from accelbench.bundle import rejudge
-from accelbench.sections import AuditEntry
 
 SECONDS = st.floats(min_value=0.0, max_value=500.0, allow_nan=False)
 

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from accelbench.audit_section import AuditEntry
 from accelbench.bundle import rejudge
 from accelbench.meters.quality import (
     SAMPLE_BUDGETS,
@@ -22,7 +23,6 @@ from accelbench.meters.quality import (
     wrong_to_fail,
 )
 from accelbench.results import Quality
-from accelbench.sections import AuditEntry
 from tests.e2e.planted_precision import garbage_like, noisy_like
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8", "fp8")

@@ -14,7 +14,7 @@ from typing import Any
 from accelbench.results import Result
 
 PACKAGE = Path(__file__).resolve().parents[2] / "accelbench"
-OWNERS = (PACKAGE / "results.py", PACKAGE / "sections.py", PACKAGE / "audits")
+OWNERS = (PACKAGE / "results.py", PACKAGE / "sections.py", PACKAGE / "audit_section.py", PACKAGE / "audits")
 UNTYPED = {"settings", "evidence"}
 """The untyped parts of a result: ``Result.settings`` and an audit's ``evidence`` (each audit its own)."""
 
