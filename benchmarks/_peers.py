@@ -68,7 +68,7 @@ def run_aiperf(bin_dir: Path, work: Workload, out: Path) -> tuple[list[Request],
         "--output-tokens-mean", str(work.output_tokens), "--output-tokens-stddev", "0",
         "--concurrency", str(work.concurrency), "--request-count", str(work.requests),
         "--warmup-request-count", "1", "--random-seed", "1", "--artifact-dir", str(out), "--ui", "none",
-        "--use-server-token-count", "--extra-inputs", json.dumps(work.extra_body),
+        "--extra-inputs", json.dumps(work.extra_body),
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
     run(args, out / "aiperf.log", env)

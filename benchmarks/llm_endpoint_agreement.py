@@ -11,7 +11,11 @@ with their ratios to accelbench's (median over the repeats):
 * TTFT: send to the first streamed token (p50, p90);
 * TPOT: (end - first token) / (output tokens - 1), MLPerf's definition = AIPerf's and GuideLLM's "ITL";
   GuideLLM's own "TPOT" is latency / output tokens (TTFT included) and is shown apart;
-* output tok/s: all output tokens / (last end - first send) of the point.
+* output tok/s: all output tokens / (last end - first send) of the point;
+* output tokens: each client counts the reply's text with the model's own tokenizer (MLPerf's "tokens
+  counted by the client"; AIPerf's default, so ``--use-server-token-count`` is not passed). The length is
+  forced as accelbench forces it on its own server: every special token suppressed, so the text holds every
+  token generated (with EOS merely ignored, the stripped turn markers made the text 10-30% shorter).
 
 Usage: ``python benchmarks/llm_endpoint_agreement.py [--repeats 3] [--concurrency 1,4,8] [--requests 8]
 [--input-tokens 128] [--output-tokens 64] [--server transformers-cb|llamacpp] [--clients a,b,c]``.
@@ -49,7 +53,7 @@ from _peers import (  # noqa: E402
 )  # fmt: skip
 
 from accelbench.endpoint.llamacpp_server import LlamaCppServer  # noqa: E402
-from accelbench.endpoint.servers import ServerSettings  # noqa: E402
+from accelbench.endpoint.servers import ServerSettings, special_token_ids  # noqa: E402
 from tests.e2e import served_llm  # noqa: E402
 
 CLIENTS = ("accelbench", "aiperf", "guidellm")
@@ -147,10 +151,13 @@ def server(
         yield url, {}
 
 
-def _length_body(kind: str, fixed: dict[str, Any], output_tokens: int) -> dict[str, Any]:
+def _length_body(kind: str, fixed: dict[str, Any], output_tokens: int, folder: Path) -> dict[str, Any]:
+    """The fields forcing every reply's length, as accelbench's own server sends them (transformers serve:
+    every special token suppressed, so the reply's text holds every token generated)."""
     if kind == "llamacpp":
         return fixed
-    config = {"max_new_tokens": output_tokens, "eos_token_id": -1, "do_sample": False}
+    special = list(special_token_ids(folder))
+    config = {"max_new_tokens": output_tokens, "do_sample": False, "suppress_tokens": special}
     return {"generation_config": json.dumps(config)}
 
 
@@ -183,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     model_id = served_llm.MODEL_ID
     tokenizer = served_llm.model_folder(cache_dir)
     with server(args.server, cache_dir, out, max(args.concurrency), args.output_tokens) as (url, fixed):
-        body = _length_body(args.server, fixed, args.output_tokens)
+        body = _length_body(args.server, fixed, args.output_tokens, tokenizer)
         _warm_up(url, model_id, body)
         input_tokens = args.input_tokens or DEFAULT_INPUT_TOKENS
         by_point = {}

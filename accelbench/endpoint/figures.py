@@ -22,11 +22,12 @@ from accelbench.endpoint.records import RequestRecord
 EOS_TOKENS = 1
 """``usage`` may count one token more than the text shows (EOS has no text)."""
 TURN_TOKENS = 3
-"""With EOS ignored (fixed reply lengths) a chat model writes past its turn's end into the next turn of its
-template (ChatML's ``<|im_end|>\n<|im_start|>system\n``; Llama 3's three header tokens): the server counts
-those special tokens and strips them from the text. Each turn header left in the text (``\nuser\n``,
-``\nassistant\n``, ...) may hide this many tokens. An agentic run (16-token replies, SmolLM2, transformers
-serve) had 12 of 69 honest replies 1-4 tokens over, all of them running into a ``system`` turn."""
+"""With EOS ignored (fixed reply lengths: ``ignore_eos`` on vLLM, SGLang, llama.cpp) a chat model writes
+past its turn's end into the next turn of its template (ChatML's ``<|im_end|>\n<|im_start|>system\n``;
+Llama 3's three header tokens): the server counts those special tokens and strips them from the text.
+Each turn header left in the text (``\nuser\n``, ``\nassistant\n``, ...) may hide this many tokens. An
+agentic run (16-token replies, SmolLM2, transformers serve, before it suppressed special tokens instead)
+had 12 of 69 honest replies 1-4 tokens over, all of them running into a ``system`` turn."""
 ROLE_HEADERS = tuple(f"\n{role}\n" for role in ("system", "user", "assistant", "tool"))
 RETOKENIZE_SHARE = 0.05
 """Re-tokenizing the joined text may merge or split tokens the model made apart: this share of the

@@ -17,7 +17,7 @@ import numpy as np
 
 from accelbench.cell.seeds import sub_seed
 from accelbench.endpoint.client import Prompt
-from accelbench.generation.prompts import seeded_message
+from accelbench.generation.prompts import seeded_message, seeded_words
 
 SYSTEM_PROMPT = "You are a helpful assistant. Answer the request in plain prose."
 SALT_BITS = 126
@@ -32,7 +32,10 @@ def salt_hex(input_seed: int, *parts: object) -> str:
 
 def length_text(lengths: tuple[int, int]) -> str:
     """The stated distribution of the user text's length."""
-    return f"log-uniform in [{lengths[0]}, {lengths[1]}] words after the salt (system prompt fixed)"
+    return (
+        f"a request, then log-uniform in [{lengths[0]}, {lengths[1]}] words, after the salt "
+        "(system prompt fixed)"
+    )
 
 
 def make_prompt(tokenizer: Any, salt: str, text: str) -> Prompt:
@@ -43,11 +46,21 @@ def make_prompt(tokenizer: Any, salt: str, text: str) -> Prompt:
 
 
 def seeded_texts(input_seed: int, lengths: tuple[int, int], count: int, *parts: object) -> list[str]:
-    """``count`` user texts drawn from the input seed (the stream named by ``parts``)."""
+    """``count`` user texts drawn from the input seed (the stream named by ``parts``): a seeded request
+    and ``n`` seeded words, ``n`` drawn log-uniform. Every served text ends where its count does (here
+    words; the repeat audit's unseen texts, ``matched_texts``, tokens), mid-sentence as a rule and never
+    with a full stop (``open_ended``): a server cannot tell an audit's text by how it ends."""
     rng = np.random.default_rng(sub_seed(input_seed, "text", *parts))
     low, high = lengths
     words = np.exp(rng.uniform(np.log(low), np.log(high + 1), size=count)).astype(int).clip(low, high)
-    return [seeded_message(rng, int(n)) for n in words]
+    return [open_ended(" ".join(seeded_words(rng, int(n)))) for n in words]
+
+
+def open_ended(text: str) -> str:
+    """``text`` without a closing full stop: where a count ends a text on a sentence's last word, its
+    full stop would be a tell of how the count was taken (a token count ends there more often than a
+    word count, the full stop being a token of its own)."""
+    return text.removesuffix(".")
 
 
 def matched_texts(
@@ -66,11 +79,11 @@ def text_of_tokens(rng: np.random.Generator, tokens: int, count: Callable[[str],
     low, high = 1, len(words)
     while low < high:
         middle = (low + high) // 2
-        if count(" ".join(words[:middle])) >= tokens:
+        if count(open_ended(" ".join(words[:middle]))) >= tokens:
             high = middle
         else:
             low = middle + 1
-    return " ".join(words[:low])
+    return open_ended(" ".join(words[:low]))
 
 
 def salted(tokenizer: Any, input_seed: int, texts: Sequence[str], *parts: object) -> list[Prompt]:

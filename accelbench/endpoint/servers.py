@@ -71,6 +71,14 @@ class EndpointServer(ABC):
         return {}
 
 
+def special_token_ids(model_folder: Path) -> tuple[int, ...]:
+    """The ids of every special token of the model's own tokenizer (EOS, BOS, the template's markers)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_folder)
+    return tuple(sorted(int(i) for i in tokenizer.all_special_ids))
+
+
 def prefix_cache(server: str) -> str:
     """The cache label of a server kind (``url``: the ``--serve-url`` server, whose settings are its own)."""
     if server not in SERVERS:
@@ -95,6 +103,7 @@ class TransformersServer(EndpointServer):
 
     def __init__(self) -> None:
         self._process: Any = None
+        self._special_ids: tuple[int, ...] = ()
 
     def unavailable_reason(self) -> str | None:
         """``transformers serve`` needs fastapi, uvicorn, pydantic and openai beside transformers."""
@@ -108,6 +117,8 @@ class TransformersServer(EndpointServer):
     def start(self, model_folder: Path, log_dir: Path, settings: ServerSettings) -> tuple[str, str]:
         """Start it in the folder's parent, so the model id is the folder's name."""
         from accelbench.serving import metrics, process
+
+        self._special_ids = special_token_ids(model_folder)
 
         port = process.free_port()
         url = f"http://{process.HOST}:{port}"
@@ -142,8 +153,13 @@ class TransformersServer(EndpointServer):
             process.stop(self._process)
 
     def extra_body(self, max_tokens: int) -> dict[str, Any]:
-        """The server's ``generation_config`` (a JSON string): greedy, EOS does not stop the reply."""
-        config = {"max_new_tokens": max_tokens, "eos_token_id": -1, "do_sample": False}
+        """The server's ``generation_config`` (a JSON string): greedy, and every special token (EOS and
+        the chat template's turn markers) suppressed, so each reply is ``max_tokens`` tokens of text.
+        With EOS merely ignored a chat model runs into the template's next turn, whose markers the
+        server strips from the text: the client, which counts the text, would see fewer tokens than
+        were generated (and the reply would hold more than one EOS, which MLPerf's rules forbid)."""
+        suppressed = list(self._special_ids)
+        config = {"max_new_tokens": max_tokens, "do_sample": False, "suppress_tokens": suppressed}
         return {"generation_config": json.dumps(config)}
 
 

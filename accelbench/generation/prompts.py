@@ -211,6 +211,14 @@ def seeded_message(rng: np.random.Generator, tokens: int) -> str:
     return _message(rng, tokens)
 
 
+def seeded_words(rng: np.random.Generator, words: int) -> list[str]:
+    """A seeded message's request and exactly ``words`` of its seeded words after it: a served prompt's
+    text ends where its count does (``accelbench.endpoint.prompts``), mid-sentence as a rule."""
+    message = _message(rng, words).split(" ")
+    request = next(len(r.split(" ")) for r in _REQUESTS if " ".join(message).startswith(r))
+    return message[: request + words]
+
+
 def _message(rng: np.random.Generator, tokens: int) -> str:
     """A request and enough seeded sentences to fill ``tokens`` tokens (one word is a token or more)."""
     parts = [str(rng.choice(_REQUESTS))]

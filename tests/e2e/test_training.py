@@ -70,6 +70,7 @@ def test_tiny_suite_trains_to_quality_on_eager_and_inductor(
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive  # 18 s; make test trains on eager and inductor in one process (the test above)
 def test_two_processes_reach_the_same_target_and_report_scaling(tmp_path: Path) -> None:
     document = _run_json(
         tmp_path / "store",
