@@ -27,6 +27,17 @@ def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k in names}
 
 
+def half_width(median: float, low: float, high: float) -> float | None:
+    """Half the interval ``[low, high]`` over ``median`` (None: no interval stored, or a zero median)."""
+    if high <= 0 or median <= 0:
+        return None
+    return (high - low) / 2 / median
+
+
+INTERVAL_FIELDS = ("ttft_p50_low_s", "ttft_p50_high_s", "tpot_p50_low_s", "tpot_p50_high_s")
+"""A point's median intervals: left out of the stored form when not measured (records stored before)."""
+
+
 @dataclass(frozen=True, slots=True)
 class CurvePoint:
     """The figures of one fixed-concurrency point (seconds, tokens, per second)."""
@@ -66,6 +77,24 @@ class CurvePoint:
     server, no meter, or a record stored before)."""
     energy_provenance: str = ""
     """``measured`` or ``estimated`` (empty without energy)."""
+    ttft_p50_low_s: float = 0.0
+    """The TTFT median's 95% confidence interval, distribution-free (order statistics of the point's
+    replies: ``accelbench.endpoint.figures.median_interval``); 0.0 and 0.0: fewer than
+    ``MEDIAN_INTERVAL_MIN`` replies, or a record stored before it was kept."""
+    ttft_p50_high_s: float = 0.0
+    tpot_p50_low_s: float = 0.0
+    """The TPOT median's 95% confidence interval, as the TTFT one's."""
+    tpot_p50_high_s: float = 0.0
+
+    @property
+    def ttft_p50_half_width(self) -> float | None:
+        """Half the TTFT median's interval over the median (None: no interval)."""
+        return half_width(self.ttft_p50_s, self.ttft_p50_low_s, self.ttft_p50_high_s)
+
+    @property
+    def tpot_p50_half_width(self) -> float | None:
+        """Half the TPOT median's interval over the median (None: no interval)."""
+        return half_width(self.tpot_p50_s, self.tpot_p50_low_s, self.tpot_p50_high_s)
 
     @property
     def joules_per_output_token(self) -> float | None:
@@ -88,6 +117,9 @@ class CurvePoint:
             del document["energy_j"], document["energy_provenance"]
         if not self.input_tokens:
             del document["input_tokens"]
+        for name in INTERVAL_FIELDS:
+            if not document[name]:
+                del document[name]
         return document
 
     @classmethod

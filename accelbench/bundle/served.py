@@ -3,8 +3,8 @@
 An endpoint cell stores every request in ``cells/<folder>/requests.jsonl`` (``accelbench.endpoint.cell``);
 each curve point is ``accelbench.endpoint.figures.point`` of that point's timed requests. Here the same
 function runs on the same records and each stored point's figures are compared: the system tokens/s,
-tokens/s per user, TTFT, TPOT and e2e percentiles, request and token counts, and error rate. Goodput is not
-compared (its bounds are run options the document does not carry).
+tokens/s per user, TTFT, TPOT and e2e percentiles, the medians' intervals where stored, request and token
+counts, and error rate. Goodput is not compared (its bounds are run options the document does not carry).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import json
 import math
 from collections.abc import Sequence
 
-from accelbench.curve import CurvePoint
+from accelbench.curve import INTERVAL_FIELDS, CurvePoint
 from accelbench.endpoint.cell import RECORDS_FILE
 from accelbench.endpoint.driver import TIMED
 from accelbench.endpoint.figures import Bounds, point
@@ -75,7 +75,8 @@ def curve_differences(records: Sequence[RequestRecord], curve: Sequence[CurvePoi
             found.append(f"concurrency {concurrency}: no request records")
             continue
         derived = point(concurrency, mine, UNBOUNDED)
-        for name in COMPARED:
+        stored_intervals = tuple(n for n in INTERVAL_FIELDS if getattr(stored_point, n))  # none before
+        for name in (*COMPARED, *stored_intervals):
             value, said = getattr(derived, name), getattr(stored_point, name)
             if not _same(value, said):
                 found.append(

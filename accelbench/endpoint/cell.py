@@ -47,6 +47,7 @@ from accelbench.endpoint.client import Prompt, Target
 from accelbench.endpoint.confirm import confirmed
 from accelbench.endpoint.driver import POISSON, TIMED, Load, run_point
 from accelbench.endpoint.energy import PointMeter, point_meter
+from accelbench.endpoint.extension import extension, prompts_by_salt
 from accelbench.endpoint.facts import EndpointFacts, available_facts
 from accelbench.endpoint.outcome import Found, outcome
 from accelbench.endpoint.prompts import salted, seeded_texts
@@ -169,6 +170,8 @@ def _accuracy(
     for c in sorted({r.concurrency for r in records}):
         texts = seeded_texts(spec.input_seed, lengths, settings.requests_at(c), "point", c)
         prompts |= {p.salt: p for p in salted(tokenizer, spec.input_seed, texts, "point", c)}
+        extra = {r.salt for r in records if r.concurrency == c} - prompts.keys()
+        prompts |= prompts_by_salt(tokenizer, spec.input_seed, lengths, c, extra)
     ctx = GenerationContext(Path(spec.folders.model_cache_dir) / "llm-stacks", threads=spec.threads or 1)
     chosen = judged([*records, *searched], prompts, spec.input_seed, judged_count(model.params))
     return accuracy(model, tokenizer, chosen, prompts, settings.max_tokens, ctx, full_length)
@@ -320,7 +323,14 @@ def ladder(
         input_tokens = sum(count(p.text) for p in prompts)
         meter.begin(concurrency)
         load = Load(concurrency, settings.max_tokens)
-        done = tagged(run_point(target, prompts, load, count, [TIMED] * len(prompts)), parts)
+        more = (
+            extension(tokenizer, input_seed, lengths, concurrency, settings.point_max_s)
+            if settings.point_max_s > 0
+            else None
+        )
+        done = tagged(run_point(target, prompts, load, count, [TIMED] * len(prompts), more), parts)
+        if more is not None:
+            input_tokens += sum(count(more.prompt(k).text) for k in range(len(done) - len(prompts)))
         energy = meter.end(concurrency)
         records += done
         if path is not None:

@@ -1,5 +1,7 @@
 """The fixed-concurrency driver (the MLPerf Endpoints definition): N requests in flight, the next one
-sent as soon as one ends, until the point's requests are all sent.
+sent as soon as one ends, until the point's requests are all sent; with an ``Extension``, more requests
+follow without a pause while it wants them (the point's medians not yet narrow, its time cap not
+reached: ``accelbench.endpoint.extension``).
 
 One asyncio loop per point in the calling thread, one aiohttp session with a new connection per
 request; each request's issue time is when its slot freed, its send time when the client began to send
@@ -18,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,15 +41,29 @@ class Load:
     max_tokens: int
 
 
+@dataclass(frozen=True, slots=True)
+class Extension:
+    """The requests a point may send after its first ones: the ``k``-th extra prompt (drawn when it is
+    needed), sent while ``wanted(the records so far, seconds since the point began)`` holds, ``most`` at
+    most."""
+
+    prompt: Callable[[int], Prompt]
+    wanted: Callable[[Sequence[RequestRecord], float], bool]
+    most: int
+
+
 def run_point(
     target: Target,
     prompts: Sequence[Prompt],
     load: Load,
     count_tokens: Callable[[str], int],
     roles: Sequence[str] = (),
+    extension: Extension | None = None,
 ) -> list[RequestRecord]:
-    """Send every prompt at ``load.concurrency`` in flight; the records in prompt order."""
-    return asyncio.run(_point(target, prompts, load, count_tokens, roles or [TIMED] * len(prompts)))
+    """Send every prompt at ``load.concurrency`` in flight, then ``extension``'s while it wants them; the
+    records in prompt order (the extra ones after the others, ``timed``)."""
+    roles = roles or [TIMED] * len(prompts)
+    return asyncio.run(_point(target, prompts, load, count_tokens, roles, extension))
 
 
 async def _point(
@@ -56,20 +72,29 @@ async def _point(
     load: Load,
     count_tokens: Callable[[str], int],
     roles: Sequence[str],
+    extension: Extension | None,
 ) -> list[RequestRecord]:
     import aiohttp
 
     clock0 = time.perf_counter()
-    pending = iter(range(len(prompts)))
     records: list[RequestRecord] = []
+
+    def indices() -> Iterator[tuple[int, Prompt, str]]:
+        yield from ((i, prompts[i], roles[i]) for i in range(len(prompts)))
+        for k in range(extension.most if extension else 0):
+            if extension is None or not extension.wanted(records, time.perf_counter() - clock0):
+                return
+            yield len(prompts) + k, extension.prompt(k), TIMED
+
+    pending = indices()
     connector = aiohttp.TCPConnector(force_close=True, limit=0)
     timeout = aiohttp.ClientTimeout(total=target.timeout_s)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
 
         async def user() -> None:
-            for i in pending:  # one iterator shared by the users: each index is sent once
-                slot = Slot(load.concurrency, i, roles[i], time.perf_counter() - clock0)
-                sent = await send(session, target, prompts[i], load.max_tokens, slot, count_tokens, clock0)
+            for i, prompt, role in pending:  # one iterator shared by the users: each index is sent once
+                slot = Slot(load.concurrency, i, role, time.perf_counter() - clock0)
+                sent = await send(session, target, prompt, load.max_tokens, slot, count_tokens, clock0)
                 records.append(sent)
 
         await asyncio.gather(*(user() for _ in range(max(1, load.concurrency))))

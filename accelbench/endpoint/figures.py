@@ -10,12 +10,13 @@ its last end. Tokens are the client's counts.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from accelbench.curve import CurvePoint
+from accelbench.curve import CurvePoint, half_width
 from accelbench.endpoint.energy import PointEnergy
 from accelbench.endpoint.records import RequestRecord
 
@@ -81,6 +82,48 @@ def _three(values: Sequence[float]) -> tuple[float, float, float]:
     return _pct(values, 50), _pct(values, 90), _pct(values, 99)
 
 
+MEDIAN_INTERVAL_MIN = 6
+"""The fewest values whose extremes bound the median with 95% confidence (1 - 2 / 2**6 = 0.969)."""
+
+
+def median_interval(values: Sequence[float]) -> tuple[float, float]:
+    """A distribution-free 95% confidence interval of the median of ``values``: the order statistics
+    ``k`` from each end, ``k`` the largest with 2 P(Binomial(n, 1/2) <= k) <= 5% (the exact binomial
+    count of values below the median, as LoadGen's early stopping bounds a percentile by the count of
+    samples over it); (0.0, 0.0) for fewer than ``MEDIAN_INTERVAL_MIN`` values. No assumption on the
+    latencies' distribution."""
+    n = len(values)
+    k = _order_index(n)
+    if k < 0:
+        return 0.0, 0.0
+    ordered = sorted(values)
+    return float(ordered[k]), float(ordered[n - 1 - k])
+
+
+def _order_index(n: int) -> int:
+    """The largest ``k`` with 2 P(Binomial(n, 1/2) <= k) <= 5% (-1: none, n < 6), in exact integers."""
+    tail, k = 0, -1
+    for j in range(n):
+        tail += math.comb(n, j)
+        if 40 * tail > 2**n:
+            break
+        k = j
+    return k
+
+
+def narrow(records: Sequence[RequestRecord], width: float) -> bool:
+    """Whether the TTFT and TPOT medians of ``records``' ok replies are each known to within ``width``
+    of themselves (half their 95% interval over the median); False with too few replies for one."""
+    ok = [r for r in records if r.ok]
+    ttfts = [t for r in ok if (t := ttft_s(r)) is not None]
+    tpots = [t for r in ok if (t := tpot_s(r)) is not None]
+    for values in (ttfts, tpots):
+        spread = half_width(_pct(values, 50), *median_interval(values))
+        if spread is None or spread > width:
+            return False
+    return True
+
+
 def point(
     concurrency: int,
     records: Sequence[RequestRecord],
@@ -100,6 +143,7 @@ def point(
     good = [r for r in ok if _good(r, bounds)]
     tokens = sum(r.output_tokens for r in ok)
     ttft, tpot, itl, e2e = _three(ttfts), _three(tpots), _three(gaps), _three(e2es)
+    (ttft_low, ttft_high), (tpot_low, tpot_high) = median_interval(ttfts), median_interval(tpots)
     return CurvePoint(
         concurrency=concurrency,
         requests=len(records),
@@ -127,6 +171,10 @@ def point(
         input_tokens=input_tokens,
         energy_j=energy.energy_j if energy else None,
         energy_provenance=energy.provenance if energy else "",
+        ttft_p50_low_s=ttft_low,
+        ttft_p50_high_s=ttft_high,
+        tpot_p50_low_s=tpot_low,
+        tpot_p50_high_s=tpot_high,
     )
 
 

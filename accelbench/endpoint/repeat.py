@@ -153,10 +153,15 @@ class Placing:
 
 
 def tagged(records: Sequence[RequestRecord], parts: Sequence[str]) -> list[RequestRecord]:
-    """The point's records (in prompt order) with each one's part in a pair."""
-    return [
-        dataclasses.replace(r, repeat=part) if part else r for r, part in zip(records, parts, strict=True)
+    """The point's records (in prompt order) with each one's part in a pair (the point's extra requests,
+    after its first ones, are in none: ``accelbench.endpoint.extension``)."""
+    if len(records) < len(parts):
+        raise ValueError(f"{len(records)} records for a point of {len(parts)} prompts")
+    first = [
+        dataclasses.replace(r, repeat=part) if part else r
+        for r, part in zip(records[: len(parts)], parts, strict=True)
     ]
+    return first + list(records[len(parts) :])
 
 
 def member(record: RequestRecord) -> str:

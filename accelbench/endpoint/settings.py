@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
 from accelbench.config import RunConfig
+from accelbench.scenarios.rules import get_rules
 
 DEFAULT_OUTPUT_TOKENS = 128
 DEFAULT_API_KEY_ENV = "ACCELBENCH_API_KEY"
@@ -37,6 +38,9 @@ class EndpointSettings:
     """``poisson``: search the max QPS under Poisson arrivals after the curve (empty: the curve only)."""
     serve_url: str | None = None
     """The server of the ``llm@url`` stack (``--serve-url``), else None."""
+    point_max_s: float = 0.0
+    """How long a point may go on after its first requests while its medians are wider than 10% (the
+    run's rules: ``Rules.endpoint_point_max_s``; 0: its first requests only)."""
 
     @classmethod
     def from_config(cls, config: RunConfig) -> EndpointSettings:
@@ -49,6 +53,7 @@ class EndpointSettings:
             api_key_env=config.api_key_env or DEFAULT_API_KEY_ENV,
             arrivals=config.arrivals,
             serve_url=config.serve_url,
+            point_max_s=get_rules(config.rules).endpoint_point_max_s,
         )
 
     @classmethod

@@ -18,6 +18,7 @@ from typing import Any
 from rich.table import Table
 
 from accelbench.curve import CurvePoint, EndpointFigures
+from accelbench.endpoint.extension import POINT_WIDTH
 from accelbench.hardware.match import ChipMatch
 from accelbench.meters.cost import HourlyRate, usd_per_million_queries
 from accelbench.normalize.denominators import Denominator, served_denominators
@@ -35,7 +36,9 @@ COLUMNS = (
     "output tok/s",
     "tok/s per user",
     "TTFT p50/p90 ms",
+    "TTFT p50 95% CI",
     "TPOT p50/p90 ms",
+    "TPOT p50 95% CI",
     "ITL p50 ms",
     "e2e p90 s",
     "req/s",
@@ -81,6 +84,11 @@ def curve_table(
         for r, section in curves
         if section.energy_note
     ]
+    captions.append(
+        "p50 95% CI: the median's distribution-free interval and its half-width over the median ('-': "
+        "under 6 replies); under --rules standard or official a point goes on until both are within "
+        f"±{POINT_WIDTH:.0%} or its time cap"
+    )
     captions += [
         f"{CHIP_COLUMN} ({key}): {match.count:.4g} chips counted ({match.count_basis or match.basis})"
         for key, match in sorted(chips.items())
@@ -137,7 +145,9 @@ def _row(result: Result, point: CurvePoint) -> list[str]:
         f"{point.output_tokens_per_s:.1f}",
         f"{point.tokens_per_s_per_user:.2f}",
         f"{_ms(point.ttft_p50_s)} / {_ms(point.ttft_p90_s)}",
+        _interval(point.ttft_p50_low_s, point.ttft_p50_high_s, point.ttft_p50_half_width),
         f"{_ms(point.tpot_p50_s)} / {_ms(point.tpot_p90_s)}",
+        _interval(point.tpot_p50_low_s, point.tpot_p50_high_s, point.tpot_p50_half_width),
         _ms(point.itl_p50_s),
         f"{point.e2e_p90_s:.2f}",
         f"{point.requests_per_s:.2f}",
@@ -146,6 +156,13 @@ def _row(result: Result, point: CurvePoint) -> list[str]:
         _joules(point.joules_per_output_token, point.energy_provenance),
         _joules(point.joules_per_token, point.energy_provenance),
     ]
+
+
+def _interval(low_s: float, high_s: float, half_width: float | None) -> str:
+    """A median's 95% interval in ms and its half-width over the median (``-``: too few replies)."""
+    if half_width is None:
+        return "-"
+    return f"{_ms(low_s)}-{_ms(high_s)} ±{half_width:.0%}"
 
 
 def _joules(value: float | None, provenance: str) -> str:

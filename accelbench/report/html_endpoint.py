@@ -131,7 +131,41 @@ def _latency(title: str, curves: Sequence[tuple[Result, Sequence[CurvePoint]]]) 
                     name=f"{_label(result)}: {what}",
                 )
             )
-    figure.update_layout(title=f"{title}: TTFT and TPOT p90 vs concurrency", **LAYOUT)
+        for medians_s, intervals_s, what in (
+            (
+                [p.ttft_p50_s for p in points],
+                [(p.ttft_p50_low_s, p.ttft_p50_high_s) for p in points],
+                "TTFT p50",
+            ),
+            (
+                [p.tpot_p50_s for p in points],
+                [(p.tpot_p50_low_s, p.tpot_p50_high_s) for p in points],
+                "TPOT p50",
+            ),
+        ):
+            figure.add_trace(
+                go.Scatter(
+                    x=[p.concurrency for p in points],
+                    y=[value_s * 1e3 for value_s in medians_s],
+                    error_y=_interval_bars(medians_s, intervals_s),
+                    mode="markers",
+                    name=f"{_label(result)}: {what} (95% interval)",
+                )
+            )
+    figure.update_layout(
+        title=f"{title}: TTFT and TPOT (p50 with its 95% interval, p90) vs concurrency", **LAYOUT
+    )
     figure.update_xaxes(title="requests in flight (fixed concurrency)", type="log")
     figure.update_yaxes(title="ms", rangemode="tozero")
     return figure
+
+
+def _interval_bars(medians_s: Sequence[float], intervals_s: Sequence[tuple[float, float]]) -> dict[str, Any]:
+    """Asymmetric error bars in ms from each median to its interval's ends (none where not stored)."""
+    above = [
+        (high - m) * 1e3 if high > 0 else 0.0 for m, (_, high) in zip(medians_s, intervals_s, strict=True)
+    ]
+    below = [
+        (m - low) * 1e3 if high > 0 else 0.0 for m, (low, high) in zip(medians_s, intervals_s, strict=True)
+    ]
+    return {"type": "data", "symmetric": False, "array": above, "arrayminus": below}

@@ -20,7 +20,7 @@ from accelbench.normalize.peak_share import suspect_reasons
 from accelbench.normalize.serving import serving_comparisons
 from accelbench.probe.best import machine_peak
 from accelbench.probe.roofline import MeasuredPeaks
-from accelbench.report import html_charts, html_endpoint, html_leaderboard, terminal
+from accelbench.report import html_charts, html_endpoint, html_leaderboard, html_sessions, terminal
 from accelbench.report import roofline as roofline_report
 from accelbench.report import serving as serving_report
 from accelbench.report.columns import leaderboard_tables
@@ -193,6 +193,7 @@ def _group_parts(
         parts += [server] if server is not None else []
         parts += html_leaderboard.token_search_figures(f"{name}: server QPS search; {note}", entries)
     parts += html_endpoint.curve_figures(name, [r for _, r in members], _served_chips(members))
+    parts += html_sessions.session_figures(name, [r for _, r in members])
     for data in runs:
         mine = [r for d, r in members if d is data]
         if mine:

@@ -60,6 +60,9 @@ class Rules:
     catch 10% with 0.966-0.990 and 2% with 0.48-0.59 (``meters.quality.detection_probability``)."""
     server_search_probes: int = 8
     """LoadGen server runs the max-QPS search may spend before the scored trials (``server_search``)."""
+    endpoint_point_max_s: float = 0.0
+    """How long a served-LLM curve point may go on after its first requests while its TTFT or TPOT
+    median is not yet known to 10% (``accelbench.endpoint.extension``); 0: its first requests only."""
 
     def min_duration_for(self, scenario: str) -> float:
         """Minimum duration in seconds LoadGen is given for ``scenario``."""
@@ -108,6 +111,7 @@ RULES: dict[str, Rules] = {
         offline_min_sample_count=256,
         server_latency_bound_factor=10.0,
         calibration_budget_s=0.5,
+        endpoint_point_max_s=60.0,
     ),
     "official": Rules(
         name="official",
@@ -121,6 +125,7 @@ RULES: dict[str, Rules] = {
         offline_min_sample_count=24576,
         calibration_budget_s=2.0,
         server_search_probes=10,
+        endpoint_point_max_s=600.0,
     ),
 }
 """The rule sets by name."""

@@ -103,6 +103,21 @@ def test_show_draws_the_session_tables(ran: tuple[Path, dict[str, Any], Any]) ->
     assert "server prefix cache: on:" in " ".join(shown.stdout.split())
 
 
+def test_the_html_report_draws_the_ladder_and_the_turns_against_context(
+    ran: tuple[Path, dict[str, Any], Any], tmp_path: Path
+) -> None:
+    store, result, _ = ran
+    page = tmp_path / "report.html"
+    made = accelbench("report", result["run_id"], "--store", str(store), "-o", str(page))
+    assert made.returncode == 0, made.stderr[-2000:]
+    html = page.read_text().replace("\\u002f", "/")  # plotly's JSON escapes the slash
+    assert "system output tokens/s vs e2e interactivity" in html
+    assert "TTFT and TPOT by turn, against the turn's context" in html
+    points = result["generation"]["sessions_ladder"]
+    assert html.count('"1 sessions"') + html.count('"2 sessions"') >= len(points)  # a marker per load
+    assert "prefix cache on: shared 256-token pages" in html  # each trace names its cache state
+
+
 def test_a_bad_sessions_list_is_one_line_and_exit_2(tmp_path: Path) -> None:
     done = accelbench("run", *ARGS[:4], "--sessions", "1,x", "--store", str(tmp_path))
     assert done.returncode == 2 and done.stderr.strip().count("\n") == 0
