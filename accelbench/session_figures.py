@@ -63,11 +63,19 @@ class SessionPoint:
     """The server's reported prefix-cache tokens, summed (None: it reported none)."""
     by_turn: tuple[TurnFigures, ...]
     """TTFT and TPOT by turn number, with the context each turn had: the figures against context length."""
+    goodput_turns_per_s: float | None = None
+    """Ok turns within the per-turn SLO (``SessionFigures.turn_slo_*``, the curve's goodput bounds) per
+    second of the point's span; None in points stored before it was measured."""
+    good_sessions: int | None = None
+    """Sessions whose every turn was ok and within the per-turn SLO (None: stored before)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The stored point."""
+        """The stored point (the goodput keys left out where not measured, as in points stored before)."""
         document = dataclasses.asdict(self)
         document["by_turn"] = [dataclasses.asdict(t) for t in self.by_turn]
+        for name in ("goodput_turns_per_s", "good_sessions"):
+            if document[name] is None:
+                del document[name]
         return document
 
     @classmethod
@@ -117,12 +125,19 @@ class SessionFigures:
     prefix_cache: str = ""
     """The server's prefix cache as its kind declares it (``accelbench.endpoint.servers.prefix_cache``):
     a cache-on figure is never set beside a cache-off one unlabelled; "" in sections stored before it."""
+    turn_slo_ttft_s: float = 0.0
+    """The per-turn SLO of the points' goodput: a turn's TTFT at most this (the workload's bound scaled
+    to the model, as the curve's goodput: ``generation.loadgen_tokens.scaled_bounds``); 0.0: stored before."""
+    turn_slo_tpot_s: float = 0.0
+    """... and its TPOT at most this."""
 
     def to_dict(self) -> dict[str, Any]:
         """The stored ``generation`` section."""
         document = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         document["sessions_ladder"] = [p.to_dict() for p in self.sessions_ladder]
         document["reuse"] = None if self.reuse is None else dataclasses.asdict(self.reuse)
+        if not self.turn_slo_ttft_s and not self.turn_slo_tpot_s:
+            del document["turn_slo_ttft_s"], document["turn_slo_tpot_s"]  # as sections stored before
         return document
 
     @classmethod

@@ -26,6 +26,8 @@ COLUMNS = (
     "session p50/p90 s",
     "e2e interactivity tok/s",
     "tok/s per user",
+    "goodput turns/s",
+    "good sessions",
     "in tok/s",
     "out tok/s",
     "cached tok",
@@ -59,6 +61,8 @@ def _row(result: Result, point: SessionPoint) -> list[str]:
         f"{point.session_latency_p50_s:.1f}/{point.session_latency_p90_s:.1f}",
         f"{point.e2e_interactivity_tokens_per_s:.2f}",
         f"{point.tokens_per_s_per_user:.2f}",
+        "-" if point.goodput_turns_per_s is None else f"{point.goodput_turns_per_s:.2f}",
+        "-" if point.good_sessions is None else f"{point.good_sessions}/{point.sessions}",
         f"{point.input_tokens_per_s:.1f}",
         f"{point.output_tokens_per_s:.2f}",
         cached,
@@ -82,6 +86,12 @@ def session_table(results: Sequence[Result]) -> Table | None:
         f"{s.shared_prefix_tokens} tokens (the system message); server prefix cache: "
         f"{s.prefix_cache or 'not recorded'}"
         for r, s in ladders
+    ]
+    captions += [
+        f"{r.cell.stack} goodput: ok turns with TTFT <= {s.turn_slo_ttft_s * 1e3:.0f} ms and TPOT <= "
+        f"{s.turn_slo_tpot_s * 1e3:.0f} ms (the workload's bounds) per second; a good session: every turn so"
+        for r, s in ladders
+        if s.turn_slo_ttft_s
     ]
     captions += [f"{r.cell.stack} {reuse_line(s.reuse)}" for r, s in ladders if s.reuse is not None]
     table.caption = "\n".join(captions)

@@ -31,16 +31,18 @@ from accelbench.cellspec import CellSpec
 from accelbench.endpoint.cell import serving, token_counter
 from accelbench.endpoint.client import Target
 from accelbench.endpoint.facts import EndpointFacts, available_facts
+from accelbench.endpoint.figures import Bounds
 from accelbench.endpoint.servers import prefix_cache
 from accelbench.endpoint.settings import EndpointSettings
 from accelbench.errors import Unavailable
+from accelbench.generation.loadgen_tokens import scaled_bounds
 from accelbench.generation.models import load_model
 from accelbench.outcome import Head, Outcome
 from accelbench.registry import instantiate
 from accelbench.session_figures import ReuseFigures, SessionFigures, SessionPoint
 from accelbench.sessions import forbidden, reuse
 from accelbench.sessions.driver import TURN, Counters, context_counter, run_load
-from accelbench.sessions.figures import point
+from accelbench.sessions.figures import UNBOUNDED, point
 from accelbench.sessions.outcome import UNAUDITED, SessionsBody, status_of
 from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.settings import SessionSettings
@@ -57,6 +59,8 @@ def measure(spec: CellSpec) -> Outcome:
     workload = instantiate(spec.refs.workload)
     model = load_model(workload.model, Path(spec.folders.model_cache_dir))
     settings = expect(spec.settings, SessionSettings)
+    bounds = scaled_bounds(model.params, workload.server_floor_ttft_s, workload.server_floor_tpot_s)
+    slo = Bounds(bounds.ttft_s, bounds.tpot_s)  # per turn, as the curve's goodput
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model.folder)
@@ -73,7 +77,7 @@ def measure(spec: CellSpec) -> Outcome:
     with serving(stack, spec, model, endpoint) as target:
         started = time.perf_counter()
         warm_up(target, spec.input_seed, settings, counters)
-        ladder, records, stopped = run_ladder(target, source, settings.max_tokens, counters, path)
+        ladder, records, stopped = run_ladder(target, source, settings.max_tokens, counters, path, slo)
         duration_s = time.perf_counter() - started
         reused = None if stopped else reuse_probe(target, spec.input_seed, source, counters, (records, path))
     (status, why), section = status_of(records, ladder, stopped, source.max_tokens)
@@ -100,6 +104,8 @@ def measure(spec: CellSpec) -> Outcome:
         duration_s=duration_s,
         reuse=reused,
         prefix_cache=prefix_cache(stack.server),
+        turn_slo_ttft_s=slo.ttft_s,
+        turn_slo_tpot_s=slo.tpot_s,
     )
     return Outcome(head, SessionsBody(section, figures))
 
@@ -131,10 +137,10 @@ def warm_up(target: Target, input_seed: int, settings: SessionSettings, counters
 
 
 def run_ladder(
-    target: Target, source: Source, max_tokens: int, counters: Counters, path: Path
+    target: Target, source: Source, max_tokens: int, counters: Counters, path: Path, slo: Bounds = UNBOUNDED
 ) -> tuple[list[SessionPoint], list[TurnRecord], str]:
-    """Every load point's figures, every turn, and why the ladder stopped early ("" if it did not)
-    (``max_tokens``: a reply's tokens where its turn sets none)."""
+    """Every load point's figures (its goodput under the per-turn ``slo``), every turn, and why the ladder
+    stopped early ("" if it did not) (``max_tokens``: a reply's tokens where its turn sets none)."""
     ladder: list[SessionPoint] = []
     records: list[TurnRecord] = []
     counts = {count: [len(s.turns) for s in sessions] for count, sessions in source.passes.items()}
@@ -144,7 +150,7 @@ def run_ladder(
         append_turns(path, done)
         records += done
         turns = [r for r in done if r.request.role == TURN]
-        ladder.append(point(count, turns))
+        ladder.append(point(count, turns, slo))
         if not any(r.request.ok for r in turns):
             first = done[0].request
             return ladder, records, f"every turn failed at {count} sessions: {first.status}: {first.error}"

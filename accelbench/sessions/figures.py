@@ -5,18 +5,24 @@ non-empty chunk; (last chunk - first content) / (tokens - 1)). A turn's time is 
 think delay before the issue is not the server's). ``e2e_interactivity`` is MLPerf Endpoints': the ok
 turns' output tokens over their summed turn times. A session's latency is its first issue to its last end,
 think delays included (the job time a user waits). The span of the point is its first issue to its last
-end; the system rates are tokens over the span. Tokens are the client's counts.
+end; the system rates are tokens over the span. Tokens are the client's counts. Goodput (MLPerf Endpoints'
+and AIPerf's, per turn): the ok turns whose TTFT and TPOT are within the per-turn SLO, per second of the
+span; a good session is one whose every turn is.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
-from accelbench.endpoint.figures import tpot_s, ttft_s
+from accelbench.endpoint.figures import Bounds, tpot_s, ttft_s
+from accelbench.endpoint.records import RequestRecord
 from accelbench.session_figures import SessionPoint, TurnFigures
 from accelbench.sessions.records import TurnRecord
+
+UNBOUNDED = Bounds(math.inf, math.inf)
 
 
 def _pct(values: Sequence[float], q: float) -> float:
@@ -59,8 +65,9 @@ def cached_tokens(records: Sequence[TurnRecord]) -> int | None:
     return sum(counts) if counts else None
 
 
-def point(sessions: int, records: Sequence[TurnRecord]) -> SessionPoint:
-    """The ``SessionPoint`` of the load of ``sessions`` sessions whose turns are ``records``."""
+def point(sessions: int, records: Sequence[TurnRecord], slo: Bounds = UNBOUNDED) -> SessionPoint:
+    """The ``SessionPoint`` of the load of ``sessions`` sessions whose turns are ``records``, its goodput
+    under the per-turn ``slo``."""
     requests = [r.request for r in records]
     ok = [r for r in records if r.request.ok]
     span_s = (max(q.end_s for q in requests) - min(q.issue_s for q in requests)) if requests else 0.0
@@ -91,4 +98,20 @@ def point(sessions: int, records: Sequence[TurnRecord]) -> SessionPoint:
         output_tokens=output,
         cached_tokens=cached_tokens(records),
         by_turn=by_turn(records),
+        goodput_turns_per_s=sum(within(r.request, slo) for r in records) * per_s,
+        good_sessions=good_sessions(records, slo),
     )
+
+
+def within(request: RequestRecord, slo: Bounds) -> bool:
+    """An ok turn whose TTFT and TPOT (where it has one) are within ``slo``."""
+    first, per_token = ttft_s(request), tpot_s(request)
+    if not request.ok or first is None or first > slo.ttft_s:
+        return False
+    return per_token is None or per_token <= slo.tpot_s
+
+
+def good_sessions(records: Sequence[TurnRecord], slo: Bounds) -> int:
+    """The sessions every turn of which is ``within`` the SLO."""
+    sessions = {r.session for r in records}
+    return sum(all(within(r.request, slo) for r in records if r.session == s) for s in sessions)

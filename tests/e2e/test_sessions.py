@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from accelbench.endpoint.figures import tpot_s, ttft_s
 from accelbench.endpoint.servers import TransformersCbServer
 from accelbench.generation.models import load_model, missing_packages
 from accelbench.sessions import forbidden
@@ -48,6 +49,10 @@ def test_the_ladder_has_a_point_per_load_with_every_figure(ran: tuple[Path, dict
             r.request for r in records if r.request.concurrency == p["sessions"] and r.request.role == "turn"
         ]
         tokens = sum(r.output_tokens for r in mine)
+        slo = (result["generation"]["turn_slo_ttft_s"], result["generation"]["turn_slo_tpot_s"])
+        good = [r for r in mine if r.ok and ttft_s(r) <= slo[0] and (tpot_s(r) or 0.0) <= slo[1]]  # type: ignore[operator]
+        assert p["goodput_turns_per_s"] == pytest.approx(len(good) / p["duration_s"])
+        assert 0 <= p["good_sessions"] <= p["sessions"]
         assert p["output_tokens"] == tokens and p["e2e_interactivity_tokens_per_s"] == pytest.approx(
             tokens / sum(r.end_s - r.issue_s for r in mine)
         )

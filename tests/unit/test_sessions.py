@@ -3,6 +3,7 @@ the figures of a load point on hand-made turns (exact values), the stored record
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from accelbench.config import SUITES, with_overrides
 from accelbench.curve import generation_section
 from accelbench.endpoint.client import Prompt, Target, _headers
+from accelbench.endpoint.figures import Bounds
 from accelbench.endpoint.records import RequestRecord
 from accelbench.endpoint.sse import usage_of
 from accelbench.errors import UserError
@@ -102,6 +104,11 @@ def test_a_points_figures_on_hand_made_turns() -> None:
     assert (first.turn, first.turns, first.context_tokens_p50, first.ttft_p50_s) == (0, 2, 110.0, 1.5)
     assert (second.turn, second.turns, second.context_tokens_p50) == (1, 1, 200.0)  # the failed one left out
     assert point(2, TURNS[2:3]).cached_tokens is None  # the server reported none
+    assert p.goodput_turns_per_s == pytest.approx(3 / 8) and p.good_sessions == 1  # unbounded: ok turns
+    slo = point(2, TURNS, Bounds(1.2, 0.6))  # TTFT 1.0, 0.5, 2.0; TPOT 0.5, 0.5, 0.25
+    assert slo.goodput_turns_per_s == pytest.approx(2 / 8) and slo.good_sessions == 1  # session 1: 2.0 s
+    tight = point(2, TURNS, Bounds(1.2, 0.4))
+    assert tight.goodput_turns_per_s == 0.0 and tight.good_sessions == 0
 
 
 def test_the_stored_records_round_trip_and_load_as_a_sessions_section() -> None:
@@ -122,6 +129,14 @@ def test_the_stored_records_round_trip_and_load_as_a_sessions_section() -> None:
         duration_s=9.0,
     )
     assert generation_section(json.loads(json.dumps(figures.to_dict()))) == figures
+    sloped = dataclasses.replace(figures, turn_slo_ttft_s=1.2, turn_slo_tpot_s=0.6)
+    assert generation_section(json.loads(json.dumps(sloped.to_dict()))) == sloped
+    before = figures.to_dict()  # a section stored before goodput: no SLO, no goodput keys
+    assert "turn_slo_ttft_s" not in before and "turn_slo_ttft_s" in sloped.to_dict()
+    for stored in before["sessions_ladder"]:
+        del stored["goodput_turns_per_s"], stored["good_sessions"]
+    loaded = generation_section(json.loads(json.dumps(before)))
+    assert isinstance(loaded, SessionFigures) and loaded.sessions_ladder[0].goodput_turns_per_s is None
 
 
 def test_a_sessions_turn_carries_its_session_id_header_and_a_single_request_none() -> None:
