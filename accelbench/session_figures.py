@@ -68,14 +68,33 @@ class SessionPoint:
     second of the point's span; None in points stored before it was measured."""
     good_sessions: int | None = None
     """Sessions whose every turn was ok and within the per-turn SLO (None: stored before)."""
+    energy_j: float | None = None
+    """What the point's window consumed (``accelbench.endpoint.energy``, as a curve point's); None: not
+    measured (a remote server, no meter, or a point stored before)."""
+    energy_provenance: str = ""
+    """``measured`` or ``estimated`` (empty without energy)."""
+
+    @property
+    def joules_per_output_token(self) -> float | None:
+        """The point's energy over its ok turns' output tokens (None: no energy or no token)."""
+        if self.energy_j is None or self.output_tokens <= 0:
+            return None
+        return self.energy_j / self.output_tokens
+
+    @property
+    def joules_per_session(self) -> float | None:
+        """The point's energy over its sessions (None: no energy)."""
+        return None if self.energy_j is None else self.energy_j / self.sessions
 
     def to_dict(self) -> dict[str, Any]:
         """The stored point (the goodput keys left out where not measured, as in points stored before)."""
         document = dataclasses.asdict(self)
         document["by_turn"] = [dataclasses.asdict(t) for t in self.by_turn]
-        for name in ("goodput_turns_per_s", "good_sessions"):
+        for name in ("goodput_turns_per_s", "good_sessions", "energy_j"):
             if document[name] is None:
                 del document[name]
+        if not self.energy_provenance:
+            del document["energy_provenance"]
         return document
 
     @classmethod
@@ -130,6 +149,8 @@ class SessionFigures:
     to the model, as the curve's goodput: ``generation.loadgen_tokens.scaled_bounds``); 0.0: stored before."""
     turn_slo_tpot_s: float = 0.0
     """... and its TPOT at most this."""
+    energy_note: str = ""
+    """What the points' energy is (the meter and what it counts), or why there is none; "" before."""
 
     def to_dict(self) -> dict[str, Any]:
         """The stored ``generation`` section."""
@@ -138,6 +159,8 @@ class SessionFigures:
         document["reuse"] = None if self.reuse is None else dataclasses.asdict(self.reuse)
         if not self.turn_slo_ttft_s and not self.turn_slo_tpot_s:
             del document["turn_slo_ttft_s"], document["turn_slo_tpot_s"]  # as sections stored before
+        if not self.energy_note:
+            del document["energy_note"]
         return document
 
     @classmethod

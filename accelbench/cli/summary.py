@@ -69,7 +69,7 @@ def print_results(
         training_report.training_table(results),
         generation_report.generation_table(results),
         *endpoint_report.curve_tables(results, rate, chips),
-        *sessions_report.session_tables(results),
+        *sessions_report.session_tables(results, rate, chips),
         serving_report.serving_table(serving_comparisons(results)),
     ):
         if table is not None:

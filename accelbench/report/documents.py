@@ -59,10 +59,11 @@ def served_chips(
     chips: ChipTable | None = None,
     config: Mapping[str, Any] | None = None,
 ) -> dict[str, ChipMatch]:
-    """Per endpoint cell: the chips its server ran on. A server the cell started on this machine: matched
-    here, the count narrowed by the measured peak. A ``--serve-url`` server (``llm@url``): the run's
-    ``--serve-hardware`` declaration (``config``), basis ``declared``; absent without one."""
-    served = [r for r in results if r.curve is not None]
+    """Per endpoint cell (a curve or a session ladder): the chips its server ran on. A server the cell
+    started on this machine: matched here, the count narrowed by the measured peak. A ``--serve-url``
+    server (``llm@url``): the run's ``--serve-hardware`` declaration (``config``), basis ``declared``;
+    absent without one."""
+    served = [r for r in results if r.curve is not None or r.session_ladder is not None]
     if not served:  # the chips table is read only when a curve needs it
         return {}
     table = chips if chips is not None else load_chips()

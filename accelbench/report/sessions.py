@@ -7,10 +7,12 @@ formatted. Each row is one measured load (sessions at once); nothing is implied 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from rich.table import Table
 
+from accelbench.hardware.match import ChipMatch
+from accelbench.meters.cost import HourlyRate, usd_per_million_queries
 from accelbench.results import Result
 from accelbench.session_figures import ReuseFigures, SessionFigures, SessionPoint
 
@@ -33,6 +35,10 @@ COLUMNS = (
     "cached tok",
     "failed",
 )
+COST_TITLE = "Agentic sessions: energy, cost and chips per load point"
+COST_BASE = ("stack", "sessions", "J/out tok", "J/session")
+COST_COLUMNS = ("$/M out tok", "$/session")
+CHIP_COLUMN = "out tok/s per chip"
 TURN_TITLE = "Agentic sessions by turn (TTFT and TPOT against context)"
 TURN_COLUMNS = ("stack", "sessions", "turn", "turns ok", "context tok p50", "TTFT p50 ms", "TPOT p50 ms")
 _LEFT = ("workload", "stack", "status")
@@ -70,6 +76,40 @@ def _row(result: Result, point: SessionPoint) -> list[str]:
     ]
 
 
+def _joules(value: float | None, provenance: str) -> str:
+    """Joules; an estimate is marked ``est`` (``accelbench.endpoint.energy``)."""
+    if value is None:
+        return "-"
+    return f"{value:.3g} est" if provenance == "estimated" else f"{value:.3g}"
+
+
+def usd_per_session(rate: HourlyRate, point: SessionPoint) -> float | None:
+    """Dollars per session: the machine's hour over the sessions the point's span completed (None: no
+    span)."""
+    if point.duration_s <= 0:
+        return None
+    return rate.usd_per_hour * point.duration_s / 3600.0 / point.sessions
+
+
+def usd_per_million_output_tokens(rate: HourlyRate, point: SessionPoint) -> float | None:
+    """Dollars for a million output tokens at the point's system output tokens/s (None: no tokens)."""
+    if point.output_tokens_per_s <= 0:
+        return None
+    return usd_per_million_queries(rate, 1.0 / point.output_tokens_per_s)
+
+
+def _usd(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def _per_chip(tokens_per_s: float, match: ChipMatch | None) -> str:
+    if match is None:
+        return "-"
+    value = tokens_per_s / match.count
+    text = f"{value:.0f}" if value >= 100 else f"{value:.3g}"
+    return f"{text} decl" if match.basis == "declared" else text
+
+
 def session_table(results: Sequence[Result]) -> Table | None:
     """One row per load point of every sessions cell; None when there is none."""
     ladders = ladders_of(results)
@@ -95,6 +135,41 @@ def session_table(results: Sequence[Result]) -> Table | None:
     ]
     captions += [f"{r.cell.stack} {reuse_line(s.reuse)}" for r, s in ladders if s.reuse is not None]
     table.caption = "\n".join(captions)
+    return table
+
+
+def cost_table(
+    results: Sequence[Result], rate: HourlyRate | None = None, chips: Mapping[str, ChipMatch] | None = None
+) -> Table | None:
+    """One row per load point of every sessions cell: joules per output token and per session (with
+    ``rate``: $ per million output tokens and per session; with ``chips``, per cell key the chips its
+    server ran on: output tokens/s per chip); None when there is none."""
+    ladders = ladders_of(results)
+    if not ladders:
+        return None
+    chips = {key: match for key, match in (chips or {}).items() if any(r.cell.key == key for r, _ in ladders)}
+    table = Table(title=COST_TITLE, title_justify="left")
+    for column in (*COST_BASE, *((CHIP_COLUMN,) if chips else ()), *(COST_COLUMNS if rate else ())):
+        table.add_column(column, justify="left" if column == "stack" else "right")
+    for result, section in ladders:
+        for point in section.sessions_ladder:
+            row = [result.cell.stack, str(point.sessions)]
+            row += [_joules(point.joules_per_output_token, point.energy_provenance)]
+            row += [_joules(point.joules_per_session, point.energy_provenance)]
+            row += [_per_chip(point.output_tokens_per_s, chips.get(result.cell.key))] if chips else []
+            if rate is not None:
+                row += [_usd(usd_per_million_output_tokens(rate, point)), _usd(usd_per_session(rate, point))]
+            table.add_row(*row)
+    captions = [f"{r.cell.stack} energy: {s.energy_note.split(';')[0]}" for r, s in ladders if s.energy_note]
+    captions += [
+        f"{CHIP_COLUMN} ({key}): {match.count:.4g} chips counted ({match.count_basis or match.basis})"
+        for key, match in sorted(chips.items())
+    ]
+    if rate is not None:
+        captions.append(
+            f"$: the machine's hour at {rate.basis} over the point's output tokens/s and sessions"
+        )
+    table.caption = "\n".join(captions) or None
     return table
 
 
@@ -129,6 +204,8 @@ def turn_table(results: Sequence[Result]) -> Table | None:
     return table
 
 
-def session_tables(results: Sequence[Result]) -> tuple[Table | None, Table | None]:
-    """The ladders' table and the by-turn table."""
-    return session_table(results), turn_table(results)
+def session_tables(
+    results: Sequence[Result], rate: HourlyRate | None = None, chips: Mapping[str, ChipMatch] | None = None
+) -> tuple[Table | None, Table | None, Table | None]:
+    """The ladders' table, the by-turn table and the energy, cost and chips table."""
+    return session_table(results), turn_table(results), cost_table(results, rate, chips)

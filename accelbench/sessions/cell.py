@@ -30,10 +30,12 @@ from typing import Any
 from accelbench.cellspec import CellSpec
 from accelbench.endpoint.cell import serving, token_counter
 from accelbench.endpoint.client import Target
+from accelbench.endpoint.energy import PointMeter, point_meter
 from accelbench.endpoint.facts import EndpointFacts, available_facts
 from accelbench.endpoint.figures import Bounds
 from accelbench.endpoint.servers import prefix_cache
 from accelbench.endpoint.settings import EndpointSettings
+from accelbench.endpoint.stack import URL
 from accelbench.errors import Unavailable
 from accelbench.generation.loadgen_tokens import scaled_bounds
 from accelbench.generation.models import load_model
@@ -77,7 +79,14 @@ def measure(spec: CellSpec) -> Outcome:
     with serving(stack, spec, model, endpoint) as target:
         started = time.perf_counter()
         warm_up(target, spec.input_seed, settings, counters)
-        ladder, records, stopped = run_ladder(target, source, settings.max_tokens, counters, path, slo)
+        serve_url = settings.serve_url if stack.server == URL else None
+        meter = point_meter(serve_url, stack.server != URL, spec.measured_fp32_flops_per_s)
+        try:
+            ladder, records, stopped = run_ladder(
+                target, source, settings.max_tokens, counters, path, (slo, meter)
+            )
+        finally:
+            meter.close()
         duration_s = time.perf_counter() - started
         reused = None if stopped else reuse_probe(target, spec.input_seed, source, counters, (records, path))
     (status, why), section = status_of(records, ladder, stopped, source.max_tokens)
@@ -106,6 +115,7 @@ def measure(spec: CellSpec) -> Outcome:
         prefix_cache=prefix_cache(stack.server),
         turn_slo_ttft_s=slo.ttft_s,
         turn_slo_tpot_s=slo.tpot_s,
+        energy_note=f"{meter.note}; {meter.formula}" if meter.formula else meter.note,
     )
     return Outcome(head, SessionsBody(section, figures))
 
@@ -137,20 +147,29 @@ def warm_up(target: Target, input_seed: int, settings: SessionSettings, counters
 
 
 def run_ladder(
-    target: Target, source: Source, max_tokens: int, counters: Counters, path: Path, slo: Bounds = UNBOUNDED
+    target: Target,
+    source: Source,
+    max_tokens: int,
+    counters: Counters,
+    path: Path,
+    judged: tuple[Bounds, PointMeter] | None = None,
 ) -> tuple[list[SessionPoint], list[TurnRecord], str]:
-    """Every load point's figures (its goodput under the per-turn ``slo``), every turn, and why the ladder
-    stopped early ("" if it did not) (``max_tokens``: a reply's tokens where its turn sets none)."""
+    """Every load point's figures (its goodput under the per-turn SLO, its energy by the meter: ``judged``),
+    every turn, and why the ladder stopped early ("" if it did not) (``max_tokens``: a reply's tokens
+    where its turn sets none)."""
+    slo, meter = judged or (UNBOUNDED, PointMeter(None, "not metered"))
     ladder: list[SessionPoint] = []
     records: list[TurnRecord] = []
     counts = {count: [len(s.turns) for s in sessions] for count, sessions in source.passes.items()}
     planned = forbidden.plan_turns(counts, source.delay_s)
     for count, sessions in source.passes.items():
+        meter.begin(count)
         done = run_load(target, sessions, max_tokens, *counters, planned[count])
+        energy = meter.end(count)
         append_turns(path, done)
         records += done
         turns = [r for r in done if r.request.role == TURN]
-        ladder.append(point(count, turns, slo))
+        ladder.append(point(count, turns, slo, energy))
         if not any(r.request.ok for r in turns):
             first = done[0].request
             return ladder, records, f"every turn failed at {count} sessions: {first.status}: {first.error}"

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from accelbench.endpoint.energy import PointEnergy
 from accelbench.endpoint.figures import Bounds, tpot_s, ttft_s
 from accelbench.endpoint.records import RequestRecord
 from accelbench.session_figures import SessionPoint, TurnFigures
@@ -65,9 +66,11 @@ def cached_tokens(records: Sequence[TurnRecord]) -> int | None:
     return sum(counts) if counts else None
 
 
-def point(sessions: int, records: Sequence[TurnRecord], slo: Bounds = UNBOUNDED) -> SessionPoint:
+def point(
+    sessions: int, records: Sequence[TurnRecord], slo: Bounds = UNBOUNDED, energy: PointEnergy | None = None
+) -> SessionPoint:
     """The ``SessionPoint`` of the load of ``sessions`` sessions whose turns are ``records``, its goodput
-    under the per-turn ``slo``."""
+    under the per-turn ``slo``, its window having consumed ``energy``."""
     requests = [r.request for r in records]
     ok = [r for r in records if r.request.ok]
     span_s = (max(q.end_s for q in requests) - min(q.issue_s for q in requests)) if requests else 0.0
@@ -100,6 +103,8 @@ def point(sessions: int, records: Sequence[TurnRecord], slo: Bounds = UNBOUNDED)
         by_turn=by_turn(records),
         goodput_turns_per_s=sum(within(r.request, slo) for r in records) * per_s,
         good_sessions=good_sessions(records, slo),
+        energy_j=energy.energy_j if energy else None,
+        energy_provenance=energy.provenance if energy else "",
     )
 
 

@@ -53,6 +53,10 @@ def test_the_ladder_has_a_point_per_load_with_every_figure(ran: tuple[Path, dict
         good = [r for r in mine if r.ok and ttft_s(r) <= slo[0] and (tpot_s(r) or 0.0) <= slo[1]]  # type: ignore[operator]
         assert p["goodput_turns_per_s"] == pytest.approx(len(good) / p["duration_s"])
         assert 0 <= p["good_sessions"] <= p["sessions"]
+        assert p["energy_j"] > 0 and p["energy_provenance"] in (
+            "measured",
+            "estimated",
+        )  # a server started here
         assert p["output_tokens"] == tokens and p["e2e_interactivity_tokens_per_s"] == pytest.approx(
             tokens / sum(r.end_s - r.issue_s for r in mine)
         )
@@ -106,6 +110,12 @@ def test_show_draws_the_session_tables(ran: tuple[Path, dict[str, Any], Any]) ->
     assert "Agentic sessions (multi-turn" in shown.stdout and "Agentic sessions by turn" in shown.stdout
     assert result["generation"]["prefix_cache"].startswith("on: shared 256-token pages")  # the cache's label
     assert "server prefix cache: on:" in " ".join(shown.stdout.split())
+    price = ("--price-per-hour", "3.6")
+    priced = accelbench("show", result["run_id"], "--store", str(store), *price, env={"COLUMNS": "400"})
+    assert priced.returncode == 0, priced.stderr[-2000:]
+    words = " ".join(priced.stdout.split())
+    assert "$/session" in priced.stdout and "J/session" in priced.stdout and "energy: " in words
+    assert "out tok/s per chip" in priced.stdout  # the server ran on this machine: its chips are known
 
 
 def test_the_html_report_draws_the_ladder_and_the_turns_against_context(
