@@ -57,7 +57,10 @@ def test_the_html_step_chart_draws_the_measured_points_only() -> None:
     pareto, latency = curve_figures("smollm2-135m", [_result([low, high])])
     (trace,) = pareto.data
     assert list(trace.x) == [2.55, 8.0] and list(trace.y) == [16.1, 7.4] and trace.line.shape == "hv"
-    assert [list(t.y) for t in latency.data] == [[800.0, 0.0], [0.0, 450.0]]
+    p90s = [t for t in latency.data if "p90" in t.name]
+    assert [list(t.y) for t in p90s] == [[800.0, 0.0], [0.0, 450.0]]
+    medians = [t for t in latency.data if "p50" in t.name]  # with their intervals (none stored here)
+    assert len(medians) == 2 and all(list(t.error_y.array) == [0.0, 0.0] for t in medians)
     assert curve_figures("x", []) == []
     assert not pareto.layout.updatemenus  # no server ran on the measuring machine: no per-chip button
     here, remote = _result([low, high]), _result([low])
