@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.sections import GenerationFigures
+from accelbench.served_accuracy import EndpointAccuracy
 from accelbench.session_figures import SessionFigures
 
 
@@ -126,37 +127,6 @@ class CurvePoint:
     def from_dict(cls, data: Mapping[str, Any]) -> CurvePoint:
         """Inverse of ``to_dict`` (unknown keys ignored)."""
         return cls(**_known(cls, data))
-
-
-@dataclass(frozen=True, slots=True)
-class EndpointAccuracy:
-    """The accuracy check's stored figures (``accelbench.endpoint.accuracy``): the judged replies' shares
-    of the reference's text, the points they came from, the bar and whether the mean reached it."""
-
-    mean_share: float
-    shares: tuple[float, ...]
-    concurrencies: tuple[int, ...]
-    bar: float
-    passed: bool
-    reference: str
-    fillers: int = 0
-    """Judged replies whose first chunk was whitespace/punctuation only."""
-    fake_fillers: int = 0
-    """... of which the reference reply does not begin with that chunk (a filler, not the model's)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """The stored form (the section's ``accuracy``)."""
-        document = dataclasses.asdict(self)
-        document["shares"], document["concurrencies"] = list(self.shares), list(self.concurrencies)
-        return document
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> EndpointAccuracy:
-        """Inverse of ``to_dict``."""
-        values = dict(data)
-        values["shares"] = tuple(values["shares"])
-        values["concurrencies"] = tuple(values["concurrencies"])
-        return cls(**values)
 
 
 @dataclass(frozen=True, slots=True)

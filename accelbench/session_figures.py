@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from accelbench.served_accuracy import EndpointAccuracy
+
 
 @dataclass(frozen=True, slots=True)
 class TurnFigures:
@@ -151,6 +153,9 @@ class SessionFigures:
     """... and its TPOT at most this."""
     energy_note: str = ""
     """What the points' energy is (the meter and what it counts), or why there is none; "" before."""
+    accuracy: EndpointAccuracy | None = None
+    """The inline accuracy check (``accelbench.sessions.accuracy``): the judged turns' shares of the fp32
+    reference's replies; None: no turn was judged, or a section stored before it was built."""
 
     def to_dict(self) -> dict[str, Any]:
         """The stored ``generation`` section."""
@@ -161,6 +166,10 @@ class SessionFigures:
             del document["turn_slo_ttft_s"], document["turn_slo_tpot_s"]  # as sections stored before
         if not self.energy_note:
             del document["energy_note"]
+        if self.accuracy is None:
+            del document["accuracy"]
+        else:
+            document["accuracy"] = self.accuracy.to_dict()
         return document
 
     @classmethod
@@ -170,4 +179,7 @@ class SessionFigures:
         values["sessions_ladder"] = tuple(SessionPoint.from_dict(p) for p in values["sessions_ladder"])
         reuse = values.get("reuse")
         values["reuse"] = None if reuse is None else ReuseFigures(**reuse)
+        checked = values.get("accuracy")
+        if checked is not None:
+            values["accuracy"] = EndpointAccuracy.from_dict(checked)
         return cls(**values)

@@ -41,6 +41,9 @@ class Workload:
     output_tokens: int
     extra_body: dict[str, Any]
     """Fields that force the output length on this server (no fields outside its schema)."""
+    prompts_file: Path | None = None
+    """AIPerf's prompts (``single_turn`` JSONL: the text of accelbench's last round, salted anew), else
+    synthetic ones of ``input_tokens``."""
 
 
 def ensure_peer(name: str) -> tuple[Path, float]:
@@ -64,7 +67,7 @@ def run_aiperf(bin_dir: Path, work: Workload, out: Path) -> tuple[list[Request],
     args = [
         str(bin_dir / "aiperf"), "profile", "-m", work.model, "--url", work.url,
         "--endpoint-type", "completions", "--streaming", "--tokenizer", str(work.tokenizer),
-        "--synthetic-input-tokens-mean", str(work.input_tokens), "--synthetic-input-tokens-stddev", "0",
+        *_inputs(work),
         "--output-tokens-mean", str(work.output_tokens), "--output-tokens-stddev", "0",
         "--concurrency", str(work.concurrency), "--request-count", str(work.requests),
         "--warmup-request-count", "1", "--random-seed", "1", "--artifact-dir", str(out), "--ui", "none",
@@ -90,6 +93,14 @@ def run_aiperf(bin_dir: Path, work: Workload, out: Path) -> tuple[list[Request],
         "output_tokens_per_s": summary["output_token_throughput"]["avg"],
     }
     return found, own
+
+
+def _inputs(work: Workload) -> list[str]:
+    """AIPerf's prompts: the file of accelbench's texts when there is one, else synthetic ones."""
+    if work.prompts_file is not None:
+        kind = ["--custom-dataset-type", "single_turn", "--dataset-sampling-strategy", "sequential"]
+        return ["--input-file", str(work.prompts_file), *kind]
+    return ["--synthetic-input-tokens-mean", str(work.input_tokens), "--synthetic-input-tokens-stddev", "0"]
 
 
 def run_guidellm(bin_dir: Path, work: Workload, out: Path) -> tuple[list[Request], dict[str, float]]:

@@ -4,7 +4,10 @@ Installs NVIDIA AIPerf and GuideLLM each in a venv of its own under ``~/.cache/a
 in accelbench's dependencies; GuideLLM's torch is held to the CPU build by a constraint, 1.5 GB instead of
 6 GB with CUDA wheels), starts one local server (``transformers serve`` with continuous batching, or
 llama.cpp's server with ``--server llamacpp``), and runs accelbench (``run --serve-url``), AIPerf and
-GuideLLM against it with the same output length and concurrency, interleaved (A B C A B C ...). Each
+GuideLLM against it with the same output length and concurrency, interleaved (A B C A B C ...). accelbench
+sends the chat template's text to ``/v1/completions`` under a fresh ``--input-seed`` each round; AIPerf then
+sends the very texts of that round, each under a new salt (``write_prompts``: the same prompts, no cache
+hit), GuideLLM synthetic text of accelbench's mean prompt length. Each
 client's figures are computed from its own per-request records with one set of definitions, and printed
 with their ratios to accelbench's (median over the repeats):
 
@@ -30,6 +33,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import secrets
 import statistics
 import subprocess
 import sys
@@ -91,7 +95,8 @@ def run_accelbench(work: Workload, out: Path, store: Path) -> tuple[list[Request
         sys.executable, "-m", "accelbench", "run", "--workloads", "smollm2-135m", "--stacks", "llm@url",
         "--serve-url", work.url, "--concurrency", str(work.concurrency), "--no-probe",
         "--output-tokens", str(work.output_tokens), "--endpoint-requests", str(work.requests),
-        "--rules", "quick", "--json", "--store", str(store),
+        "--rules", "quick", "--json", "--store", str(store), "--endpoint-api", "completions",
+        "--input-seed", str(secrets.randbelow(2**62)),
     ]  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "accelbench.json", "w") as stdout, open(out / "accelbench.log", "w") as stderr:
@@ -117,7 +122,26 @@ def run_accelbench(work: Workload, out: Path, store: Path) -> tuple[list[Request
                     prompt_tokens.append(r.get("usage_prompt_tokens") or 0)
     if prompt_tokens and all(prompt_tokens):
         own["mean_prompt_tokens"] = statistics.mean(prompt_tokens)
+    cell_seed = int(document["results"][0]["settings"]["input_seed"])
+    write_prompts(out / "peer-prompts.jsonl", work, cell_seed)
     return found, own
+
+
+def write_prompts(path: Path, work: Workload, cell_seed: int) -> None:
+    """The texts of the point accelbench just sent (its cell's seed: ``seeded_texts`` of stream ``point``,
+    ``concurrency``), each under a new salt (``peer``: nothing a prefix cache could replay), through the
+    chat template as accelbench's ``completions`` prompts are: the peers' prompts, one per line."""
+    from transformers import AutoTokenizer
+
+    from accelbench.endpoint.prompts import salted, seeded_texts
+    from accelbench.registry import instantiate, table
+
+    lengths = tuple(instantiate(table("workload")["smollm2-135m"]).lengths)
+    tokenizer = AutoTokenizer.from_pretrained(work.tokenizer)
+    texts = seeded_texts(cell_seed, lengths, work.requests, "point", work.concurrency)
+    prompts = salted(tokenizer, cell_seed, texts, "peer", work.concurrency)
+    rows = [{"text": p.text, "output_length": work.output_tokens} for p in prompts]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
 
 
 def _find(document: Any, key: str) -> list[dict[str, Any]]:
@@ -232,6 +256,9 @@ def _rounds(
             try:
                 requests, own = runners[name](work, out / f"{name}-{round_}")
                 row |= {"requests": len(requests), "own": own, **(figures(requests) if requests else {})}
+                if name == "accelbench":  # the peers send the texts accelbench just sent, salted anew
+                    prompts = out / f"{name}-{round_}" / "peer-prompts.jsonl"
+                    work = dataclasses.replace(work, prompts_file=prompts)
                 if match_input and own and own.get("mean_prompt_tokens"):
                     work = dataclasses.replace(work, input_tokens=round(own["mean_prompt_tokens"]))
                     match_input = False

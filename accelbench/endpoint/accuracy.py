@@ -10,12 +10,12 @@ judged. ``judged_count`` replies (more on small models, whose reference is cheap
 
 A reply agrees by the share of the reference's text (EOS and special tokens dropped) that it repeats
 from its start: text, not ids, so the client's re-tokenizing cannot count against it, and a server
-that runs on past EOS (``transformers serve`` with ``eos_token_id: -1``) is judged on the reference's
-length. The check passes when the mean share reaches ``MIN_AGREEMENT`` and no more than
-``FLOOR_MISSES`` of the replies share less than ``MIN_REPLY_SHARE`` (a per-reply floor: a mean hides a
-few garbage replies among good ones; greedy decoding on other kernels may leave the reference at a
-near tie, so one reply in eight may). A judged reply that ends in filler the reference does not have
-is ``padded`` (the ``padding`` audit disqualifies).
+made to run on past EOS (``transformers serve`` with every special token suppressed, ``ignore_eos``
+elsewhere) is judged on the reference's length. The check passes when the mean share reaches
+``MIN_AGREEMENT`` and no more than ``FLOOR_MISSES`` of the replies share less than ``MIN_REPLY_SHARE``
+(a per-reply floor: a mean hides a few garbage replies among good ones; greedy decoding on other
+kernels may leave the reference at a near tie, so one reply in eight may). A judged reply that ends in
+filler the reference does not have is ``padded`` (the ``padding`` audit disqualifies).
 """
 
 from __future__ import annotations

@@ -104,7 +104,7 @@ def outcome(
     # none when the ladder stopped, or measured one point (it repeated nothing: accelbench.endpoint.repeat)
     judged = len(found.curve) > 1 and not found.stopped
     verdicts += (repeat_verdict(found.timed),) if judged else ()
-    failures = [] if found.accuracy.passed else [_accuracy_failure(found.accuracy)]
+    failures = [] if found.accuracy.passed else [accuracy_failure(found.accuracy)]
     invalid = invalid_reasons(found.curve, found.timed, found.stopped)
     probe = found.probe
     unstable = noise.unstable_reason(probe) if probe is not None else ""
@@ -139,7 +139,7 @@ def length_warnings(records: Sequence[RequestRecord], max_tokens: int) -> list[s
     ]
 
 
-def _accuracy_failure(accuracy: Accuracy) -> str:
+def accuracy_failure(accuracy: Accuracy) -> str:
     """Why the accuracy check failed: the mean, and the per-reply floor when that is what failed."""
     said = f"accuracy vs fp32 reference {accuracy.mean_share:.2f}"
     if accuracy.floor_failed:

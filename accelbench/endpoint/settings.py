@@ -53,7 +53,7 @@ class EndpointSettings:
             api_key_env=config.api_key_env or DEFAULT_API_KEY_ENV,
             arrivals=config.arrivals,
             serve_url=config.serve_url,
-            point_max_s=get_rules(config.rules).endpoint_point_max_s,
+            point_max_s=_point_max_s(getattr(config, "rules", None)),
         )
 
     @classmethod
@@ -68,3 +68,9 @@ class EndpointSettings:
     def requests_at(self, concurrency: int) -> int:
         """The requests of the point at ``concurrency``."""
         return max(self.requests or max(10, 2 * concurrency), concurrency)
+
+
+def _point_max_s(rules: str | None) -> float:
+    """The point cap of the run's rules (an old flat spec's knobs (``cellspec.FlatKnobs``) name none and
+    predate the cap: 0, its first requests only)."""
+    return 0.0 if rules is None else get_rules(rules).endpoint_point_max_s

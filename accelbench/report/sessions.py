@@ -134,6 +134,13 @@ def session_table(results: Sequence[Result]) -> Table | None:
         if s.turn_slo_ttft_s
     ]
     captions += [f"{r.cell.stack} {reuse_line(s.reuse)}" for r, s in ladders if s.reuse is not None]
+    captions += [
+        f"{r.cell.stack} accuracy: {len(s.accuracy.shares)} turns drawn after the run, mean share of the "
+        f"{s.accuracy.reference} reply {s.accuracy.mean_share:.2f} (bar {s.accuracy.bar:g}): "
+        f"{'pass' if s.accuracy.passed else 'FAIL'}"
+        for r, s in ladders
+        if s.accuracy is not None
+    ]
     table.caption = "\n".join(captions)
     return table
 

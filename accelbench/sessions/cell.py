@@ -16,7 +16,9 @@
    written point by point.
 4. The reuse probe (``accelbench.sessions.reuse``): drawn turns of the last load sent again alone, with
    their own history and as a fresh session: the TTFT drop a reused prefix gives.
-5. The audits and the status (``accelbench.sessions.outcome``).
+5. The inline accuracy check (``accelbench.sessions.accuracy``): turns drawn after the run against the
+   fp32 reference's replies to their conversations, once the server has stopped.
+6. The audits and the status (``accelbench.sessions.outcome``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.cellspec import CellSpec
+from accelbench.endpoint.accuracy import Accuracy, judged_count
 from accelbench.endpoint.cell import serving, token_counter
 from accelbench.endpoint.client import Target
 from accelbench.endpoint.energy import PointMeter, point_meter
@@ -37,15 +40,17 @@ from accelbench.endpoint.servers import prefix_cache
 from accelbench.endpoint.settings import EndpointSettings
 from accelbench.endpoint.stack import URL
 from accelbench.errors import Unavailable
+from accelbench.generation.base import GenerationContext
 from accelbench.generation.loadgen_tokens import scaled_bounds
-from accelbench.generation.models import load_model
+from accelbench.generation.models import LlmModel, load_model
 from accelbench.outcome import Head, Outcome
 from accelbench.registry import instantiate
 from accelbench.session_figures import ReuseFigures, SessionFigures, SessionPoint
 from accelbench.sessions import forbidden, reuse
+from accelbench.sessions.accuracy import check, judged_turns
 from accelbench.sessions.driver import TURN, Counters, context_counter, run_load
 from accelbench.sessions.figures import UNBOUNDED, point
-from accelbench.sessions.outcome import UNAUDITED, SessionsBody, status_of
+from accelbench.sessions.outcome import SessionsBody, status_of
 from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.settings import SessionSettings
 from accelbench.sessions.source import Source, source_of
@@ -89,14 +94,15 @@ def measure(spec: CellSpec) -> Outcome:
             meter.close()
         duration_s = time.perf_counter() - started
         reused = None if stopped else reuse_probe(target, spec.input_seed, source, counters, (records, path))
-    (status, why), section = status_of(records, ladder, stopped, source.max_tokens)
+        full_length = bool(target.extra_body)  # the server's own fields make every reply its full length
+    checked = inline_accuracy(model, tokenizer, spec, (records, source), settings.max_tokens, full_length)
+    (status, why), section = status_of(records, ladder, stopped, source.max_tokens, checked)
     head = Head(
         status,
         why,
         effective_precision=stack.precision,
         versions=dict(stack.versions),
         settings=_settings(spec, stack, settings, source),
-        warnings=(UNAUDITED,),
     )
     figures = SessionFigures(
         endpoint=stack.name,
@@ -116,8 +122,33 @@ def measure(spec: CellSpec) -> Outcome:
         turn_slo_ttft_s=slo.ttft_s,
         turn_slo_tpot_s=slo.tpot_s,
         energy_note=f"{meter.note}; {meter.formula}" if meter.formula else meter.note,
+        accuracy=checked.record() if checked.shares else None,
     )
     return Outcome(head, SessionsBody(section, figures))
+
+
+def inline_accuracy(
+    model: LlmModel,
+    tokenizer: Any,
+    spec: CellSpec,
+    done: tuple[Sequence[TurnRecord], Source],
+    max_tokens: int,
+    full_length: bool,
+) -> Accuracy:
+    """Turns drawn now, after the ladder, from the secret input seed, against the fp32 reference's replies
+    to their conversations (``accelbench.sessions.accuracy``; ``max_tokens``: a reply's length where its
+    turn sets none)."""
+    records, source = done
+    chosen = judged_turns(records, spec.input_seed, judged_count(model.params))
+    lengths = [_turn_length(r, source, max_tokens) for r in chosen]
+    ctx = GenerationContext(Path(spec.folders.model_cache_dir) / "llm-stacks", threads=spec.threads or 1)
+    return check(model, tokenizer, chosen, (records, source.passes), lengths, ctx, full_length)
+
+
+def _turn_length(record: TurnRecord, source: Source, max_tokens: int) -> int:
+    """The reply length the turn asked for."""
+    session = next(s for s in source.passes[record.request.concurrency] if s.number == record.session)
+    return session.turns[record.turn].max_tokens or max_tokens
 
 
 def reuse_probe(

@@ -6,8 +6,10 @@ declared shared prefix could be served from another session's cache) and the end
 (the server's ``usage`` against the client's count, replies padded past ``max_tokens``), and the audits
 of forbidden reuse, ``altered_history`` and ``copied_session`` (``accelbench.sessions.forbidden``: a
 turn with a one-word-altered history and a fresh session copying another's, slipped into the load, each
-timed against a cold control; a failure disqualifies). The inline accuracy check is not built yet:
-every result says so in a warning (``UNAUDITED``).
+timed against a cold control; a failure disqualifies). The inline accuracy check
+(``accelbench.sessions.accuracy``) is judged as a curve's: a judged reply padded where it leaves the
+reference fails the ``padding`` audit (disqualified); a mean under the bar or too many replies under the
+per-reply floor is ``quality_failed``.
 """
 
 from __future__ import annotations
@@ -19,16 +21,13 @@ from typing import Any
 from accelbench import audits
 from accelbench.audit_section import AuditSection
 from accelbench.audits.verdict import FAIL, PASS, Verdict
-from accelbench.endpoint.audits import token_count
+from accelbench.endpoint.accuracy import Accuracy
+from accelbench.endpoint.audits import padding, token_count
+from accelbench.endpoint.outcome import accuracy_failure
 from accelbench.session_figures import SessionFigures, SessionPoint
 from accelbench.sessions import forbidden
 from accelbench.sessions.driver import TURN
 from accelbench.sessions.records import TurnRecord
-
-UNAUDITED = (
-    "sessions: no inline accuracy check of the replies yet (issue 44 scope 4): the replies' quality is "
-    "the server's word"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,9 +88,15 @@ def verdicts(records: Sequence[TurnRecord], max_tokens: int) -> tuple[Verdict, .
 
 
 def status_of(
-    records: Sequence[TurnRecord], ladder: Sequence[SessionPoint], stopped: str, max_tokens: int
+    records: Sequence[TurnRecord],
+    ladder: Sequence[SessionPoint],
+    stopped: str,
+    max_tokens: int,
+    accuracy: Accuracy | None = None,
 ) -> tuple[tuple[str, str], AuditSection]:
-    """The cell's (status, reason) and its audit section."""
-    found = verdicts(records, max_tokens)
-    status = audits.cell_status(found, [], invalid_reasons(ladder, records, stopped), "")
+    """The cell's (status, reason) and its audit section (with ``accuracy``, the inline check's padding
+    audit and quality failure)."""
+    found = verdicts(records, max_tokens) + ((padding(accuracy),) if accuracy is not None else ())
+    failures = [] if accuracy is None or accuracy.passed else [accuracy_failure(accuracy)]
+    status = audits.cell_status(found, failures, invalid_reasons(ladder, records, stopped), "")
     return status, audits.section(found)

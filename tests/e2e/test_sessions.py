@@ -74,6 +74,9 @@ def test_the_ladder_has_a_point_per_load_with_every_figure(ran: tuple[Path, dict
     cold = sorted(r.context_tokens for r in probes if r.request.role == "cold")
     assert all(abs(w - c) <= 0.05 * w for w, c in zip(warm, cold, strict=True))  # the same history, new salt
     assert result["settings"]["sessions"] == [1, 2] and result["settings"]["turns_per_session"] == 3
+    checked = result["generation"]["accuracy"]  # the inline check: every own turn of 9 drawn (16 at most)
+    assert len(checked["shares"]) == 9 and checked["passed"] and checked["mean_share"] >= 0.6, checked
+    assert result["audit"]["padding"]["verdict"] == "pass" and not result["warnings"]
 
 
 def test_every_turn_sends_the_history_with_the_servers_real_replies(

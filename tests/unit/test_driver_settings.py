@@ -173,6 +173,7 @@ def test_an_old_flat_spec_json_reads_with_its_drivers_settings() -> None:
         "api_key_env": "ACCELBENCH_API_KEY",
         "arrivals": "",
         "serve_url": "http://127.0.0.1:8000",
+        "point_max_s": 0.0,  # an old spec predates the point cap: its first requests only
     }
     assert "concurrency" not in upgraded and upgraded["cell"] == FLAT_ENDPOINT_SPEC["cell"]
     spec = CellSpec.from_dict(FLAT_ENDPOINT_SPEC, input_seed=5)

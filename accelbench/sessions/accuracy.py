@@ -1,0 +1,93 @@
+"""The inline accuracy check of a sessions cell (issue 44 scope 4): turns drawn after the run against
+torch-eager fp32's greedy reply to the same conversation.
+
+Which turns are judged is drawn after the ladder from the cell's secret input seed, across every ok turn
+of every load point (the sessions' own turns; the forbidden-reuse pairs and the reuse probe have their
+own audits): a server cannot tell which turn will be judged by its position, its session or its load.
+Each judged turn's conversation is rebuilt as the server received it: the system message, every earlier
+turn of its session with the server's real reply, then the turn (``accelbench.sessions.driver
+.conversation``), through the model's chat template. The reference replies to that text, cut to the
+turn's own reply length, and the reply is judged as a curve's is (``accelbench.endpoint.accuracy.judge``:
+the share of the reference's text it repeats from its start, a mean bar and a per-reply floor, padding
+where it leaves the reference).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from accelbench.cell.seeds import sub_seed
+from accelbench.endpoint.accuracy import Accuracy, judge
+from accelbench.generation.base import GenerationContext
+from accelbench.generation.models import LlmModel
+from accelbench.generation.reference import sent_reference
+from accelbench.sessions.driver import TURN, conversation
+from accelbench.sessions.records import TurnRecord
+from accelbench.sessions.workload import Session
+
+
+def judged_turns(records: Sequence[TurnRecord], input_seed: int, count: int) -> list[TurnRecord]:
+    """``count`` ok turns of the sessions' own (role ``turn``) drawn from ``input_seed``, in record order."""
+    pool = [r for r in records if r.request.role == TURN and r.request.ok]
+    rng = np.random.default_rng(sub_seed(input_seed, "judged-turns"))
+    drawn = {int(i) for i in rng.permutation(len(pool))[:count]}
+    return [r for i, r in enumerate(pool) if i in drawn]
+
+
+def turn_messages(
+    record: TurnRecord, records: Sequence[TurnRecord], passes: Mapping[int, Sequence[Session]]
+) -> list[dict[str, str]]:
+    """The conversation ``record``'s turn sent: its session's script to that turn, with the server's real
+    replies to the earlier turns (``records``: the cell's turns)."""
+    load = record.request.concurrency
+    session = next(s for s in passes[load] if s.number == record.session)
+    earlier = sorted(
+        (
+            r
+            for r in records
+            if r.request.concurrency == load
+            and r.session == record.session
+            and r.request.role == TURN
+            and r.turn < record.turn
+        ),
+        key=lambda r: r.turn,
+    )
+    if [r.turn for r in earlier] != list(range(record.turn)):
+        raise ValueError(f"session {record.session} at load {load}: turns before {record.turn} are missing")
+    script = dataclasses.replace(session, turns=session.turns[: record.turn + 1])
+    return conversation(script, [r.request.text for r in earlier])
+
+
+def check(
+    model: LlmModel,
+    tokenizer: Any,
+    chosen: Sequence[TurnRecord],
+    history: tuple[Sequence[TurnRecord], Mapping[int, Sequence[Session]]],
+    lengths: Sequence[int],
+    ctx: GenerationContext,
+    full_length: bool,
+) -> Accuracy:
+    """The ``chosen`` turns (``lengths``: each one's reply length asked) against the reference's replies to
+    their conversations (``history``: the cell's turns and each load's sessions); ``full_length``: the
+    server was told to make every reply its full length."""
+    records, passes = history
+    texts = [
+        str(
+            tokenizer.apply_chat_template(
+                turn_messages(r, records, passes), tokenize=False, add_generation_prompt=True
+            )
+        )
+        for r in chosen
+    ]
+    ids = [list(tokenizer(text, add_special_tokens=False)["input_ids"]) for text in texts]
+    reference = sent_reference(model, ids, max(lengths), ctx) if ids else None
+    replies = [] if reference is None else list(reference.replies)
+    cut = [
+        tokenizer.decode(list(reply.tokens)[:length], skip_special_tokens=True)
+        for reply, length in zip(replies, lengths, strict=True)
+    ]
+    return judge([r.request for r in chosen], cut, full_length)

@@ -1,0 +1,91 @@
+"""The sessions' inline accuracy check (``accelbench.sessions.accuracy``): which turns are judged, the
+conversation each judged turn is rebuilt with, and the verdicts it leads to."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from accelbench.endpoint.accuracy import Accuracy, judge
+from accelbench.endpoint.records import RequestRecord
+from accelbench.sessions.accuracy import judged_turns, turn_messages
+from accelbench.sessions.outcome import status_of
+from accelbench.sessions.records import TurnRecord
+from accelbench.sessions.workload import SYSTEM_PROMPT, USER, Shape, make_sessions
+
+
+def _request(concurrency: int, salt: str, text: str, role: str = "turn", ok: bool = True) -> RequestRecord:
+    return RequestRecord(
+        concurrency=concurrency,
+        index=0,
+        role=role,
+        salt=salt,
+        issue_s=0.0,
+        send_s=0.0,
+        first_content_s=0.1,
+        end_s=0.5,
+        chunk_s=(0.1, 0.5),
+        text=text,
+        output_tokens=len(text.split()),
+        usage_output_tokens=None,
+        usage_prompt_tokens=None,
+        status="ok" if ok else "http 500",
+        error="" if ok else "boom",
+        finish_reason="length",
+    )
+
+
+PASSES = {2: make_sessions(5, "load-2", 2, Shape(turns=3))}
+RECORDS = [
+    TurnRecord(s.number, t, USER, 0.0, 100, _request(2, s.salt, f"reply {s.number}.{t}"))
+    for s in PASSES[2]
+    for t in range(3)
+]
+
+
+def test_turns_are_drawn_from_the_secret_seed_among_the_sessions_own_ok_turns() -> None:
+    extra = [
+        TurnRecord(0, 1, USER, 0.0, 100, _request(2, "x", "copied", role="copied")),
+        TurnRecord(1, 2, USER, 0.0, 100, _request(2, "y", "failed", ok=False)),
+    ]
+    records = RECORDS + extra
+    drawn = judged_turns(records, 7, 4)
+    assert len(drawn) == 4 and all(r.request.role == "turn" and r.request.ok for r in drawn)
+    assert drawn == judged_turns(records, 7, 4)  # the seed decides
+    assert judged_turns(records, 7, 99) == RECORDS  # every own ok turn, in order; no pair, no failed turn
+    draws = {tuple((r.session, r.turn) for r in judged_turns(records, seed, 2)) for seed in range(40)}
+    assert len(draws) > 5  # not a fixed choice: no position is safe for a cheat
+
+
+def test_a_judged_turn_is_rebuilt_with_the_servers_real_replies_before_it() -> None:
+    record = next(r for r in RECORDS if r.session == 1 and r.turn == 2)
+    messages = turn_messages(record, RECORDS, PASSES)
+    session = PASSES[2][1]
+    assert messages[0] == {"role": "system", "content": SYSTEM_PROMPT}
+    assert [m["role"] for m in messages[1:]] == ["user", "assistant", "user", "assistant", "user"]
+    assert [m["content"] for m in messages[2::2]] == ["reply 1.0", "reply 1.1"]
+    assert [m["content"] for m in messages[1::2]] == [t.content for t in session.turns]
+    first = turn_messages(RECORDS[0], RECORDS, PASSES)
+    assert len(first) == 2 and first[1]["content"] == PASSES[2][0].turns[0].content
+    with pytest.raises(ValueError, match="turns before 2 are missing"):
+        turn_messages(record, [r for r in RECORDS if not (r.session == 1 and r.turn == 1)], PASSES)
+
+
+def test_a_failed_check_is_quality_failed_and_a_padded_reply_disqualifies() -> None:
+    chosen = [r.request for r in RECORDS[:4]]
+    good = judge(chosen, [r.text for r in chosen], full_length=True)
+    assert good.passed and good.mean_share == 1.0
+    wrong = judge(chosen, ["something else entirely"] * 4, full_length=True)
+    assert not wrong.passed
+    turns = [dataclasses.replace(r) for r in RECORDS]
+    (status, reason), _ = status_of(turns, [], "", 8, wrong)
+    assert status == "quality_failed" and "accuracy vs fp32 reference 0.00" in reason
+    padded_reply = dataclasses.replace(chosen[0], text="reply 0.0 la la la la la la la la la la la la")
+    padded = judge([padded_reply], ["reply 0.0 and then the model's own words"], full_length=False)
+    assert padded.padded == 1
+    (status, reason), _ = status_of(turns, [], "", 8, padded)
+    assert status == "disqualified" and reason.startswith("padding audit")
+    (status, _), _ = status_of(turns, [], "", 8, good)
+    assert status in ("ok", "unverified")  # no forbidden-reuse pairs here: inconclusive at most
+    assert isinstance(good, Accuracy)
