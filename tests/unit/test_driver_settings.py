@@ -4,6 +4,7 @@ name, and rebuilt as the same type in the cell process; an old flat ``spec.json`
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -58,6 +59,13 @@ def test_every_driver_has_a_settings_record_and_no_other() -> None:
     assert set(registry.SETTINGS) == set(registry.DRIVERS)
     for driver in registry.DRIVERS:
         assert settings.record_type(driver).driver == driver
+
+
+def test_every_driver_has_a_body_record_the_parent_reads_its_outcome_with() -> None:
+    assert set(registry.BODIES) == set(registry.DRIVERS)
+    for driver, reference in registry.BODIES.items():
+        body = registry.load(reference)
+        assert callable(body.from_dict) and dataclasses.is_dataclass(body), driver
 
 
 @pytest.mark.parametrize("driver", sorted(registry.DRIVERS))

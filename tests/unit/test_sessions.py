@@ -8,7 +8,6 @@ import json
 import pytest
 
 from accelbench.config import SUITES, with_overrides
-from accelbench.curve import generation_section
 from accelbench.endpoint.client import Prompt, Target, _headers
 from accelbench.endpoint.records import RequestRecord
 from accelbench.endpoint.sse import usage_of
@@ -121,7 +120,7 @@ def test_the_stored_records_round_trip_and_load_as_a_sessions_section() -> None:
         turns_file="t.jsonl",
         duration_s=9.0,
     )
-    assert generation_section(json.loads(json.dumps(figures.to_dict()))) == figures
+    assert SessionFigures.from_dict(json.loads(json.dumps(figures.to_dict()))) == figures
 
 
 def test_a_sessions_turn_carries_its_session_id_header_and_a_single_request_none() -> None:
