@@ -16,7 +16,8 @@ from accelbench.cellspec import CellSpec, PlannedCell, Refs, upgrade
 from accelbench.config import RunConfig
 from accelbench.endpoint.settings import EndpointSettings
 from accelbench.errors import UserError
-from accelbench.results import Cell
+from accelbench.outcome import Head
+from accelbench.results import Cell, Result
 from accelbench.sessions.settings import DEFAULT_OUTPUT_TOKENS, DEFAULT_TURNS, SessionSettings
 from accelbench.training.settings import TrainingSettings
 
@@ -66,6 +67,9 @@ def test_every_driver_has_a_body_record_the_parent_reads_its_outcome_with() -> N
     for driver, reference in registry.BODIES.items():
         body = registry.load(reference)
         assert callable(body.from_dict) and dataclasses.is_dataclass(body), driver
+        # the parent builds the Result from the head's and the body's fields (pipeline.result_of)
+        names = {f.name for part in (Head, body) for f in dataclasses.fields(part)}
+        assert names <= set(Result.__dataclass_fields__), (driver, names - set(Result.__dataclass_fields__))
 
 
 @pytest.mark.parametrize("driver", sorted(registry.DRIVERS))
