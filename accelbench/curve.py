@@ -4,8 +4,8 @@ An endpoint cell (``accelbench.endpoint``) stores its section under the result's
 the LLM decode cells do (``accelbench.sections.GenerationFigures``), with the curve at
 ``generation.curve``: one ``CurvePoint`` per concurrency, in ladder order, a step function (no figure
 between two points is implied). ``EndpointFigures.from_dict`` reads every stored form of that section
-(results schema 7; those stored before the accuracy check lack ``accuracy``); ``generation_section``
-loads either kind of ``generation`` section, told apart by the ``curve`` key. With ``--arrivals poisson``
+(results schema 7; those stored before the accuracy check lack ``accuracy``); the result's ``driver``
+(``endpoint``) says the section is this record (``accelbench.results.GENERATION``). With ``--arrivals poisson
 the section also holds ``qps_search`` (``QpsSearch``: the max QPS under Poisson arrivals and its probes).
 """
 
@@ -16,9 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from accelbench.sections import GenerationFigures
 from accelbench.served_accuracy import EndpointAccuracy
-from accelbench.session_figures import SessionFigures
 
 
 def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -250,15 +248,3 @@ class EndpointFigures:
         searched = values.get("qps_search")
         values["qps_search"] = None if searched is None else QpsSearch.from_dict(searched)
         return cls(**values)
-
-
-def generation_section(
-    document: Mapping[str, Any],
-) -> GenerationFigures | EndpointFigures | SessionFigures:
-    """A stored ``generation`` section: a sessions cell's when it holds a ``sessions_ladder``, an
-    endpoint cell's when it holds a ``curve``, else a decode cell's."""
-    if "sessions_ladder" in document:
-        return SessionFigures.from_dict(document)
-    if "curve" in document:
-        return EndpointFigures.from_dict(document)
-    return GenerationFigures.from_dict(document)

@@ -2,10 +2,13 @@
 
 A driver (``accelbench.registry.DRIVERS``) returns an ``Outcome``: a ``Head`` (status, reason, quality,
 precision, compile time, noise, energy, memory, warnings, versions, settings) and a ``Body`` owned by the
-driver's module (``LoadgenBody`` in ``accelbench.cell.inference``, ``TokensBody`` in
-``accelbench.cell.tokens_body``, ``TrainingBody`` in ``accelbench.training.measure``). ``to_dict`` is the
-outcome document the cell process writes: exactly the keys ``accelbench.results.Result`` stores, so the
-parent adds the run facts and reads it back with ``accelbench.results.from_dict``.
+driver's module (``registry.BODIES``: ``LoadgenBody`` in ``accelbench.cell.inference``, ``TokensBody`` in
+``accelbench.cell.tokens_body``, ``TrainingBody`` in ``accelbench.training.measure``, ``EndpointBody`` in
+``accelbench.endpoint.outcome``, ``SessionsBody`` in ``accelbench.sessions.outcome``). ``to_dict`` is the
+outcome document the cell process writes: exactly the keys ``accelbench.results.Result`` stores. The
+parent reads it back typed (``from_dict``: the head, and the body of the driver it named), and builds the
+``Result`` from the head's and the body's fields (``fields``) and the run facts
+(``accelbench.cell.pipeline.result_of``): a body's field names are ``Result``'s.
 """
 
 from __future__ import annotations
@@ -13,16 +16,25 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol, Self
 
+from accelbench.registry import BODIES, load
 from accelbench.results import DeviceMemory, Energy, NoiseProbe, Quality, json_plain, record_of
 
 
 class Body(Protocol):
-    """A driver's own part of the outcome: its sections of the stored document."""
+    """A driver's own part of the outcome: its sections of the stored document (a frozen dataclass whose
+    field names are ``accelbench.results.Result``'s)."""
+
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
     def to_dict(self) -> dict[str, Any]:
         """The body's keys of the stored document."""
+        ...
+
+    @classmethod
+    def from_dict(cls, document: Mapping[str, Any]) -> Self:
+        """The body of an outcome document (the head's keys are ignored)."""
         ...
 
 
@@ -75,6 +87,10 @@ class Head:
         )
 
 
+HEAD_KEYS = frozenset(f.name for f in dataclasses.fields(Head))
+"""The head's keys of an outcome document: one holding no other key has no body."""
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """A driver's outcome of one cell: the common head and the driver's body (None when it failed)."""
@@ -85,6 +101,22 @@ class Outcome:
     def to_dict(self) -> dict[str, Any]:
         """The outcome document the cell process writes (``Result``'s stored keys, without run facts)."""
         return {**self.head.to_dict(), **(self.body.to_dict() if self.body is not None else {})}
+
+    def fields(self) -> dict[str, Any]:
+        """The head's and the body's fields by name: ``accelbench.results.Result``'s keywords for them."""
+        parts = (self.head,) if self.body is None else (self.head, self.body)
+        return {f.name: getattr(part, f.name) for part in parts for f in dataclasses.fields(part)}
+
+    @classmethod
+    def from_dict(cls, driver: str, document: Mapping[str, Any]) -> Outcome:
+        """The outcome in a cell process's document, read by the body of ``driver`` (``registry.BODIES``); a
+        document of a head alone (a cell that measured nothing, or a status its parent imposed) has no body.
+        KeyError, TypeError or ValueError on a document the driver's records cannot read."""
+        head = Head.from_dict(document)
+        if set(document) <= HEAD_KEYS:
+            return cls(head)
+        body: type[Body] = load(BODIES[driver])
+        return cls(head, body.from_dict(document))
 
     @classmethod
     def failed(cls, status: str, reason: str) -> Outcome:

@@ -113,6 +113,17 @@ SETTINGS: Mapping[str, str] = {
 """Driver name -> its settings record (``module:Class``, ``accelbench.settings``): the run's knobs the
 driver reads, built in the parent; the same names as ``DRIVERS``."""
 
+BODIES: Mapping[str, str] = {
+    "loadgen": "accelbench.cell.inference:LoadgenBody",
+    "tokens": "accelbench.cell.tokens_body:TokensBody",
+    "train-to-quality": "accelbench.training.measure:TrainingBody",
+    "endpoint": "accelbench.endpoint.outcome:EndpointBody",
+    "sessions": "accelbench.sessions.outcome:SessionsBody",
+}
+"""Driver name -> its body record (``module:Class``, ``accelbench.outcome.Body``): the parent reads a cell
+process's outcome document with it (``accelbench.outcome.Outcome.from_dict``); the same names as
+``DRIVERS``."""
+
 DEFAULT_DRIVER = "loadgen"
 """The driver of a workload that names none (and of one that does not load: its cells record why)."""
 

@@ -1,4 +1,4 @@
-"""The upgrade path of stored result documents: a version-1 to -6 document as the current version.
+"""The upgrade path of stored result documents: a version-1 to -8 document as the current version.
 
 ``accelbench.results.from_dict`` calls ``upgrade`` for an older ``schema_version`` (the history is in
 ``accelbench.results``' module text and ``docs/results-format.md``).
@@ -11,8 +11,9 @@ from typing import Any
 
 
 def upgrade(doc: Mapping[str, Any], version: int) -> dict[str, Any]:
-    """A version-1 to -7 document as ``version`` (the current one): missing sections null, status re-derived
-    (versions 1-3; from version 4 the status already follows the audits)."""
+    """A version-1 to -8 document as ``version`` (the current one): missing sections null, status re-derived
+    (versions 1-3; from version 4 the status already follows the audits), the driver's name told by the
+    sections it holds (``driver``, kept from version 9)."""
     upgraded = dict(doc)
     sections = (
         "energy",
@@ -26,10 +27,25 @@ def upgrade(doc: Mapping[str, Any], version: int) -> dict[str, Any]:
     )
     for section in sections:
         upgraded.setdefault(section, None)
-    if upgraded.get("status") == "ok" and doc.get("schema_version") not in (4, 5, 6, 7):
+    if upgraded.get("status") == "ok" and doc.get("schema_version") in (1, 2, 3):
         upgraded["status"], upgraded["reason"] = _legacy_status(upgraded)
+    upgraded.setdefault("driver", _legacy_driver(upgraded))
     upgraded["schema_version"] = version
     return upgraded
+
+
+def _legacy_driver(doc: Mapping[str, Any]) -> str:
+    """The driver that measured a cell stored before its name was (schema 1-8), told by its sections: the
+    ``generation`` section's kind (a sessions ladder, an endpoint's curve, else decode figures), then a
+    ``training`` section, then LoadGen's latency or verdict; "" when it holds none of them."""
+    generation = doc.get("generation")
+    if isinstance(generation, Mapping):
+        if "sessions_ladder" in generation:
+            return "sessions"
+        return "endpoint" if "curve" in generation else "tokens"
+    if doc.get("training") is not None:
+        return "train-to-quality"
+    return "loadgen" if doc.get("latency") is not None or doc.get("loadgen") is not None else ""
 
 
 def _legacy_status(doc: Mapping[str, Any]) -> tuple[str, str]:

@@ -1,7 +1,9 @@
 """Result records: the immutable outcome of one cell, and its stored (JSON) form.
 
-A result is a driver's outcome (``accelbench.outcome``: head and body) plus the run facts; its sections
-are typed records (``accelbench.sections``, ``SECTIONS``), older documents upgraded (``result_upgrade``).
+A result is a driver's outcome (``accelbench.outcome``: head and body) plus the run facts, the driver's
+name among them; its sections are typed records (``accelbench.sections``, ``SECTIONS``; the
+``generation`` key's record is the one its driver writes, ``GENERATION``), older documents upgraded
+(``result_upgrade``).
 
 Schema history (bump ``SCHEMA_VERSION`` and add a line for every change of the stored document):
     1  first format: cell, status, latency, throughput, LoadGen verdict, quality, precision,
@@ -34,6 +36,13 @@ Schema history (bump ``SCHEMA_VERSION`` and add a line for every change of the s
     8  the quality gate judges every sample (issue 40): ``quality`` (and ``sanity``) add ``wrong`` (judged
        samples over the sample budget), ``sample_budget`` and ``worst_sample_error``. Older records
        load with null for the three and are judged by their metric alone.
+    9  ``driver``: the name of the driver that measured the cell (``accelbench.registry.DRIVERS``); it says
+       which record the ``generation`` section is (``GENERATION``: a decode cell's, an endpoint's curve or
+       a sessions ladder), read into ``Result.decode``, ``Result.curve`` or ``Result.session_ladder``.
+       Older documents get the driver their sections show (a ``generation`` section with a
+       ``sessions_ladder``: ``sessions``, with a ``curve``: ``endpoint``, else ``tokens``; a ``training``
+       section: ``train-to-quality``; LoadGen's latency or verdict: ``loadgen``), "" when they hold none
+       (a cell that measured nothing).
 """
 
 from __future__ import annotations
@@ -44,22 +53,30 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelbench.audit_section import AuditSection
-from accelbench.curve import EndpointFigures, generation_section
+from accelbench.curve import EndpointFigures
 from accelbench.loadgen_figures import Figures, Latency, LoadgenVerdict
 from accelbench.result_upgrade import upgrade
 from accelbench.sections import GenerationFigures, ServerSearch, TrainingFigures, VariantInfo
 from accelbench.session_figures import SessionFigures
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 SECTIONS: Mapping[str, Callable[[Mapping[str, Any]], Any]] = {
     "audit": AuditSection.from_dict,
-    "generation": generation_section,
     "variant_info": VariantInfo.from_dict,
     "training": TrainingFigures.from_dict,
     "server_search": ServerSearch.from_dict,
 }
-"""The typed sections' loaders (``accelbench.sections``, ``accelbench.curve``; ``to_dict`` writes each)."""
+"""The typed sections' loaders (``accelbench.sections``; ``to_dict`` writes each)."""
+
+GENERATION: Mapping[str, tuple[str, Callable[[Mapping[str, Any]], Any]]] = {
+    "tokens": ("decode", GenerationFigures.from_dict),
+    "endpoint": ("curve", EndpointFigures.from_dict),
+    "sessions": ("session_ladder", SessionFigures.from_dict),
+}
+"""The stored ``generation`` key by the name of the driver that writes it: the ``Result`` field that holds
+it and the field's loader (``accelbench.sections``, ``accelbench.curve``, ``accelbench.session_figures``;
+``to_dict`` writes each). The document's ``driver`` says which."""
 
 STATUSES = (
     "ok",
@@ -225,29 +242,24 @@ class Result:
     figures: Figures | None = None
     server_search: ServerSearch | None = None
     """The probes of the server QPS search (``accelbench.scenarios.server_search``)."""
-    generation: GenerationFigures | EndpointFigures | SessionFigures | None = None
-    """An LLM cell's: decode figures (``accelbench.generation.figures``), an endpoint's curve or its
-    session ladder (``accelbench.sessions``)."""
+    decode: GenerationFigures | None = None
+    """The ``tokens`` driver's ``generation`` section: an in-process LLM cell's decode figures
+    (``accelbench.generation.figures``)."""
+    curve: EndpointFigures | None = None
+    """The ``endpoint`` driver's ``generation`` section: a served LLM's curve (``accelbench.curve``)."""
+    session_ladder: SessionFigures | None = None
+    """The ``sessions`` driver's ``generation`` section: a served LLM's agentic session ladder."""
+    driver: str = ""
+    """The driver that measured the cell (``accelbench.registry.DRIVERS``); "" in a document stored before
+    schema 9 that holds no section to tell it by."""
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"unknown result status {self.status!r}")
-
-    @property
-    def decode(self) -> GenerationFigures | None:
-        """The tokens driver's body (an in-process LLM cell's decode figures), else None."""
-        return self.generation if isinstance(self.generation, GenerationFigures) else None
-
-    @property
-    def curve(self) -> EndpointFigures | None:
-        """The endpoint driver's body (a served LLM's curve), else None."""
-        return self.generation if isinstance(self.generation, EndpointFigures) else None
-
-    @property
-    def session_ladder(self) -> SessionFigures | None:
-        """The sessions driver's body (a served LLM's agentic session ladder), else None."""
-        return self.generation if isinstance(self.generation, SessionFigures) else None
+        held = [name for name, _ in GENERATION.values() if getattr(self, name) is not None]
+        if len(held) > 1:
+            raise ValueError(f"a result holds one generation section, not {' and '.join(held)}")
 
     @property
     def qps(self) -> float | None:
@@ -296,8 +308,16 @@ class Result:
 
 
 def to_dict(result: Result) -> dict[str, Any]:
-    """The stored JSON document of a result."""
-    doc = dataclasses.asdict(result)
+    """The stored JSON document of a result (its ``generation`` key: the one of ``decode``, ``curve`` and
+    ``session_ladder`` it holds)."""
+    held = (result.decode, result.curve, result.session_ladder)
+    generation = next((record.to_dict() for record in held if record is not None), None)
+    doc: dict[str, Any] = {}
+    for name, value in dataclasses.asdict(result).items():
+        if name not in _GENERATION_FIELDS:
+            doc[name] = value
+        elif "generation" not in doc:
+            doc["generation"] = generation
     doc["versions"] = dict(result.versions)
     doc["settings"] = dict(result.settings)
     if result.energy is not None:
@@ -306,6 +326,9 @@ def to_dict(result: Result) -> dict[str, Any]:
         record = getattr(result, name)
         doc[name] = None if record is None else record.to_dict()
     return doc
+
+
+_GENERATION_FIELDS = frozenset(name for name, _ in GENERATION.values())
 
 
 def json_plain(value: Any) -> Any:
@@ -318,13 +341,21 @@ def json_plain(value: Any) -> Any:
 
 
 def from_dict(doc: Mapping[str, Any]) -> Result:
-    """Rebuild a result from its stored document (version 1 is upgraded); ValueError on an unknown schema."""
+    """Rebuild a result from its stored document (versions 1-8 are upgraded); ValueError on an unknown
+    schema, and on a ``generation`` section of a driver that writes none."""
     version = doc.get("schema_version")
-    if version in (1, 2, 3, 4, 5, 6, 7):
+    if version in (1, 2, 3, 4, 5, 6, 7, 8):
         doc = upgrade(doc, SCHEMA_VERSION)
     elif version != SCHEMA_VERSION:
-        raise ValueError(f"result schema_version {version!r} is not {SCHEMA_VERSION} (or 1-7, upgraded)")
+        raise ValueError(f"result schema_version {version!r} is not {SCHEMA_VERSION} (or 1-8, upgraded)")
     data = dict(doc)
+    generation = data.pop("generation", None)
+    if generation is not None:
+        driver = data.get("driver", "")
+        if driver not in GENERATION:
+            raise ValueError(f"a generation section in a {driver!r} cell's result (no such driver writes it)")
+        name, load_section = GENERATION[driver]
+        data[name] = load_section(generation)
     data["cell"] = Cell(**data["cell"])
     data["latency"] = record_of(Latency, data.get("latency"))
     data["loadgen"] = record_of(LoadgenVerdict, data.get("loadgen"))

@@ -4,7 +4,9 @@ The local runner, the fleet node and ``tune`` all call ``run_cell``. The steps:
     1. a stack that cannot run on the cell's device is recorded ``unavailable`` (no process started);
     2. the cell's ``CellSpec`` is written for a process of its own (``accelbench.cell.isolation``: timeout,
        memory limit, private HOME); there the scenario's driver measures it (``accelbench.cell.process``);
-    3. the outcome document and what the parent observed (wall time, stderr tail) become the
+    3. the child's outcome document is read back typed, by the records of the driver that wrote it
+       (``accelbench.outcome.Outcome.from_dict``: the head and the driver's body, ``registry.BODIES``);
+       the outcome, the driver's name and what the parent observed (wall time, stderr tail) become the
        immutable ``Result``, stamped with the fingerprint of the machine that measured it, with the
        cell's input seed (``settings.input_seed``, ``accelbench.cell.seeds``) added now that it ended.
 """
@@ -15,10 +17,8 @@ import dataclasses
 import logging
 import re
 import time
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from accelbench import registry, settings
 from accelbench.cell import seeds
@@ -27,8 +27,8 @@ from accelbench.cellspec import CellSpec, Folders, PlannedCell, Refs
 from accelbench.config import RunConfig, effective_mem_limit_bytes, effective_threads
 from accelbench.meters import reference_probe
 from accelbench.meters.reference_probe import NoiseFloor
-from accelbench.outcome import Head, Outcome
-from accelbench.results import SCHEMA_VERSION, Cell, Result, from_dict
+from accelbench.outcome import Outcome
+from accelbench.results import Result
 
 log = logging.getLogger(__name__)
 
@@ -51,17 +51,17 @@ def run_cell(
     started_at = now()
     reason = unavailable_reason(planned)
     if reason:
-        outcome = Outcome.failed("unavailable", reason).to_dict()
-        wall_s, tail = 0.0, ""
+        outcome, wall_s, tail = Outcome.failed("unavailable", reason), 0.0, ""
     else:
         floor = noise_floor or reference_probe.host_floor(reference_probe.user_cache())
         spec = cell_spec(run_id, config, planned, run_dir, input_seed, floor)
         spec = dataclasses.replace(spec, measured_fp32_flops_per_s=measured_fp32_flops_per_s)
         start = time.perf_counter()
         child = run_in_process(spec, config.timeout_s, effective_mem_limit_bytes(config))
-        outcome, wall_s, tail = child.outcome, time.perf_counter() - start, child.stderr_tail
-        head = Head.from_dict(outcome)
-        outcome = {**outcome, "settings": {**head.settings, "input_seed": spec.input_seed}}
+        wall_s, tail = time.perf_counter() - start, child.stderr_tail
+        outcome = Outcome.from_dict(registry.driver_name(planned.driver_ref), child.outcome)
+        settings = {**outcome.head.settings, "input_seed": spec.input_seed}
+        outcome = dataclasses.replace(outcome, head=dataclasses.replace(outcome.head, settings=settings))
     result = result_of(run_id, planned, outcome, fingerprint, started_at, wall_s, tail)
     log.info("%s: %s %s", planned.cell.key, result.status, result.reason)
     return result
@@ -124,35 +124,24 @@ def cell_spec(
 def result_of(
     run_id: str,
     planned: PlannedCell,
-    outcome: Mapping[str, Any],
+    outcome: Outcome,
     machine_fingerprint: str,
     started_at: str,
     wall_s: float,
     stderr_tail: str,
 ) -> Result:
-    """The result record of a cell from its outcome document and what its parent observed."""
-    document = {
-        **outcome,
-        "run_id": run_id,
-        "cell": _cell_dict(planned.cell),
-        "machine_fingerprint": machine_fingerprint,
-        "started_at": started_at,
-        "wall_s": wall_s,
-        "stderr_tail": stderr_tail if outcome.get("status") != "ok" else "",
-        "schema_version": SCHEMA_VERSION,
-    }
-    return from_dict(document)
-
-
-def _cell_dict(cell: Cell) -> dict[str, str]:
-    return {
-        "workload": cell.workload,
-        "stack": cell.stack,
-        "scenario": cell.scenario,
-        "device": cell.device,
-        "size": cell.size,
-        "variant": cell.variant,
-    }
+    """The result record of a cell from its driver's outcome and what its parent observed: the head's and
+    the body's fields, and the run facts (the driver's name among them)."""
+    return Result(
+        run_id=run_id,
+        cell=planned.cell,
+        driver=registry.driver_name(planned.driver_ref),
+        machine_fingerprint=machine_fingerprint,
+        started_at=started_at,
+        wall_s=wall_s,
+        stderr_tail=stderr_tail if outcome.head.status != "ok" else "",
+        **outcome.fields(),
+    )
 
 
 def _safe_name(key: str) -> str:

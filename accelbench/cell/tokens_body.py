@@ -21,7 +21,8 @@ class TokensBody:
 
     loadgen: LoadgenVerdict
     figures: Figures
-    generation: GenerationFigures
+    decode: GenerationFigures
+    """The ``generation`` section (``Result.decode``)."""
     server_search: ServerSearch | None = None
     audit: AuditSection | None = None
 
@@ -32,7 +33,7 @@ class TokensBody:
             "figures": json_plain(dataclasses.asdict(self.figures)),
             "server_search": self.server_search.to_dict() if self.server_search is not None else None,
             "audit": self.audit.to_dict() if self.audit is not None else None,
-            "generation": self.generation.to_dict(),
+            "generation": self.decode.to_dict(),
         }
 
     @classmethod
@@ -42,7 +43,7 @@ class TokensBody:
         return cls(
             loadgen=record_of(LoadgenVerdict, document["loadgen"]),
             figures=record_of(Figures, document["figures"]),
-            generation=GenerationFigures.from_dict(document["generation"]),
+            decode=GenerationFigures.from_dict(document["generation"]),
             server_search=ServerSearch.from_dict(search) if search is not None else None,
             audit=AuditSection.from_dict(audit) if audit is not None else None,
         )

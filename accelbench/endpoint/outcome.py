@@ -75,11 +75,12 @@ class EndpointBody:
     section (the curve and the endpoint settings)."""
 
     audit: AuditSection
-    generation: EndpointFigures
+    curve: EndpointFigures
+    """The ``generation`` section (``Result.curve``)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The body's keys of the stored document."""
-        return {"audit": self.audit.to_dict(), "generation": self.generation.to_dict()}
+        return {"audit": self.audit.to_dict(), "generation": self.curve.to_dict()}
 
     @classmethod
     def from_dict(cls, document: Mapping[str, Any]) -> EndpointBody:

@@ -21,6 +21,7 @@ from accelbench.cellspec import PlannedCell
 from accelbench.config import RunConfig
 from accelbench.fleet.cluster import FLEET_RESOURCE, Fleet, first_line
 from accelbench.fleet.node import fleet_task
+from accelbench.outcome import Outcome
 from accelbench.results import Result, from_dict
 
 log = logging.getLogger(__name__)
@@ -129,7 +130,7 @@ def fleet_result(report: Mapping[str, Any]) -> Result:
 
 def _unplaced(run_id: str, planned: PlannedCell, reason: str, status: str) -> Result:
     """A cell no node measured: no machine's fingerprint."""
-    return result_of(run_id, planned, {"status": status, "reason": reason}, "", now(), 0.0, "")
+    return result_of(run_id, planned, Outcome.failed(status, reason), "", now(), 0.0, "")
 
 
 def _text(need: Mapping[str, float]) -> str:

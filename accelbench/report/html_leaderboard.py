@@ -213,7 +213,7 @@ def server_search_figure(title: str, entries: Sequence[Entry]) -> go.Figure | No
     searched = [
         (e.label, s)
         for e in entries
-        if (s := e.result.server_search) and s.probes and e.result.generation is None
+        if (s := e.result.server_search) and s.probes and e.result.decode is None
     ]
     if not searched:
         return None

@@ -36,11 +36,12 @@ class SessionsBody:
     section (the session ladder)."""
 
     audit: AuditSection
-    generation: SessionFigures
+    session_ladder: SessionFigures
+    """The ``generation`` section (``Result.session_ladder``)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The body's keys of the stored document."""
-        return {"audit": self.audit.to_dict(), "generation": self.generation.to_dict()}
+        return {"audit": self.audit.to_dict(), "generation": self.session_ladder.to_dict()}
 
     @classmethod
     def from_dict(cls, document: Mapping[str, Any]) -> SessionsBody:

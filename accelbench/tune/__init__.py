@@ -33,6 +33,7 @@ from accelbench.cell.pipeline import now, result_of, run_cell
 from accelbench.cellspec import PlannedCell
 from accelbench.config import RunConfig
 from accelbench.hardware.detect import Machine
+from accelbench.outcome import Outcome
 from accelbench.results import Cell, Result
 from accelbench.stacks.base import ModelSpec
 from accelbench.stacks.onnx_export import onnx_path
@@ -94,10 +95,10 @@ def tune(
         cell = Cell(source.name, stack, config.scenarios[0], config.devices[0], config.size)
         planned = PlannedCell(cell, reference, stack_ref, driver_ref)
         if failure is not None:
-            outcome = {"status": failure[0], "reason": failure[1]}
+            outcome = Outcome.failed(*failure)
             result = result_of(run_id, planned, outcome, machine.fingerprint, now(), 0.0, "")
         elif source.kind == "onnx" and not _reads_onnx(stack_ref):
-            outcome = {"status": "unsupported", "reason": f"{stack} {_NO_CONVERTER}"}
+            outcome = Outcome.failed("unsupported", f"{stack} {_NO_CONVERTER}")
             result = result_of(run_id, planned, outcome, machine.fingerprint, now(), 0.0, "")
         else:
             result = run_cell(planned, run_id, config, run_dir, machine.fingerprint)

@@ -4,6 +4,7 @@ name, and rebuilt as the same type in the cell process; an old flat ``spec.json`
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -15,7 +16,8 @@ from accelbench.cellspec import CellSpec, PlannedCell, Refs, upgrade
 from accelbench.config import RunConfig
 from accelbench.endpoint.settings import EndpointSettings
 from accelbench.errors import UserError
-from accelbench.results import Cell
+from accelbench.outcome import Head
+from accelbench.results import Cell, Result
 from accelbench.sessions.settings import DEFAULT_OUTPUT_TOKENS, DEFAULT_TURNS, SessionSettings
 from accelbench.training.settings import TrainingSettings
 
@@ -58,6 +60,16 @@ def test_every_driver_has_a_settings_record_and_no_other() -> None:
     assert set(registry.SETTINGS) == set(registry.DRIVERS)
     for driver in registry.DRIVERS:
         assert settings.record_type(driver).driver == driver
+
+
+def test_every_driver_has_a_body_record_the_parent_reads_its_outcome_with() -> None:
+    assert set(registry.BODIES) == set(registry.DRIVERS)
+    for driver, reference in registry.BODIES.items():
+        body = registry.load(reference)
+        assert callable(body.from_dict) and dataclasses.is_dataclass(body), driver
+        # the parent builds the Result from the head's and the body's fields (pipeline.result_of)
+        names = {f.name for part in (Head, body) for f in dataclasses.fields(part)}
+        assert names <= set(Result.__dataclass_fields__), (driver, names - set(Result.__dataclass_fields__))
 
 
 @pytest.mark.parametrize("driver", sorted(registry.DRIVERS))

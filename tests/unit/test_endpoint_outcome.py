@@ -1,6 +1,7 @@
 """An endpoint cell's typed outcome (``accelbench.endpoint.outcome.EndpointBody``, ``accelbench.curve``):
 a result stored by the code before it (main at 4ee2e20, the golden file) loads typed, writes back the same
-document, and its readers (report, bundle) see its curve at ``generation.curve``."""
+document (with the driver's name, schema 9), and its readers (report, bundle) see its curve at
+``generation.curve``."""
 
 from __future__ import annotations
 
@@ -13,20 +14,21 @@ from rich.console import Console
 
 from accelbench.bundle.fields import served_curve
 from accelbench.bundle.fields import stored as bundle_claims
-from accelbench.curve import CurvePoint, EndpointFigures, generation_section
+from accelbench.curve import CurvePoint
 from accelbench.endpoint.outcome import EndpointBody
 from accelbench.errors import UserError
 from accelbench.outcome import Head, Outcome
 from accelbench.report.endpoint import curve_table
 from accelbench.report.generation import generation_table
 from accelbench.results import SCHEMA_VERSION, from_dict, to_dict
-from accelbench.sections import GenerationFigures
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 ENDPOINT = GOLDEN / "result_v7_endpoint.json"
 """``accelbench run --stacks llm@url`` (tiny-llama on transformers serve CB, concurrency 1,2, 2 requests
 per point, 8 tokens) by main's code at 4ee2e20, before the endpoint driver returned a typed outcome."""
 RUN_FACTS = ("run_id", "cell", "machine_fingerprint", "started_at", "wall_s", "stderr_tail", "schema_version")
+UPGRADED = {"driver": "endpoint", "schema_version": SCHEMA_VERSION}
+"""What the upgrade adds to the stored document: the driver's name its curve shows, the schema."""
 
 
 def _stored() -> dict[str, Any]:
@@ -37,8 +39,8 @@ def _stored() -> dict[str, Any]:
 def test_a_stored_endpoint_result_loads_typed_and_writes_the_same_document_back() -> None:
     stored = _stored()
     result = from_dict(stored)
-    section = result.generation
-    assert isinstance(section, EndpointFigures)
+    section = result.curve
+    assert section is not None and result.driver == "endpoint" and result.decode is None
     points = stored["generation"]["curve"]
     assert [p.concurrency for p in section.curve] == [p["concurrency"] for p in points] == [1, 2]
     assert [p.output_tokens_per_s for p in section.curve] == [p["output_tokens_per_s"] for p in points]
@@ -46,38 +48,39 @@ def test_a_stored_endpoint_result_loads_typed_and_writes_the_same_document_back(
     assert (section.endpoint, section.model, section.max_tokens) == ("llm@url", "tiny-llama", 8)
     assert section.accuracy is not None and section.accuracy.bar == 0.6
     assert section.accuracy.concurrencies == (1, 2) and len(section.accuracy.shares) == 4
-    assert json.loads(json.dumps(to_dict(result))) == {**stored, "schema_version": SCHEMA_VERSION}
+    assert json.loads(json.dumps(to_dict(result))) == {**stored, **UPGRADED}
 
 
 def test_a_section_stored_before_the_accuracy_check_loads_without_it() -> None:
     stored = _stored()
     del stored["generation"]["accuracy"]
     result = from_dict(stored)
-    assert isinstance(result.generation, EndpointFigures) and result.generation.accuracy is None
-    assert json.loads(json.dumps(to_dict(result))) == {**stored, "schema_version": SCHEMA_VERSION}
+    assert result.curve is not None and result.curve.accuracy is None
+    assert json.loads(json.dumps(to_dict(result))) == {**stored, **UPGRADED}
 
 
-def test_the_two_kinds_of_generation_section_are_told_apart_by_the_curve() -> None:
-    decode = json.loads((GOLDEN / "result_v7.json").read_text())["generation"]
-    assert isinstance(generation_section(decode), GenerationFigures)
-    assert isinstance(generation_section(_stored()["generation"]), EndpointFigures)
+def test_the_two_kinds_of_generation_section_are_read_by_the_drivers_name() -> None:
+    decode = from_dict(json.loads((GOLDEN / "result_v7.json").read_text()))
+    assert (decode.driver, decode.curve) == ("tokens", None) and decode.decode is not None
+    endpoint = from_dict({**_stored(), **UPGRADED})
+    assert endpoint.curve is not None and endpoint.decode is None
     broken = {k: v for k, v in _stored()["generation"].items() if k != "endpoint"}
     with pytest.raises(TypeError, match="endpoint"):
-        generation_section(broken)
+        from_dict({**_stored(), **UPGRADED, "generation": broken})
 
 
 def test_the_endpoint_outcome_is_the_stored_document_without_the_run_facts() -> None:
     stored = _stored()
     result = from_dict(stored)
-    assert result.audit is not None and isinstance(result.generation, EndpointFigures)
-    body = EndpointBody(result.audit, result.generation)
+    assert result.audit is not None and result.curve is not None
+    body = EndpointBody(result.audit, result.curve)
     document = json.loads(json.dumps(Outcome(Head.from_dict(stored), body).to_dict()))
     assert document == {k: stored[k] for k in document}
     left = {k: v for k, v in stored.items() if k not in document and k not in RUN_FACTS}
     assert set(left) == {"latency", "loadgen", "trial_p50_s", "variant_info", "training", "figures",
                          "server_search"}  # fmt: skip
     assert all(v in (None, []) for v in left.values())
-    assert EndpointBody.from_dict(document) == body
+    assert Outcome.from_dict("endpoint", document) == Outcome(Head.from_dict(stored), body)
     assert (
         document["audit"]["salts"]["verdict"] == "pass"
         and document["generation"]["curve"][1]["requests"] == 2

@@ -16,6 +16,7 @@ from accelbench.config import RunConfig
 from accelbench.fleet.scheduler import FleetExecutor, fleet_result
 from accelbench.hardware.detect import Machine, detect_machine, machine_to_dict
 from accelbench.normalize.lookup import machine_of
+from accelbench.outcome import Outcome
 from accelbench.results import Result, to_dict
 from accelbench.store import open_store
 
@@ -38,7 +39,7 @@ class _RemoteNodes:
 
     def results(self, run_id: str, config: RunConfig, pending: list[runner.PlannedCell]) -> Iterator[Result]:
         for planned in pending:
-            outcome = {"status": "unavailable", "reason": "measured elsewhere"}
+            outcome = Outcome.failed("unavailable", "measured elsewhere")
             measured = result_of(run_id, planned, outcome, self.node.fingerprint, now(), 0.0, "")
             report = {
                 "result": to_dict(measured),

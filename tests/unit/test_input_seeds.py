@@ -24,6 +24,7 @@ from accelbench.cellspec import CellSpec, PlannedCell
 from accelbench.config import RunConfig
 from accelbench.errors import UserError
 from accelbench.hardware.detect import detect_machine
+from accelbench.outcome import Outcome
 from accelbench.results import Cell, Result
 from accelbench.scenarios.rules import get_rules
 from accelbench.store import Store, open_store
@@ -114,9 +115,7 @@ class _Peeking:
     def results(self, run_id: str, config: RunConfig, pending: list[PlannedCell]) -> Iterator[Result]:
         for planned in pending:
             self.seen.append((config.input_seed, self.store.run(run_id).config.get("input_seed")))
-            yield result_of(
-                run_id, planned, {"status": "unavailable", "reason": "x"}, FINGERPRINT, now(), 0, ""
-            )
+            yield result_of(run_id, planned, Outcome.failed("unavailable", "x"), FINGERPRINT, now(), 0, "")
 
 
 FINGERPRINT = detect_machine(probe_gpus=False).fingerprint

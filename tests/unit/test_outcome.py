@@ -1,14 +1,22 @@
-"""The typed outcome of a driver (``accelbench.outcome``): its document holds exactly the stored keys."""
+"""The typed outcome of a driver (``accelbench.outcome``): its document holds exactly the stored keys, the
+parent reads it back by the records of the driver that wrote it, and the result is its fields and the run
+facts (``accelbench.cell.pipeline.result_of``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
+import pytest
+
+from accelbench import registry
 from accelbench.cell.inference import LoadgenBody
+from accelbench.cell.pipeline import result_of
 from accelbench.cell.tokens_body import TokensBody
+from accelbench.cellspec import PlannedCell
 from accelbench.outcome import Head, Outcome
-from accelbench.results import from_dict, to_dict
+from accelbench.results import Result, from_dict, to_dict
 from accelbench.sections import SearchProbe, ServerSearch, TrainingFigures
 from accelbench.training.measure import TrainingBody
 
@@ -18,6 +26,16 @@ RUN_FACTS = ("run_id", "cell", "machine_fingerprint", "started_at", "wall_s", "s
 
 def _stored() -> dict:
     return json.loads(GOLDEN.read_text())
+
+
+def _planned(result: Result, driver: str) -> PlannedCell:
+    return PlannedCell(result.cell, "workload:Ref", "stack:Ref", registry.DRIVERS[driver])
+
+
+def _result_of(result: Result, driver: str, outcome: Outcome) -> Result:
+    """The result the parent builds of ``outcome`` with ``result``'s run facts."""
+    facts = (result.machine_fingerprint, result.started_at, result.wall_s, result.stderr_tail)
+    return result_of(result.run_id, _planned(result, driver), outcome, *facts)
 
 
 def test_a_loadgen_outcome_is_the_stored_document_without_the_run_facts() -> None:
@@ -35,19 +53,45 @@ def test_a_loadgen_outcome_is_the_stored_document_without_the_run_facts() -> Non
     document = Outcome(Head.from_dict(stored), body).to_dict()
     expected = {k: v for k, v in stored.items() if k not in (*RUN_FACTS, "generation", "training")}
     assert json.loads(json.dumps(document)) == expected
-    assert LoadgenBody.from_dict(document) == body and Head.from_dict(document) == Head.from_dict(stored)
-    facts = {k: stored[k] for k in RUN_FACTS}
-    rebuilt = from_dict({**document, **facts, "generation": stored["generation"]})
-    assert to_dict(rebuilt) == to_dict(result)
+    read = Outcome.from_dict("loadgen", json.loads(json.dumps(document)))
+    assert read == Outcome(Head.from_dict(stored), body) and read.head == Head.from_dict(document)
+    rebuilt = _result_of(result, "loadgen", read)
+    assert rebuilt.driver == "loadgen" and rebuilt.decode is None and rebuilt.training is None
+    changed = {"driver": "loadgen", "training": None, "stderr_tail": ""}  # an ok cell keeps no stderr
+    assert rebuilt == dataclasses.replace(result, decode=None, **changed)
+    assert to_dict(rebuilt) == {**to_dict(result), "generation": None, **changed}
+
+
+def test_a_document_the_drivers_body_cannot_read_does_not_load() -> None:
+    document = json.loads(json.dumps(_loadgen_outcome().to_dict()))
+    with pytest.raises(KeyError, match="generation"):
+        Outcome.from_dict("tokens", document)  # a LoadGen cell's document holds no generation section
+    assert Outcome.from_dict("loadgen", document) == _loadgen_outcome()
+    with pytest.raises(KeyError):
+        Outcome.from_dict("no-such-driver", document)
+
+
+def _loadgen_outcome() -> Outcome:
+    result = from_dict(_stored())
+    assert result.latency and result.loadgen and result.figures
+    body = LoadgenBody(
+        latency=result.latency,
+        loadgen=result.loadgen,
+        figures=result.figures,
+        trial_p50_s=result.trial_p50_s,
+        audit=result.audit,
+        variant_info=result.variant_info,
+    )
+    return Outcome(Head.from_dict(_stored()), body)
 
 
 def test_the_token_and_training_bodies_write_their_sections() -> None:
     stored = _stored()
     result = from_dict(stored)
-    assert result.loadgen and result.figures and result.generation is not None
+    assert result.loadgen and result.figures and result.decode is not None
     probe = SearchProbe(2.5, True, 0.4, 2.4, (), ttft_p99_s=0.3, tpot_p99_s=None)
     search = ServerSearch(1.0, 2.5, (2.5, None), 0.1, (probe,), 0.9)
-    tokens = TokensBody(result.loadgen, result.figures, result.generation, search, result.audit)
+    tokens = TokensBody(result.loadgen, result.figures, result.decode, search, result.audit)
     document = json.loads(json.dumps(tokens.to_dict()))
     assert document["generation"] == stored["generation"] and document["audit"] == stored["audit"]
     assert document["figures"] == stored["figures"]
@@ -62,7 +106,10 @@ def test_the_token_and_training_bodies_write_their_sections() -> None:
         }
     ]
     assert ServerSearch.from_dict(document["server_search"]) == search
-    assert TokensBody.from_dict(document) == tokens
+    read = Outcome.from_dict("tokens", {"status": "ok", **document})
+    assert read == Outcome(Head("ok"), tokens)
+    rebuilt = _result_of(result, "tokens", read)
+    assert rebuilt.driver == "tokens" and rebuilt.decode == result.decode and rebuilt.server_search == search
     run = {
         "seed": 3,
         "time_to_quality_s": 2.0,
@@ -76,7 +123,10 @@ def test_the_token_and_training_bodies_write_their_sections() -> None:
     assert (training["latency"], training["loadgen"]) == (None, None)
     assert training["training"]["runs"] == [{**run, "energy_j": None, "log_file": ""}]
     assert TrainingFigures.from_dict(training["training"]) == TrainingFigures.from_dict(section)
-    assert TrainingBody.from_dict(training) == TrainingBody(TrainingFigures.from_dict(section))
+    read = Outcome.from_dict("train-to-quality", {"status": "ok", **training})
+    assert read.body == TrainingBody(TrainingFigures.from_dict(section))
+    rebuilt = _result_of(result, "train-to-quality", read)
+    assert rebuilt.training == TrainingFigures.from_dict(section) and rebuilt.latency is None
 
 
 def test_a_failed_outcome_is_a_status_and_a_reason_that_loads() -> None:
@@ -85,4 +135,11 @@ def test_a_failed_outcome_is_a_status_and_a_reason_that_loads() -> None:
     assert document["warnings"] == [] and document["quality"] is None and document["settings"] == {}
     result = from_dict({**document, **{k: _stored()[k] for k in RUN_FACTS}})
     assert (result.status, result.reason, result.latency) == ("crashed", "RuntimeError: boom", None)
-    assert Head.from_dict(document) == Outcome.failed("crashed", "RuntimeError: boom").head
+    assert Outcome.from_dict("tokens", document) == Outcome.failed("crashed", "RuntimeError: boom")
+    imposed = {"status": "timeout", "reason": "no result after 60 s; process group killed"}
+    timed_out = Outcome.from_dict("loadgen", imposed)
+    assert timed_out == Outcome.failed(imposed["status"], imposed["reason"]) and timed_out.body is None
+    stored = from_dict(_stored())
+    measured = _result_of(dataclasses.replace(stored, stderr_tail="Traceback"), "tokens", timed_out)
+    assert (measured.status, measured.driver, measured.stderr_tail) == ("timeout", "tokens", "Traceback")
+    assert (measured.latency, measured.decode, measured.audit) == (None, None, None)

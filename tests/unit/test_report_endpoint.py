@@ -26,7 +26,7 @@ def _result(points: list[dict[str, float]]) -> Result:
     cell = Cell("smollm2-135m", "llm@url", "single-stream", "cpu", "standard", "canonical")
     curve = tuple(_point(p) for p in points)
     section = EndpointFigures("llm@url", "smollm2-135m", 1, "chat", curve, 0.0, 2.0, 0.2, 8, "", "", 1.0)
-    return Result("r1", cell, "ok", generation=section)
+    return Result("r1", cell, "ok", curve=section, driver="endpoint")
 
 
 def test_one_row_per_point_and_none_in_the_decode_table() -> None:
@@ -106,13 +106,13 @@ def test_each_point_says_its_joules_per_output_token_and_per_token_with_the_mete
         [{**estimated, "energy_provenance": "estimated"}, {**measured, "energy_provenance": "measured"}]
     )
     note = "cpu-estimate: the run's process tree (server and client); E = W x ..."
-    section = dataclasses.replace(result.generation, energy_note=note)  # type: ignore[arg-type]
+    section = dataclasses.replace(result.curve, energy_note=note)  # type: ignore[arg-type]
     remote = _result([{"concurrency": 1, "output_tokens": 100}])
-    remote_section = dataclasses.replace(remote.generation, energy_note="energy not measured: remote")  # type: ignore[arg-type]
+    remote_section = dataclasses.replace(remote.curve, energy_note="energy not measured: remote")  # type: ignore[arg-type]
     table = curve_table(
         [
-            dataclasses.replace(result, generation=section),
-            dataclasses.replace(remote, generation=remote_section),
+            dataclasses.replace(result, curve=section),
+            dataclasses.replace(remote, curve=remote_section),
         ]
     )
     assert table is not None and [c.header for c in table.columns[-2:]] == ["J/output tok", "J/tok (in+out)"]
@@ -127,7 +127,7 @@ def test_each_point_says_its_joules_per_output_token_and_per_token_with_the_mete
     assert CurvePoint.from_dict(point.to_dict()) == point
     bare = _point({"concurrency": 1, "output_tokens": 5})
     assert bare.joules_per_output_token is None and "energy_j" not in bare.to_dict()
-    assert "input_tokens" not in bare.to_dict() and "energy_note" not in remote.generation.to_dict()  # type: ignore[union-attr]
+    assert "input_tokens" not in bare.to_dict() and "energy_note" not in remote.curve.to_dict()  # type: ignore[union-attr]
 
 
 def test_a_server_started_here_gets_its_output_tokens_per_second_per_chip() -> None:
@@ -167,7 +167,7 @@ def _searched() -> Result:
     failed = QpsProbe(8.0, 24, 6.1, 180.0, *figures, False, "p99 TTFT 1500 ms > 1000 ms")
     search = QpsSearch(1.0, 0.1, 4.0, 3.0, (passed, failed), 0.1, 6, "budget of 6 probes spent")
     result = _result([{"concurrency": 1}])
-    return dataclasses.replace(result, generation=dataclasses.replace(result.generation, qps_search=search))
+    return dataclasses.replace(result, curve=dataclasses.replace(result.curve, qps_search=search))
 
 
 def test_the_max_qps_search_shows_a_row_per_probe_and_the_max_qps() -> None:

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from accelbench.curve import EndpointFigures
 from accelbench.endpoint.records import RequestRecord
 from accelbench.errors import UserError
 from accelbench.report.export import export_kind
@@ -30,10 +29,8 @@ def _record(index: int) -> RequestRecord:
 
 def _endpoint(requests_file: str) -> Result:
     result = from_dict(json.loads((GOLDEN / "result_v7_endpoint.json").read_text()))
-    assert isinstance(result.generation, EndpointFigures)
-    return dataclasses.replace(
-        result, generation=dataclasses.replace(result.generation, requests_file=requests_file)
-    )
+    assert result.curve is not None and result.driver == "endpoint"
+    return dataclasses.replace(result, curve=dataclasses.replace(result.curve, requests_file=requests_file))
 
 
 def test_every_stored_request_is_a_line_with_its_run_and_cell(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Golden-file tests of the stored result document (schema_version 8; versions 1 to 7 upgrade)."""
+"""Golden-file tests of the stored result document (schema_version 9; versions 1 to 8 upgrade)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
-from accelbench.results import SCHEMA_VERSION, DeviceMemory, Energy, Result, from_dict, to_dict
+from accelbench.results import GENERATION, SCHEMA_VERSION, DeviceMemory, Energy, Result, from_dict, to_dict
 
-GOLDEN = Path(__file__).parent.parent / "golden" / "result_v8.json"
+GOLDEN = Path(__file__).parent.parent / "golden" / "result_v9.json"
+GOLDEN_V8 = Path(__file__).parent.parent / "golden" / "result_v8.json"
+GOLDEN_V7_ENDPOINT = Path(__file__).parent.parent / "golden" / "result_v7_endpoint.json"
 GOLDEN_V7 = Path(__file__).parent.parent / "golden" / "result_v7.json"
 GOLDEN_V6 = Path(__file__).parent.parent / "golden" / "result_v6.json"
 GOLDEN_V5 = Path(__file__).parent.parent / "golden" / "result_v5.json"
@@ -44,10 +46,17 @@ def _golden() -> dict[str, Any]:
     return json.loads(GOLDEN.read_text())
 
 
+def _stored_keys() -> list[str]:
+    """``Result``'s fields as its document stores them: one ``generation`` key for the records of the
+    three drivers that write it (``results.GENERATION``)."""
+    held = {name for name, _ in GENERATION.values()}
+    return list(dict.fromkeys("generation" if name in held else name for name in Result.__dataclass_fields__))
+
+
 def test_golden_loads_into_a_fully_populated_result() -> None:
     result = from_dict(_golden())
     assert isinstance(result, Result)
-    assert result.schema_version == SCHEMA_VERSION == 8
+    assert result.schema_version == SCHEMA_VERSION == 9 and result.driver == "tokens"
     assert result.cell.key == "resnet18/standard/v3-width97/onnxruntime/cpu/single-stream"
     assert result.latency is not None and result.latency.median_ci_s == (0.01712, 0.01731)
     assert result.loadgen is not None and result.loadgen.valid and result.qps == 57.8
@@ -66,7 +75,8 @@ def test_golden_loads_into_a_fully_populated_result() -> None:
     assert result.variant_info is not None and result.variant_info.drawn_seed == 1234
     assert result.audit is not None
     assert {result.audit.outcome(name) for name in ("output", "repeat", "caching", "precision")} == {"pass"}
-    generation = result.generation
+    assert result.curve is None and result.session_ladder is None
+    generation = result.decode
     assert generation is not None and generation.agreement.identical_share == 1.0
     assert (
         generation.latency_mean_s is not None
@@ -82,9 +92,9 @@ def test_v1_document_is_upgraded_with_energy_null() -> None:
     assert result.schema_version == SCHEMA_VERSION
     assert result.energy is None and result.device_memory is None
     upgraded = _without_added_noise(json.loads(json.dumps(to_dict(result))))
-    assert list(upgraded) == list(Result.__dataclass_fields__)
+    assert list(upgraded) == _stored_keys() and upgraded["driver"] == "loadgen"
     new = ("energy", "device_memory", "variant_info", "audit", "training", "figures", "server_search")
-    new = (*new, "generation")
+    new = (*new, "generation", "driver")
     new = (*new, "schema_version")
     assert {k: v for k, v in upgraded.items() if k not in new} == {
         k: v for k, v in v1.items() if k != "schema_version"
@@ -110,7 +120,7 @@ def test_golden_v7_is_the_v6_golden_plus_the_noise_guards_evidence() -> None:
 
 
 def test_golden_v8_is_the_v7_golden_plus_the_per_sample_judgement() -> None:
-    v7, v8 = json.loads(GOLDEN_V7.read_text()), _golden()
+    v7, v8 = json.loads(GOLDEN_V7.read_text()), json.loads(GOLDEN_V8.read_text())
     assert (
         set(v8["quality"]) - set(v7["quality"]) == set(QUALITY_ADDED) == set(v8["sanity"]) - set(v7["sanity"])
     )
@@ -119,6 +129,58 @@ def test_golden_v8_is_the_v7_golden_plus_the_per_sample_judgement() -> None:
         {k: v for k, v in v8[s].items() if k not in QUALITY_ADDED} for s in ("quality", "sanity")
     )
     assert {**v8, "quality": quality, "sanity": sanity} == {**v7, "schema_version": 8}
+
+
+def test_golden_v9_is_the_v8_golden_plus_the_drivers_name() -> None:
+    v8, v9 = json.loads(GOLDEN_V8.read_text()), _golden()
+    assert list(v9) == [*(k for k in v8 if k != "schema_version"), "driver", "schema_version"]
+    assert v9 == {**v8, "driver": "tokens", "schema_version": 9}
+
+
+def test_a_v8_document_gets_the_driver_its_generation_section_shows() -> None:
+    result = from_dict(json.loads(GOLDEN_V8.read_text()))
+    assert result == from_dict(_golden())
+    endpoint = from_dict(json.loads(GOLDEN_V7_ENDPOINT.read_text()))
+    assert endpoint.driver == "endpoint" and endpoint.curve is not None and endpoint.decode is None
+    assert endpoint.curve.curve and to_dict(endpoint)["generation"]["curve"]
+
+
+TRAINING = {"runs": [], "olympic_mean_s": None, "runs_converged": 0, "target": 0.9, "nproc": 1}
+"""A stored ``training`` section of no run."""
+
+
+@pytest.mark.parametrize(
+    ("change", "driver"),
+    [
+        ({"generation": None}, "loadgen"),
+        ({"generation": None, "latency": None, "loadgen": None, "training": TRAINING}, "train-to-quality"),
+        ({"generation": None, "latency": None, "loadgen": None}, ""),
+    ],
+)
+def test_an_older_document_without_a_generation_section_gets_the_driver_its_sections_show(
+    change: dict[str, Any], driver: str
+) -> None:
+    v8 = json.loads(GOLDEN_V8.read_text()) | change
+    assert from_dict(v8).driver == driver
+
+
+@pytest.mark.parametrize("driver", ["loadgen", "train-to-quality", "", "endpoint", "sessions"])
+def test_a_generation_section_is_read_as_the_record_of_the_driver_that_wrote_it(driver: str) -> None:
+    doc = _golden() | {"driver": driver}
+    if driver in ("endpoint", "sessions"):  # a decode section is no curve nor session ladder
+        with pytest.raises((KeyError, TypeError)):
+            from_dict(doc)
+    else:
+        with pytest.raises(ValueError, match="generation section"):
+            from_dict(doc)
+    assert from_dict(doc | {"generation": None}).driver == driver
+
+
+def test_a_result_holds_one_generation_section() -> None:
+    golden = from_dict(_golden())
+    endpoint = from_dict(json.loads(GOLDEN_V7_ENDPOINT.read_text()))
+    with pytest.raises(ValueError, match="one generation section"):
+        dataclasses.replace(golden, curve=endpoint.curve)
 
 
 def test_a_v7_document_keeps_its_status_and_its_quality_has_no_per_sample_judgement() -> None:
@@ -147,7 +209,7 @@ def test_a_v6_document_keeps_its_status_and_its_noise_record_gets_the_old_limit(
 
 def test_a_v5_document_is_upgraded_with_generation_null() -> None:
     result = from_dict(json.loads(GOLDEN_V5.read_text()))
-    assert result.generation is None and result.status == "ok" and result.schema_version == SCHEMA_VERSION
+    assert result.decode is None and result.status == "ok" and result.schema_version == SCHEMA_VERSION
 
 
 def test_golden_v5_is_the_v4_golden_plus_the_figures() -> None:
@@ -246,7 +308,7 @@ def test_to_dict_of_golden_equals_golden_exactly() -> None:
 
 
 def test_golden_keys_are_exactly_the_result_fields() -> None:
-    assert list(_golden()) == list(Result.__dataclass_fields__)
+    assert list(_golden()) == _stored_keys()
 
 
 def test_unknown_schema_version_raises() -> None:

@@ -9,7 +9,6 @@ import json
 import pytest
 
 from accelbench.config import SUITES, with_overrides
-from accelbench.curve import generation_section
 from accelbench.endpoint.client import Prompt, Target, _headers
 from accelbench.endpoint.figures import Bounds
 from accelbench.endpoint.records import RequestRecord
@@ -128,15 +127,15 @@ def test_the_stored_records_round_trip_and_load_as_a_sessions_section() -> None:
         turns_file="t.jsonl",
         duration_s=9.0,
     )
-    assert generation_section(json.loads(json.dumps(figures.to_dict()))) == figures
+    assert SessionFigures.from_dict(json.loads(json.dumps(figures.to_dict()))) == figures
     sloped = dataclasses.replace(figures, turn_slo_ttft_s=1.2, turn_slo_tpot_s=0.6)
-    assert generation_section(json.loads(json.dumps(sloped.to_dict()))) == sloped
+    assert SessionFigures.from_dict(json.loads(json.dumps(sloped.to_dict()))) == sloped
     before = figures.to_dict()  # a section stored before goodput: no SLO, no goodput keys
     assert "turn_slo_ttft_s" not in before and "turn_slo_ttft_s" in sloped.to_dict()
     for stored in before["sessions_ladder"]:
         del stored["goodput_turns_per_s"], stored["good_sessions"]
-    loaded = generation_section(json.loads(json.dumps(before)))
-    assert isinstance(loaded, SessionFigures) and loaded.sessions_ladder[0].goodput_turns_per_s is None
+    loaded = SessionFigures.from_dict(json.loads(json.dumps(before)))
+    assert loaded.sessions_ladder[0].goodput_turns_per_s is None
 
 
 def test_a_sessions_turn_carries_its_session_id_header_and_a_single_request_none() -> None:

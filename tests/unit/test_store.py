@@ -19,7 +19,7 @@ from accelbench.store import Store, open_store
 from accelbench.store.schema import STORE_SCHEMA_VERSION
 from accelbench.store.sqlite import DB_NAME
 
-GOLDEN = Path(__file__).parent.parent / "golden" / "result_v8.json"
+GOLDEN = Path(__file__).parent.parent / "golden" / "result_v9.json"
 MACHINE = {"cpu_model": "AMD EPYC", "logical_cores": 2, "schema_version": 1}
 CONFIG = {"rules": "quick", "stacks": ["onnxruntime", "torch-eager"]}
 
