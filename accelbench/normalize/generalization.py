@@ -183,8 +183,8 @@ def _row(
         "workload": workload,
         "variant": variant,
         "mutations": [{"kind": m.kind, "detail": m.detail} for m in mutations],
-        "flops": int(flops),
-        "flops_ratio": float(ratio),
+        "flops": None if flops is None else int(flops),  # None: not counted (a record stored without it)
+        "flops_ratio": None if ratio is None else float(ratio),
     }
 
 

@@ -43,8 +43,9 @@ def variants_table(document: Mapping[str, Any]) -> Table:
         table.add_column(column, justify="right" if column[0] in "Gx" else "left")
     for row in document["variants"]:
         mutations = "; ".join(m["detail"] for m in row["mutations"]) or "-"
-        flops = f"{row['flops'] / 1e9:.3g}"
-        table.add_row(row["workload"], row["variant"], flops, f"{row['flops_ratio']:.2f}", mutations)
+        flops = "-" if row["flops"] is None else f"{row['flops'] / 1e9:.3g}"
+        ratio = "-" if row["flops_ratio"] is None else f"{row['flops_ratio']:.2f}"
+        table.add_row(row["workload"], row["variant"], flops, ratio, mutations)
     return table
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -165,3 +166,20 @@ def test_a_stack_with_a_disqualified_cell_has_no_generalization_row() -> None:
     assert {row["stack"] for row in document["heatmap"]} == {"torch-inductor"}
     (excluded,) = document["excluded"]
     assert excluded["stack"] == "cheater" and excluded["reason"].startswith("s7-v1 disqualified")
+
+
+def test_a_variant_stored_without_flops_gives_a_row_with_none_and_a_table_with_dashes() -> None:
+    """An older document's variant without its FLOPs (the v8 golden's ``canonical_flops`` is null) is
+    listed, not a crash of ``show``."""
+    from accelbench.report.generalization import variants_table
+
+    bare = result("s7-v1", 50.0)
+    assert bare.variant_info is not None
+    info = VariantInfo(bare.variant_info.mutations, None, None, variant_seed=7, index=1)
+    document = generalization_document(
+        [result("canonical", 100.0), dataclasses.replace(bare, variant_info=info)]
+    )
+    rows = {row["variant"]: row for row in document["variants"]}
+    assert rows["canonical"]["flops"] is None and rows["s7-v1"]["flops_ratio"] is None
+    table = variants_table(document)
+    assert list(table.columns[2].cells) == ["-", "-"] and list(table.columns[3].cells) == ["1.00", "-"]
