@@ -15,8 +15,9 @@ from accelbench.endpoint.cell import ladder
 from accelbench.endpoint.client import Target
 from accelbench.endpoint.driver import Load, run_point
 from accelbench.endpoint.extension import CHUNK, extension, prompts_by_salt
-from accelbench.endpoint.figures import Bounds, median_interval, narrow, point
+from accelbench.endpoint.figures import Bounds, median_interval, point
 from accelbench.endpoint.prompts import salted, seeded_texts
+from accelbench.endpoint.records import RequestRecord
 from accelbench.endpoint.settings import EndpointSettings
 from tests.unit.endpoint_stub import stub
 
@@ -55,21 +56,53 @@ def test_quick_rules_keep_the_first_requests_and_standard_ones_go_on_up_to_a_cap
 
 
 def test_a_point_stops_adding_requests_once_its_medians_are_narrow() -> None:
-    """On a steady stub server the medians are narrow as soon as there are six replies: the point sends
-    its four first requests, then extra ones until then (a few more may be in flight)."""
+    """On a steady stub server the point sends its four first requests, then extra ones until its medians
+    are narrow: far fewer than its 30 s cap allows (the last figures may be wider than the stop's: the
+    requests in flight when it stopped end after)."""
     settings = EndpointSettings(ladder=(2,), requests=4, max_tokens=6, point_max_s=30.0)
     with stub("ok", delay_s=0.02, gap_s=0.002) as url:
-        climbed = ladder(
-            Target(url, "tiny-llama"), _Template(), 5, settings, (4, 12), _words, Bounds(math.inf, math.inf)
-        )
+        target = Target(url, "tiny-llama")
+        climbed = ladder(target, _Template(), 5, settings, (4, 12), _words, Bounds(math.inf, math.inf))
     (only,) = climbed.curve
-    assert 6 <= only.requests < 100, only.requests  # a steady server: narrow long before the cap
-    assert only.duration_s < 5.0  # far below the cap
+    assert 6 <= only.requests < 200, only.requests  # extended past its first 4, stopped long before the cap
+    assert only.duration_s < 15.0
     assert only.ttft_p50_low_s <= only.ttft_p50_s <= only.ttft_p50_high_s
-    assert only.ttft_p50_half_width is not None and only.ttft_p50_half_width <= 0.10
-    assert narrow(climbed.records, 0.10)
+    assert only.tpot_p50_half_width is not None
     assert len({r.salt for r in climbed.records}) == len(climbed.records)
     assert all(r.role == "timed" and r.ok for r in climbed.records)
+
+
+def test_extra_requests_are_wanted_while_a_median_is_wide_and_the_cap_not_reached() -> None:
+    more = extension(_Template(), 9, (4, 12), 2, max_s=10.0, width=0.10)
+
+    def replies(ttfts_s: list[float]) -> list[RequestRecord]:
+        return [
+            RequestRecord(
+                concurrency=2,
+                index=i,
+                role="timed",
+                salt=f"s{i}",
+                issue_s=0.0,
+                send_s=0.0,
+                first_content_s=t,
+                end_s=t + 0.5,
+                chunk_s=(t, t + 0.5),
+                text="a b",
+                output_tokens=2,
+                usage_output_tokens=None,
+                usage_prompt_tokens=None,
+                status="ok",
+                error="",
+                finish_reason="length",
+            )
+            for i, t in enumerate(ttfts_s)
+        ]
+
+    steady = replies([1.0] * 20)
+    assert not more.wanted(steady, 1.0)  # narrow: no more
+    wide = replies([0.5, 1.0, 2.0, 4.0, 0.7, 3.0, 1.5, 2.5])
+    assert more.wanted(wide, 1.0) and not more.wanted(wide, 10.0)  # wide: more until the cap
+    assert more.wanted(replies([1.0] * 5), 1.0)  # five replies bound no median
 
 
 def test_a_point_whose_medians_never_narrow_stops_at_its_cap_and_its_extras_are_rebuilt() -> None:
