@@ -66,8 +66,7 @@ def measure(spec: CellSpec) -> Outcome:
     workload = instantiate(spec.refs.workload)
     model = load_model(workload.model, Path(spec.folders.model_cache_dir))
     settings = expect(spec.settings, SessionSettings)
-    bounds = scaled_bounds(model.params, workload.server_floor_ttft_s, workload.server_floor_tpot_s)
-    slo = Bounds(bounds.ttft_s, bounds.tpot_s)  # per turn, as the curve's goodput
+    slo = turn_slo(model.params, workload)
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model.folder)
@@ -75,13 +74,7 @@ def measure(spec: CellSpec) -> Outcome:
     source = source_of(settings, spec.input_seed, counters[0])
     path = Path(spec.folders.cell_dir) / TURNS_FILE
     path.unlink(missing_ok=True)
-    endpoint = EndpointSettings(
-        ladder=settings.ladder,
-        max_tokens=source.max_tokens,
-        api_key_env=settings.api_key_env,
-        serve_url=settings.serve_url,
-    )
-    with serving(stack, spec, model, endpoint) as target:
+    with serving(stack, spec, model, _served(settings, source)) as target:
         started = time.perf_counter()
         warm_up(target, spec.input_seed, settings, counters)
         serve_url = settings.serve_url if stack.server == URL else None
@@ -113,9 +106,7 @@ def measure(spec: CellSpec) -> Outcome:
         max_tokens=source.max_tokens,
         shared_prefix_tokens=counters[1]([{"role": "system", "content": SYSTEM_PROMPT}]),
         sessions_ladder=tuple(ladder),
-        turns_file=str(path.relative_to(spec.folders.run_dir))
-        if path.is_relative_to(spec.folders.run_dir)
-        else str(path),
+        turns_file=_stored_path(path, Path(spec.folders.run_dir)),
         duration_s=duration_s,
         reuse=reused,
         prefix_cache=prefix_cache(stack.server),
@@ -125,6 +116,28 @@ def measure(spec: CellSpec) -> Outcome:
         accuracy=checked.record() if checked.shares else None,
     )
     return Outcome(head, SessionsBody(section, figures))
+
+
+def turn_slo(params: int, workload: Any) -> Bounds:
+    """The per-turn SLO of the ladder's goodput: the workload's TTFT and TPOT bounds scaled to the model
+    (``generation.loadgen_tokens.scaled_bounds``), as the curve's goodput."""
+    bounds = scaled_bounds(params, workload.server_floor_ttft_s, workload.server_floor_tpot_s)
+    return Bounds(bounds.ttft_s, bounds.tpot_s)
+
+
+def _served(settings: SessionSettings, source: Source) -> EndpointSettings:
+    """The endpoint settings the server is started (or reached) with: sized for the longest reply."""
+    return EndpointSettings(
+        ladder=settings.ladder,
+        max_tokens=source.max_tokens,
+        api_key_env=settings.api_key_env,
+        serve_url=settings.serve_url,
+    )
+
+
+def _stored_path(path: Path, run_dir: Path) -> str:
+    """``path`` relative to the run folder when inside it, else as it is."""
+    return str(path.relative_to(run_dir)) if path.is_relative_to(run_dir) else str(path)
 
 
 def inline_accuracy(
