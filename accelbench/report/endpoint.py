@@ -73,7 +73,7 @@ def curve_table(
         match = chips.get(result.cell.key)
         for point in section.curve:
             rate_s = point.output_tokens_per_s
-            per_chip = [] if not chips else [_per_chip(rate_s, match)]
+            per_chip = [] if not chips else [per_chip_text(rate_s, match)]
             if chips:
                 per_chip += [_per_denominator(rate_s, match, "tdp_w", 1.0)]
                 per_chip += [_per_denominator(rate_s, match, "usd", 1e3)]
@@ -153,8 +153,8 @@ def _row(result: Result, point: CurvePoint) -> list[str]:
         f"{point.requests_per_s:.2f}",
         f"{point.goodput_requests_per_s:.2f}",
         f"{point.error_rate:.0%}",
-        _joules(point.joules_per_output_token, point.energy_provenance),
-        _joules(point.joules_per_token, point.energy_provenance),
+        joules_text(point.joules_per_output_token, point.energy_provenance),
+        joules_text(point.joules_per_token, point.energy_provenance),
     ]
 
 
@@ -165,8 +165,8 @@ def _interval(low_s: float, high_s: float, half_width: float | None) -> str:
     return f"{_ms(low_s)}-{_ms(high_s)} ±{half_width:.0%}"
 
 
-def _joules(value: float | None, provenance: str) -> str:
-    """Joules per token; an estimate is marked ``est`` (``accelbench.endpoint.energy``)."""
+def joules_text(value: float | None, provenance: str) -> str:
+    """Joules (per token, per session); an estimate is marked ``est`` (``accelbench.endpoint.energy``)."""
     if value is None:
         return "-"
     return f"{value:.3g} est" if provenance == "estimated" else f"{value:.3g}"
@@ -224,7 +224,8 @@ def _divided(point: CurvePoint, match: ChipMatch) -> float:
     return point.output_tokens_per_s / match.count
 
 
-def _per_chip(tokens_per_s: float, match: ChipMatch | None) -> str:
+def per_chip_text(tokens_per_s: float, match: ChipMatch | None) -> str:
+    """Output tokens/s per chip of ``match`` (``decl``: declared chips; ``-``: unknown)."""
     if match is None:
         return "-"
     value = tokens_per_s / match.count

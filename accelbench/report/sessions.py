@@ -13,6 +13,7 @@ from rich.table import Table
 
 from accelbench.hardware.match import ChipMatch
 from accelbench.meters.cost import HourlyRate, usd_per_million_queries
+from accelbench.report.endpoint import joules_text, per_chip_text
 from accelbench.results import Result
 from accelbench.session_figures import ReuseFigures, SessionFigures, SessionPoint
 
@@ -76,13 +77,6 @@ def _row(result: Result, point: SessionPoint) -> list[str]:
     ]
 
 
-def _joules(value: float | None, provenance: str) -> str:
-    """Joules; an estimate is marked ``est`` (``accelbench.endpoint.energy``)."""
-    if value is None:
-        return "-"
-    return f"{value:.3g} est" if provenance == "estimated" else f"{value:.3g}"
-
-
 def usd_per_session(rate: HourlyRate, point: SessionPoint) -> float | None:
     """Dollars per session: the machine's hour over the sessions the point's span completed (None: no
     span)."""
@@ -100,14 +94,6 @@ def usd_per_million_output_tokens(rate: HourlyRate, point: SessionPoint) -> floa
 
 def _usd(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
-
-
-def _per_chip(tokens_per_s: float, match: ChipMatch | None) -> str:
-    if match is None:
-        return "-"
-    value = tokens_per_s / match.count
-    text = f"{value:.0f}" if value >= 100 else f"{value:.3g}"
-    return f"{text} decl" if match.basis == "declared" else text
 
 
 def session_table(results: Sequence[Result]) -> Table | None:
@@ -161,9 +147,9 @@ def cost_table(
     for result, section in ladders:
         for point in section.sessions_ladder:
             row = [result.cell.stack, str(point.sessions)]
-            row += [_joules(point.joules_per_output_token, point.energy_provenance)]
-            row += [_joules(point.joules_per_session, point.energy_provenance)]
-            row += [_per_chip(point.output_tokens_per_s, chips.get(result.cell.key))] if chips else []
+            row += [joules_text(point.joules_per_output_token, point.energy_provenance)]
+            row += [joules_text(point.joules_per_session, point.energy_provenance)]
+            row += [per_chip_text(point.output_tokens_per_s, chips.get(result.cell.key))] if chips else []
             if rate is not None:
                 row += [_usd(usd_per_million_output_tokens(rate, point)), _usd(usd_per_session(rate, point))]
             table.add_row(*row)
