@@ -30,11 +30,21 @@ TF32 (a 10-bit mantissa like fp16) gets 5e-3, twice fp16's measured error. The t
 errors still (honest fp32 at most 5e-6 in the e2e runs). A declared precision the audit has
 no class for (int8, fp8) is not checked here: the quality gate holds it to its own bar. An unknown name
 is held to the fp32 budget, as the quality gate does, so a stack never earns slack by naming an odd one.
+
+The verdict is the worst sample's error against the declared budget; the class the error is consistent
+with is named from the worst sample when a class holds it, else from the median sample: a model with
+seeded weights amplifies rounding on a few inputs (bf16 autocast on the tiny ResNet-50, 4 runs:
+worst 0.050-0.120, median 0.018-0.021), and a stack that computes in bf16 is still named so. A
+median within fp32 with a worst sample beyond every class is garbage on some inputs, not lowered
+precision: the quality gate names it.
+A failure is *lowered precision* (a cheat: ``lowered``) only when the class is coarser than the declared
+one: an honest bf16 stack amplified past the bf16 budget is not called a cheat by this audit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -59,46 +69,85 @@ UNCHECKED = ("int8", "fp8", "none")
 """Declared precisions this audit does not judge (the quality gate does)."""
 
 
-def consistent_with(error: float) -> str:
-    """The finest class whose budget holds ``error`` ("coarser than bf16" when none does)."""
+COARSEST = "coarser than bf16"
+"""The class of an error no floating-point class explains."""
+
+
+def consistent_with(error: float, median_error: float | None = None) -> str:
+    """The finest class whose budget holds ``error``; when none does, the finest that holds
+    ``median_error`` if that is coarser than fp32 (rounding amplified on a few samples); else
+    ``COARSEST`` (an fp32 median: garbage on some samples, not a lowered precision)."""
+    worst = _finest(error)
+    if worst != COARSEST or median_error is None:
+        return worst
+    typical = _finest(median_error)
+    return COARSEST if typical == CLASSES[0][0] else typical
+
+
+def _finest(error: float) -> str:
     for name, budget in CLASSES:
         if error <= budget:
             return name
-    return "coarser than bf16"
+    return COARSEST
 
 
-def precision_verdict(declared: str, error: float, samples: int) -> Verdict:
-    """Pass when ``error`` fits the budget of ``declared``; fail naming the class it fits."""
+def lowered(evidence: Mapping[str, Any]) -> bool:
+    """The failed audit's error fits a floating-point class coarser than the declared precision's."""
+    budgets = dict(CLASSES)
+    consistent, declared_budget = evidence.get("consistent_with"), evidence.get("budget")
+    if not isinstance(consistent, str) or consistent not in budgets:
+        return False
+    return not isinstance(declared_budget, int | float) or budgets[consistent] > declared_budget
+
+
+def budget_for(declared: str) -> float | None:
+    """The largest error allowed to ``declared`` (None: not judged here)."""
+    return None if declared in UNCHECKED else BUDGETS.get(declared, FP32_BUDGET)
+
+
+def precision_verdict(declared: str, errors: Sequence[float]) -> Verdict:
+    """Pass when the worst of the per-sample ``errors`` fits the budget of ``declared``; fail naming the
+    class it fits."""
+    error = max(errors, default=0.0)
+    median_error = float(np.median(errors)) if errors else 0.0
     evidence = {
         "declared": declared,
         "max_norm_abs_err": error,
-        "samples": samples,
-        "consistent_with": consistent_with(error),
+        "median_norm_abs_err": median_error,
+        "samples": len(errors),
+        "consistent_with": consistent_with(error, median_error),
     }
-    if declared in UNCHECKED:
-        reason = f"not checked: {declared} has no error class here (the quality gate judges it)"
-        return Verdict("precision", PASS, reason, {**evidence, "budget": None})
-    budget = BUDGETS.get(declared, FP32_BUDGET)
+    budget = budget_for(declared)
     evidence["budget"] = budget
+    if budget is None:
+        reason = f"not checked: {declared} has no error class here (the quality gate judges it)"
+        return Verdict("precision", PASS, reason, evidence)
     if error <= budget:
         return Verdict(
             "precision", PASS, f"error {error:.2g} within the {declared} budget {budget:g}", evidence
         )
     reason = (
         f"computes below its declared precision (error consistent with {evidence['consistent_with']}): "
-        f"max normalised error {error:.2g} > {declared} budget {budget:g} over {samples} samples"
+        f"max normalised error {error:.2g} > {declared} budget {budget:g} over {len(errors)} samples "
+        f"(median {median_error:.2g})"
     )
     return Verdict("precision", FAIL, reason, evidence)
 
 
 def max_normalised_error(references: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> float:
     """max over samples of max|out - ref| / max|ref| (inf when shapes differ or values are not finite)."""
-    worst = 0.0
-    for ref, out in zip(references, outputs, strict=True):
-        ref64, out64 = np.asarray(ref, np.float64), np.asarray(out, np.float64)
-        if ref64.shape != out64.shape or not np.isfinite(out64).all():
-            return float("inf")
-        scale = float(np.abs(ref64).max(initial=0.0))
-        error = float(np.abs(out64 - ref64).max(initial=0.0))
-        worst = max(worst, error / scale if scale else (0.0 if error == 0.0 else float("inf")))
-    return worst
+    return max(normalised_errors(references, outputs), default=0.0)
+
+
+def normalised_errors(references: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> list[float]:
+    """Each sample's max|out - ref| / max|ref| (inf where shapes differ or values are not finite)."""
+    return [_normalised_error(ref, out) for ref, out in zip(references, outputs, strict=True)]
+
+
+def _normalised_error(ref: np.ndarray, out: np.ndarray) -> float:
+    ref64, out64 = np.asarray(ref, np.float64), np.asarray(out, np.float64)
+    if ref64.shape != out64.shape or not np.isfinite(out64).all():
+        return float("inf")
+    scale = float(np.abs(ref64).max(initial=0.0))
+    error = float(np.abs(out64 - ref64).max(initial=0.0))
+    return error / scale if scale else (0.0 if error == 0.0 else float("inf"))

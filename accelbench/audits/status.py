@@ -3,9 +3,10 @@
 Order of precedence, most severe first (the reason is that of the first that applies):
 
 1. ``disqualified``: a cheat's signature: the output, repeat or caching audit failed; or the precision
-   audit failed with an error that fits a coarser floating-point class (tf32, fp16, bf16: computing
-   below the declared precision); or the run's own outputs pass the quality gate while the
-   alternate-seed or precision audit fails (inputs memorised, precision lowered).
+   audit failed with an error that fits a floating-point class coarser than the declared one (tf32,
+   fp16, bf16: computing below the declared precision, ``accelbench.audits.precision.lowered``); or
+   the run's own outputs pass the quality gate while the alternate-seed or precision audit fails
+   (inputs memorised, precision lowered).
 2. ``quality_failed``: the outputs are inaccurate for the declared precision (quality gate or sanity
    check); the alternate-seed and precision audits then fail too, as consequences, not as cheats.
 3. ``unverified``: an audit could not conclude (too few samples, outputs the stack says are not the
@@ -22,13 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from accelbench.audits import precision
 from accelbench.audits.verdict import FAIL, INCONCLUSIVE, Verdict
 
 AUDIT_ORDER = ("output", "repeat", "caching", "alternate_seed", "precision", "off_calls")
 ACCURACY_AUDITS = ("alternate_seed", "precision")
 """Audits that an inaccurate stack fails as a consequence of its inaccuracy."""
-COARSEST_CLASS = "coarser than bf16"
-"""``accelbench.audits.precision.consistent_with`` for an error no floating-point class explains."""
 
 
 def cell_status(
@@ -63,5 +63,4 @@ def cell_status(
 
 def _lowered_precision(verdict: Verdict) -> bool:
     """A failed precision audit whose error fits a coarser floating-point class than the declared one."""
-    consistent = verdict.evidence.get("consistent_with")
-    return verdict.audit == "precision" and consistent is not None and consistent != COARSEST_CLASS
+    return verdict.audit == "precision" and precision.lowered(verdict.evidence)

@@ -222,14 +222,19 @@ def _precision(entry: AuditEntry) -> str:
     error, samples = _number(entry.evidence, "max_norm_abs_err"), _number(entry.evidence, "samples")
     if math.isnan(error + samples):
         return INCONCLUSIVE
-    return precision.precision_verdict(entry.text("declared"), error, int(samples)).outcome
+    budget = precision.budget_for(entry.text("declared"))
+    return PASS if budget is None or error <= budget else FAIL
 
 
 def _evidence(name: str, entry: AuditEntry) -> dict[str, Any]:
-    """The stored evidence, with the precision class recomputed (the status reads it)."""
+    """The stored evidence, with the precision budget and class recomputed by this code (the status
+    reads them); a record stored before the median was has its worst error alone."""
     evidence = dict(entry.evidence)
     if name == "precision":
-        evidence["consistent_with"] = precision.consistent_with(_number(entry.evidence, "max_norm_abs_err"))
+        median = _number(entry.evidence, "median_norm_abs_err")
+        error = _number(entry.evidence, "max_norm_abs_err")
+        evidence["budget"] = precision.budget_for(entry.text("declared"))
+        evidence["consistent_with"] = precision.consistent_with(error, None if math.isnan(median) else median)
     return evidence
 
 

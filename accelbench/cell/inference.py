@@ -155,16 +155,14 @@ def _judge(
     checked_refs, checked_outs = [refs[c.origin] for c in checks], [c.output for c in checks]
     budget = sample_budget(precision_name, workload.name, size)
     quality = compare(workload.quality_metric, checked_refs, checked_outs, precision_name, budget)
-    error = precision.max_normalised_error(
-        [*checked_refs, *after.references], [*checked_outs, *after.outputs]
-    )
+    errors = precision.normalised_errors([*checked_refs, *after.references], [*checked_outs, *after.outputs])
     seeds = [e.feed_seed for e in evidence]
     verdicts = (
         output_audit.output_verdict(checks, {c.origin: refs[c.origin] for c in checks}),
         repeat.repeat_verdict([p for e in evidence for p in e.pairs], seed=seeds[0]),
         after.caching,
         after.alternate_seed,
-        precision.precision_verdict(precision_name, error, len(checked_outs) + len(after.outputs)),
+        precision.precision_verdict(precision_name, errors),
         *((v,) if (v := off_calls.off_calls_verdict(sut_cpu)) else ()),
     )
     extra = {"feed_seed": seeds, "timed_pool": evidence[0].pool_size, "post_run_s": after.elapsed_s}

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from accelbench.audits import post_run as audits
-from accelbench.audits.precision import max_normalised_error, precision_verdict
+from accelbench.audits import precision
+from accelbench.audits.precision import normalised_errors, precision_verdict
+from accelbench.audits.status import cell_status
 from accelbench.audits.verdict import FAIL, PASS
 
 Inputs = tuple[np.ndarray, ...]
@@ -67,8 +69,7 @@ def failed(after: audits.PostRun) -> list[str]:
 
 
 def precision_of(after: audits.PostRun, claimed: str = "fp32") -> dict:
-    error = max_normalised_error(after.references, after.outputs)
-    return precision_verdict(claimed, error, len(after.outputs)).to_dict()
+    return precision_verdict(claimed, normalised_errors(after.references, after.outputs)).to_dict()
 
 
 def test_an_honest_session_passes() -> None:
@@ -150,8 +151,31 @@ def test_bf16_arithmetic_under_an_fp32_claim_fails_but_not_under_a_bf16_claim() 
 
 
 def test_an_unknown_precision_is_held_to_the_fp32_budget() -> None:
-    verdict = precision_verdict("fp19-custom", 1e-3, 4)
+    verdict = precision_verdict("fp19-custom", [1e-3] * 4)
     assert verdict.outcome == FAIL and verdict.evidence["budget"] == 5e-5
+
+
+def test_rounding_amplified_on_a_few_samples_is_named_by_the_median_sample() -> None:
+    """bf16 autocast on the tiny ResNet-50 (standard rules, 108 samples): worst 0.08-0.12, median 0.02.
+    The worst sample beyond every class no longer hides the class the stack computes in."""
+    amplified = [0.02] * 100 + [0.12] * 8
+    verdict = precision_verdict("fp32", amplified)
+    assert verdict.outcome == FAIL and verdict.evidence["consistent_with"] == "bf16 or fp16"
+    assert verdict.evidence["median_norm_abs_err"] == 0.02 and "(median 0.02)" in verdict.reason
+    assert precision.lowered(verdict.evidence)
+    garbage_on_some = [1e-7] * 100 + [3.0] * 8  # fp32 on most samples, garbage on a few: not a class
+    assert precision_verdict("fp32", garbage_on_some).evidence["consistent_with"] == "coarser than bf16"
+    assert not precision.lowered(precision_verdict("fp32", garbage_on_some).evidence)
+
+
+def test_an_honest_bf16_stack_amplified_past_its_budget_is_not_lowered_precision() -> None:
+    verdict = precision_verdict("bf16", [0.02] * 100 + [0.15] * 8)
+    assert verdict.outcome == FAIL and verdict.evidence["consistent_with"] == "bf16 or fp16"
+    assert not precision.lowered(verdict.evidence)  # its own class: the quality gate judges it
+    status, _ = cell_status([verdict], ["top1"], [], "")
+    assert status == "quality_failed"
+    tf32 = precision_verdict("tf32", [8e-3] * 4)
+    assert tf32.evidence["consistent_with"] == "bf16 or fp16" and precision.lowered(tf32.evidence)
 
 
 def test_the_time_budget_bounds_the_calls() -> None:
