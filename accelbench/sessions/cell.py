@@ -19,6 +19,13 @@
 5. The inline accuracy check (``accelbench.sessions.accuracy``): turns drawn after the run against the
    fp32 reference's replies to their conversations, once the server has stopped.
 6. The audits and the status (``accelbench.sessions.outcome``).
+
+The noise guard (``accelbench.meters.noise``) watches steps 3 and 4, as it watches the curve: other load
+outside the run's process tree (a server the cell started is in it; a ``--serve-url`` server on this
+machine is the run's too), steal, and the reference probe before and after. Other load or steal past
+their limits make the cell ``unstable``; the turns' times vary with their context, so no series
+corroborates the probe's drift, and a drift alone is a warning (``noise.drift_as_warning``, as a
+training cell's).
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ from accelbench.errors import Unavailable
 from accelbench.generation.base import GenerationContext
 from accelbench.generation.loadgen_tokens import scaled_bounds
 from accelbench.generation.models import LlmModel, load_model
+from accelbench.meters import noise
 from accelbench.outcome import Head, Outcome
 from accelbench.registry import instantiate
 from accelbench.session_figures import ReuseFigures, SessionFigures, SessionPoint
@@ -78,6 +86,7 @@ def measure(spec: CellSpec) -> Outcome:
         started = time.perf_counter()
         warm_up(target, spec.input_seed, settings, counters)
         serve_url = settings.serve_url if stack.server == URL else None
+        guard = noise.begin(spec.noise_floor, serve_url)
         meter = point_meter(serve_url, stack.server != URL, spec.measured_fp32_flops_per_s)
         try:
             ladder, records, stopped = run_ladder(
@@ -87,12 +96,16 @@ def measure(spec: CellSpec) -> Outcome:
             meter.close()
         duration_s = time.perf_counter() - started
         reused = None if stopped else reuse_probe(target, spec.input_seed, source, counters, (records, path))
+        probe, drift_notes = noise.drift_as_warning(noise.end(guard))
         full_length = bool(target.extra_body)  # the server's own fields make every reply its full length
     checked = inline_accuracy(model, tokenizer, spec, (records, source), settings.max_tokens, full_length)
-    (status, why), section = status_of(records, ladder, stopped, source.max_tokens, checked)
+    unstable = noise.unstable_reason(probe)
+    (status, why), section = status_of(records, ladder, stopped, source.max_tokens, (checked, unstable))
     head = Head(
         status,
         why,
+        noise=probe,
+        warnings=(*drift_notes, *noise.guard_warnings(probe)),
         effective_precision=stack.precision,
         versions=dict(stack.versions),
         settings=_settings(spec, stack, settings, source),

@@ -93,11 +93,12 @@ def status_of(
     ladder: Sequence[SessionPoint],
     stopped: str,
     max_tokens: int,
-    accuracy: Accuracy | None = None,
+    judged: tuple[Accuracy | None, str] = (None, ""),
 ) -> tuple[tuple[str, str], AuditSection]:
-    """The cell's (status, reason) and its audit section (with ``accuracy``, the inline check's padding
-    audit and quality failure)."""
+    """The cell's (status, reason) and its audit section. ``judged``: the inline check (its padding audit
+    and quality failure; None: not made) and the noise guard's unstable reason ("": quiet)."""
+    accuracy, unstable = judged
     found = verdicts(records, max_tokens) + ((padding(accuracy),) if accuracy is not None else ())
     failures = [] if accuracy is None or accuracy.passed else [accuracy_failure(accuracy)]
-    status = audits.cell_status(found, failures, invalid_reasons(ladder, records, stopped), "")
+    status = audits.cell_status(found, failures, invalid_reasons(ladder, records, stopped), unstable)
     return status, audits.section(found)

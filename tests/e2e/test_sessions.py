@@ -18,7 +18,7 @@ from accelbench.sessions import forbidden
 from accelbench.sessions.driver import context_counter
 from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.workload import SYSTEM_PROMPT, Shape, make_sessions
-from tests.e2e.cli import accelbench, run_document
+from tests.e2e.cli import BUSY, accelbench, measured_ok, run_document
 
 REASON = TransformersCbServer().unavailable_reason() or (missing_packages() and "llm extra missing")
 pytestmark = pytest.mark.skipif(bool(REASON), reason=str(REASON))
@@ -37,7 +37,9 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any],
 
 def test_the_ladder_has_a_point_per_load_with_every_figure(ran: tuple[Path, dict[str, Any], Any]) -> None:
     _, result, records = ran
-    assert result["status"] == "ok", result["reason"]
+    assert measured_ok(result), (result["status"], result["reason"])  # unstable on a busy machine
+    guard = result["noise"]  # the noise guard watched the ladder: other load, steal, the probe's drift
+    assert guard["before_s"] > 0 and guard["after_s"] > 0 and guard["other_load_cores"] >= 0
     ladder = result["generation"]["sessions_ladder"]
     assert [(p["sessions"], p["turns"], p["failed_turns"]) for p in ladder] == [(1, 3, 0), (2, 6, 0)]
     for p in ladder:
@@ -76,7 +78,9 @@ def test_the_ladder_has_a_point_per_load_with_every_figure(ran: tuple[Path, dict
     assert result["settings"]["sessions"] == [1, 2] and result["settings"]["turns_per_session"] == 3
     checked = result["generation"]["accuracy"]  # the inline check: every own turn of 9 drawn (16 at most)
     assert len(checked["shares"]) == 9 and checked["passed"] and checked["mean_share"] >= 0.6, checked
-    assert result["audit"]["padding"]["verdict"] == "pass" and not result["warnings"]
+    assert result["audit"]["padding"]["verdict"] == "pass"
+    guards = (BUSY, "unstable: ")  # the noise guard's notes: a busy machine, a drift alone (a warning)
+    assert not [w for w in result["warnings"] if not w.startswith(guards)], result["warnings"]
 
 
 def test_every_turn_sends_the_history_with_the_servers_real_replies(
