@@ -79,8 +79,10 @@ def test_the_ladder_has_a_point_per_load_with_every_figure(ran: tuple[Path, dict
     checked = result["generation"]["accuracy"]  # the inline check: every own turn of 9 drawn (16 at most)
     assert len(checked["shares"]) == 9 and checked["passed"] and checked["mean_share"] >= 0.6, checked
     assert result["audit"]["padding"]["verdict"] == "pass"
-    guards = (BUSY, "unstable: ")  # the noise guard's notes: a busy machine, a drift alone (a warning)
-    assert not [w for w in result["warnings"] if not w.startswith(guards)], result["warnings"]
+    guarded = [
+        w for w in result["warnings"] if w.startswith(BUSY) or w.endswith("to corroborate it (a warning)")
+    ]
+    assert len(guarded) == len(result["warnings"]), result["warnings"]  # the noise guard's notes only
 
 
 def test_every_turn_sends_the_history_with_the_servers_real_replies(
