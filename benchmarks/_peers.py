@@ -63,7 +63,8 @@ def ensure_peer(name: str) -> tuple[Path, float]:
 
 
 def run_aiperf(bin_dir: Path, work: Workload, out: Path) -> tuple[list[Request], dict[str, float]]:
-    """AIPerf (no ``HF_HUB_OFFLINE``: it would resolve the local tokenizer path as a hub name)."""
+    """AIPerf (no ``HF_HUB_OFFLINE``: it would resolve the local tokenizer path as a hub name; no server
+    metrics: the server has none, and on 2 busy cores its collector missed heartbeats and failed a run)."""
     args = [
         str(bin_dir / "aiperf"), "profile", "-m", work.model, "--url", work.url,
         "--endpoint-type", "completions", "--streaming", "--tokenizer", str(work.tokenizer),
@@ -71,10 +72,15 @@ def run_aiperf(bin_dir: Path, work: Workload, out: Path) -> tuple[list[Request],
         "--output-tokens-mean", str(work.output_tokens), "--output-tokens-stddev", "0",
         "--concurrency", str(work.concurrency), "--request-count", str(work.requests),
         "--warmup-request-count", "1", "--random-seed", "1", "--artifact-dir", str(out), "--ui", "none",
-        "--extra-inputs", json.dumps(work.extra_body),
+        "--extra-inputs", json.dumps(work.extra_body), "--no-server-metrics",
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
     run(args, out / "aiperf.log", env)
+    return read_aiperf(out)
+
+
+def read_aiperf(out: Path) -> tuple[list[Request], dict[str, float]]:
+    """AIPerf's per-request records and its own summary figures, from its artifact folder ``out``."""
     found = []
     for line in (out / "profile_export.jsonl").read_text().splitlines():
         record = json.loads(line)

@@ -21,7 +21,10 @@ with their ratios to accelbench's (median over the repeats):
   token generated (with EOS merely ignored, the stripped turn markers made the text 10-30% shorter).
 
 Usage: ``python benchmarks/llm_endpoint_agreement.py [--repeats 3] [--concurrency 1,4,8] [--requests 8]
-[--input-tokens 128] [--output-tokens 64] [--server transformers-cb|llamacpp] [--clients a,b,c]``.
+[--input-tokens 128] [--output-tokens 64] [--server transformers-cb|llamacpp] [--clients a,b,c]``;
+``--reread OUT`` prints a finished run's tables again from its folder. Besides the median of the rounds'
+medians, each figure is printed pooled over every round's requests with its median's 95% interval: a
+round's TTFT median at c >= 4 moves 15-25% with its 16 requests' batch mix.
 Measure on an idle machine: AIPerf and GuideLLM use 3-4x accelbench's client CPU, which on 2 cores
 is taken from the server (shared/reference/llm_serving_feasibility.md).
 """
@@ -52,6 +55,7 @@ from _peers import (  # noqa: E402
     Request,
     Workload,
     ensure_peer,
+    read_aiperf,
     run_aiperf,
     run_guidellm,
 )  # fmt: skip
@@ -66,8 +70,9 @@ DEFAULT_INPUT_TOKENS = 128
 """The peers' prompt length when accelbench has not run first to give its own."""
 
 
-def figures(requests: Sequence[Request]) -> dict[str, float]:
-    """TTFT p50/p90, TPOT p50 and output tok/s of a point, one definition for every client."""
+def figures(requests: Sequence[Request]) -> dict[str, Any]:
+    """TTFT p50/p90, TPOT p50 and output tok/s of a point, one definition for every client; and each
+    request's TTFT and TPOT (``ttfts_s``, ``tpots_s``: the rounds pooled, ``pooled``)."""
     ttfts = sorted(r.ttft_s for r in requests)
     tpots = [(r.end_s - r.send_s - r.ttft_s) / (r.output_tokens - 1) for r in requests if r.output_tokens > 1]
     span_s = max(r.end_s for r in requests) - min(r.send_s for r in requests)
@@ -77,6 +82,25 @@ def figures(requests: Sequence[Request]) -> dict[str, float]:
         "tpot_p50_s": statistics.median(tpots),
         "output_tokens_per_s": sum(r.output_tokens for r in requests) / span_s,
         "output_tokens_mean": statistics.mean(r.output_tokens for r in requests),
+        "ttfts_s": ttfts,
+        "tpots_s": sorted(tpots),
+    }
+
+
+def pooled(rows: Sequence[dict[str, Any]], client: str) -> dict[str, tuple[float, float, float]]:
+    """A client's TTFT p50, TTFT p90 and TPOT p50 over every request of every round (a round's median
+    moves with its few requests' batch mix; the pooled one is of rounds x requests): (value, low, high),
+    the medians' low/high their distribution-free 95% interval (``endpoint.figures.median_interval``)."""
+    from accelbench.endpoint.figures import median_interval
+
+    ttfts = sorted(t for r in rows if r["client"] == client for t in r.get("ttfts_s", ()))
+    tpots = sorted(t for r in rows if r["client"] == client for t in r.get("tpots_s", ()))
+    if not ttfts or not tpots:
+        return {}
+    return {
+        "ttft_p50_s": (statistics.median(ttfts), *median_interval(ttfts)),
+        "ttft_p90_s": (_percentile(ttfts, 0.90), float("nan"), float("nan")),
+        "tpot_p50_s": (statistics.median(tpots), *median_interval(tpots)),
     }
 
 
@@ -105,26 +129,35 @@ def run_accelbench(work: Workload, out: Path, store: Path) -> tuple[list[Request
     if done.returncode != 0:
         tail = (out / "accelbench.log").read_text(errors="replace").strip().splitlines()[-2:]
         raise RuntimeError(f"accelbench run exited {done.returncode}: {' | '.join(tail)}")
+    found, own, document = read_accelbench(out, store, work.concurrency)
+    cell_seed = int(document["results"][0]["settings"]["input_seed"])
+    write_prompts(out / "peer-prompts.jsonl", work, cell_seed)
+    return found, own
+
+
+def read_accelbench(
+    out: Path, store: Path, concurrency: int
+) -> tuple[list[Request], dict[str, float], dict[str, Any]]:
+    """A round's per-request records (the run's ``requests.jsonl``), its own curve point at
+    ``concurrency`` and its ``run --json`` document (in ``out``)."""
     document = json.loads((out / "accelbench.json").read_text())
-    points = [p for p in _find(document, "curve") if p.get("concurrency") == work.concurrency]
+    points = [p for p in _find(document, "curve") if p.get("concurrency") == concurrency]
     if not points:
-        raise RuntimeError(f"no curve point at concurrency {work.concurrency} in accelbench run --json")
+        raise RuntimeError(f"no curve point at concurrency {concurrency} in accelbench run --json")
     own = {name: float(points[0][name]) for name in METRICS if name in points[0]}
     found, prompt_tokens = [], []
     for result in document.get("results", []):
         for path in (store / "runs" / result.get("run_id", "-")).rglob("requests.jsonl"):
             for line in path.read_text().splitlines():
                 r = json.loads(line)
-                timed = r.get("role", "timed") == "timed" and r.get("concurrency") == work.concurrency
+                timed = r.get("role", "timed") == "timed" and r.get("concurrency") == concurrency
                 if timed and r.get("status") == "ok" and r.get("first_content_s") is not None:
                     ttft_s = r["first_content_s"] - r["send_s"]
                     found.append(Request(r["send_s"], ttft_s, r["end_s"], r["output_tokens"]))
                     prompt_tokens.append(r.get("usage_prompt_tokens") or 0)
     if prompt_tokens and all(prompt_tokens):
         own["mean_prompt_tokens"] = statistics.mean(prompt_tokens)
-    cell_seed = int(document["results"][0]["settings"]["input_seed"])
-    write_prompts(out / "peer-prompts.jsonl", work, cell_seed)
-    return found, own
+    return found, own, document
 
 
 def write_prompts(path: Path, work: Workload, cell_seed: int) -> None:
@@ -201,6 +234,10 @@ def _load() -> float:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parse(argv)
+    if args.reread:
+        for concurrency, rows in reread(Path(args.reread), args.clients).items():
+            _print(rows, args, concurrency)
+        return
     out = Path(args.out or f"/tmp/llm-endpoint-agreement-{int(time.time())}")
     bins: dict[str, Path] = {}
     for name in args.clients:
@@ -265,18 +302,42 @@ def _rounds(
             except Exception as err:  # a failed client is reported, the others go on
                 row["error"] = str(err)[:300]
             row["wall_s"] = time.monotonic() - started
-            print(json.dumps(row), flush=True)
+            print(json.dumps({k: v for k, v in row.items() if k not in ("ttfts_s", "tpots_s")}), flush=True)
             rows.append(row)
     return rows
+
+
+def reread(out: Path, clients: Sequence[str]) -> dict[int, list[dict[str, Any]]]:
+    """The rows of a finished run from its folder ``out`` (``c<N>/<client>-<round>``), without sending a
+    request: to print its tables again (pooled figures included)."""
+    readers: dict[str, Callable[[Path, int], tuple[list[Request], dict[str, float]]]] = {
+        "accelbench": lambda o, c: read_accelbench(o, o.parent / "accelbench-store", c)[:2],
+        "aiperf": lambda o, c: read_aiperf(o),
+    }
+    by_point: dict[int, list[dict[str, Any]]] = {}
+    for point in sorted(out.glob("c*"), key=lambda p: int(p.name[1:]) if p.name[1:].isdigit() else 0):
+        if not point.name[1:].isdigit():
+            continue
+        concurrency, rows = int(point.name[1:]), []
+        rounds = sorted({int(d.name.rsplit("-", 1)[1]) for d in point.glob("*-*") if d.name[-1].isdigit()})
+        for round_ in rounds:
+            for name in clients:
+                folder = point / f"{name}-{round_}"
+                if name not in readers or not folder.is_dir():
+                    continue
+                requests, own = readers[name](folder, concurrency)
+                row = {"client": name, "round": round_, "requests": len(requests), "own": own, "input": "?"}
+                rows.append(row | (figures(requests) if requests else {}))
+        by_point[concurrency] = rows
+    return by_point
 
 
 def _print(rows: list[dict[str, Any]], args: argparse.Namespace, concurrency: int) -> None:
     tokens_in = rows[-1]["input"] if rows else "?"
     requests = rows[-1].get("requests", "?") if rows else "?"
     print(f"\nserver {args.server}, concurrency {concurrency}, {requests} requests, {tokens_in} in")
-    print(
-        f"(peers; accelbench: its own prompts) / {args.output_tokens} out, medians over {args.repeats} rounds"
-    )
+    rounds = len({r["round"] for r in rows})
+    print(f"(peers; accelbench: its own prompts) / {args.output_tokens} out, medians over {rounds} rounds")
     medians: dict[str, dict[str, float]] = {}
     spans: dict[str, dict[str, tuple[float, float]]] = {}
     for name in args.clients:
@@ -299,6 +360,7 @@ def _print(rows: list[dict[str, Any]], args: argparse.Namespace, concurrency: in
         f"median [lowest, highest over the rounds] (ratio of medians = client / {reference}); every figure "
         "from the client's per-request records"
     )
+    _print_pooled(rows, args.clients)
     print("each client's own summary figures (median over rounds; definitions as the tool states them):")
     for name in args.clients:
         owns = [r["own"] for r in rows if r["client"] == name and r.get("own")]
@@ -310,6 +372,22 @@ def _print(rows: list[dict[str, Any]], args: argparse.Namespace, concurrency: in
     for row in rows:
         if "error" in row:
             print(f"{row['client']} round {row['round']}: {row['error']}")
+
+
+def _print_pooled(rows: list[dict[str, Any]], clients: Sequence[str]) -> None:
+    """Each client's figures over every round's requests (``pooled``), with their ratios to accelbench's."""
+    base = pooled(rows, "accelbench")
+    print("pooled over every round's requests: median [95% interval] (ratio to accelbench's):")
+    for name in clients:
+        figures_ = pooled(rows, name)
+        if figures_:
+            cells = [
+                f"{m} {v:.4g}"
+                + (f" [{low:.3g}, {high:.3g}]" if low == low else "")  # NaN: no interval (a p90)
+                + (f" ({v / base[m][0]:.3f})" if base else "")
+                for m, (v, low, high) in figures_.items()
+            ]
+            print(f"  {name:<11}" + ", ".join(cells))
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -325,6 +403,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--clients", default=",".join(CLIENTS))
     parser.add_argument("--cache-dir", default=str(Path.home() / ".cache" / "accelbench" / "cache"))
     parser.add_argument("--out", default=None)
+    parser.add_argument(
+        "--reread", default=None, help="print the tables of a finished run's --out folder again (no requests)"
+    )
     args = parser.parse_args(argv)
     args.clients = [c.strip() for c in args.clients.split(",") if c.strip()]
     unknown = [c for c in args.clients if c not in CLIENTS]
