@@ -221,11 +221,16 @@ class EndpointFigures:
     the points have none (empty, and absent, in records stored before)."""
     qps_search: QpsSearch | None = None
     """The max-QPS search under Poisson arrivals (``--arrivals poisson``; None, and absent: not run)."""
+    prefix_cache: str = ""
+    """The server's prefix cache as its kind declares it (``accelbench.endpoint.servers.prefix_cache``):
+    a cache-on curve is never set beside a cache-off one unlabelled ("", and absent: stored before)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The stored ``generation`` section."""
         document = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         document["curve"] = [p.to_dict() for p in self.curve]
+        if not self.prefix_cache:
+            del document["prefix_cache"]
         if not self.energy_note:
             del document["energy_note"]
         if self.accuracy is None:

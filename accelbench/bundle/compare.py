@@ -125,10 +125,10 @@ def _differences(a: Result, b: Result) -> tuple[str, ...]:
 
 
 def prefix_cache(result: Result) -> str:
-    """The server's prefix cache a sessions cell declares (``SessionFigures.prefix_cache``); "" for any
-    other cell, and for a sessions section stored before it was kept."""
-    ladder = result.session_ladder
-    return ladder.prefix_cache if ladder is not None else ""
+    """The server's prefix cache a served-LLM cell declares (``SessionFigures.prefix_cache``,
+    ``EndpointFigures.prefix_cache``); "" for any other cell, and for a section stored before it was kept."""
+    served = result.session_ladder or result.curve
+    return served.prefix_cache if served is not None else ""
 
 
 def _cache_difference(left: str, right: str) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ from accelbench.endpoint.figures import Bounds
 from accelbench.endpoint.prompts import SALT_BITS, length_text
 from accelbench.endpoint.records import RequestRecord
 from accelbench.endpoint.repeat import repeat_verdict
+from accelbench.endpoint.servers import prefix_cache
 from accelbench.endpoint.settings import EndpointSettings
 from accelbench.generation.models import LlmModel
 from accelbench.meters import noise
@@ -175,6 +176,7 @@ def figures(
         accuracy=found.accuracy.record(),
         energy_note=found.energy_note,
         qps_search=found.qps_search,
+        prefix_cache=prefix_cache(stack.server),
     )
 
 

@@ -84,6 +84,11 @@ def curve_table(
         for r, section in curves
         if section.energy_note
     ]
+    captions += [
+        f"{r.cell.stack} server prefix cache: {section.prefix_cache}"
+        for r, section in curves
+        if section.prefix_cache
+    ]
     captions.append(
         "p50 95% CI: the median's distribution-free interval and its half-width over the median ('-': "
         "under 6 replies); under --rules standard or official a point goes on until both are within "

@@ -87,6 +87,7 @@ def test_the_curve_has_a_point_per_concurrency_with_every_figure(url_run: tuple[
         assert point["energy_j"] / point["duration_s"] < 1000  # watts: a 2-vCPU share of a socket
     note = result["generation"]["energy_note"]
     assert note.startswith(("cpu-estimate: the run's process tree", "rapl")), note
+    assert result["generation"]["prefix_cache"] == "undeclared (a server accelbench did not start)"
     accuracy = result["generation"]["accuracy"]
     # 16 drawn across the curve's and the search's replies (concurrency 0), up to 4 flagged ones beside
     assert accuracy["passed"] and set(accuracy["concurrencies"]) <= {0, 1, 4}

@@ -190,3 +190,24 @@ def test_the_html_report_has_the_max_qps_search_table() -> None:
     page = "".join(str(part) for part in leaderboard_section([run(_searched())]).parts)
     assert "Served LLM max QPS" in page and "fail: p99 TTFT 1500 ms &gt; 1000 ms" in page
     assert "llm@url: max QPS 4 (goodput 3 req/s)" in page
+
+
+def test_a_curve_keeps_its_server_s_prefix_cache_and_compare_labels_it() -> None:
+    """Issue 44 scope 7: a cache-on curve is never set beside a cache-off one unlabelled."""
+    from accelbench.bundle.compare import _cache_difference, prefix_cache
+
+    on = dataclasses.replace(
+        _result([{"concurrency": 1}]).curve, prefix_cache="on: shared 256-token pages (the server's default)"
+    )
+    stored = on.to_dict()
+    assert EndpointFigures.from_dict(stored) == on and stored["prefix_cache"].startswith("on:")
+    old = _result([{"concurrency": 1}])
+    assert old.curve is not None and "prefix_cache" not in old.curve.to_dict()  # absent: stored before
+    cached = dataclasses.replace(old, curve=on)
+    assert prefix_cache(cached).startswith("on:") and prefix_cache(old) == ""
+    assert _cache_difference(prefix_cache(cached), prefix_cache(old)) == (
+        "server prefix cache on: shared 256-token pages (the server's default) vs not recorded",
+    )
+    console = Console(width=250, record=True)
+    console.print(curve_table([cached]))
+    assert "llm@url server prefix cache: on: shared 256-token pages" in console.export_text()
