@@ -1,9 +1,11 @@
 """Result records: the immutable outcome of one cell, and its stored (JSON) form.
 
 A result is a driver's outcome (``accelbench.outcome``: head and body) plus the run facts, the driver's
-name among them; its sections are typed records (``accelbench.sections``, ``SECTIONS``; the
-``generation`` key's record is the one its driver writes, ``GENERATION``), older documents upgraded
-(``result_upgrade``).
+name among them: ``Result.head`` is the outcome's ``Head`` (``accelbench.head``), the body's sections are
+``Result``'s own fields, typed records (``accelbench.sections``, ``SECTIONS``; the ``generation`` key's
+record is the one its driver writes, ``GENERATION``). The stored document is flat (``STORED_KEYS``: the
+head's keys beside the run facts and the sections, as every schema stored them); older documents are
+upgraded (``result_upgrade``).
 
 Schema history (bump ``SCHEMA_VERSION`` and add a line for every change of the stored document):
     1  first format: cell, status, latency, throughput, LoadGen verdict, quality, precision,
@@ -49,11 +51,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from accelbench.audit_section import AuditSection
 from accelbench.curve import EndpointFigures
+from accelbench.head import HEAD_KEYS, DeviceMemory, Energy, Head, NoiseProbe, Quality, record_of
 from accelbench.loadgen_figures import Figures, Latency, LoadgenVerdict
 from accelbench.result_upgrade import upgrade
 from accelbench.sections import GenerationFigures, ServerSearch, TrainingFigures, VariantInfo
@@ -95,10 +98,6 @@ UNVERIFIED_STATUSES = ("disqualified", "unverified", "invalid", "unstable")
 """Measured cells that do not rank: an audit failed or could not conclude, LoadGen said INVALID, or the
 machine drifted. They are listed apart, with their reason (``accelbench.normalize.ranking``)."""
 
-ENERGY_PROVENANCES = ("measured", "polled", "estimated")
-"""``measured``: a hardware energy counter (RAPL, NVML, amdsmi); ``polled``: power sampled in a background
-thread and integrated; ``estimated``: no counter, a model (its ``formula`` says which)."""
-
 
 @dataclass(frozen=True, slots=True)
 class Cell:
@@ -118,124 +117,26 @@ class Cell:
 
 
 @dataclass(frozen=True, slots=True)
-class Quality:
-    """The quality gate: outputs sampled during the timed run vs the fp32 reference."""
-
-    metric: str
-    value: float
-    threshold: float
-    passed: bool
-    samples_checked: int
-    detail: str = ""
-    wrong: int | None = None
-    """Judged samples whose relative L2 error exceeds ``sample_budget`` (``accelbench.meters.quality``);
-    None in records stored before schema 8 (judged by their metric alone)."""
-    sample_budget: float | None = None
-    """The largest relative L2 error one sample was allowed (None before schema 8)."""
-    worst_sample_error: float | None = None
-    """The largest relative L2 error of a judged sample (None before schema 8)."""
-
-
-@dataclass(frozen=True, slots=True)
-class NoiseProbe:
-    """The noise guard's record (``accelbench.meters.noise``): a reference probe before and after, other
-    processes' load and steal, the timed samples' own shift, and the verdict."""
-
-    before_s: float
-    after_s: float
-    drift: float
-    loadavg_before: float
-    loadavg_after: float
-    other_load_cores: float
-    """CPU time used by processes outside the run's process tree during the measurement, per second of
-    wall time (before the tree was counted: outside the cell process, so its trial processes too)."""
-    unstable: bool
-    """The guard's evidence says the measurement was disturbed (``reason`` says which)."""
-    steal_cores: float = 0.0
-    """Hypervisor steal during the measurement, in cores (0 in records stored before it was kept)."""
-    threshold: float = 0.05
-    """The drift limit applied: from the run's noise floor (a fixed 5% before the floor was kept)."""
-    floor: float | None = None
-    """The run's probe noise floor: median drift of idle pairs of probes at the run's start."""
-    samples_shift: float | None = None
-    """Median of the last third of the timed samples / the first third's - 1; None: too few samples."""
-    samples_shifted: bool = False
-    """That shift is beyond the samples' own dispersion (``accelbench.meters.noise.samples_shift``)."""
-    reason: str = ""
-    """Why the guard judged the measurement disturbed ("" when it did not, and in older records)."""
-    other_load_after_cores: float | None = None
-    """Other processes' load during the closing probe: a disturbance still going on is not measured
-    again (``accelbench.meters.noise.worth_retrying``)."""
-    outside_view: str = ""
-    """What the guard could not watch: a served model on another machine (its load, steal and drift are
-    not this machine's); "" when the whole measurement ran here."""
-
-
-@dataclass(frozen=True, slots=True)
-class Energy:
-    """Energy of the timed trials: one meter window from before the first trial to after the last.
-
-    ``energy_per_query_j`` divides by the samples completed in the window (a single-stream query is one
-    sample; an offline query holds many, and this is per sample). ``domains`` splits ``energy_j`` by where
-    it was counted (``package-0``, ``dram-0``, ``gpu0``, or the parts of an estimate).
-    """
-
-    energy_j: float
-    power_w: float
-    energy_per_query_j: float
-    samples_per_j: float
-    window_s: float
-    samples: int
-    provenance: str
-    meter: str
-    formula: str
-    domains: Mapping[str, float] = field(default_factory=dict)
-    idle_power_w: float | None = None
-    """Device power measured while idle just before the window (GPU meters), else None."""
-    idle_subtracted: bool = False
-    """True when ``idle_power_w x window_s`` was taken off ``energy_j``."""
-
-    def __post_init__(self) -> None:
-        if self.provenance not in ENERGY_PROVENANCES:
-            raise ValueError(f"unknown energy provenance {self.provenance!r}")
-        if not self.formula:
-            raise ValueError("an energy figure needs the formula or counter it comes from")
-
-
-@dataclass(frozen=True, slots=True)
-class DeviceMemory:
-    """Peak accelerator memory of the cell during the timed trials, and how it was read."""
-
-    peak_bytes: int
-    source: str
-
-
-@dataclass(frozen=True, slots=True)
 class Result:
-    """The immutable record of one cell."""
+    """The immutable record of one cell: the run facts, the driver's head (``head``, ``accelbench.head``)
+    and the sections of its body.
+
+    The head's 13 fields are read through ``head`` (``result.head.status``); the read-only properties
+    below (``status``, ``reason``, ``quality``, ...) forward to it for the readers not yet rewritten, so no
+    field is declared twice. Construct with ``head=Head(...)``; change one with
+    ``dataclasses.replace(result, head=dataclasses.replace(result.head, status=...))``.
+    """
 
     run_id: str
     cell: Cell
-    status: str
-    reason: str = ""
+    head: Head
     latency: Latency | None = None
     loadgen: LoadgenVerdict | None = None
     trial_p50_s: tuple[float, ...] = ()
-    quality: Quality | None = None
-    sanity: Quality | None = None
-    effective_precision: str = ""
-    compile_s: float | None = None
-    peak_rss_bytes: int | None = None
-    noise: NoiseProbe | None = None
-    warnings: tuple[str, ...] = ()
-    versions: Mapping[str, str] = field(default_factory=dict)
-    settings: Mapping[str, Any] = field(default_factory=dict)
     machine_fingerprint: str = ""
     started_at: str = ""
     wall_s: float = 0.0
     stderr_tail: str = ""
-    energy: Energy | None = None
-    device_memory: DeviceMemory | None = None
     variant_info: VariantInfo | None = None
     audit: AuditSection | None = None
     training: TrainingFigures | None = None
@@ -255,11 +156,76 @@ class Result:
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
-        if self.status not in STATUSES:
-            raise ValueError(f"unknown result status {self.status!r}")
+        if self.head.status not in STATUSES:
+            raise ValueError(f"unknown result status {self.head.status!r}")
         held = [name for name, _ in GENERATION.values() if getattr(self, name) is not None]
         if len(held) > 1:
             raise ValueError(f"a result holds one generation section, not {' and '.join(held)}")
+
+    @property
+    def status(self) -> str:
+        """``head.status`` (forwarded)."""
+        return self.head.status
+
+    @property
+    def reason(self) -> str:
+        """``head.reason`` (forwarded)."""
+        return self.head.reason
+
+    @property
+    def quality(self) -> Quality | None:
+        """``head.quality`` (forwarded)."""
+        return self.head.quality
+
+    @property
+    def sanity(self) -> Quality | None:
+        """``head.sanity`` (forwarded)."""
+        return self.head.sanity
+
+    @property
+    def effective_precision(self) -> str:
+        """``head.effective_precision`` (forwarded)."""
+        return self.head.effective_precision
+
+    @property
+    def compile_s(self) -> float | None:
+        """``head.compile_s`` (forwarded)."""
+        return self.head.compile_s
+
+    @property
+    def peak_rss_bytes(self) -> int | None:
+        """``head.peak_rss_bytes`` (forwarded)."""
+        return self.head.peak_rss_bytes
+
+    @property
+    def noise(self) -> NoiseProbe | None:
+        """``head.noise`` (forwarded)."""
+        return self.head.noise
+
+    @property
+    def energy(self) -> Energy | None:
+        """``head.energy`` (forwarded)."""
+        return self.head.energy
+
+    @property
+    def device_memory(self) -> DeviceMemory | None:
+        """``head.device_memory`` (forwarded)."""
+        return self.head.device_memory
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """``head.warnings`` (forwarded)."""
+        return self.head.warnings
+
+    @property
+    def versions(self) -> Mapping[str, str]:
+        """``head.versions`` (forwarded)."""
+        return self.head.versions
+
+    @property
+    def settings(self) -> Mapping[str, Any]:
+        """``head.settings`` (forwarded)."""
+        return self.head.settings
 
     @property
     def qps(self) -> float | None:
@@ -307,37 +273,58 @@ class Result:
         return ("qps", self.loadgen.qps) if self.loadgen else None
 
 
+STORED_KEYS = (
+    "run_id",
+    "cell",
+    "status",
+    "reason",
+    "latency",
+    "loadgen",
+    "trial_p50_s",
+    "quality",
+    "sanity",
+    "effective_precision",
+    "compile_s",
+    "peak_rss_bytes",
+    "noise",
+    "warnings",
+    "versions",
+    "settings",
+    "machine_fingerprint",
+    "started_at",
+    "wall_s",
+    "stderr_tail",
+    "energy",
+    "device_memory",
+    "variant_info",
+    "audit",
+    "training",
+    "figures",
+    "server_search",
+    "generation",
+    "driver",
+    "schema_version",
+)
+"""The keys of the stored document in their order: flat, the head's among the run facts and the body's
+sections (the order of every schema since 1, kept so stored documents do not change)."""
+
+
 def to_dict(result: Result) -> dict[str, Any]:
-    """The stored JSON document of a result (its ``generation`` key: the one of ``decode``, ``curve`` and
-    ``session_ladder`` it holds)."""
+    """The stored JSON document of a result: flat (``STORED_KEYS``), the head's keys beside the others; its
+    ``generation`` key: the one of ``decode``, ``curve`` and ``session_ladder`` it holds."""
     held = (result.decode, result.curve, result.session_ladder)
-    generation = next((record.to_dict() for record in held if record is not None), None)
-    doc: dict[str, Any] = {}
-    for name, value in dataclasses.asdict(result).items():
-        if name not in _GENERATION_FIELDS:
-            doc[name] = value
-        elif "generation" not in doc:
-            doc["generation"] = generation
-    doc["versions"] = dict(result.versions)
-    doc["settings"] = dict(result.settings)
-    if result.energy is not None:
-        doc["energy"]["domains"] = dict(result.energy.domains)
+    flat = dataclasses.asdict(result)
+    flat.update(flat.pop("head"))
+    flat["generation"] = next((record.to_dict() for record in held if record is not None), None)
+    doc = {key: flat[key] for key in STORED_KEYS}
+    doc["versions"] = dict(result.head.versions)
+    doc["settings"] = dict(result.head.settings)
+    if result.head.energy is not None:
+        doc["energy"]["domains"] = dict(result.head.energy.domains)
     for name in SECTIONS:
         record = getattr(result, name)
         doc[name] = None if record is None else record.to_dict()
     return doc
-
-
-_GENERATION_FIELDS = frozenset(name for name, _ in GENERATION.values())
-
-
-def json_plain(value: Any) -> Any:
-    """``value`` with mappings as dicts and tuples as lists, as JSON stores it."""
-    if isinstance(value, Mapping):
-        return {str(k): json_plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_plain(v) for v in value]
-    return value
 
 
 def from_dict(doc: Mapping[str, Any]) -> Result:
@@ -348,7 +335,7 @@ def from_dict(doc: Mapping[str, Any]) -> Result:
         doc = upgrade(doc, SCHEMA_VERSION)
     elif version != SCHEMA_VERSION:
         raise ValueError(f"result schema_version {version!r} is not {SCHEMA_VERSION} (or 1-8, upgraded)")
-    data = dict(doc)
+    data = {key: value for key, value in doc.items() if key not in HEAD_KEYS}
     generation = data.pop("generation", None)
     if generation is not None:
         driver = data.get("driver", "")
@@ -359,26 +346,9 @@ def from_dict(doc: Mapping[str, Any]) -> Result:
     data["cell"] = Cell(**data["cell"])
     data["latency"] = record_of(Latency, data.get("latency"))
     data["loadgen"] = record_of(LoadgenVerdict, data.get("loadgen"))
-    data["quality"] = record_of(Quality, data.get("quality"))
-    data["sanity"] = record_of(Quality, data.get("sanity"))
-    data["noise"] = record_of(NoiseProbe, data.get("noise"))
-    data["energy"] = record_of(Energy, data.get("energy"))
-    data["device_memory"] = record_of(DeviceMemory, data.get("device_memory"))
     data["figures"] = record_of(Figures, data.get("figures"))
     for name, load in SECTIONS.items():
         section = data.get(name)
         data[name] = None if section is None else load(section)
     data["trial_p50_s"] = tuple(data.get("trial_p50_s", ()))
-    data["warnings"] = tuple(data.get("warnings", ()))
-    return Result(**data)
-
-
-def record_of(kind: type, value: Mapping[str, Any] | None) -> Any:
-    """The record ``kind`` of a stored mapping (lists as tuples), or None for None."""
-    if value is None:
-        return None
-    fields = dict(value)
-    for name, current in fields.items():
-        if isinstance(current, list):
-            fields[name] = tuple(current)
-    return kind(**fields)
+    return Result(head=Head.from_dict(doc), **data)

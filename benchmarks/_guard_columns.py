@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 from _old_guard import OldVerdict
 
+from accelbench.head import NoiseProbe
 from accelbench.meters import noise, reference_probe
-from accelbench.results import NoiseProbe
 
 PROBES = 3
 """Probes at each end of the PROBE3 guard (their medians): tried for the served curves on 2026-12-04, no

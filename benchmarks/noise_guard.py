@@ -69,8 +69,8 @@ from _guard_columns import (
 )
 from _old_guard import OldGuard
 
+from accelbench.head import NoiseProbe
 from accelbench.meters import cputime, noise, reference_probe
-from accelbench.results import NoiseProbe
 
 REPLICA_IDLE_S = 1.2
 """How long the served kind's worker idles after its timed loop before it exits: a Ray replica is

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from accelbench.audits.verdict import FAIL, PASS, Verdict
+from accelbench.head import Quality
 from accelbench.meters.quality import compare
-from accelbench.results import Quality
 from accelbench.workloads.base import Inputs
 
 log = logging.getLogger(__name__)

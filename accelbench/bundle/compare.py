@@ -104,7 +104,7 @@ def _pairing(key: str, a: Side, b: Side, chips: ChipTable, include_unverified: b
 def _subject(side: Side, key: str, chips: ChipTable) -> Subject:
     result = side.results[key]
     if result.status != "ok":  # --include-unverified: explained, and marked UNVERIFIED by the caller
-        result = dataclasses.replace(result, status="ok")
+        result = dataclasses.replace(result, head=dataclasses.replace(result.head, status="ok"))
     try:
         machine = machine_from_dict(side.machine)
     except (ValueError, TypeError, KeyError) as exc:

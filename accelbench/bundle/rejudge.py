@@ -17,9 +17,9 @@ from accelbench.audit_section import AuditEntry, evidence_number
 from accelbench.audits import off_calls, output, post_run, precision, repeat
 from accelbench.audits.status import cell_status
 from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS, Verdict
+from accelbench.head import NoiseProbe, Quality
 from accelbench.loadgen_figures import Figures
 from accelbench.meters import noise
-from accelbench.results import NoiseProbe, Quality
 
 
 def verdict(

@@ -12,7 +12,7 @@ import numpy as np
 
 from accelbench.audits import post_run
 from accelbench.cell.samples import SampleSets
-from accelbench.results import Quality
+from accelbench.head import Quality
 from accelbench.workloads.base import Inputs, Variant, Workload
 
 

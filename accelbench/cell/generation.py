@@ -45,12 +45,12 @@ from accelbench.generation.quality import (
 from accelbench.generation.reference import Reference, prompt_reference, sent_reference
 from accelbench.generation.timing_audits import first_token_audit, repeat_audit
 from accelbench.generation.workload import SCENARIOS, GenerativeWorkload
+from accelbench.head import Head, NoiseProbe, Quality
 from accelbench.loadgen_figures import LoadgenVerdict
 from accelbench.meters import noise
 from accelbench.meters.window import CellMeters, Metered
-from accelbench.outcome import Head, Outcome
+from accelbench.outcome import Outcome
 from accelbench.registry import instantiate
-from accelbench.results import NoiseProbe, Quality
 from accelbench.scenarios import server_search
 from accelbench.scenarios.rules import Rules, get_rules
 from accelbench.sections import GenerationFigures, ServerSearch

@@ -29,13 +29,13 @@ from accelbench.audits import output as output_audit
 from accelbench.cell import trial
 from accelbench.cell.loadgen_settings import loadgen_settings
 from accelbench.cellspec import CellSpec
+from accelbench.head import Head, NoiseProbe, Quality, json_plain, record_of
 from accelbench.loadgen_figures import Figures, Latency, LoadgenVerdict
 from accelbench.meters import noise
 from accelbench.meters.quality import failure
 from accelbench.meters.window import combined_energy, max_memory
-from accelbench.outcome import Head, Outcome
+from accelbench.outcome import Outcome
 from accelbench.registry import instantiate
-from accelbench.results import NoiseProbe, Quality, json_plain, record_of
 from accelbench.scenarios import figures, server_search
 from accelbench.scenarios.loadgen import Measurement
 from accelbench.scenarios.rules import Rules, get_rules

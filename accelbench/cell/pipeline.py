@@ -130,17 +130,18 @@ def result_of(
     wall_s: float,
     stderr_tail: str,
 ) -> Result:
-    """The result record of a cell from its driver's outcome and what its parent observed: the head's and
-    the body's fields, and the run facts (the driver's name among them)."""
+    """The result record of a cell from its driver's outcome and what its parent observed: the head, the
+    body's fields, and the run facts (the driver's name among them)."""
     return Result(
         run_id=run_id,
         cell=planned.cell,
+        head=outcome.head,
         driver=registry.driver_name(planned.driver_ref),
         machine_fingerprint=machine_fingerprint,
         started_at=started_at,
         wall_s=wall_s,
         stderr_tail=stderr_tail if outcome.head.status != "ok" else "",
-        **outcome.fields(),
+        **outcome.body_fields(),
     )
 
 

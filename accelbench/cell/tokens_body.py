@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.audit_section import AuditSection
+from accelbench.head import json_plain, record_of
 from accelbench.loadgen_figures import Figures, LoadgenVerdict
-from accelbench.results import json_plain, record_of
 from accelbench.sections import GenerationFigures, ServerSearch
 
 

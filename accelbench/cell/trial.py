@@ -32,10 +32,10 @@ from accelbench.cell.loadgen_settings import loadgen_settings
 from accelbench.cell.samples import SampleSets
 from accelbench.cellspec import CellSpec
 from accelbench.errors import CellError, Unavailable, Unsupported
+from accelbench.head import Quality
 from accelbench.meters import memory
 from accelbench.meters.window import CellMeters
 from accelbench.registry import instantiate
-from accelbench.results import Quality
 from accelbench.scenarios import batch_sweep, batching
 from accelbench.scenarios.loadgen import batch_for
 from accelbench.scenarios.rules import Rules, get_rules

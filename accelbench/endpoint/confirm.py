@@ -21,8 +21,8 @@ from accelbench.endpoint.driver import TIMED, Load, run_point
 from accelbench.endpoint.figures import itl_s
 from accelbench.endpoint.prompts import salted, seeded_texts
 from accelbench.endpoint.records import RequestRecord
+from accelbench.head import NoiseProbe
 from accelbench.meters import noise
-from accelbench.results import NoiseProbe
 
 CONFIRM = "confirm"
 """The role (and prompt stream) of the first point's second run."""

@@ -26,9 +26,9 @@ from accelbench.endpoint.repeat import repeat_verdict
 from accelbench.endpoint.servers import prefix_cache
 from accelbench.endpoint.settings import EndpointSettings
 from accelbench.generation.models import LlmModel
+from accelbench.head import Head, NoiseProbe
 from accelbench.meters import noise
-from accelbench.outcome import Head, Outcome
-from accelbench.results import NoiseProbe
+from accelbench.outcome import Outcome
 
 EARLY_SHARE = 0.9
 """A reply shorter than this share of ``max_tokens`` by the client's count ended early (the slack: the

@@ -3,7 +3,7 @@
 The design follows zeus (``ml-energy/zeus: zeus/monitor/energy.py``): ``begin_window(name)`` and
 ``end_window(name)`` synchronise the device (a ``sync`` callable, e.g. ``torch.cuda.synchronize``) before
 reading, so asynchronously queued work is counted in the window it was issued in. Every reading carries a
-provenance (``accelbench.results.ENERGY_PROVENANCES``) and the formula or counter it came from:
+provenance (``accelbench.head.ENERGY_PROVENANCES``) and the formula or counter it came from:
 
 - ``measured``: RAPL package/DRAM counters (``accelbench.meters.rapl``), NVML's total-energy counter
   (``accelbench.meters.nvml``), amdsmi's energy accumulator (``accelbench.meters.amd_gpu``);

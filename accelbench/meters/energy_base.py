@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.errors import AccelbenchError
-from accelbench.results import ENERGY_PROVENANCES, Energy
+from accelbench.head import ENERGY_PROVENANCES, Energy
 
 POWERCAP_ROOT = Path("/sys/class/powercap")
 

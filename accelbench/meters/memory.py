@@ -17,7 +17,7 @@ import resource
 import sys
 from typing import Any
 
-from accelbench.results import DeviceMemory
+from accelbench.head import DeviceMemory
 
 log = logging.getLogger(__name__)
 

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from accelbench.hardware.detect import loadavg_1m
+from accelbench.head import NoiseProbe
 from accelbench.meters import reference_probe
 from accelbench.meters.cputime import (
     AutoReapedWatch,
@@ -50,7 +51,6 @@ from accelbench.meters.cputime import (
     server_roots,
 )
 from accelbench.meters.reference_probe import probe_s
-from accelbench.results import NoiseProbe
 
 __all__ = [
     "OTHER_LOAD_LIMIT_CORES",

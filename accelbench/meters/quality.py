@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from accelbench.results import Quality
+from accelbench.head import Quality
 from accelbench.workloads.base import SanityVerdict
 
 logger = logging.getLogger(__name__)

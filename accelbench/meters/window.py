@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from accelbench.hardware.detect import detect_machine
+from accelbench.head import ENERGY_PROVENANCES, DeviceMemory, Energy
 from accelbench.meters import energy, memory
-from accelbench.results import ENERGY_PROVENANCES, DeviceMemory, Energy
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,8 +50,9 @@ from accelbench.errors import Unavailable
 from accelbench.generation.base import GenerationContext
 from accelbench.generation.loadgen_tokens import scaled_bounds
 from accelbench.generation.models import LlmModel, load_model
+from accelbench.head import Head
 from accelbench.meters import noise
-from accelbench.outcome import Head, Outcome
+from accelbench.outcome import Outcome
 from accelbench.registry import instantiate
 from accelbench.session_figures import ReuseFigures, SessionFigures, SessionPoint
 from accelbench.sessions import forbidden, reuse

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from accelbench.errors import Unsupported
-from accelbench.results import Energy
+from accelbench.head import Energy
 from accelbench.training import precision
 from accelbench.training.data import Dataset
 from accelbench.training.meter import RunMeter, own_cpu_s

@@ -26,11 +26,11 @@ from typing import Any
 
 from accelbench.cellspec import CellSpec
 from accelbench.errors import Unsupported
+from accelbench.head import Energy, Head, NoiseProbe, Quality
 from accelbench.meters import noise
 from accelbench.meters.window import combined_energy
-from accelbench.outcome import Head, Outcome
+from accelbench.outcome import Outcome
 from accelbench.registry import instantiate
-from accelbench.results import Energy, NoiseProbe, Quality
 from accelbench.sections import TrainingFigures
 from accelbench.settings import expect
 from accelbench.training import rules, summary

@@ -12,8 +12,8 @@ import os
 from dataclasses import replace
 
 from accelbench.hardware.detect import detect_machine
+from accelbench.head import Energy
 from accelbench.meters import energy
-from accelbench.results import Energy
 
 
 def own_cpu_s() -> float:

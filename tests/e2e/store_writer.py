@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 import time
 
+from accelbench.head import Head
 from accelbench.results import Cell, Result
 from accelbench.store import open_store
 
@@ -25,8 +26,8 @@ def write(store_path: str, run_id: str, count: int) -> int:
             store.create_run(run_id, {"writer": run_id}, {}, FINGERPRINT)
         for index in range(len(store.results(run_id)), count):
             cell = Cell(workload=f"w{index}", stack="null", scenario="offline", size="tiny")
-            store.add_result(Result(run_id=run_id, cell=cell, status="crashed", reason=f"planted {index}",
-                                    machine_fingerprint=FINGERPRINT))  # fmt: skip
+            head = Head("crashed", f"planted {index}")
+            store.add_result(Result(run_id=run_id, cell=cell, head=head, machine_fingerprint=FINGERPRINT))
             assert len(store.results(run_id)) == index + 1
             print(index + 1, flush=True)
         store.set_run_status(run_id, "complete")

@@ -239,7 +239,10 @@ def test_compare_refuses_what_does_not_compare(
     other = {k.replace("resnet50", "bert-base"): r for k, r in b.results.items()}
     with pytest.raises(UserError, match=r"no shared cell \(.*: resnet50; .*: bert-base\)"):
         compare(a, dataclasses.replace(b, results=other), load_chips())
-    lowered = {k: dataclasses.replace(r, effective_precision="bf16") for k, r in b.results.items()}
+    lowered = {
+        k: dataclasses.replace(r, head=dataclasses.replace(r.head, effective_precision="bf16"))
+        for k, r in b.results.items()
+    }
     pairings = compare(a, dataclasses.replace(b, results=lowered), load_chips(), include_unverified=True)
     refused = {p.key.split("/")[3]: p.refused for p in pairings}
     assert refused["torch-eager"] == "precision classes differ: fp32 vs bf16", refused

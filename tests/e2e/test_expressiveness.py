@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from accelbench.head import Head, Quality
 from accelbench.loadgen_figures import LoadgenVerdict
 from accelbench.normalize.expressiveness import VERDICTS, expressiveness_document
-from accelbench.results import Cell, Quality, Result
+from accelbench.results import Cell, Result
 from tests.e2e.test_cli import accelbench
 
 
@@ -19,7 +20,7 @@ def result(workload: str, stack: str, status: str, qps: float | None = None, rea
         Quality("cosine", 0.5, 0.9999, False, 16, "min cosine 0.5") if status == "quality_failed" else None
     )
     cell = Cell(workload, stack, "single-stream", "cpu", "tiny")
-    return Result("r", cell, status, reason, loadgen=loadgen, quality=quality)
+    return Result("r", cell, Head(status, reason, quality=quality), loadgen=loadgen)
 
 
 def test_verdicts_and_speed_come_from_status_and_eager_throughput() -> None:

@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from accelbench.head import Head
 from accelbench.loadgen_figures import HEADLINES, Figures, Latency, LoadgenVerdict
 from accelbench.probe.roofline import MeasuredPeaks, Measurement, Peak
 from accelbench.report.html_sections import RunData
@@ -78,13 +79,11 @@ def result(
     return Result(
         "r1",
         cell,
-        status,
+        Head(status, effective_precision="fp32", settings={"rules": rules, "batch_size": 1}),
         latency=latency,
         loadgen=verdict,
-        effective_precision="fp32",
         figures=shown,
         server_search=ServerSearch.from_dict(search) if search else None,
-        settings={"rules": rules, "batch_size": 1},
     )
 
 

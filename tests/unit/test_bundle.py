@@ -16,7 +16,7 @@ from accelbench.bundle.archive import manifest_text, parse_manifest, read_archiv
 from accelbench.bundle.collect import Scrubber
 from accelbench.bundle.rederive import scored_trials
 from accelbench.errors import UserError
-from accelbench.results import Quality
+from accelbench.head import Quality
 
 entry_of = AuditEntry.from_dict
 

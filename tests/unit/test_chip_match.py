@@ -11,6 +11,7 @@ from accelbench.hardware import cpuid, detect
 from accelbench.hardware.chips import bundled_chips
 from accelbench.hardware.detect import Machine, detect_machine
 from accelbench.hardware.match import _sku, match_machine
+from accelbench.head import Head
 from accelbench.loadgen_figures import LoadgenVerdict
 from accelbench.meters.energy import CpuEstimateMeter, cpu_tdp
 from accelbench.normalize.factors import figures
@@ -257,7 +258,9 @@ def test_every_cpu_row_is_reachable_and_energy_uses_the_row_the_report_uses() ->
 def test_a_vm_result_gets_per_chip_figures_with_the_count_basis() -> None:
     machine = _machine("Intel Xeon Processor (Emerald Rapids)", "Emerald Rapids")
     verdict = LoadgenVerdict("offline", True, (), 100.0, 100, "quick", False, "logs")
-    result = Result("run1", Cell("resnet50", "onnxruntime", "offline", "cpu", "tiny"), "ok", loadgen=verdict)
+    result = Result(
+        "run1", Cell("resnet50", "onnxruntime", "offline", "cpu", "tiny"), Head("ok"), loadgen=verdict
+    )
     found = {f.per: f for f in figures(from_result("run1/cell", result, match_machine(machine)))}
     assert found["chip"].denominator.central == pytest.approx(2 / 2 / 64)
     assert found["chip"].value.central == pytest.approx(2 / 2 / 64 / 100.0)  # chip-seconds per sample

@@ -16,7 +16,7 @@ from accelbench.cellspec import CellSpec, PlannedCell, Refs, upgrade
 from accelbench.config import RunConfig
 from accelbench.endpoint.settings import EndpointSettings
 from accelbench.errors import UserError
-from accelbench.outcome import Head
+from accelbench.head import Head
 from accelbench.results import Cell, Result
 from accelbench.sessions.settings import DEFAULT_OUTPUT_TOKENS, DEFAULT_TURNS, SessionSettings
 from accelbench.training.settings import TrainingSettings
@@ -67,9 +67,17 @@ def test_every_driver_has_a_body_record_the_parent_reads_its_outcome_with() -> N
     for driver, reference in registry.BODIES.items():
         body = registry.load(reference)
         assert callable(body.from_dict) and dataclasses.is_dataclass(body), driver
-        # the parent builds the Result from the head's and the body's fields (pipeline.result_of)
-        names = {f.name for part in (Head, body) for f in dataclasses.fields(part)}
+        # the parent builds the Result of the head and the body's fields (pipeline.result_of)
+        names = {f.name for f in dataclasses.fields(body)}
         assert names <= set(Result.__dataclass_fields__), (driver, names - set(Result.__dataclass_fields__))
+        assert not names & set(Head.__dataclass_fields__), driver
+
+
+def test_no_field_is_declared_in_both_head_and_result() -> None:
+    """``Result`` holds the head (``Result.head``); its head fields are read-only forwarding properties."""
+    head = {f.name for f in dataclasses.fields(Head)}
+    assert not head & {f.name for f in dataclasses.fields(Result)}
+    assert "head" in Result.__dataclass_fields__ and all(hasattr(Result, name) for name in head)
 
 
 @pytest.mark.parametrize("driver", sorted(registry.DRIVERS))

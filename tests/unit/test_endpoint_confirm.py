@@ -16,8 +16,8 @@ from accelbench.endpoint.driver import TIMED, Load, run_point
 from accelbench.endpoint.figures import Bounds, point
 from accelbench.endpoint.prompts import salted, seeded_texts
 from accelbench.endpoint.records import RequestRecord
+from accelbench.head import NoiseProbe
 from accelbench.meters import noise
-from accelbench.results import NoiseProbe
 from tests.unit.endpoint_stub import stub
 
 GAP_S = 0.01

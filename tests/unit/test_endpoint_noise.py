@@ -14,7 +14,8 @@ from accelbench.endpoint.outcome import Found, outcome
 from accelbench.endpoint.records import RequestRecord
 from accelbench.endpoint.settings import EndpointSettings
 from accelbench.generation.models import LlmModel
-from accelbench.results import Cell, NoiseProbe
+from accelbench.head import NoiseProbe
+from accelbench.results import Cell
 
 BUSY = "unstable: other processes kept 0.90 cores busy while it ran (limit 0.10)"
 LIMITS = Bounds(2.0, 0.2)

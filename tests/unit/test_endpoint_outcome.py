@@ -17,7 +17,8 @@ from accelbench.bundle.fields import stored as bundle_claims
 from accelbench.curve import CurvePoint
 from accelbench.endpoint.outcome import EndpointBody
 from accelbench.errors import UserError
-from accelbench.outcome import Head, Outcome
+from accelbench.head import Head
+from accelbench.outcome import Outcome
 from accelbench.report.endpoint import curve_table
 from accelbench.report.generation import generation_table
 from accelbench.results import SCHEMA_VERSION, from_dict, to_dict

@@ -9,6 +9,7 @@ import pytest
 from accelbench.errors import UserError
 from accelbench.hardware.chips import bundled_chips
 from accelbench.hardware.match import ChipMatch
+from accelbench.head import Head
 from accelbench.loadgen_figures import LoadgenVerdict
 from accelbench.mlperf.history import bundled_history
 from accelbench.normalize.explain import RESIDUAL, Explanation, explain, ratio_check
@@ -131,7 +132,7 @@ def test_unknown_chip_folds_into_the_residual() -> None:
 def local(qps: float, workload: str = "resnet50", device: str = "cpu") -> Result:
     verdict = LoadgenVerdict("offline", True, (), qps, 100, "quick", False, "logs")
     cell = Cell(workload, "torch-eager", "offline", device, "tiny")
-    return Result("run1", cell, "ok", loadgen=verdict)
+    return Result("run1", cell, Head("ok"), loadgen=verdict)
 
 
 def test_two_local_results_compare_per_chip_share() -> None:
@@ -157,7 +158,7 @@ def test_incomparable_subjects_are_refused() -> None:
     with pytest.raises(UserError, match="time-to-train"):
         explain(entry, resnet)
     with pytest.raises(UserError, match="no measured throughput"):
-        from_result("r/c", Result("run1", Cell("resnet50", "x", "offline"), "crashed"), match)
+        from_result("r/c", Result("run1", Cell("resnet50", "x", "offline"), Head("crashed")), match)
 
 
 def test_result_figures_for_show_json() -> None:
@@ -178,14 +179,15 @@ def test_result_figures_for_show_json() -> None:
         document["transistor"]["provenance"] == "estimate"
     )  # Genoa transistors: CCD lower bound + IOD guess
     assert (
-        result_figures(Result("run1", Cell("resnet50", "x", "offline"), "crashed"), {}, bundled_chips()) == ()
+        result_figures(Result("run1", Cell("resnet50", "x", "offline"), Head("crashed")), {}, bundled_chips())
+        == ()
     )
 
 
 def trained(olympic_mean_s: float | None, stack: str, status: str = "ok") -> Result:
     cell = Cell("digits-resnet", stack, "train-to-quality", "cpu", "tiny")
     training = {"olympic_mean_s": olympic_mean_s, "nproc": 1, "energy_j": 12.0}
-    return Result("run1", cell, status, training=TrainingFigures.from_dict(training))
+    return Result("run1", cell, Head(status), training=TrainingFigures.from_dict(training))
 
 
 def test_two_training_results_compare_time_to_train() -> None:

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from accelbench.head import Head
 from accelbench.loadgen_figures import LoadgenVerdict
 from accelbench.normalize.generalization import generalization_document, has_variants
 from accelbench.results import Cell, Result
@@ -39,7 +40,7 @@ def result(
         }
     cell = Cell("resnet50", stack, "single-stream", "cpu", "tiny", variant)
     variant_info = VariantInfo.from_dict(info) if info else None
-    return Result("run", cell, status, loadgen=loadgen, compile_s=compile_s, variant_info=variant_info)
+    return Result("run", cell, Head(status, compile_s=compile_s), loadgen=loadgen, variant_info=variant_info)
 
 
 def group(document: dict, stack: str = "torch-inductor") -> dict:

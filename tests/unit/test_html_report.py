@@ -7,6 +7,7 @@ import math
 import pytest
 from rich.table import Table
 
+from accelbench.head import Head
 from accelbench.loadgen_figures import LoadgenVerdict
 from accelbench.normalize.explain import explain
 from accelbench.normalize.subjects import Subject
@@ -43,7 +44,7 @@ def test_table_keeps_headers_rows_and_justification() -> None:
 def _result(stack: str, qps: float, precision: str = "fp32", status: str = "ok") -> Result:
     cell = Cell("resnet50", stack, "single-stream", size="tiny")
     verdict = LoadgenVerdict("single-stream", True, (), qps, 10, "quick", False, "logs")
-    return Result("r1", cell, status, loadgen=verdict, effective_precision=precision)
+    return Result("r1", cell, Head(status, effective_precision=precision), loadgen=verdict)
 
 
 def _run(*results: Result) -> RunData:

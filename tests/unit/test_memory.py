@@ -8,8 +8,8 @@ import resource
 import types
 from typing import Any
 
+from accelbench.head import DeviceMemory
 from accelbench.meters.memory import NVML_SOURCE, TORCH_SOURCE, DeviceMemoryMeter, peak_rss_bytes
-from accelbench.results import DeviceMemory
 
 
 def test_peak_rss_is_getrusage_in_bytes() -> None:

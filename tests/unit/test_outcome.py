@@ -15,7 +15,8 @@ from accelbench.cell.inference import LoadgenBody
 from accelbench.cell.pipeline import result_of
 from accelbench.cell.tokens_body import TokensBody
 from accelbench.cellspec import PlannedCell
-from accelbench.outcome import Head, Outcome
+from accelbench.head import Head
+from accelbench.outcome import Outcome
 from accelbench.results import Result, from_dict, to_dict
 from accelbench.sections import SearchProbe, ServerSearch, TrainingFigures
 from accelbench.training.measure import TrainingBody

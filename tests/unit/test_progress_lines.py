@@ -10,6 +10,7 @@ from rich.console import Console
 
 from accelbench.cellspec import PlannedCell
 from accelbench.cli import progress
+from accelbench.head import Head
 from accelbench.report.progress import cell_ended_line, cell_started_line, phase_ended_line
 from accelbench.results import Cell, Result
 from tests.unit.report_cases import result
@@ -33,13 +34,13 @@ def _streams(monkeypatch: pytest.MonkeyPatch, out_tty: bool, err_tty: bool) -> t
 
 def test_an_ended_cell_line_has_key_status_headline_and_seconds() -> None:
     shown = Result(
-        "r1", result("onnxruntime").cell, "ok", figures=result("onnxruntime").figures, wall_s=41.26
+        "r1", result("onnxruntime").cell, Head("ok"), figures=result("onnxruntime").figures, wall_s=41.26
     )
     line = cell_ended_line(shown, 2, 19)
     assert (
         line == "[2/19] end resnet50/tiny/canonical/onnxruntime/cpu/single-stream: ok, p90 20.00 ms, 41.3 s"
     )
-    crashed = Result("r1", Cell("bert-base", "tvm", "offline"), "crashed", reason="boom", wall_s=3.0)
+    crashed = Result("r1", Cell("bert-base", "tvm", "offline"), Head("crashed", "boom"), wall_s=3.0)
     assert cell_ended_line(crashed, 3, 19).endswith("offline: crashed, 3.0 s")  # no figure: none shown
     assert cell_started_line("k", 1, 2) == "[1/2] start k"
     assert phase_ended_line("probes", 9.96) == "probes: done in 10.0 s"
@@ -70,7 +71,7 @@ def test_lines_go_to_the_log_one_per_start_and_end(monkeypatch: pytest.MonkeyPat
     console = Console(file=io.StringIO())
     with progress.phase(mode, "measuring"), progress.cell_progress(mode, console, "r1", 1) as shown:
         shown.started(PlannedCell(cell, "workload:ref", "stack:ref", "driver:ref"))
-        shown.ended(Result("r1", cell, "unverified", wall_s=1.5))
+        shown.ended(Result("r1", cell, Head("unverified"), wall_s=1.5))
     lines = out.getvalue().splitlines()
     assert lines[0] == "measuring ..." and lines[1] == f"[1/1] start {cell.key}"
     assert lines[2] == f"[1/1] end {cell.key}: unverified, 1.5 s" and lines[3].startswith(

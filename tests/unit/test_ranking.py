@@ -10,6 +10,7 @@ import pytest
 
 from accelbench.audits.status import cell_status
 from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS, Verdict
+from accelbench.head import Head
 from accelbench.loadgen_figures import LoadgenVerdict
 from accelbench.normalize import ranking
 from accelbench.report.export import export_results
@@ -50,9 +51,8 @@ def result(
 ) -> Result:
     loadgen = LoadgenVerdict(scenario, status != "invalid", (), qps, 100, "quick", False, "logs")
     cell = Cell("resnet50", stack, scenario, size="tiny")
-    return Result(
-        "r1", cell, status, reason=f"{status} because", loadgen=loadgen, effective_precision=precision
-    )
+    head = Head(status, f"{status} because", effective_precision=precision)
+    return Result("r1", cell, head, loadgen=loadgen)
 
 
 RESULTS = [

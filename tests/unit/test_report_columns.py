@@ -140,6 +140,7 @@ def test_the_status_line_counts_every_status_ok_first() -> None:
     from accelbench.report.terminal import status_line
 
     ok = result("a", "single-stream")
-    failed = [dataclasses.replace(ok, status=status) for status in ("oom", "crashed", "oom", "timeout")]
+    statuses = ("oom", "crashed", "oom", "timeout")
+    failed = [dataclasses.replace(ok, head=dataclasses.replace(ok.head, status=s)) for s in statuses]
     assert status_line([*failed, ok, ok]) == "6 cells: 2 ok, 1 crashed, 2 oom, 1 timeout"
     assert status_line([]) == "0 cells"

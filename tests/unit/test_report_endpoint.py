@@ -10,6 +10,7 @@ from rich.console import Console
 from accelbench.curve import CurvePoint, EndpointFigures, QpsProbe, QpsSearch
 from accelbench.hardware.chips import bundled_chips
 from accelbench.hardware.match import ChipMatch
+from accelbench.head import Head
 from accelbench.report.endpoint import curve_table, curve_tables
 from accelbench.report.generation import generation_table
 from accelbench.results import Cell, Result
@@ -26,7 +27,7 @@ def _result(points: list[dict[str, float]]) -> Result:
     cell = Cell("smollm2-135m", "llm@url", "single-stream", "cpu", "standard", "canonical")
     curve = tuple(_point(p) for p in points)
     section = EndpointFigures("llm@url", "smollm2-135m", 1, "chat", curve, 0.0, 2.0, 0.2, 8, "", "", 1.0)
-    return Result("r1", cell, "ok", curve=section, driver="endpoint")
+    return Result("r1", cell, Head("ok"), curve=section, driver="endpoint")
 
 
 def test_one_row_per_point_and_none_in_the_decode_table() -> None:

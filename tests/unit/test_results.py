@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from accelbench.results import GENERATION, SCHEMA_VERSION, DeviceMemory, Energy, Result, from_dict, to_dict
+from accelbench.head import DeviceMemory, Energy, Head
+from accelbench.results import GENERATION, SCHEMA_VERSION, STORED_KEYS, Result, from_dict, to_dict
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "result_v9.json"
 GOLDEN_V8 = Path(__file__).parent.parent / "golden" / "result_v8.json"
@@ -47,10 +48,14 @@ def _golden() -> dict[str, Any]:
 
 
 def _stored_keys() -> list[str]:
-    """``Result``'s fields as its document stores them: one ``generation`` key for the records of the
-    three drivers that write it (``results.GENERATION``)."""
+    """The document's keys (``results.STORED_KEYS``), checked against the records: ``Result``'s fields but
+    ``head`` (one ``generation`` key for the records of the three drivers that write it,
+    ``results.GENERATION``) and ``Head``'s, each once."""
     held = {name for name, _ in GENERATION.values()}
-    return list(dict.fromkeys("generation" if name in held else name for name in Result.__dataclass_fields__))
+    fields = {"generation" if name in held else name for name in Result.__dataclass_fields__}
+    assert set(STORED_KEYS) == (fields - {"head"}) | set(Head.__dataclass_fields__)
+    assert len(STORED_KEYS) == len(set(STORED_KEYS))
+    return list(STORED_KEYS)
 
 
 def test_golden_loads_into_a_fully_populated_result() -> None:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from accelbench.audit_section import AuditEntry
 from accelbench.bundle import rejudge
+from accelbench.head import Quality
 from accelbench.meters.quality import (
     SAMPLE_BUDGETS,
     WRONG_SHARE,
@@ -22,7 +23,6 @@ from accelbench.meters.quality import (
     sample_errors,
     wrong_to_fail,
 )
-from accelbench.results import Quality
 from tests.e2e.planted_precision import garbage_like, noisy_like
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8", "fp8")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from accelbench.errors import UserError
+from accelbench.head import Head
 from accelbench.report.export import export_results
 from accelbench.results import Cell, Result, from_dict
 from accelbench.store import Store, open_store
@@ -38,8 +39,8 @@ def store(tmp_path: Path, golden: Result) -> Iterator[Store]:
 
 def _minimal(golden: Result, stack: str, status: str = "crashed") -> Result:
     cell = Cell(workload="resnet18", stack=stack, scenario="offline")
-    return Result(run_id=golden.run_id, cell=cell, status=status, reason="segfault",
-                  machine_fingerprint=golden.machine_fingerprint)  # fmt: skip
+    head = Head(status, "segfault")
+    return Result(run_id=golden.run_id, cell=cell, head=head, machine_fingerprint=golden.machine_fingerprint)
 
 
 def test_fully_populated_result_round_trips(tmp_path: Path, store: Store, golden: Result) -> None:
@@ -64,7 +65,7 @@ def test_indexed_columns_are_filled(store: Store, golden: Result) -> None:
 def test_re_adding_a_cell_replaces_it_and_resume_keys(store: Store, golden: Result) -> None:
     store.add_result(_minimal(golden, "tvm"))
     store.add_result(golden)
-    store.add_result(dataclasses.replace(_minimal(golden, "tvm"), status="timeout"))
+    store.add_result(_minimal(golden, "tvm", "timeout"))
     assert [r.status for r in store.results(golden.run_id)] == ["ok", "timeout"]
     assert store.finished_cell_keys(golden.run_id) == {golden.cell.key, _minimal(golden, "tvm").cell.key}
 

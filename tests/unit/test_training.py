@@ -13,6 +13,7 @@ from accelbench import runner, training
 from accelbench.cellspec import CellSpec, Folders, Refs
 from accelbench.config import suite, with_overrides
 from accelbench.errors import Unsupported, UserError
+from accelbench.head import Head
 from accelbench.registry import WORKLOADS
 from accelbench.report.export import export_results
 from accelbench.results import Cell, Result
@@ -156,7 +157,7 @@ def test_training_results_render_and_export(tmp_path: Path) -> None:
         "energy_j": 3.0,
     }
     cell = Cell("digits-resnet", "torch-eager", "train-to-quality", size="tiny")
-    result = Result("r1", cell, "ok", training=TrainingFigures.from_dict(section))
+    result = Result("r1", cell, Head("ok"), training=TrainingFigures.from_dict(section))
     console = Console(record=True, width=200)
     console.print(training_table([result]))
     text = console.export_text()
