@@ -4,9 +4,9 @@ records it is made of.
 ``Head`` (status, reason, quality, precision, compile time, peak memory, noise, energy, device memory,
 warnings, versions, settings) is the common part of a driver's ``accelbench.outcome.Outcome`` and of the
 stored ``accelbench.results.Result`` (``Result.head``); ``Quality`` (the quality gate), ``NoiseProbe``
-(the noise guard's evidence), ``Energy`` and ``DeviceMemory`` are its records. ``json_plain`` and
-``record_of`` turn such records into their stored (JSON) form and back. This module imports nothing of
-the package, so both ``results`` and ``outcome`` build on it.
+(the noise guard's evidence), ``Energy`` and ``DeviceMemory`` are its records. ``record_of``
+(and ``accelbench.sections.plain``) turn such records into their stored (JSON) form and back. This
+module imports only ``sections``' ``plain``, so both ``results`` and ``outcome`` build on it.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from accelbench.sections import plain
 
 ENERGY_PROVENANCES = ("measured", "polled", "estimated")
 """``measured``: a hardware energy counter (RAPL, NVML, amdsmi); ``polled``: power sampled in a background
@@ -137,10 +139,10 @@ class Head:
         document = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         for name in ("quality", "sanity", "noise", "energy", "device_memory"):
             record = document[name]
-            document[name] = None if record is None else json_plain(dataclasses.asdict(record))
+            document[name] = None if record is None else plain(dataclasses.asdict(record))
         document["warnings"] = list(self.warnings)
         document["versions"] = dict(self.versions)
-        document["settings"] = json_plain(self.settings)
+        document["settings"] = plain(self.settings)
         return document
 
     @classmethod
@@ -165,15 +167,6 @@ class Head:
 
 HEAD_KEYS = frozenset(f.name for f in dataclasses.fields(Head))
 """The head's keys of an outcome document: one holding no other key has no body."""
-
-
-def json_plain(value: Any) -> Any:
-    """``value`` with mappings as dicts and tuples as lists, as JSON stores it."""
-    if isinstance(value, Mapping):
-        return {str(k): json_plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_plain(v) for v in value]
-    return value
 
 
 def record_of(kind: type, value: Mapping[str, Any] | None) -> Any:

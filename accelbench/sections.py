@@ -17,6 +17,7 @@ _TOKEN_KEYS = ("ttft_p99_s", "tpot_p99_s")
 
 
 def plain(value: Any) -> Any:
+    """``value`` with mappings as dicts and tuples as lists, as JSON stores it (the one helper for it)."""
     if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

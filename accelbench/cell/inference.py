@@ -29,7 +29,7 @@ from accelbench.audits import output as output_audit
 from accelbench.cell import trial
 from accelbench.cell.loadgen_settings import loadgen_settings
 from accelbench.cellspec import CellSpec
-from accelbench.head import Head, NoiseProbe, Quality, json_plain, record_of
+from accelbench.head import Head, NoiseProbe, Quality, record_of
 from accelbench.loadgen_figures import Figures, Latency, LoadgenVerdict
 from accelbench.meters import noise
 from accelbench.meters.quality import failure
@@ -39,7 +39,7 @@ from accelbench.registry import instantiate
 from accelbench.scenarios import figures, server_search
 from accelbench.scenarios.loadgen import Measurement
 from accelbench.scenarios.rules import Rules, get_rules
-from accelbench.sections import ServerSearch, VariantInfo
+from accelbench.sections import ServerSearch, VariantInfo, plain
 from accelbench.versions import with_python
 from accelbench.workloads.base import Workload
 
@@ -185,9 +185,9 @@ class LoadgenBody:
     def to_dict(self) -> dict[str, Any]:
         """The body's keys of the stored document."""
         return {
-            "latency": json_plain(dataclasses.asdict(self.latency)),
-            "loadgen": json_plain(dataclasses.asdict(self.loadgen)),
-            "figures": json_plain(dataclasses.asdict(self.figures)),
+            "latency": plain(dataclasses.asdict(self.latency)),
+            "loadgen": plain(dataclasses.asdict(self.loadgen)),
+            "figures": plain(dataclasses.asdict(self.figures)),
             "trial_p50_s": list(self.trial_p50_s),
             "server_search": self.server_search.to_dict() if self.server_search else None,
             "audit": self.audit.to_dict() if self.audit is not None else None,

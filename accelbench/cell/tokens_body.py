@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.audit_section import AuditSection
-from accelbench.head import json_plain, record_of
+from accelbench.head import record_of
 from accelbench.loadgen_figures import Figures, LoadgenVerdict
-from accelbench.sections import GenerationFigures, ServerSearch
+from accelbench.sections import GenerationFigures, ServerSearch, plain
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,8 +29,8 @@ class TokensBody:
     def to_dict(self) -> dict[str, Any]:
         """The body's keys of the stored document."""
         return {
-            "loadgen": json_plain(dataclasses.asdict(self.loadgen)),
-            "figures": json_plain(dataclasses.asdict(self.figures)),
+            "loadgen": plain(dataclasses.asdict(self.loadgen)),
+            "figures": plain(dataclasses.asdict(self.figures)),
             "server_search": self.server_search.to_dict() if self.server_search is not None else None,
             "audit": self.audit.to_dict() if self.audit is not None else None,
             "generation": self.decode.to_dict(),
