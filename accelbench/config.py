@@ -120,7 +120,7 @@ class RunConfig:
     per second, a Poisson process; ``accelbench.sessions.load``), one load point each; exclusive with
     ``sessions``."""
     session_count: int = 0
-    """``--session-count``: the sessions each rate point starts (0: 8)."""
+    """``--session-count``: the sessions each rate point starts (0: 16)."""
     session_turns: int = 0
     """``--session-turns``: turns per session of the synthetic agentic workload (0: 3)."""
     session_trace: str | None = None

@@ -58,7 +58,9 @@ SessionRateOption = Annotated[
 SessionCountOption = Annotated[
     int | None,
     typer.Option(
-        "--session-count", help="Served LLMs with --session-rate: sessions each rate point starts (8)."
+        "--session-count",
+        help="Served LLMs with --session-rate: sessions each rate point starts (16; a point stops starting "
+        "them, marked behind, when one is due with 8 in flight).",
     ),
 ]
 SessionTurnsOption = Annotated[

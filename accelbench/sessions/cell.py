@@ -217,7 +217,7 @@ def run_ladder(
         append_turns(path, done)
         records += done
         turns = [r for r in done if r.request.role == TURN]
-        ladder.append(point(load.sessions, turns, slo, energy, opened))
+        ladder.append(point(opened.started if opened else load.sessions, turns, slo, energy, opened))
         if not any(r.request.ok for r in turns):
             first = done[0].request if done else None
             why = f"{first.status}: {first.error}" if first else "no session started"

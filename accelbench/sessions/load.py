@@ -21,7 +21,7 @@ from accelbench.cell.seeds import sub_seed
 from accelbench.endpoint.records import RequestRecord
 from accelbench.session_figures import SessionPoint
 
-DEFAULT_RATE_SESSIONS = 8
+DEFAULT_RATE_SESSIONS = 16
 """The sessions a rate point starts (``--session-count``) unless it falls behind."""
 DEFAULT_IN_FLIGHT_CAP = 8
 """A rate point falls behind when a session is due while this many are in flight."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,10 +19,11 @@ from accelbench.errors import UserError
 from accelbench.session_figures import SessionPoint
 from accelbench.sessions import forbidden
 from accelbench.sessions.accuracy import judged_turns, turn_messages
+from accelbench.sessions.cell import run_ladder
 from accelbench.sessions.driver import TURN, run_point
 from accelbench.sessions.figures import point
 from accelbench.sessions.load import Load, Opened, Opening, arrival_times_s, opening
-from accelbench.sessions.outcome import verdicts
+from accelbench.sessions.outcome import invalid_reasons, verdicts
 from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.settings import SessionSettings
 from accelbench.sessions.source import source_of
@@ -190,3 +192,19 @@ def test_the_rate_ladder_settings_and_their_errors() -> None:
     ):
         with pytest.raises(UserError, match=message):
             with_overrides(suite("default"), overrides)
+
+
+def test_the_cells_ladder_of_rates_stores_a_point_per_rate(tmp_path: Path) -> None:
+    settings = SessionSettings(rates=(8.0, 16.0), rate_sessions=4, max_tokens=6)
+    source = source_of(settings, 9, lambda t: len(t.split()))
+    with session_stub(HONEST) as url:
+        target = Target(url, "stub", timeout_s=30.0)
+        ladder, records, stopped = run_ladder(target, source, 6, COUNTERS, tmp_path / "turns.jsonl")
+    assert stopped == "" and [(p.rate_per_s, p.sessions, p.turns) for p in ladder] == [
+        (8.0, 4, 12),
+        (16.0, 4, 12),
+    ]
+    assert all(p.peak_in_flight is not None and 1 <= p.peak_in_flight <= 4 and not p.behind for p in ladder)
+    stored = (tmp_path / "turns.jsonl").read_text().splitlines()
+    assert len(stored) == len(records) and {r.request.target_qps for r in records} == {8.0, 16.0}
+    assert invalid_reasons(ladder, records, stopped) == []
