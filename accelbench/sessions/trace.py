@@ -1,6 +1,8 @@
 """A replayed session trace (``--session-trace FILE``): sessions read from a Mooncake/AIPerf-style JSONL
 file instead of the synthetic generator (``accelbench.sessions.workload``). docs/sessions.md names the
-fields.
+fields. A file may instead be a multi-turn message file, one line a session (AIPerf ``multi_turn`` or
+OpenAI ``messages``: ``accelbench.sessions.trace_formats``, told by the file's first line), whose turns
+become rows here and are held to every rule below.
 
 One line per request: ``session_id`` (a string or a whole number; a row without one is a session of
 one turn), the turn's ``input_length`` (its new message's tokens) or ``text_input`` (the message
