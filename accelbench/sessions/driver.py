@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -80,7 +81,7 @@ async def _load(
     connector = aiohttp.TCPConnector(force_close=True, limit=0)
     timeout = aiohttp.ClientTimeout(total=target.timeout_s)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
-        load = _Load(client, target, sessions, max_tokens, counters, opening)
+        load = _Load(client, target, sessions, max_tokens, counters, opening, audits)
         await asyncio.gather(*(load.session(s) for s in sessions), *(load.pair(a) for a in audits))
     return load
 
@@ -96,6 +97,7 @@ class _Load:
         max_tokens: int,
         counters: Counters,
         opening: Opening | None = None,
+        audits: Sequence[Audit] = (),
     ) -> None:
         self.client, self.target, self.sessions, self.max_tokens = client, target, sessions, max_tokens
         self.count_tokens, self.count_context = counters
@@ -107,6 +109,10 @@ class _Load:
         self.sent_history: dict[tuple[int, int], tuple[dict[str, str], ...]] = {}
         self.in_flight, self.peak_in_flight, self.behind = 0, 0, ""
         self.started_s: list[float] = []
+        self.started: set[int] = set()
+        """The sessions a rate point started."""
+        self.placed = {(a.kind, a.session, a.turn) for a in audits}
+        """The turns a pair of each kind holds (a moved pair takes a free one)."""
 
     def opened(self) -> Opened | None:
         """What the rate point did (None: a closed loop)."""
@@ -114,6 +120,22 @@ class _Load:
             return None
         started = tuple(self.started_s)
         return Opened(self.opening.rate_per_s, len(started), started, self.peak_in_flight, self.behind)
+
+    def _moved(self, audit: Audit) -> Audit | None:
+        """``audit`` on a turn after the first of a session the point started, drawn with ``secrets``
+        among those no pair of its kind holds (None: none is free). A point behind starts no session
+        after its first unstarted one, so the started ones are known once a pair's source was refused."""
+        free = [
+            (number, turn)
+            for number in sorted(self.started)
+            for turn in range(1, len(self.sessions[number].turns))
+            if (audit.kind, number, turn) not in self.placed
+        ]
+        if not free:
+            return None
+        number, turn = random.SystemRandom().choice(free)
+        self.placed.add((audit.kind, number, turn))
+        return dataclasses.replace(audit, session=number, turn=turn)
 
     async def _send(self, prompt: Prompt, length: int, slot: Slot) -> RequestRecord:
         sized_target = sized(self.target, length)
@@ -151,6 +173,7 @@ class _Load:
                 )
                 return None
             self.started_s.append(time.perf_counter() - self.clock0)
+            self.started.add(session.number)
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         return self.opening.arrivals_s[session.number] if self.opening else 0.0
@@ -173,8 +196,15 @@ class _Load:
             messages.append({"role": "assistant", "content": sent.text})
 
     async def pair(self, audit: Audit) -> None:
-        """The audit's two forms of a turn once it was answered, sent at once."""
+        """The audit's two forms of a turn once it was answered, sent at once (a rate point's pair whose
+        source session never started: moved to a turn of a started one, ``_moved``)."""
         await self.answered[audit.session, audit.turn].wait()
+        if self.opening is not None and audit.session not in self.started:
+            moved = self._moved(audit)
+            if moved is None:
+                return
+            audit = moved
+            await self.answered[audit.session, audit.turn].wait()
         history = self.sent_history.get((audit.session, audit.turn))
         if history is None:  # the source turn failed: nothing to copy
             return

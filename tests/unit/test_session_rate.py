@@ -101,7 +101,11 @@ def test_a_point_that_falls_behind_stops_at_the_cap_and_is_marked_not_hung() -> 
     assert opened is not None and opened.started == 2 and opened.peak_in_flight == 2
     assert "with 2 in flight (the cap 2): 2 of 12 started" in opened.behind
     assert {r.session for r in records} <= {0, 1} and len([r for r in records if r.request.role == TURN]) == 6
-    assert elapsed_s < 6.0  # the 10 sessions never started cost nothing; the pairs on them did not wait
+    assert elapsed_s < 6.0  # the 10 sessions never started cost nothing
+    for kind in forbidden.KINDS:  # a pair planned on a session never started moved to a started one's turn
+        probes = [(r.session, r.turn) for r in records if r.request.role == kind]
+        controls = [(r.session, r.turn) for r in records if r.request.role == kind + forbidden.CONTROL]
+        assert sorted(probes) == sorted(controls) == [(0, 1), (0, 2), (1, 1), (1, 2)]  # each free turn once
     figures = point(opened.started, [r for r in records if r.request.role == TURN], opened=opened)
     assert figures.behind == opened.behind and figures.to_dict()["behind"] == opened.behind
 
