@@ -115,6 +115,12 @@ class RunConfig:
     sessions: tuple[int, ...] = ()
     """``--sessions``: the endpoint cells measure agentic multi-turn sessions instead of the curve, this
     many at once per load point (``accelbench.sessions``); empty: the curve."""
+    session_rates: tuple[float, ...] = ()
+    """``--session-rate``: the endpoint cells measure agentic sessions arriving at these rates (sessions
+    per second, a Poisson process; ``accelbench.sessions.load``), one load point each; exclusive with
+    ``sessions``."""
+    session_count: int = 0
+    """``--session-count``: the sessions each rate point starts (0: 16)."""
     session_turns: int = 0
     """``--session-turns``: turns per session of the synthetic agentic workload (0: 3)."""
     session_trace: str | None = None
@@ -160,10 +166,26 @@ class RunConfig:
                 f"sessions must be in [1, 4096] and session_turns in [0, 1000], got {list(self.sessions)} "
                 f"and {self.session_turns}"
             )
-        if self.session_trace is not None and (not self.sessions or self.session_turns):
+        if self.sessions and self.session_rates:
             raise UserError(
-                "session_trace replays sessions at the loads of --sessions (give it) and sets their turns "
-                "(--session-turns is the synthetic workload's)"
+                "give --sessions (sessions at once) or --session-rate (arrivals per second), not both"
+            )
+        rates = self.session_rates
+        if (
+            any(not 0 < r <= 1000 for r in rates)
+            or len(set(rates)) < len(rates)
+            or not 0 <= self.session_count <= 4096
+        ):
+            raise UserError(
+                "session rates must be distinct, each above 0 and at most 1000 sessions/s, and "
+                f"session_count in [0, 4096], got {list(rates)} and {self.session_count}"
+            )
+        if self.session_count and not rates:
+            raise UserError("--session-count sets the sessions of each --session-rate point (give it)")
+        if self.session_trace is not None and (not (self.sessions or rates) or self.session_turns):
+            raise UserError(
+                "session_trace replays sessions at the loads of --sessions or --session-rate (give one) and "
+                "sets their turns (--session-turns is the synthetic workload's)"
             )
         digest = self.session_trace_sha256
         if digest is not None and not re.fullmatch(r"[0-9a-f]{64}", digest):

@@ -140,8 +140,9 @@ def _scenarios_of(stack: str, scenarios: tuple[str, ...]) -> list[str]:
 
 def _sessions_or(config: RunConfig, stack_ref: str, driver_ref: str) -> str:
     """The sessions driver for an endpoint stack's cell when the run asks for sessions (``--sessions``:
-    agentic multi-turn sessions instead of the curve, ``accelbench.sessions``), else ``driver_ref``."""
-    if config.sessions and registry.stack_driver(stack_ref) == "endpoint":
+    agentic multi-turn sessions instead of the curve, ``accelbench.sessions``; or ``--session-rate``), else
+    ``driver_ref``."""
+    if (config.sessions or config.session_rates) and registry.stack_driver(stack_ref) == "endpoint":
         return registry.resolve("driver", ("sessions",))["sessions"]
     return driver_ref
 

@@ -36,7 +36,8 @@ class TurnFigures:
 
 @dataclass(frozen=True, slots=True)
 class SessionPoint:
-    """The figures of one load: ``sessions`` sessions running at once, each turn after its delay."""
+    """The figures of one load: ``sessions`` sessions running at once, or (``rate_per_s`` set) arriving at
+    that rate, each turn after its delay."""
 
     sessions: int
     turns: int
@@ -75,6 +76,17 @@ class SessionPoint:
     measured (a remote server, no meter, or a point stored before)."""
     energy_provenance: str = ""
     """``measured`` or ``estimated`` (empty without energy)."""
+    rate_per_s: float | None = None
+    """A rate point (``--session-rate``): the offered session arrival rate, sessions per second (its
+    ``sessions``: the sessions it started); None: a point of ``sessions`` at once."""
+    achieved_rate_per_s: float | None = None
+    """A rate point: the sessions it started after the first over the time from the first start to the
+    last, on the client's clock."""
+    peak_in_flight: int | None = None
+    """A rate point: the most sessions in flight at once."""
+    behind: str = ""
+    """A rate point that fell behind (a session due while the cap's sessions were in flight): why it
+    stopped starting sessions; "" otherwise."""
 
     @property
     def joules_per_output_token(self) -> float | None:
@@ -92,11 +104,14 @@ class SessionPoint:
         """The stored point (the goodput keys left out where not measured, as in points stored before)."""
         document = dataclasses.asdict(self)
         document["by_turn"] = [dataclasses.asdict(t) for t in self.by_turn]
-        for name in ("goodput_turns_per_s", "good_sessions", "energy_j"):
+        for name in ("goodput_turns_per_s", "good_sessions", "energy_j", "rate_per_s"):
             if document[name] is None:
                 del document[name]
-        if not self.energy_provenance:
-            del document["energy_provenance"]
+        for name in ("energy_provenance", "behind"):
+            if not document[name]:
+                del document[name]
+        if self.rate_per_s is None:  # a closed-loop point: stored as before rate points were
+            del document["achieved_rate_per_s"], document["peak_in_flight"]
         return document
 
     @classmethod

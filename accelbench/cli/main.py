@@ -106,6 +106,8 @@ def run(
     sessions: cli_serving.SessionsOption = None,
     session_turns: cli_serving.SessionTurnsOption = None,
     session_trace: cli_serving.SessionTraceOption = None,
+    session_rate: cli_serving.SessionRateOption = None,
+    session_count: cli_serving.SessionCountOption = None,
     store_path: StoreOption = None,
     as_json: JsonOption = False,
     include_unverified: UnverifiedOption = False,
@@ -119,7 +121,15 @@ def run(
     named = {k: _names(v) for k, v in listed.items()}
     endpoint = (api_key_env, concurrency, output_tokens, endpoint_requests, endpoint_api, arrivals)
     served = cli_serving.served_settings(
-        serve_url, serve_cluster, *endpoint, serve_hardware, sessions, session_turns, session_trace
+        serve_url,
+        serve_cluster,
+        *endpoint,
+        serve_hardware,
+        sessions,
+        session_turns,
+        session_trace,
+        session_rate,
+        session_count,
     )
     given = _overrides({**named, **scalars, **per_run, **batching, **served}, config_file)
     overrides = cli_serving.with_trace(given)

@@ -11,6 +11,7 @@ stack ``llm@<server>``, and ``--serve-url`` adds ``llm@url`` (an OpenAI-compatib
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -44,6 +45,22 @@ SessionsOption = Annotated[
     typer.Option(
         help="Served LLMs: agentic multi-turn sessions instead of the curve, this many at once per load "
         "point, e.g. 1,2,4 (docs/sessions.md)."
+    ),
+]
+SessionRateOption = Annotated[
+    str | None,
+    typer.Option(
+        "--session-rate",
+        help="Served LLMs: agentic sessions arriving at these rates instead, sessions per second, a "
+        "Poisson process, one load point each, e.g. 0.25,0.5,1 (not with --sessions; docs/sessions.md).",
+    ),
+]
+SessionCountOption = Annotated[
+    int | None,
+    typer.Option(
+        "--session-count",
+        help="Served LLMs with --session-rate: sessions each rate point starts (16; a point stops starting "
+        "them, marked behind, when one is due with 8 in flight).",
     ),
 ]
 SessionTurnsOption = Annotated[
@@ -124,6 +141,21 @@ def concurrencies(text: str | None, option: str = "--concurrency") -> tuple[int,
         raise UserError(f"{option} takes comma-separated whole numbers, got {text[:80]!r}") from None
 
 
+def rates(text: str | None, option: str = "--session-rate") -> tuple[float, ...] | None:
+    """``--session-rate 0.5,1,2`` as numbers; UserError for anything else."""
+    if text is None:
+        return None
+    try:
+        found = tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise UserError(
+            f"{option} takes comma-separated numbers (sessions per second), got {text[:80]!r}"
+        ) from None
+    if not found or any(not math.isfinite(r) or r <= 0 for r in found):
+        raise UserError(f"{option} takes rates above 0 (sessions per second), got {text[:80]!r}")
+    return found
+
+
 def served_settings(
     serve_url: str | None,
     serve_cluster: str | None,
@@ -137,6 +169,8 @@ def served_settings(
     sessions: str | None = None,
     session_turns: int | None = None,
     session_trace: str | None = None,
+    session_rate: str | None = None,
+    session_count: int | None = None,
 ) -> dict[str, Any]:
     """The run settings of ``--serve-url``, ``--serve-cluster`` and the served-LLM options, by name;
     ``--serve-hardware`` resolved now (``accelbench.hardware.declared``), so the run stores what it named."""
@@ -146,6 +180,11 @@ def served_settings(
 
         chips, source = resolve_declaration(serve_hardware)
         declared = {"serve_hardware": chips, "serve_hardware_source": source}
+    if sessions is not None and session_rate is not None:
+        raise UserError(
+            "give --sessions (sessions at once) or --session-rate (arrivals per second), not both"
+        )
+    ladder = concurrencies(sessions, "--sessions")
     return {
         **declared,
         "serve_url": serve_url,
@@ -156,7 +195,9 @@ def served_settings(
         "endpoint_requests": endpoint_requests,
         "endpoint_api": endpoint_api,
         "arrivals": arrivals,
-        "sessions": concurrencies(sessions, "--sessions"),
+        "sessions": () if session_rate is not None else ladder,  # a rate ladder replaces a suite's
+        "session_rates": rates(session_rate),
+        "session_count": session_count,
         "session_turns": session_turns,
         "session_trace": session_trace,
     }

@@ -2,7 +2,8 @@
 output tokens/s against ``e2e_interactivity`` (the agents-at-once vs speed-per-agent trade), and TTFT
 and TPOT p50 against the context each turn had. Only measured loads and turns are drawn: a line between
 two of them implies nothing. The cache state a figure was measured with is in each trace's name (a
-cache-on figure is never drawn unlabelled beside a cache-off one)."""
+cache-on figure is never drawn unlabelled beside a cache-off one). A rate point's marker and trace say
+its rate (``rate 0.5/s (got 0.46/s)``), a concurrency point's its sessions at once."""
 
 from __future__ import annotations
 
@@ -11,15 +12,20 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from accelbench.report.html_leaderboard import LAYOUT
-from accelbench.report.sessions import ladders_of
+from accelbench.report.sessions import ladders_of, load_text
 from accelbench.results import Result
-from accelbench.session_figures import SessionFigures
+from accelbench.session_figures import SessionFigures, SessionPoint
 
 
 def _label(result: Result, ladder: SessionFigures) -> str:
     cache = ladder.prefix_cache or "not recorded"
     name = f"{result.cell.stack} ({result.cell.workload}; prefix cache {cache})"
     return name if result.status == "ok" else f"{name} (UNVERIFIED: {result.status})"
+
+
+def _point_label(point: SessionPoint) -> str:
+    """A closed-loop point's ``N sessions``; a rate point labelled as a rate (``load_text``)."""
+    return f"{point.sessions} sessions" if point.rate_per_s is None else load_text(point)
 
 
 def session_figures(title: str, results: Sequence[Result]) -> list[go.Figure]:
@@ -39,7 +45,7 @@ def _trade(title: str, ladders: Sequence[tuple[Result, SessionFigures]]) -> go.F
                 x=[p.e2e_interactivity_tokens_per_s for p in points],
                 y=[p.output_tokens_per_s for p in points],
                 mode="lines+markers+text",
-                text=[f"{p.sessions} sessions" for p in points],
+                text=[_point_label(p) for p in points],
                 textposition="top center",
                 name=_label(result, ladder),
             )
@@ -67,7 +73,7 @@ def _by_context(title: str, ladders: Sequence[tuple[Result, SessionFigures]]) ->
                         y=[value_s * 1e3 for value_s in values_s],
                         mode="lines+markers",
                         text=[f"turn {t.turn} ({t.turns} ok)" for t in turns],
-                        name=f"{_label(result, ladder)}, {point.sessions} sessions: {what}",
+                        name=f"{_label(result, ladder)}, {_point_label(point)}: {what}",
                     )
                 )
     figure.update_layout(title=f"{title}: TTFT and TPOT by turn, against the turn's context", **LAYOUT)

@@ -2,7 +2,8 @@
 sessions cell, and a row per turn number (the figures against the context each turn had).
 
 Reads the ``generation`` section's ``sessions_ladder``; the only place its seconds and rates are
-formatted. Each row is one measured load (sessions at once); nothing is implied between two rows.
+formatted. Each row is one measured load, labelled as what it held (sessions at once, or a session
+arrival rate with the rate achieved); nothing is implied between two rows.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ COLUMNS = (
     "workload",
     "stack",
     "status",
+    "load",
     "sessions",
     "turns",
     "TTFT p50/p90 ms",
@@ -37,11 +39,11 @@ COLUMNS = (
     "failed",
 )
 COST_TITLE = "Agentic sessions: energy, cost and chips per load point"
-COST_BASE = ("stack", "sessions", "J/out tok", "J/session")
+COST_BASE = ("stack", "load", "J/out tok", "J/session")
 COST_COLUMNS = ("$/M out tok", "$/session")
 CHIP_COLUMN = "out tok/s per chip"
 TURN_TITLE = "Agentic sessions by turn (TTFT and TPOT against context)"
-TURN_COLUMNS = ("stack", "sessions", "turn", "turns ok", "context tok p50", "TTFT p50 ms", "TPOT p50 ms")
+TURN_COLUMNS = ("stack", "load", "turn", "turns ok", "context tok p50", "TTFT p50 ms", "TPOT p50 ms")
 _LEFT = ("workload", "stack", "status")
 
 
@@ -55,12 +57,22 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.0f}"
 
 
+def load_text(point: SessionPoint) -> str:
+    """The load a point held, labelled: ``4 at once`` (a closed loop) or ``rate 0.5/s (got 0.46/s)`` (an
+    open loop: offered and achieved session arrival rates), ``BEHIND`` where it fell behind."""
+    if point.rate_per_s is None:
+        return f"{point.sessions} at once"
+    achieved = point.achieved_rate_per_s or 0.0
+    return f"rate {point.rate_per_s:g}/s (got {achieved:.3g}/s)" + (" BEHIND" if point.behind else "")
+
+
 def _row(result: Result, point: SessionPoint) -> list[str]:
     cached = "-" if point.cached_tokens is None else str(point.cached_tokens)
     return [
         result.cell.workload,
         result.cell.stack,
         result.status,
+        load_text(point),
         str(point.sessions),
         str(point.turns),
         f"{_ms(point.ttft_p50_s)}/{_ms(point.ttft_p90_s)}",
@@ -121,6 +133,18 @@ def session_table(results: Sequence[Result]) -> Table | None:
     ]
     captions += [f"{r.cell.stack} {reuse_line(s.reuse)}" for r, s in ladders if s.reuse is not None]
     captions += [
+        f"{r.cell.stack} rate {p.rate_per_s:g}/s fell behind: {p.behind} (peak {p.peak_in_flight} in flight)"
+        for r, s in ladders
+        for p in s.sessions_ladder
+        if p.behind and p.rate_per_s is not None
+    ]
+    if any(p.rate_per_s is not None for _, s in ladders for p in s.sessions_ladder):
+        captions.append(
+            "load: 'N at once' = N sessions at once (closed loop); 'rate R/s' = sessions arriving at R per "
+            "second (open loop, Poisson), 'got' the achieved rate, 'sessions' those it started; the two "
+            "kinds are different loads: a rate row is not a concurrency row"
+        )
+    captions += [
         f"{r.cell.stack} accuracy: {len(s.accuracy.shares)} turns drawn after the run, mean share of the "
         f"{s.accuracy.reference} reply {s.accuracy.mean_share:.2f} (bar {s.accuracy.bar:g}): "
         f"{'pass' if s.accuracy.passed else 'FAIL'}"
@@ -146,7 +170,7 @@ def cost_table(
         table.add_column(column, justify="left" if column == "stack" else "right")
     for result, section in ladders:
         for point in section.sessions_ladder:
-            row = [result.cell.stack, str(point.sessions)]
+            row = [result.cell.stack, load_text(point)]
             row += [joules_text(point.joules_per_output_token, point.energy_provenance)]
             row += [joules_text(point.joules_per_session, point.energy_provenance)]
             row += [per_chip_text(point.output_tokens_per_s, chips.get(result.cell.key))] if chips else []
@@ -191,7 +215,7 @@ def turn_table(results: Sequence[Result]) -> Table | None:
     for result, section in ladders:
         for point in section.sessions_ladder:
             for turn in point.by_turn:
-                cells = (result.cell.stack, str(point.sessions), str(turn.turn), str(turn.turns))
+                cells = (result.cell.stack, load_text(point), str(turn.turn), str(turn.turns))
                 figures = (f"{turn.context_tokens_p50:.0f}", _ms(turn.ttft_p50_s), _ms(turn.tpot_p50_s))
                 table.add_row(*cells, *figures)
     return table

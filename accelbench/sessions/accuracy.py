@@ -26,6 +26,7 @@ from accelbench.generation.base import GenerationContext
 from accelbench.generation.models import LlmModel
 from accelbench.generation.reference import sent_reference
 from accelbench.sessions.driver import TURN, conversation
+from accelbench.sessions.load import Load
 from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.workload import Session
 
@@ -39,17 +40,17 @@ def judged_turns(records: Sequence[TurnRecord], input_seed: int, count: int) -> 
 
 
 def turn_messages(
-    record: TurnRecord, records: Sequence[TurnRecord], passes: Mapping[int, Sequence[Session]]
+    record: TurnRecord, records: Sequence[TurnRecord], passes: Mapping[Load, Sequence[Session]]
 ) -> list[dict[str, str]]:
     """The conversation ``record``'s turn sent: its session's script to that turn, with the server's real
     replies to the earlier turns (``records``: the cell's turns)."""
-    load = record.request.concurrency
+    load = Load.of(record.request)
     session = next(s for s in passes[load] if s.number == record.session)
     earlier = sorted(
         (
             r
             for r in records
-            if r.request.concurrency == load
+            if Load.of(r.request) == load
             and r.session == record.session
             and r.request.role == TURN
             and r.turn < record.turn
@@ -57,7 +58,7 @@ def turn_messages(
         key=lambda r: r.turn,
     )
     if [r.turn for r in earlier] != list(range(record.turn)):
-        raise ValueError(f"session {record.session} at load {load}: turns before {record.turn} are missing")
+        raise ValueError(f"session {record.session} at {load}: turns before {record.turn} are missing")
     script = dataclasses.replace(session, turns=session.turns[: record.turn + 1])
     return conversation(script, [r.request.text for r in earlier])
 
@@ -66,7 +67,7 @@ def check(
     model: LlmModel,
     tokenizer: Any,
     chosen: Sequence[TurnRecord],
-    history: tuple[Sequence[TurnRecord], Mapping[int, Sequence[Session]]],
+    history: tuple[Sequence[TurnRecord], Mapping[Load, Sequence[Session]]],
     lengths: Sequence[int],
     ctx: GenerationContext,
     full_length: bool,

@@ -5,7 +5,8 @@
    started on loopback, the reply length forced where the server allows).
 2. One warm-up session of one turn (its own pass: its salt is not the measured sessions'); a failure
    makes the cell ``unavailable`` with the one-line reason.
-3. The ladder: for each load (``--sessions 1,2,4``) that many sessions at once, fresh from the synthetic
+3. The ladder: for each load (``--sessions 1,2,4``) that many sessions at once (or, ``--session-rate``,
+   sessions arriving at each rate: ``accelbench.sessions.load``), fresh from the synthetic
    generator (``accelbench.sessions.workload``, pass ``load-<n>``) or replayed from ``--session-trace``
    (``accelbench.sessions.trace``; both made before the server starts: ``accelbench.sessions.source``),
    each turn with the conversation so
@@ -50,20 +51,21 @@ from accelbench.errors import Unavailable
 from accelbench.generation.base import GenerationContext
 from accelbench.generation.loadgen_tokens import scaled_bounds
 from accelbench.generation.models import LlmModel, load_model
-from accelbench.head import Head
+from accelbench.head import Head, NoiseProbe
 from accelbench.meters import noise
 from accelbench.outcome import Outcome
 from accelbench.registry import instantiate
 from accelbench.session_figures import ReuseFigures, SessionFigures, SessionPoint
 from accelbench.sessions import forbidden, reuse
 from accelbench.sessions.accuracy import check, judged_turns
-from accelbench.sessions.driver import TURN, Counters, context_counter, run_load
+from accelbench.sessions.driver import TURN, Counters, context_counter, run_load, run_point
 from accelbench.sessions.figures import UNBOUNDED, point
+from accelbench.sessions.load import Load
 from accelbench.sessions.outcome import SessionsBody, status_of
 from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.settings import SessionSettings
 from accelbench.sessions.source import Source, source_of
-from accelbench.sessions.workload import SYSTEM_PROMPT, Shape, make_sessions
+from accelbench.sessions.workload import Shape, make_sessions
 from accelbench.settings import expect
 
 TURNS_FILE = "turns.jsonl"
@@ -106,7 +108,7 @@ def measure(spec: CellSpec) -> Outcome:
         status,
         why,
         noise=probe,
-        warnings=(*drift_notes, *noise.guard_warnings(probe)),
+        warnings=_warnings(ladder, probe, drift_notes),
         effective_precision=stack.precision,
         versions=dict(stack.versions),
         settings=_settings(spec, stack, settings, source),
@@ -118,7 +120,7 @@ def measure(spec: CellSpec) -> Outcome:
         workload=source.workload,
         turns_per_session=source.turns,
         max_tokens=source.max_tokens,
-        shared_prefix_tokens=counters[1]([{"role": "system", "content": SYSTEM_PROMPT}]),
+        shared_prefix_tokens=counters[1]([{"role": "system", "content": source.system}]),
         sessions_ladder=tuple(ladder),
         turns_file=_stored_path(path, Path(spec.folders.run_dir)),
         duration_s=duration_s,
@@ -132,6 +134,14 @@ def measure(spec: CellSpec) -> Outcome:
     return Outcome(head, SessionsBody(section, figures))
 
 
+def _warnings(
+    ladder: Sequence[SessionPoint], probe: NoiseProbe, drift_notes: Sequence[str]
+) -> tuple[str, ...]:
+    """The cell's warnings: rate points that fell behind, and the noise guard's notes."""
+    behind = [f"{p.rate_per_s:g} sessions/s fell behind: {p.behind}" for p in ladder if p.behind]
+    return (*behind, *drift_notes, *noise.guard_warnings(probe))
+
+
 def turn_slo(params: int, workload: Any) -> Bounds:
     """The per-turn SLO of the ladder's goodput: the workload's TTFT and TPOT bounds scaled to the model
     (``generation.loadgen_tokens.scaled_bounds``), as the curve's goodput."""
@@ -142,7 +152,7 @@ def turn_slo(params: int, workload: Any) -> Bounds:
 def _served(settings: SessionSettings, source: Source) -> EndpointSettings:
     """The endpoint settings the server is started (or reached) with: sized for the longest reply."""
     return EndpointSettings(
-        ladder=settings.ladder,
+        ladder=settings.ladder or (settings.in_flight_cap,),  # a rate point holds at most the cap at once
         max_tokens=source.max_tokens,
         api_key_env=settings.api_key_env,
         serve_url=settings.serve_url,
@@ -174,7 +184,7 @@ def inline_accuracy(
 
 def _turn_length(record: TurnRecord, source: Source, max_tokens: int) -> int:
     """The reply length the turn asked for."""
-    session = next(s for s in source.passes[record.request.concurrency] if s.number == record.session)
+    session = next(s for s in source.passes[Load.of(record.request)] if s.number == record.session)
     return session.turns[record.turn].max_tokens or max_tokens
 
 
@@ -189,7 +199,7 @@ def reuse_probe(
     lines of ``turns.jsonl`` too (roles ``warm`` and ``cold``)."""
     records, path = ladder_done
     last = list(source.passes)[-1]
-    mine = [r for r in records if r.request.concurrency == last and r.request.role == TURN]
+    mine = [r for r in records if Load.of(r.request) == last and r.request.role == TURN]
     sent = reuse.probe(target, input_seed, source.passes[last], mine, source.max_tokens, counters)
     append_turns(path, sent)
     return reuse.figures(sent)
@@ -218,19 +228,21 @@ def run_ladder(
     slo, meter = judged or (UNBOUNDED, PointMeter(None, "not metered"))
     ladder: list[SessionPoint] = []
     records: list[TurnRecord] = []
-    counts = {count: [len(s.turns) for s in sessions] for count, sessions in source.passes.items()}
+    counts = {load: [len(s.turns) for s in sessions] for load, sessions in source.passes.items()}
     planned = forbidden.plan_turns(counts, source.delay_s)
-    for count, sessions in source.passes.items():
-        meter.begin(count)
-        done = run_load(target, sessions, max_tokens, *counters, planned[count])
-        energy = meter.end(count)
+    for number, (load, sessions) in enumerate(source.passes.items()):
+        meter.begin(number)
+        opening = source.openings.get(load)
+        done, opened = run_point(target, sessions, max_tokens, counters, planned[load], opening)
+        energy = meter.end(number)
         append_turns(path, done)
         records += done
         turns = [r for r in done if r.request.role == TURN]
-        ladder.append(point(count, turns, slo, energy))
+        ladder.append(point(opened.started if opened else load.sessions, turns, slo, energy, opened))
         if not any(r.request.ok for r in turns):
-            first = done[0].request
-            return ladder, records, f"every turn failed at {count} sessions: {first.status}: {first.error}"
+            first = done[0].request if done else None
+            why = f"{first.status}: {first.error}" if first else "no session started"
+            return ladder, records, f"every turn failed at {load}: {why}"
     return ladder, records, ""
 
 
@@ -250,6 +262,9 @@ def _settings(
         "threads": spec.threads,
         "seed": spec.seed,
         "sessions": list(settings.ladder),
+        "session_rates": list(settings.rates),
+        "session_count": settings.rate_sessions if settings.rates else None,
+        "in_flight_cap": settings.in_flight_cap if settings.rates else None,
         "turns_per_session": source.turns,
         "max_tokens": source.max_tokens,
         "api_key_env": settings.api_key_env,

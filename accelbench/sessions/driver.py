@@ -7,11 +7,18 @@ Endpoints' routing hint), and appends the server's *real* reply as the
 assistant's message before its next turn. A turn's issue time is when its delay ended (so TTFT holds no
 think time); a failed turn ends its session (the turns after it cannot be sent honestly: their history
 would lack a reply). Nothing here raises for a failed request: the failure is the record's status.
+
+A rate point (``accelbench.sessions.load``: an open loop) starts each session at its drawn arrival time
+instead (its first turn's issue is that time, so a late client counts against nobody but the point),
+stops starting sessions once one is due while the cap's sessions are in flight, and stores its requests
+with ``concurrency`` 0 and ``target_qps`` its rate, as the endpoint curve's open loop does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -19,8 +26,9 @@ from typing import Any
 from accelbench.endpoint.client import Prompt, Slot, Target, send, sized
 from accelbench.endpoint.records import RequestRecord
 from accelbench.sessions.forbidden import Audit, forms
+from accelbench.sessions.load import Opened, Opening
 from accelbench.sessions.records import TurnRecord
-from accelbench.sessions.workload import MAX_TURNS, SYSTEM_PROMPT, Session
+from accelbench.sessions.workload import MAX_TURNS, Session
 
 TURN = "turn"
 """The role of a timed turn's request."""
@@ -41,67 +49,162 @@ def run_load(
     """Run every session at once, with the forbidden-reuse ``audits`` slipped in
     (``accelbench.sessions.forbidden``); the records ordered by session, then turn (a pair after the
     turn it copies)."""
-    records = asyncio.run(_load(target, sessions, max_tokens, (count_tokens, count_context), audits))
-    return sorted(records, key=lambda r: (r.session, r.turn, r.request.role != TURN))
+    return run_point(target, sessions, max_tokens, (count_tokens, count_context), audits)[0]
+
+
+def run_point(
+    target: Target,
+    sessions: Sequence[Session],
+    max_tokens: int,
+    counters: Counters,
+    audits: Sequence[Audit] = (),
+    opening: Opening | None = None,
+) -> tuple[list[TurnRecord], Opened | None]:
+    """A load point: every session at once (a closed loop), or with ``opening`` each at its arrival
+    time, no more started once the point falls behind (``accelbench.sessions.load``); the records ordered
+    by session, then turn (a pair after the turn it copies), and what the rate point did (None: closed)."""
+    load = asyncio.run(_load(target, sessions, max_tokens, counters, audits, opening))
+    records = sorted(load.records, key=lambda r: (r.session, r.turn, r.request.role != TURN))
+    return records, load.opened()
 
 
 async def _load(
-    target: Target, sessions: Sequence[Session], max_tokens: int, counters: Counters, audits: Sequence[Audit]
-) -> list[TurnRecord]:
+    target: Target,
+    sessions: Sequence[Session],
+    max_tokens: int,
+    counters: Counters,
+    audits: Sequence[Audit],
+    opening: Opening | None,
+) -> _Load:
     import aiohttp
 
     connector = aiohttp.TCPConnector(force_close=True, limit=0)
     timeout = aiohttp.ClientTimeout(total=target.timeout_s)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
-        load = _Load(client, target, sessions, max_tokens, counters)
+        load = _Load(client, target, sessions, max_tokens, counters, opening, audits)
         await asyncio.gather(*(load.session(s) for s in sessions), *(load.pair(a) for a in audits))
-    return load.records
+    return load
 
 
 class _Load:
     """One load point in flight: its sessions' turns and the audit pairs waiting on them."""
 
     def __init__(
-        self, client: Any, target: Target, sessions: Sequence[Session], max_tokens: int, counters: Counters
+        self,
+        client: Any,
+        target: Target,
+        sessions: Sequence[Session],
+        max_tokens: int,
+        counters: Counters,
+        opening: Opening | None = None,
+        audits: Sequence[Audit] = (),
     ) -> None:
         self.client, self.target, self.sessions, self.max_tokens = client, target, sessions, max_tokens
         self.count_tokens, self.count_context = counters
+        self.opening = opening
+        self.concurrency = 0 if opening else len(sessions)  # an open loop's requests: 0 and their rate
         self.clock0 = time.perf_counter()
         self.records: list[TurnRecord] = []
         self.answered = {(s.number, t): asyncio.Event() for s in sessions for t in range(len(s.turns))}
         self.sent_history: dict[tuple[int, int], tuple[dict[str, str], ...]] = {}
+        self.in_flight, self.peak_in_flight, self.behind = 0, 0, ""
+        self.started_s: list[float] = []
+        self.started: set[int] = set()
+        """The sessions a rate point started."""
+        self.placed = {(a.kind, a.session, a.turn) for a in audits}
+        """The turns a pair of each kind holds (a moved pair takes a free one)."""
+
+    def opened(self) -> Opened | None:
+        """What the rate point did (None: a closed loop)."""
+        if self.opening is None:
+            return None
+        started = tuple(self.started_s)
+        return Opened(self.opening.rate_per_s, len(started), started, self.peak_in_flight, self.behind)
+
+    def _moved(self, audit: Audit) -> Audit | None:
+        """``audit`` on a turn after the first of a session the point started, drawn with ``secrets``
+        among those no pair of its kind holds (None: none is free). A point behind starts no session
+        after its first unstarted one, so the started ones are known once a pair's source was refused."""
+        free = [
+            (number, turn)
+            for number in sorted(self.started)
+            for turn in range(1, len(self.sessions[number].turns))
+            if (audit.kind, number, turn) not in self.placed
+        ]
+        if not free:
+            return None
+        number, turn = random.SystemRandom().choice(free)
+        self.placed.add((audit.kind, number, turn))
+        return dataclasses.replace(audit, session=number, turn=turn)
 
     async def _send(self, prompt: Prompt, length: int, slot: Slot) -> RequestRecord:
         sized_target = sized(self.target, length)
-        return await send(self.client, sized_target, prompt, length, slot, self.count_tokens, self.clock0)
+        sent = await send(self.client, sized_target, prompt, length, slot, self.count_tokens, self.clock0)
+        rate = self.opening.rate_per_s if self.opening else None
+        return sent if rate is None else dataclasses.replace(sent, target_qps=rate)
 
     async def session(self, session: Session) -> None:
-        """Its turns in order, each after its delay, with the conversation so far."""
-        messages: list[dict[str, str]] = [{"role": "system", "content": SYSTEM_PROMPT}]
+        """Its turns in order, each after its delay, with the conversation so far (a rate point's: from
+        its arrival time, unless the point fell behind)."""
         try:
-            for number, turn in enumerate(session.turns):
-                await asyncio.sleep(turn.delay_s)
-                messages.append({"role": "user", "content": turn.content})
-                prompt = Prompt(session.salt, tuple(dict(m) for m in messages), "", session_id(session))
-                due_s = time.perf_counter() - self.clock0
-                slot = Slot(len(self.sessions), _index(session, number), TURN, due_s)
-                sent = await self._send(prompt, turn.max_tokens or self.max_tokens, slot)
-                context = self.count_context(messages)
-                self.records.append(
-                    TurnRecord(session.number, number, turn.kind, turn.delay_s, context, sent)
-                )
-                if not sent.ok:
-                    return
-                self.sent_history[session.number, number] = tuple(dict(m) for m in messages)
-                self.answered[session.number, number].set()
-                messages.append({"role": "assistant", "content": sent.text})
-        finally:  # a session that ended early frees the pairs waiting on its turns
+            due_s = await self._arrival(session)
+            if due_s is None:
+                return
+            try:
+                await self._turns(session, due_s)
+            finally:
+                self.in_flight -= 1
+        finally:  # a session that ended early (or never started) frees the pairs waiting on its turns
             for t in range(len(session.turns)):
                 self.answered[session.number, t].set()
 
+    async def _arrival(self, session: Session) -> float | None:
+        """When a rate point's session is due (its arrival; a closed loop: 0.0, its turn's delay decides);
+        None when the rate point has fallen behind (a session due while the cap's sessions are in flight:
+        none starts after it)."""
+        if self.opening is not None:
+            arrival_s = self.opening.arrivals_s[session.number]
+            await asyncio.sleep(max(0.0, self.clock0 + arrival_s - time.perf_counter()))
+            if self.behind or self.in_flight >= self.opening.in_flight_cap:
+                self.behind = self.behind or (
+                    f"session {session.number} due at {arrival_s:.2f} s with {self.in_flight} in flight "
+                    f"(the cap {self.opening.in_flight_cap}): {len(self.started_s)} of "
+                    f"{len(self.sessions)} started"
+                )
+                return None
+            self.started_s.append(time.perf_counter() - self.clock0)
+            self.started.add(session.number)
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        return self.opening.arrivals_s[session.number] if self.opening else 0.0
+
+    async def _turns(self, session: Session, first_due_s: float) -> None:
+        messages: list[dict[str, str]] = [{"role": "system", "content": session.system}]
+        for number, turn in enumerate(session.turns):
+            await asyncio.sleep(turn.delay_s)
+            messages.append({"role": "user", "content": turn.content})
+            prompt = Prompt(session.salt, tuple(dict(m) for m in messages), "", session_id(session))
+            due_s = first_due_s if number == 0 and self.opening else time.perf_counter() - self.clock0
+            slot = Slot(self.concurrency, _index(session, number), TURN, due_s)
+            sent = await self._send(prompt, turn.max_tokens or self.max_tokens, slot)
+            context = self.count_context(messages)
+            self.records.append(TurnRecord(session.number, number, turn.kind, turn.delay_s, context, sent))
+            if not sent.ok:
+                return
+            self.sent_history[session.number, number] = tuple(dict(m) for m in messages)
+            self.answered[session.number, number].set()
+            messages.append({"role": "assistant", "content": sent.text})
+
     async def pair(self, audit: Audit) -> None:
-        """The audit's two forms of a turn once it was answered, sent at once."""
+        """The audit's two forms of a turn once it was answered, sent at once (a rate point's pair whose
+        source session never started: moved to a turn of a started one, ``_moved``)."""
         await self.answered[audit.session, audit.turn].wait()
+        if self.opening is not None and audit.session not in self.started:
+            moved = self._moved(audit)
+            if moved is None:
+                return
+            audit = moved
+            await self.answered[audit.session, audit.turn].wait()
         history = self.sent_history.get((audit.session, audit.turn))
         if history is None:  # the source turn failed: nothing to copy
             return
@@ -112,7 +215,7 @@ class _Load:
         pair_forms = forms(audit, source.salt, history, self.count_context, session_id(source))
         contexts = [self.count_context(form.messages) for form in pair_forms]
         due_s = time.perf_counter() - self.clock0
-        slots = [Slot(len(self.sessions), _index(source, audit.turn), f.role, due_s) for f in pair_forms]
+        slots = [Slot(self.concurrency, _index(source, audit.turn), f.role, due_s) for f in pair_forms]
         prompts = [Prompt(f.salt, f.messages, "", f.session_id) for f in pair_forms]
         # at once, the first form the first to reach the server
         both = await asyncio.gather(*(self._send(p, length, s) for p, s in zip(prompts, slots, strict=True)))
@@ -123,7 +226,7 @@ class _Load:
 def conversation(session: Session, replies: Sequence[str]) -> list[dict[str, str]]:
     """The messages of ``session``'s last turn: the system message, every turn before it with its reply
     (``replies``, one per earlier turn), then the last turn."""
-    messages = [{"role": "system", "content": SYSTEM_PROMPT}]
+    messages = [{"role": "system", "content": session.system}]
     for turn, reply in zip(session.turns[:-1], replies, strict=True):
         messages += [{"role": "user", "content": turn.content}, {"role": "assistant", "content": reply}]
     return [*messages, {"role": "user", "content": session.turns[-1].content}]

@@ -7,7 +7,8 @@ turns' output tokens over their summed turn times. A session's latency is its fi
 think delays included (the job time a user waits). The span of the point is its first issue to its last
 end; the system rates are tokens over the span. Tokens are the client's counts. Goodput (MLPerf Endpoints'
 and AIPerf's, per turn): the ok turns whose TTFT and TPOT are within the per-turn SLO, per second of the
-span; a good session is one whose every turn is.
+span; a good session is one whose every turn is. A rate point's figures are the same, of the sessions it
+started, with its offered and achieved arrival rates beside them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from accelbench.endpoint.energy import PointEnergy
 from accelbench.endpoint.figures import Bounds, tpot_s, ttft_s
 from accelbench.endpoint.records import RequestRecord
 from accelbench.session_figures import SessionPoint, TurnFigures
+from accelbench.sessions.load import Opened
 from accelbench.sessions.records import TurnRecord
 
 UNBOUNDED = Bounds(math.inf, math.inf)
@@ -67,10 +69,15 @@ def cached_tokens(records: Sequence[TurnRecord]) -> int | None:
 
 
 def point(
-    sessions: int, records: Sequence[TurnRecord], slo: Bounds = UNBOUNDED, energy: PointEnergy | None = None
+    sessions: int,
+    records: Sequence[TurnRecord],
+    slo: Bounds = UNBOUNDED,
+    energy: PointEnergy | None = None,
+    opened: Opened | None = None,
 ) -> SessionPoint:
     """The ``SessionPoint`` of the load of ``sessions`` sessions whose turns are ``records``, its goodput
-    under the per-turn ``slo``, its window having consumed ``energy``."""
+    under the per-turn ``slo``, its window having consumed ``energy`` (``opened``: a rate point's
+    arrivals, ``accelbench.sessions.load``; its ``sessions`` are the sessions it started)."""
     requests = [r.request for r in records]
     ok = [r for r in records if r.request.ok]
     span_s = (max(q.end_s for q in requests) - min(q.issue_s for q in requests)) if requests else 0.0
@@ -105,6 +112,10 @@ def point(
         good_sessions=good_sessions(records, slo),
         energy_j=energy.energy_j if energy else None,
         energy_provenance=energy.provenance if energy else "",
+        rate_per_s=opened.rate_per_s if opened else None,
+        achieved_rate_per_s=opened.achieved_rate_per_s if opened else None,
+        peak_in_flight=opened.peak_in_flight if opened else None,
+        behind=opened.behind if opened else "",
     )
 
 

@@ -39,11 +39,13 @@ import random
 import re
 import secrets
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS, Verdict
 from accelbench.endpoint.figures import ttft_s
+from accelbench.sessions.load import Load
 from accelbench.sessions.records import TurnRecord
 
 ALTERED = "altered"
@@ -57,6 +59,8 @@ SALT_TRIES = 64
 VERDICT_NAMES = {ALTERED: "altered_history", COPIED: "copied_session"}
 
 Messages = Sequence[Mapping[str, str]]
+K = TypeVar("K", bound=Hashable)
+"""A load point's key (``accelbench.sessions.load.Load``; a bare count in the tests)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +89,7 @@ def plan(ladder: Sequence[int], turns: int, delay_s: tuple[float, float]) -> dic
     return plan_turns({load: [turns] * load for load in ladder}, delay_s)
 
 
-def plan_turns(turns: Mapping[int, Sequence[int]], delay_s: tuple[float, float]) -> dict[int, list[Audit]]:
+def plan_turns(turns: Mapping[K, Sequence[int]], delay_s: tuple[float, float]) -> dict[K, list[Audit]]:
     """The pairs of each load point (``turns``: each point's sessions' turn counts, by its load):
     ``PAIRS`` of each kind at distinct source turns drawn with ``secrets`` over every point's turns after
     the first of their session (fewer when there are fewer such turns)."""
@@ -93,7 +97,7 @@ def plan_turns(turns: Mapping[int, Sequence[int]], delay_s: tuple[float, float])
     slots = [
         (load, s, t) for load, counts in turns.items() for s, n in enumerate(counts) for t in range(1, n)
     ]
-    planned: dict[int, list[Audit]] = {load: [] for load in turns}
+    planned: dict[K, list[Audit]] = {load: [] for load in turns}
     for kind in KINDS:
         chosen = draw.sample(slots, min(PAIRS, len(slots)))
         firsts = [i % 2 == 1 for i in range(len(chosen))]  # as many controls first as probes first
@@ -191,11 +195,11 @@ def verdict(kind: str, records: Sequence[TurnRecord]) -> Verdict:
     control_s = statistics.median(b for _, b in both)
     ratio = probe_s / control_s if control_s > 0 else 1.0
     faster = sum(a < b for a, b in both) / len(both)
-    sources = {(r.request.concurrency, r.session, r.turn): r for r in records if r.request.role == "turn"}
+    sources = {(Load.of(r.request), r.session, r.turn): r for r in records if r.request.role == "turn"}
     replayed = sum(
         p.request.text == s.request.text
         for _, _, p, _ in timed
-        if (s := sources.get((p.request.concurrency, p.session, p.turn))) is not None
+        if (s := sources.get((Load.of(p.request), p.session, p.turn))) is not None
     )
     gap = max(abs(p.context_tokens - c.context_tokens) for _, _, p, c in timed)
     judged = outcome(len(both), ratio, faster)
@@ -224,6 +228,6 @@ def verdicts(records: Sequence[TurnRecord]) -> tuple[Verdict, ...]:
 
 def _pairs(kind: str, records: Sequence[TurnRecord]) -> list[tuple[TurnRecord, TurnRecord]]:
     """(probe, control) of ``kind``, matched by load point and source turn."""
-    key = lambda r: (r.request.concurrency, r.session, r.turn)  # noqa: E731
+    key = lambda r: (Load.of(r.request), r.session, r.turn)  # noqa: E731
     controls = {key(r): r for r in records if r.request.role == kind + CONTROL}
     return [(r, controls[key(r)]) for r in records if r.request.role == kind and key(r) in controls]

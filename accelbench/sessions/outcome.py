@@ -27,6 +27,7 @@ from accelbench.endpoint.outcome import accuracy_failure
 from accelbench.session_figures import SessionFigures, SessionPoint
 from accelbench.sessions import forbidden
 from accelbench.sessions.driver import TURN
+from accelbench.sessions.load import Load
 from accelbench.sessions.records import TurnRecord
 
 
@@ -53,9 +54,9 @@ class SessionsBody:
 
 def session_salts(records: Sequence[TurnRecord]) -> Verdict:
     """Every session (over every load point) had a salt of its own, and every turn carried its session's."""
-    salts: dict[tuple[int, int], set[str]] = {}
+    salts: dict[tuple[Load, int], set[str]] = {}
     for r in records:
-        salts.setdefault((r.request.concurrency, r.session), set()).add(r.request.salt)
+        salts.setdefault((Load.of(r.request), r.session), set()).add(r.request.salt)
     mixed = sum(len(s) != 1 for s in salts.values())
     seen = [next(iter(s)) for s in salts.values() if len(s) == 1]
     repeated = len(seen) - len(set(seen))
@@ -68,14 +69,12 @@ def invalid_reasons(ladder: Sequence[SessionPoint], records: Sequence[TurnRecord
     """A load point with failed turns (with the first error) or a ladder cut short makes the cell invalid."""
     reasons = []
     for point in ladder:
-        mine = [
-            r.request for r in records if r.request.concurrency == point.sessions and r.request.role == TURN
-        ]
+        load = Load.of_point(point)
+        mine = [r.request for r in records if Load.of(r.request) == load and r.request.role == TURN]
         failed = [r for r in mine if not r.ok]
         if failed:
             reasons.append(
-                f"{point.sessions} sessions: {len(failed)} of {point.turns} turns failed "
-                f"({failed[0].status}: {failed[0].error})"
+                f"{load}: {len(failed)} of {point.turns} turns failed ({failed[0].status}: {failed[0].error})"
             )
     return reasons + ([f"ladder stopped: {stopped}"] if stopped else [])
 

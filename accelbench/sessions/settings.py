@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from accelbench.config import RunConfig
 from accelbench.endpoint.settings import DEFAULT_API_KEY_ENV
+from accelbench.sessions.load import DEFAULT_IN_FLIGHT_CAP, DEFAULT_RATE_SESSIONS, Load
 
 if TYPE_CHECKING:
     from accelbench.sessions.workload import Shape
@@ -23,7 +24,15 @@ class SessionSettings:
     driver: ClassVar[str] = "sessions"
 
     ladder: tuple[int, ...] = ()
-    """Sessions at once per load point (``--sessions``)."""
+    """Sessions at once per load point (``--sessions``); empty with ``rates``."""
+    rates: tuple[float, ...] = ()
+    """Session arrival rates per load point, sessions per second (``--session-rate``; an open loop:
+    ``accelbench.sessions.load``); empty with ``ladder``."""
+    rate_sessions: int = DEFAULT_RATE_SESSIONS
+    """The sessions each rate point starts (``--session-count``)."""
+    in_flight_cap: int = DEFAULT_IN_FLIGHT_CAP
+    """A rate point falls behind (stops starting sessions, marked) when a session is due while this many
+    are in flight."""
     turns: int = DEFAULT_TURNS
     """Turns per session (``--session-turns``)."""
     max_tokens: int = DEFAULT_OUTPUT_TOKENS
@@ -43,6 +52,8 @@ class SessionSettings:
         """The settings the run ``config`` asks for, its defaults resolved."""
         return cls(
             ladder=tuple(config.sessions),
+            rates=tuple(getattr(config, "session_rates", ())),
+            rate_sessions=getattr(config, "session_count", 0) or DEFAULT_RATE_SESSIONS,
             turns=config.session_turns or DEFAULT_TURNS,
             max_tokens=config.output_tokens or DEFAULT_OUTPUT_TOKENS,
             api_key_env=config.api_key_env or DEFAULT_API_KEY_ENV,
@@ -55,11 +66,16 @@ class SessionSettings:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SessionSettings:
         """Inverse of ``to_dict``."""
-        return cls(**{**data, "ladder": tuple(data.get("ladder", ()))})
+        return cls(**{**data, "ladder": tuple(data.get("ladder", ())), "rates": tuple(data.get("rates", ()))})
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form."""
         return asdict(self)
+
+    @property
+    def loads(self) -> tuple[Load, ...]:
+        """The load points, in order: ``ladder``'s sessions at once, or ``rates``' arrival rates."""
+        return tuple(Load(n) for n in self.ladder) + tuple(Load(0, r) for r in self.rates)
 
     @property
     def shape(self) -> Shape:

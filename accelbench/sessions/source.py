@@ -6,14 +6,15 @@ every load point's sessions made before the server starts, with what the figures
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from accelbench.errors import Unavailable, UserError
+from accelbench.sessions.load import Load, Opening, opening
 from accelbench.sessions.settings import SessionSettings
 from accelbench.sessions.trace import describe as describe_trace
 from accelbench.sessions.trace import read_trace, replay
-from accelbench.sessions.workload import Session, describe, make_sessions
+from accelbench.sessions.workload import SYSTEM_PROMPT, Session, describe, make_sessions
 
 WORKLOAD = "synthetic-agentic"
 
@@ -23,8 +24,8 @@ class Source:
     """Where a cell's sessions come from (the synthetic generator or a replayed trace), made before the
     server starts: each load point's sessions, and what the figures state of them."""
 
-    passes: Mapping[int, tuple[Session, ...]]
-    """Each load's sessions (pass ``load-<n>``)."""
+    passes: Mapping[Load, tuple[Session, ...]]
+    """Each load point's sessions (pass ``load-<n>`` or ``rate-<r>``), in ladder order."""
     workload: str
     """The workload, stated (``SessionFigures.workload``)."""
     turns: int
@@ -35,19 +36,30 @@ class Source:
     """The range of the turns' waits (the forbidden-reuse pairs wait as much)."""
     trace: str | None = None
     """The replayed trace file's name (None: synthetic)."""
+    openings: Mapping[Load, Opening] = field(default_factory=dict)
+    """Each rate point's arrival schedule (drawn from the input seed) and cap; none for a closed loop."""
+    system: str = SYSTEM_PROMPT
+    """The declared shared prefix: the system message every session opens with."""
 
 
 def source_of(settings: SessionSettings, input_seed: int, count_tokens: Callable[[str], int]) -> Source:
     """The cell's sessions: ``--session-trace``'s replayed (the file read again and checked against the
     sha256 the run took before it started), else the synthetic workload's."""
+    counts = {load: load.sessions or settings.rate_sessions for load in settings.loads}
+    openings = {
+        load: opened
+        for load, count in counts.items()
+        if (opened := opening(input_seed, load, count, settings.in_flight_cap)) is not None
+    }
     if settings.trace is None:
         shape = settings.shape
         return Source(
-            passes={n: tuple(make_sessions(input_seed, f"load-{n}", n, shape)) for n in settings.ladder},
+            passes={n: tuple(make_sessions(input_seed, n.pass_name, c, shape)) for n, c in counts.items()},
             workload=f"{WORKLOAD}: {describe(shape)}",
             turns=shape.turns,
             max_tokens=settings.max_tokens,
             delay_s=shape.delay_s,
+            openings=openings,
         )
     try:
         trace = read_trace(Path(settings.trace))
@@ -61,12 +73,14 @@ def source_of(settings: SessionSettings, input_seed: int, count_tokens: Callable
     name = Path(settings.trace).name
     return Source(
         passes={
-            n: tuple(replay(trace, input_seed, f"load-{n}", n, count_tokens, settings.max_tokens))
-            for n in settings.ladder
+            n: tuple(replay(trace, input_seed, n.pass_name, c, count_tokens, settings.max_tokens))
+            for n, c in counts.items()
         },
         workload=describe_trace(trace, name),
         turns=trace.most_turns,
         max_tokens=trace.most_tokens(settings.max_tokens),
         delay_s=trace.delay_range_s(),
         trace=name,
+        openings=openings,
+        system=trace.system or SYSTEM_PROMPT,
     )

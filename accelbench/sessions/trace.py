@@ -1,6 +1,8 @@
 """A replayed session trace (``--session-trace FILE``): sessions read from a Mooncake/AIPerf-style JSONL
 file instead of the synthetic generator (``accelbench.sessions.workload``). docs/sessions.md names the
-fields.
+fields. A file may instead be a multi-turn message file, one line a session (AIPerf ``multi_turn`` or
+OpenAI ``messages``: ``accelbench.sessions.trace_formats``, told by the file's first line), whose turns
+become rows here and are held to every rule below.
 
 One line per request: ``session_id`` (a string or a whole number; a row without one is a session of
 one turn), the turn's ``input_length`` (its new message's tokens) or ``text_input`` (the message
@@ -39,7 +41,8 @@ from accelbench.endpoint.prompts import text_of_tokens
 from accelbench.errors import UserError
 from accelbench.files import read_bytes
 from accelbench.inputs import MAX_NAME_CHARS, parse_json
-from accelbench.sessions.workload import MAX_TURNS, USER, Session, Turn, session_salt
+from accelbench.sessions.trace_formats import ROWS, format_of, rows_of
+from accelbench.sessions.workload import MAX_TURNS, SYSTEM_PROMPT, USER, Session, Turn, session_salt
 
 MAX_TRACE_BYTES = 16 * 2**20
 """The largest trace file read."""
@@ -73,6 +76,8 @@ class TraceTurn:
     """The reply's tokens (0: the run's ``--output-tokens``)."""
     delay_s: float
     """The wait after the session's previous reply (0 for a session's first turn)."""
+    kind: str = USER
+    """``user`` or ``tool`` (a messages file's tool result)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +87,11 @@ class Trace:
     sessions: tuple[tuple[TraceTurn, ...], ...]
     sha256: str
     rows: int
+    """The turns (a row format's rows; a multi-turn file's turns)."""
+    format: str = ROWS
+    """``rows``, ``multi_turn`` or ``messages`` (``accelbench.sessions.trace_formats``)."""
+    system: str = ""
+    """The file's system message, the declared shared prefix ("": none; accelbench's is sent)."""
 
     @property
     def most_turns(self) -> int:
@@ -117,16 +127,24 @@ def parse_trace(text: str, where: str, sha256: str = "") -> Trace:
         raise UserError(f"{where} is empty: give one JSON object per line (docs/sessions.md)")
     if len(lines) > MAX_ROWS:
         raise UserError(f"{where} has {len(lines)} rows, more than the limit of {MAX_ROWS}")
+    parsed = [(number, parse_json(line, f"{where} line {number}")) for number, line in lines]
+    kind = format_of(parsed[0][1])
+    system = ""
+    if kind == ROWS:
+        rows = [(number, _row(found, f"{where} line {number}")) for number, found in parsed]
+    else:
+        rows, system = rows_of(kind, parsed, where, _row)
+        if len(rows) > MAX_ROWS:
+            raise UserError(f"{where} has {len(rows)} turns, more than the limit of {MAX_ROWS}")
     grouped: dict[str, list[tuple[int, dict[str, Any]]]] = {}
-    for number, line in lines:
-        row = _row(parse_json(line, f"{where} line {number}"), f"{where} line {number}")
+    for number, row in rows:
         key = f"id:{json.dumps(row['session_id'])}" if "session_id" in row else f"row:{number}"
         grouped.setdefault(key, []).append((number, row))
     if len(grouped) > MAX_SESSIONS:
         raise UserError(f"{where} has {len(grouped)} sessions, more than the limit of {MAX_SESSIONS}")
     sessions = tuple(_session(rows, where) for rows in grouped.values())
     _refuse_cumulative(list(grouped.values()), where)
-    return Trace(sessions, sha256, len(lines))
+    return Trace(sessions, sha256, len(rows), kind, system)
 
 
 def _row(found: Any, where: str) -> dict[str, Any]:
@@ -195,7 +213,11 @@ def _session(rows: list[tuple[int, dict[str, Any]]], where: str) -> tuple[TraceT
         total += int(row.get("input_length", 0)) + len(text) // 4 + int(row.get("output_length", 0))
         turns.append(
             TraceTurn(
-                int(row.get("input_length", 0)), text, int(row.get("output_length", 0)), delay_ms / 1000
+                int(row.get("input_length", 0)),
+                text,
+                int(row.get("output_length", 0)),
+                delay_ms / 1000,
+                str(row.get("kind", USER)),
             )
         )
     if total > MAX_SESSION_TOKENS:
@@ -256,8 +278,8 @@ def replay(
         for index, row in enumerate(trace.sessions[number % len(trace.sessions)]):
             text = row.text or text_of_tokens(rng, row.input_tokens, count_tokens)
             content = f"[{salt}] {text}" if index == 0 else text
-            turns.append(Turn(USER, content, row.delay_s, row.max_tokens or max_tokens))
-        sessions.append(Session(number, salt, tuple(turns)))
+            turns.append(Turn(row.kind, content, row.delay_s, row.max_tokens or max_tokens))
+        sessions.append(Session(number, salt, tuple(turns), trace.system or SYSTEM_PROMPT))
     return sessions
 
 
@@ -271,7 +293,9 @@ def describe(trace: Trace, name: str) -> str:
     sizes += " (others --output-tokens)" if asked and len(asked) < len(turns) else ""
     low, high = trace.delay_range_s()
     fewest = min(len(s) for s in trace.sessions)
+    system = f"; its own system message of {len(trace.system)} characters" if trace.system else ""
     return (
-        f"trace {name} (sha256 {trace.sha256[:12]}): {len(trace.sessions)} sessions, {trace.rows} turns, "
-        f"{fewest}-{trace.most_turns} turns a session{sizes}; waits {low:g}-{high:g} s after a reply"
+        f"trace {name} ({trace.format}, sha256 {trace.sha256[:12]}): {len(trace.sessions)} sessions, "
+        f"{trace.rows} turns, {fewest}-{trace.most_turns} turns a session{sizes}; waits {low:g}-{high:g} s "
+        f"after a reply{system}"
     )

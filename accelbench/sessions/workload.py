@@ -79,6 +79,9 @@ class Session:
     number: int
     salt: str
     turns: tuple[Turn, ...]
+    system: str = SYSTEM_PROMPT
+    """The system message it opens with: the declared shared prefix (a replayed file's own, or
+    ``SYSTEM_PROMPT``)."""
 
 
 def describe(shape: Shape) -> str:

@@ -49,7 +49,7 @@ def test_the_trace_is_replayed_turn_for_turn_with_its_counts_and_lengths(
     settings = result["settings"]
     assert (settings["session_trace"], settings["session_trace_sha256"]) == (SAMPLE.name, digest)
     assert settings["turns_per_session"] == 3 and settings["max_tokens"] == 8
-    stated = f"trace {SAMPLE.name} (sha256 {digest[:12]}): 3 sessions"
+    stated = f"trace {SAMPLE.name} (rows, sha256 {digest[:12]}): 3 sessions"
     assert result["generation"]["workload"].startswith(stated)
     ladder = [(p["sessions"], p["turns"], p["failed_turns"]) for p in result["generation"]["sessions_ladder"]]
     assert ladder == [(1, 3, 0), (4, 9, 0)]

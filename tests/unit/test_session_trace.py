@@ -19,6 +19,7 @@ from accelbench.endpoint.client import Target, sized
 from accelbench.errors import Unavailable, UserError
 from accelbench.sessions import forbidden
 from accelbench.sessions.driver import TURN, run_load
+from accelbench.sessions.load import Load
 from accelbench.sessions.outcome import verdicts
 from accelbench.sessions.settings import SessionSettings
 from accelbench.sessions.source import source_of
@@ -277,9 +278,9 @@ def test_the_cell_replays_only_the_file_the_run_read(tmp_path: Path) -> None:
     digest = hashlib.sha256(copy.read_bytes()).hexdigest()
     settings = SessionSettings(ladder=(1, 4), max_tokens=16, trace=str(copy), trace_sha256=digest)
     source = source_of(settings, 5, count)
-    assert [len(source.passes[n]) for n in (1, 4)] == [1, 4] and source.trace == "trace.jsonl"
+    assert [len(source.passes[Load(n)]) for n in (1, 4)] == [1, 4] and source.trace == "trace.jsonl"
     assert (source.turns, source.max_tokens, source.delay_s) == (3, 8, (0.05, 0.12))
-    assert source.passes[4] == tuple(replay(read_trace(copy), 5, "load-4", 4, count, 16))
+    assert source.passes[Load(4)] == tuple(replay(read_trace(copy), 5, "load-4", 4, count, 16))
     synthetic = source_of(SessionSettings(ladder=(2,)), 5, count)
     assert synthetic.trace is None and synthetic.workload.startswith("synthetic-agentic: 3 turns")
     copy.write_text(SAMPLE.read_text().replace('"output_length": 4', '"output_length": 5'))

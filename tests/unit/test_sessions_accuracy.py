@@ -10,6 +10,7 @@ import pytest
 from accelbench.endpoint.accuracy import Accuracy, judge
 from accelbench.endpoint.records import RequestRecord
 from accelbench.sessions.accuracy import judged_turns, turn_messages
+from accelbench.sessions.load import Load
 from accelbench.sessions.outcome import status_of
 from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.workload import SYSTEM_PROMPT, USER, Shape, make_sessions
@@ -36,10 +37,10 @@ def _request(concurrency: int, salt: str, text: str, role: str = "turn", ok: boo
     )
 
 
-PASSES = {2: make_sessions(5, "load-2", 2, Shape(turns=3))}
+PASSES = {Load(2): make_sessions(5, "load-2", 2, Shape(turns=3))}
 RECORDS = [
     TurnRecord(s.number, t, USER, 0.0, 100, _request(2, s.salt, f"reply {s.number}.{t}"))
-    for s in PASSES[2]
+    for s in PASSES[Load(2)]
     for t in range(3)
 ]
 
@@ -61,13 +62,13 @@ def test_turns_are_drawn_from_the_secret_seed_among_the_sessions_own_ok_turns() 
 def test_a_judged_turn_is_rebuilt_with_the_servers_real_replies_before_it() -> None:
     record = next(r for r in RECORDS if r.session == 1 and r.turn == 2)
     messages = turn_messages(record, RECORDS, PASSES)
-    session = PASSES[2][1]
+    session = PASSES[Load(2)][1]
     assert messages[0] == {"role": "system", "content": SYSTEM_PROMPT}
     assert [m["role"] for m in messages[1:]] == ["user", "assistant", "user", "assistant", "user"]
     assert [m["content"] for m in messages[2::2]] == ["reply 1.0", "reply 1.1"]
     assert [m["content"] for m in messages[1::2]] == [t.content for t in session.turns]
     first = turn_messages(RECORDS[0], RECORDS, PASSES)
-    assert len(first) == 2 and first[1]["content"] == PASSES[2][0].turns[0].content
+    assert len(first) == 2 and first[1]["content"] == PASSES[Load(2)][0].turns[0].content
     with pytest.raises(ValueError, match="turns before 2 are missing"):
         turn_messages(record, [r for r in RECORDS if not (r.session == 1 and r.turn == 1)], PASSES)
 
