@@ -49,6 +49,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from _agreement_figures import METRICS, figures, print_point  # noqa: E402
 from _peers import (  # noqa: E402
     PEER_PACKAGES,
     RUN_TIMEOUT_S,
@@ -65,51 +66,8 @@ from accelbench.endpoint.servers import ServerSettings, special_token_ids  # noq
 from tests.e2e import served_llm  # noqa: E402
 
 CLIENTS = ("accelbench", "aiperf", "guidellm")
-METRICS = ("ttft_p50_s", "ttft_p90_s", "tpot_p50_s", "output_tokens_per_s", "output_tokens_mean")
 DEFAULT_INPUT_TOKENS = 128
 """The peers' prompt length when accelbench has not run first to give its own."""
-
-
-def figures(requests: Sequence[Request]) -> dict[str, Any]:
-    """TTFT p50/p90, TPOT p50 and output tok/s of a point, one definition for every client; and each
-    request's TTFT and TPOT (``ttfts_s``, ``tpots_s``: the rounds pooled, ``pooled``)."""
-    ttfts = sorted(r.ttft_s for r in requests)
-    tpots = [(r.end_s - r.send_s - r.ttft_s) / (r.output_tokens - 1) for r in requests if r.output_tokens > 1]
-    span_s = max(r.end_s for r in requests) - min(r.send_s for r in requests)
-    return {
-        "ttft_p50_s": statistics.median(ttfts),
-        "ttft_p90_s": _percentile(ttfts, 0.90),
-        "tpot_p50_s": statistics.median(tpots),
-        "output_tokens_per_s": sum(r.output_tokens for r in requests) / span_s,
-        "output_tokens_mean": statistics.mean(r.output_tokens for r in requests),
-        "ttfts_s": ttfts,
-        "tpots_s": sorted(tpots),
-    }
-
-
-def pooled(rows: Sequence[dict[str, Any]], client: str) -> dict[str, tuple[float, float, float]]:
-    """A client's TTFT p50, TTFT p90 and TPOT p50 over every request of every round (a round's median
-    moves with its few requests' batch mix; the pooled one is of rounds x requests): (value, low, high),
-    the medians' low/high their distribution-free 95% interval (``endpoint.figures.median_interval``)."""
-    from accelbench.endpoint.figures import median_interval
-
-    ttfts = sorted(t for r in rows if r["client"] == client for t in r.get("ttfts_s", ()))
-    tpots = sorted(t for r in rows if r["client"] == client for t in r.get("tpots_s", ()))
-    if not ttfts or not tpots:
-        return {}
-    return {
-        "ttft_p50_s": (statistics.median(ttfts), *median_interval(ttfts)),
-        "ttft_p90_s": (_percentile(ttfts, 0.90), float("nan"), float("nan")),
-        "tpot_p50_s": (statistics.median(tpots), *median_interval(tpots)),
-    }
-
-
-def _percentile(values: Sequence[float], q: float) -> float:
-    """Linear-interpolated percentile (numpy's default) of sorted ``values``."""
-    position = q * (len(values) - 1)
-    low = int(position)
-    high = min(low + 1, len(values) - 1)
-    return values[low] + (values[high] - values[low]) * (position - low)
 
 
 def run_accelbench(work: Workload, out: Path, store: Path) -> tuple[list[Request], dict[str, float]]:
@@ -236,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = _parse(argv)
     if args.reread:
         for concurrency, rows in reread(Path(args.reread), args.clients).items():
-            _print(rows, args, concurrency)
+            print_point(rows, args.clients, (args.server, concurrency, args.output_tokens))
         return
     out = Path(args.out or f"/tmp/llm-endpoint-agreement-{int(time.time())}")
     bins: dict[str, Path] = {}
@@ -264,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 work, args.clients, bins, args.repeats, out / f"c{concurrency}", args.input_tokens is None
             )
     for concurrency, rows in by_point.items():
-        _print(rows, args, concurrency)
+        print_point(rows, args.clients, (args.server, concurrency, args.output_tokens))
 
 
 Runner = Callable[[Workload, Path], tuple[list[Request], dict[str, float]]]
@@ -330,64 +288,6 @@ def reread(out: Path, clients: Sequence[str]) -> dict[int, list[dict[str, Any]]]
                 rows.append(row | (figures(requests) if requests else {}))
         by_point[concurrency] = rows
     return by_point
-
-
-def _print(rows: list[dict[str, Any]], args: argparse.Namespace, concurrency: int) -> None:
-    tokens_in = rows[-1]["input"] if rows else "?"
-    requests = rows[-1].get("requests", "?") if rows else "?"
-    print(f"\nserver {args.server}, concurrency {concurrency}, {requests} requests, {tokens_in} in")
-    rounds = len({r["round"] for r in rows})
-    print(f"(peers; accelbench: its own prompts) / {args.output_tokens} out, medians over {rounds} rounds")
-    medians: dict[str, dict[str, float]] = {}
-    spans: dict[str, dict[str, tuple[float, float]]] = {}
-    for name in args.clients:
-        done = [r for r in rows if r["client"] == name and "ttft_p50_s" in r]
-        if done:
-            medians[name] = {m: statistics.median(r[m] for r in done) for m in METRICS}
-            spans[name] = {m: (min(r[m] for r in done), max(r[m] for r in done)) for m in METRICS}
-    header = f"{'client':<11}" + "".join(f"{m:>34}" for m in METRICS)
-    print(header)
-    base = medians.get("accelbench") or next(iter(medians.values()), None)
-    for name, values in medians.items():
-        cells = [
-            f"{values[m]:.4g} [{spans[name][m][0]:.3g}, {spans[name][m][1]:.3g}]"
-            + (f" ({values[m] / base[m]:.3f})" if base else "")
-            for m in METRICS
-        ]
-        print(f"{name:<11}" + "".join(f"{c:>34}" for c in cells))
-    reference = "accelbench" if "accelbench" in medians else next(iter(medians), "none")
-    print(
-        f"median [lowest, highest over the rounds] (ratio of medians = client / {reference}); every figure "
-        "from the client's per-request records"
-    )
-    _print_pooled(rows, args.clients)
-    print("each client's own summary figures (median over rounds; definitions as the tool states them):")
-    for name in args.clients:
-        owns = [r["own"] for r in rows if r["client"] == name and r.get("own")]
-        if owns:
-            keys = [k for k in owns[0] if all(k in o for o in owns)]
-            print(
-                f"  {name:<11}" + ", ".join(f"{k} {statistics.median(o[k] for o in owns):.4g}" for k in keys)
-            )
-    for row in rows:
-        if "error" in row:
-            print(f"{row['client']} round {row['round']}: {row['error']}")
-
-
-def _print_pooled(rows: list[dict[str, Any]], clients: Sequence[str]) -> None:
-    """Each client's figures over every round's requests (``pooled``), with their ratios to accelbench's."""
-    base = pooled(rows, "accelbench")
-    print("pooled over every round's requests: median [95% interval] (ratio to accelbench's):")
-    for name in clients:
-        figures_ = pooled(rows, name)
-        if figures_:
-            cells = [
-                f"{m} {v:.4g}"
-                + (f" [{low:.3g}, {high:.3g}]" if low == low else "")  # NaN: no interval (a p90)
-                + (f" ({v / base[m][0]:.3f})" if base else "")
-                for m, (v, low, high) in figures_.items()
-            ]
-            print(f"  {name:<11}" + ", ".join(cells))
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
