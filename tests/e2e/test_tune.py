@@ -70,7 +70,6 @@ def tune_json(*args: str) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-@pytest.mark.exhaustive  # 11-15 s; make test keeps tune on a torch function and ONNX files in the onnx stacks
 def test_tune_ranks_an_unseen_onnx_file(tmp_path: Path) -> None:
     model = odd_onnx(tmp_path / "odd.onnx")
     stacks = "onnxruntime,openvino,torch-eager"
@@ -107,6 +106,7 @@ def assert_verified_ranking(document: dict[str, Any], candidates: tuple[str, ...
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive  # 36-67 s; make test tunes an unseen ONNX file (11-15 s), make test-all both
 def test_tune_ranks_a_torch_function(tmp_path: Path) -> None:
     target = f"{__name__}:tiny_model"
     document = tune_json(target, "--stacks", "torch-eager,onnxruntime", "--store", str(tmp_path / "s"))
