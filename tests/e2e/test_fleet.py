@@ -102,6 +102,7 @@ def test_cells_run_on_both_nodes_and_match_the_plan(cluster: LocalCluster, tmp_p
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive  # 27-40 s; make test runs cells on both nodes, make test-all loses one and resumes
 def test_a_lost_node_leaves_every_cell_accounted_for(cluster: LocalCluster, tmp_path: Path) -> None:
     lost = cluster.add_worker("lost")
     store = tmp_path / "store"
@@ -141,7 +142,7 @@ def _wait_for_cell(fleet_dir: Path, timeout_s: float) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.exhaustive  # 18 s; make test resumes after kill -9 and loses a fleet node (both stay)
+@pytest.mark.exhaustive  # 18 s; make test resumes after kill -9 (test_reliability), make test-all here
 def test_resume_finishes_a_run_on_the_fleet(cluster: LocalCluster, tmp_path: Path) -> None:
     config = RunConfig("tiny", ("resnet50",), ("null",), ("single-stream", "offline"), "tiny", "quick")
     with open_store(tmp_path / "store") as store:
