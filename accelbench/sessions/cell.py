@@ -78,10 +78,7 @@ def measure(spec: CellSpec) -> Outcome:
     model = load_model(workload.model, Path(spec.folders.model_cache_dir))
     settings = expect(spec.settings, SessionSettings)
     slo = turn_slo(model.params, workload)
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model.folder)
-    counters = (token_counter(tokenizer), context_counter(tokenizer))
+    tokenizer, counters = _tokenizer(model)
     source = source_of(settings, spec.input_seed, counters[0])
     path = Path(spec.folders.cell_dir) / TURNS_FILE
     path.unlink(missing_ok=True)
@@ -132,6 +129,14 @@ def measure(spec: CellSpec) -> Outcome:
         accuracy=checked.record() if checked.shares else None,
     )
     return Outcome(head, SessionsBody(section, figures))
+
+
+def _tokenizer(model: LlmModel) -> tuple[Any, Counters]:
+    """The model's own tokenizer and the client's counts by it (a text's tokens, a conversation's)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model.folder)
+    return tokenizer, (token_counter(tokenizer), context_counter(tokenizer))
 
 
 def _warnings(
