@@ -41,7 +41,7 @@ from accelbench.endpoint.prompts import text_of_tokens
 from accelbench.errors import UserError
 from accelbench.files import read_bytes
 from accelbench.inputs import MAX_NAME_CHARS, parse_json
-from accelbench.sessions.trace_formats import ROWS, format_of, rows_of
+from accelbench.sessions.trace_formats import MESSAGES, ROWS, format_of, rows_of
 from accelbench.sessions.workload import MAX_TURNS, SYSTEM_PROMPT, USER, Session, Turn, session_salt
 
 MAX_TRACE_BYTES = 16 * 2**20
@@ -143,7 +143,7 @@ def parse_trace(text: str, where: str, sha256: str = "") -> Trace:
     if len(grouped) > MAX_SESSIONS:
         raise UserError(f"{where} has {len(grouped)} sessions, more than the limit of {MAX_SESSIONS}")
     sessions = tuple(_session(rows, where) for rows in grouped.values())
-    _refuse_cumulative(list(grouped.values()), where)
+    _refuse_cumulative(list(grouped.values()), where, texts=kind != MESSAGES)
     return Trace(sessions, sha256, len(rows), kind, system)
 
 
@@ -228,14 +228,19 @@ def _session(rows: list[tuple[int, dict[str, Any]]], where: str) -> tuple[TraceT
     return tuple(turns)
 
 
-def _refuse_cumulative(sessions: list[list[tuple[int, dict[str, Any]]]], where: str) -> None:
-    """UserError when the rows repeat their session's history (module text)."""
+def _refuse_cumulative(sessions: list[list[tuple[int, dict[str, Any]]]], where: str, texts: bool) -> None:
+    """UserError when the rows repeat their session's history (module text). ``texts``: a turn whose
+    text starts with the turn before's is refused (rows and ``multi_turn`` lines, whose turns carry only
+    the user's words); not in an OpenAI messages line, where the file's own assistant messages stand
+    between the user's ("Fix it", a reply, "Fix it again" is a conversation, not a cumulative dump: a
+    cumulative messages file is one line a turn, refused by ``trace_formats.repeated_conversation``)."""
     fix = "rows look cumulative (each repeating the history); give each turn's new message only"
     grown, later = 0, 0
     for rows in sessions:
         for (_, before), (number, row) in pairwise(rows):
             if (
-                "text_input" in row
+                texts
+                and "text_input" in row
                 and "text_input" in before
                 and row["text_input"].startswith(before["text_input"])
             ):

@@ -65,6 +65,18 @@ def test_an_openai_messages_file_drops_the_assistant_messages_and_keeps_tool_res
     assert all(t.delay_s == 0.0 and t.max_tokens == 0 for s in trace.sessions for t in s)
 
 
+def test_a_messages_turn_may_start_with_the_turn_befores_words() -> None:
+    """In a messages line the assistant's reply stands between two user messages: "Fix it", a reply,
+    "Fix it again" is a conversation (refused as cumulative rows in a row or multi_turn file)."""
+    again = {"role": "user", "content": "Fix the failing test please, and run it again."}
+    trace = parse_trace(_messages(USER_HI, {"role": "assistant", "content": "Done."}, again), "t.jsonl")
+    assert [t.text for t in trace.sessions[0]] == [USER_HI["content"], again["content"]]
+    with pytest.raises(UserError, match="text_input starts with the row before's"):
+        parse_trace(
+            _turns({"text": USER_HI["content"]}, {"text": again["content"]}, session_id="s"), "t.jsonl"
+        )
+
+
 def test_what_reaches_the_server_is_salted_with_the_files_system_message_and_real_replies() -> None:
     trace = read_trace(DATA / "agentic_messages.jsonl")
     sessions = replay(trace, 3, "load-3", 3, count, 6)
