@@ -21,7 +21,9 @@ with their ratios to accelbench's (median over the repeats):
   token generated (with EOS merely ignored, the stripped turn markers made the text 10-30% shorter).
 
 Usage: ``python benchmarks/llm_endpoint_agreement.py [--repeats 3] [--concurrency 1,4,8] [--requests 8]
-[--input-tokens 128] [--output-tokens 64] [--server transformers-cb|llamacpp] [--clients a,b,c]``;
+[--input-tokens 128] [--output-tokens 64] [--server transformers-cb|llamacpp|scripted] [--clients a,b,c]``
+(``scripted``: a server of known TTFT and TPOT, ``--scripted-ttft-ms``/``--scripted-tpot-ms``, whatever
+the load: each client's figures against the truth, ``_scripted_server.py``);
 ``--reread OUT`` prints a finished run's tables again from its folder. Besides the median of the rounds'
 medians, each figure is printed pooled over every round's requests with its median's 95% interval: a
 round's TTFT median at c >= 4 moves 15-25% with its 16 requests' batch mix.
@@ -60,6 +62,7 @@ from _peers import (  # noqa: E402
     run_aiperf,
     run_guidellm,
 )  # fmt: skip
+from _scripted_server import scripted_server  # noqa: E402
 
 from accelbench.endpoint.llamacpp_server import LlamaCppServer  # noqa: E402
 from accelbench.endpoint.servers import ServerSettings, special_token_ids  # noqa: E402
@@ -147,9 +150,14 @@ def _find(document: Any, key: str) -> list[dict[str, Any]]:
 
 @contextlib.contextmanager
 def server(
-    kind: str, cache_dir: Path, out: Path, concurrency: int, output_tokens: int
+    kind: str, cache_dir: Path, out: Path, concurrency: int, output_tokens: int, script_s: tuple[float, float]
 ) -> Iterator[tuple[str, dict[str, Any]]]:
-    """The server under test (1 compute thread): its url and the body fields that force the length."""
+    """The server under test (1 compute thread): its url and the body fields that force the length;
+    ``scripted``: a server of known timing (``script_s``: its TTFT and TPOT, ``_scripted_server``)."""
+    if kind == "scripted":
+        with scripted_server(served_llm.MODEL_ID, *script_s) as url:
+            yield url, {}
+        return
     if kind == "llamacpp":
         llama = LlamaCppServer()
         url, _ = llama.start(
@@ -169,7 +177,7 @@ def server(
 def _length_body(kind: str, fixed: dict[str, Any], output_tokens: int, folder: Path) -> dict[str, Any]:
     """The fields forcing every reply's length, as accelbench's own server sends them (transformers serve:
     every special token suppressed, so the reply's text holds every token generated)."""
-    if kind == "llamacpp":
+    if kind in ("llamacpp", "scripted"):
         return fixed
     special = list(special_token_ids(folder))
     config = {"max_new_tokens": output_tokens, "do_sample": False, "suppress_tokens": special}
@@ -208,7 +216,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     cache_dir = Path(args.cache_dir)
     model_id = served_llm.MODEL_ID
     tokenizer = served_llm.model_folder(cache_dir)
-    with server(args.server, cache_dir, out, max(args.concurrency), args.output_tokens) as (url, fixed):
+    script_s = (args.scripted_ttft_ms / 1e3, args.scripted_tpot_ms / 1e3)
+    with server(args.server, cache_dir, out, max(args.concurrency), args.output_tokens, script_s) as (
+        url,
+        fixed,
+    ):
         body = _length_body(args.server, fixed, args.output_tokens, tokenizer)
         _warm_up(url, model_id, body)
         input_tokens = args.input_tokens or DEFAULT_INPUT_TOKENS
@@ -223,6 +235,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             )
     for concurrency, rows in by_point.items():
         print_point(rows, args.clients, (args.server, concurrency, args.output_tokens))
+    if args.server == "scripted":
+        ttft_s, tpot_s = script_s
+        print(f"\nthe truth (scripted server, whatever the load): TTFT {ttft_s:.4g} s, TPOT {tpot_s:.4g} s")
 
 
 Runner = Callable[[Workload, Path], tuple[list[Request], dict[str, float]]]
@@ -299,7 +314,11 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         "--input-tokens", type=int, default=None, help="peers' prompt tokens (default: accelbench's mean)"
     )
     parser.add_argument("--output-tokens", type=int, default=64)
-    parser.add_argument("--server", choices=("transformers-cb", "llamacpp"), default="transformers-cb")
+    parser.add_argument(
+        "--server", choices=("transformers-cb", "llamacpp", "scripted"), default="transformers-cb"
+    )
+    parser.add_argument("--scripted-ttft-ms", type=float, default=200.0, help="--server scripted: its TTFT")
+    parser.add_argument("--scripted-tpot-ms", type=float, default=30.0, help="--server scripted: its TPOT")
     parser.add_argument("--clients", default=",".join(CLIENTS))
     parser.add_argument("--cache-dir", default=str(Path.home() / ".cache" / "accelbench" / "cache"))
     parser.add_argument("--out", default=None)

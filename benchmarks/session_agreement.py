@@ -21,7 +21,9 @@ conversation. accelbench's audit pairs run beside its turns (AIPerf has none): t
 overlaps an audit request are shown apart (``clean``: those that ran under the same load as AIPerf's).
 
 Usage: ``python benchmarks/session_agreement.py [--sessions 1,4] [--turns 4] [--rounds 3]
-[--output-tokens 32] [--words 40]``; ``--reread OUT`` prints a finished run's tables again.
+[--output-tokens 32] [--words 40] [--server transformers-cb|scripted]`` (``scripted``: a server of known
+TTFT and TPOT whatever the load, ``_scripted_server.py``: each tool against the truth);
+``--reread OUT`` prints a finished run's tables again.
 Measure on an idle machine (AIPerf's client takes 3-4x accelbench's CPU, from the server on 2 cores).
 """
 
@@ -299,8 +301,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     bin_dir, spent_s = ensure_peer("aiperf")
     print(f"aiperf in {bin_dir.parent}" + (f" (installed in {spent_s:.0f} s)" if spent_s else ""), flush=True)
     folder = served_llm.model_folder(_cache())
-    with server("transformers-cb", _cache(), out, max(args.sessions), args.output_tokens) as (url, fixed):
-        body = _length_body("transformers-cb", fixed, args.output_tokens, folder)
+    script_s = (args.scripted_ttft_ms / 1e3, args.scripted_tpot_ms / 1e3)
+    with server(args.server, _cache(), out, max(args.sessions), args.output_tokens, script_s) as (url, fixed):
+        body = _length_body(args.server, fixed, args.output_tokens, folder)
         _warm_up(url, served_llm.MODEL_ID, body)
         for sessions in args.sessions:
             point = out / f"s{sessions}"
@@ -332,6 +335,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                     )
             (point / "turns.json").write_text(json.dumps({n: [asdict(t) for t in turns[n]] for n in CLIENTS}))
             print_tables(turns, sessions, args.rounds)
+    if args.server == "scripted":
+        print(
+            f"\nthe truth (scripted server, whatever the load): TTFT {script_s[0]:.4g} s, "
+            f"TPOT {script_s[1]:.4g} s"
+        )
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -341,6 +349,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--output-tokens", type=int, default=32)
     parser.add_argument("--words", type=int, default=40, help="seeded words per user message")
+    parser.add_argument("--server", choices=("transformers-cb", "scripted"), default="transformers-cb")
+    parser.add_argument("--scripted-ttft-ms", type=float, default=200.0, help="--server scripted: its TTFT")
+    parser.add_argument("--scripted-tpot-ms", type=float, default=30.0, help="--server scripted: its TPOT")
     parser.add_argument("--out", default=None)
     parser.add_argument("--reread", default=None, help="print a finished run's tables again (no requests)")
     args = parser.parse_args(argv)
