@@ -151,7 +151,8 @@ class SessionFigures:
     turns_per_session: int
     max_tokens: int
     shared_prefix_tokens: int
-    """The declared shared prefix (the system message, chat template included), client-counted."""
+    """The declared shared prefix (the system message, chat template included), client-counted; a
+    replayed trace's longest (its shared ``hash_ids`` blocks after the system message)."""
     sessions_ladder: tuple[SessionPoint, ...]
     turns_file: str
     """``turns.jsonl``: relative to the run folder when inside it."""

@@ -39,7 +39,8 @@ class Source:
     openings: Mapping[Load, Opening] = field(default_factory=dict)
     """Each rate point's arrival schedule (drawn from the input seed) and cap; none for a closed loop."""
     system: str = SYSTEM_PROMPT
-    """The declared shared prefix: the system message every session opens with."""
+    """The declared shared prefix: the system message every session opens with (a replayed trace's
+    longest: its sessions' shared ``hash_ids`` blocks follow the system message)."""
 
 
 def source_of(settings: SessionSettings, input_seed: int, count_tokens: Callable[[str], int]) -> Source:
@@ -71,16 +72,18 @@ def source_of(settings: SessionSettings, input_seed: int, count_tokens: Callable
             f"the run read {str(settings.trace_sha256)[:12]})"
         )
     name = Path(settings.trace).name
+    passes = {
+        n: tuple(replay(trace, input_seed, n.pass_name, c, count_tokens, settings.max_tokens))
+        for n, c in counts.items()
+    }
+    systems = [s.system for sessions in passes.values() for s in sessions]
     return Source(
-        passes={
-            n: tuple(replay(trace, input_seed, n.pass_name, c, count_tokens, settings.max_tokens))
-            for n, c in counts.items()
-        },
+        passes=passes,
         workload=describe_trace(trace, name),
         turns=trace.most_turns,
         max_tokens=trace.most_tokens(settings.max_tokens),
         delay_s=trace.delay_range_s(),
         trace=name,
         openings=openings,
-        system=trace.system or SYSTEM_PROMPT,
+        system=max(systems, key=len, default=trace.system or SYSTEM_PROMPT),
     )

@@ -8,12 +8,17 @@ One line per request: ``session_id`` (a string or a whole number; a row without 
 one turn), the turn's ``input_length`` (its new message's tokens) or ``text_input`` (the message
 itself), ``output_length`` (the reply's tokens; absent: the run's ``--output-tokens``), and
 ``timestamp`` (ms since the trace's start) or ``delay`` (ms after the session's previous reply);
-``hash_ids`` (prefix blocks) are checked and otherwise ignored. A session's turns are its rows in file
-order. Rows carry each turn's *new* message, as AIPerf's multi-turn Mooncake rows do: the history is the
-conversation so far, with the server's real replies. Cumulative rows (each repeating the history) are
-refused, never silently doubled (the trap of ai-dynamo/dynamo#14254): a row whose ``text_input`` starts
-with the row before's, or whose ``hash_ids`` start with the row before's, or (rows without
-``hash_ids``) a trace where every later turn is at least as long as the turn before with its reply.
+``hash_ids`` (Mooncake's prefix blocks of ``BLOCK_TOKENS`` tokens). A session's turns are its rows in
+file order. The leading blocks a session's first row shares with another session's first row are a
+prefix the trace declares shared (a tool list, a long system prompt): they are replayed as such, each
+block id one seeded text of ``BLOCK_TOKENS`` tokens per pass, appended to the session's system message
+(before its salt: the declared shared prefix, ``Trace.shared_blocks``), the row's new message that much
+shorter; any other ``hash_ids`` are checked only. Rows carry each turn's *new* message, as AIPerf's
+multi-turn Mooncake rows do: the history is the conversation so far, with the server's real replies.
+Cumulative rows (each repeating the history) are refused, never silently doubled (the trap of
+ai-dynamo/dynamo#14254): a row whose ``text_input`` starts with the row before's, or whose ``hash_ids``
+start with the row before's, or (rows without ``hash_ids``) a trace where every later turn is at least
+as long as the turn before with its reply.
 
 What reaches the server is accelbench's own: a token count becomes seeded words of that many tokens by
 the model's own tokenizer (``accelbench.endpoint.prompts.text_of_tokens``, keyed by the secret input
@@ -59,6 +64,8 @@ MAX_SESSION_TOKENS = 131_072
 MAX_DELAY_S = 60.0
 """A turn's wait at most (AIPerf caps a replay's inter-turn delay there too; longer is refused here)."""
 MAX_TIMESTAMP_MS = 7 * 86400 * 1000.0
+BLOCK_TOKENS = 512
+"""The tokens of one ``hash_ids`` block (Mooncake's, and AIPerf's default ``--isl-block-size``)."""
 
 FIELDS = ("session_id", "input_length", "text_input", "output_length", "timestamp", "delay", "hash_ids")
 """Every field a row may have."""
@@ -78,6 +85,8 @@ class TraceTurn:
     """The wait after the session's previous reply (0 for a session's first turn)."""
     kind: str = USER
     """``user`` or ``tool`` (a messages file's tool result)."""
+    hash_ids: tuple[int, ...] = ()
+    """The row's prefix blocks (Mooncake's ``hash_ids``; (): none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +115,23 @@ class Trace:
         """The smallest and largest wait of a turn after the first ((0, 0): none)."""
         later = [t.delay_s for s in self.sessions for t in s[1:]]
         return (min(later), max(later)) if later else (0.0, 0.0)
+
+    def shared_blocks(self) -> tuple[tuple[int, ...], ...]:
+        """Per session, the leading ``hash_ids`` of its first row that another session's first row holds
+        too, whole blocks of its ``input_length`` only: the prefix the trace declares shared (() where it
+        shares none; a ``text_input`` row's literal text is sent as it is, its blocks unreplayed)."""
+        firsts = [s[0].hash_ids[: s[0].input_tokens // BLOCK_TOKENS] for s in self.sessions]
+        held: dict[int, set[int]] = {}
+        for number, blocks in enumerate(firsts):
+            for block in blocks:
+                held.setdefault(block, set()).add(number)
+        shared = []
+        for blocks in firsts:
+            lead = 0
+            while lead < len(blocks) and len(held[blocks[lead]]) > 1:
+                lead += 1
+            shared.append(tuple(blocks[:lead]))
+        return tuple(shared)
 
 
 def read_trace(path: Path) -> Trace:
@@ -218,6 +244,7 @@ def _session(rows: list[tuple[int, dict[str, Any]]], where: str) -> tuple[TraceT
                 int(row.get("output_length", 0)),
                 delay_ms / 1000,
                 str(row.get("kind", USER)),
+                tuple(int(block) for block in row.get("hash_ids", ())),
             )
         )
     if total > MAX_SESSION_TOKENS:
@@ -274,18 +301,34 @@ def replay(
     (K: the trace's sessions, in order of first appearance) under its own salt, each turn's message its
     ``text_input`` or seeded words of its ``input_length`` by ``count_tokens`` (the words drawn from a
     stream of the session's own under the input seed), its reply ``output_length`` (else ``max_tokens``)
-    long. Deterministic in its arguments."""
+    long; a session whose trace session declares shared blocks (``Trace.shared_blocks``) has each
+    block's text (``block_text``) after its system message, its first message that many tokens shorter.
+    Deterministic in its arguments."""
     sessions: list[Session] = []
+    shared = trace.shared_blocks()
     for number in range(count):
         rng = np.random.default_rng(sub_seed(input_seed, "trace-text", pass_name, number))
         salt = session_salt(input_seed, pass_name, number)
+        blocks = shared[number % len(trace.sessions)]
+        system = trace.system or SYSTEM_PROMPT
+        if blocks:
+            texts = (block_text(input_seed, pass_name, block, count_tokens) for block in blocks)
+            system = "\n\n".join((system, *texts))
         turns: list[Turn] = []
         for index, row in enumerate(trace.sessions[number % len(trace.sessions)]):
-            text = row.text or text_of_tokens(rng, row.input_tokens, count_tokens)
+            tokens = row.input_tokens - (len(blocks) * BLOCK_TOKENS if index == 0 else 0)
+            text = row.text or text_of_tokens(rng, max(tokens, 1), count_tokens)
             content = f"[{salt}] {text}" if index == 0 else text
             turns.append(Turn(row.kind, content, row.delay_s, row.max_tokens or max_tokens))
-        sessions.append(Session(number, salt, tuple(turns), trace.system or SYSTEM_PROMPT))
+        sessions.append(Session(number, salt, tuple(turns), system))
     return sessions
+
+
+def block_text(input_seed: int, pass_name: str, block: int, count_tokens: Callable[[str], int]) -> str:
+    """The text of a shared prefix block: ``BLOCK_TOKENS`` tokens of seeded words, one text per block id
+    and pass (the secret input seed's: no server knows it before the run; a new pass, new texts)."""
+    rng = np.random.default_rng(sub_seed(input_seed, "trace-block", pass_name, block))
+    return text_of_tokens(rng, BLOCK_TOKENS, count_tokens)
 
 
 def describe(trace: Trace, name: str) -> str:
@@ -299,6 +342,13 @@ def describe(trace: Trace, name: str) -> str:
     low, high = trace.delay_range_s()
     fewest = min(len(s) for s in trace.sessions)
     system = f"; its own system message of {len(trace.system)} characters" if trace.system else ""
+    sharing = [blocks for blocks in trace.shared_blocks() if blocks]
+    if sharing:
+        fewest, most = min(map(len, sharing)), max(map(len, sharing))
+        system += (
+            f"; {len(sharing)} sessions open with shared prefix blocks ({fewest}-{most} of {BLOCK_TOKENS} "
+            "tokens, sent after the system message: the declared shared prefix)"
+        )
     return (
         f"trace {name} ({trace.format}, sha256 {trace.sha256[:12]}): {len(trace.sessions)} sessions, "
         f"{trace.rows} turns, {fewest}-{trace.most_turns} turns a session{sizes}; waits {low:g}-{high:g} s "

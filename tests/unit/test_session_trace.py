@@ -24,6 +24,7 @@ from accelbench.sessions.outcome import verdicts
 from accelbench.sessions.settings import SessionSettings
 from accelbench.sessions.source import source_of
 from accelbench.sessions.trace import (
+    BLOCK_TOKENS,
     MAX_DELAY_S,
     MAX_ROWS,
     MAX_TRACE_BYTES,
@@ -31,6 +32,7 @@ from accelbench.sessions.trace import (
     read_trace,
     replay,
 )
+from accelbench.sessions.workload import SYSTEM_PROMPT
 from tests.unit.session_stub import HONEST, SALT_BLIND, session_stub
 from tests.unit.test_forbidden_reuse import words
 
@@ -131,6 +133,32 @@ def test_growing_new_messages_with_hash_ids_that_do_not_repeat_are_not_cumulativ
         json.dumps({"session_id": 1, "input_length": n, "output_length": 20, "hash_ids": h}) for n, h in rows
     )
     assert [t.input_tokens for t in parse_trace(text, "t").sessions[0]] == [300, 330, 360]
+
+
+def test_blocks_sessions_share_are_replayed_as_the_declared_shared_prefix() -> None:
+    """Mooncake's hash_ids: the whole leading blocks two sessions' first rows share become one seeded
+    text per block id and pass after the system message (before the salt), the new message that many
+    tokens shorter; blocks no other session holds, a partial block and later rows' blocks are not shared."""
+    rows = [
+        {"session_id": "a", "input_length": 2 * BLOCK_TOKENS + 40, "hash_ids": [7, 8, 9]},
+        {"session_id": "b", "input_length": 2 * BLOCK_TOKENS + 10, "hash_ids": [7, 8, 11]},
+        {"session_id": "c", "input_length": BLOCK_TOKENS + 5, "hash_ids": [7, 12]},
+        {"session_id": "d", "input_length": BLOCK_TOKENS - 1, "hash_ids": [7]},
+        {"session_id": "e", "input_length": 30, "hash_ids": [20]},
+        {"session_id": "a", "input_length": 25, "hash_ids": [8]},
+    ]
+    trace = parse_trace("\n".join(json.dumps(r) for r in rows), "t")
+    assert trace.shared_blocks() == ((7, 8), (7, 8), (7,), (), ())
+    a, b, c, d, e = replay(trace, 5, "load-1", 5, count, 6)
+    assert a.system == b.system and a.system.startswith(SYSTEM_PROMPT) and a.system != SYSTEM_PROMPT
+    assert count(a.system) == count(SYSTEM_PROMPT) + 2 * BLOCK_TOKENS  # a word is a token here
+    assert c.system == "\n\n".join(a.system.split("\n\n")[:2]) and d.system == e.system == SYSTEM_PROMPT
+    assert [count(s.turns[0].content) - 1 for s in (a, b, c, d, e)] == [40, 10, 5, BLOCK_TOKENS - 1, 30]
+    assert count(a.turns[1].content) == 25 and a.turns[0].content.startswith(f"[{a.salt}] ")
+    again = replay(trace, 5, "load-1", 5, count, 6)
+    assert [s.system for s in again] == [s.system for s in (a, b, c, d, e)]  # deterministic
+    assert replay(trace, 5, "load-2", 1, count, 6)[0].system != a.system  # a new pass, new block texts
+    assert replay(trace, 6, "load-1", 1, count, 6)[0].system != a.system  # and a new input seed
 
 
 def test_the_file_limits_hold_before_anything_is_parsed(tmp_path: Path) -> None:

@@ -68,7 +68,7 @@ def test_an_openai_messages_file_drops_the_assistant_messages_and_keeps_tool_res
 def test_a_messages_turn_may_start_with_the_turn_befores_words() -> None:
     """In a messages line the assistant's reply stands between two user messages: "Fix it", a reply,
     "Fix it again" is a conversation (refused as cumulative rows in a row or multi_turn file)."""
-    again = {"role": "user", "content": "Fix the failing test please, and run it again."}
+    again = {"role": "user", "content": "Fix the failing test please. And run it again."}
     trace = parse_trace(_messages(USER_HI, {"role": "assistant", "content": "Done."}, again), "t.jsonl")
     assert [t.text for t in trace.sessions[0]] == [USER_HI["content"], again["content"]]
     with pytest.raises(UserError, match="text_input starts with the row before's"):
