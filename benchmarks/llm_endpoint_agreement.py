@@ -81,7 +81,7 @@ def run_accelbench(work: Workload, out: Path, store: Path) -> tuple[list[Request
         "--serve-url", work.url, "--concurrency", str(work.concurrency), "--no-probe",
         "--output-tokens", str(work.output_tokens), "--endpoint-requests", str(work.requests),
         "--rules", "quick", "--json", "--store", str(store), "--endpoint-api", "completions",
-        "--input-seed", str(secrets.randbelow(2**62)),
+        "--input-seed", str(secrets.randbelow(2**62)), "--timeout-s", "3000",
     ]  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "accelbench.json", "w") as stdout, open(out / "accelbench.log", "w") as stderr:
