@@ -134,6 +134,8 @@ def run_accelbench(
         str(store),
         "--input-seed",
         str(secrets.randbelow(2**62)),
+        "--timeout-s",
+        "3000",
     ]
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "accelbench.json", "w") as stdout, open(out / "accelbench.log", "w") as stderr:
