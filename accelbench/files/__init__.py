@@ -1,4 +1,5 @@
-"""Reading files accelbench did not just write itself: the guarded reader (``reader``)."""
+"""Reading files accelbench did not just write itself: the guarded reader (``reader``), whose public
+names are these (``__all__``: the one list of them)."""
 
 from accelbench.files.reader import (
     MAX_FILE_BYTES,

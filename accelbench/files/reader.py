@@ -26,18 +26,6 @@ from typing import Any
 from accelbench.errors import UserError
 from accelbench.inputs import MAX_INPUT_BYTES, MAX_NESTING, parse_json, read_input
 
-__all__ = [
-    "MAX_FILE_BYTES",
-    "MAX_MAGNITUDE",
-    "MAX_NESTING",
-    "UnreadableFile",
-    "json_text",
-    "number_problem",
-    "read_bytes",
-    "read_json",
-    "read_text",
-]
-
 MAX_FILE_BYTES = MAX_INPUT_BYTES
 """The largest file read whole (64 MiB): the store's documents and the logs of a cell are far below."""
 MAX_MAGNITUDE = 1e30
