@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from accelbench.errors import CellError
+from accelbench.errors import CellError, first_line
 from accelbench.stacks.base import CellContext, ModelSpec
 from accelbench.sut import endpoint_host, generation_host, hardening, wire
 
@@ -209,16 +209,14 @@ def _output(output: Any) -> np.ndarray:
     return array
 
 
-def failure(err: BaseException | None) -> dict[str, Any]:
+def failure(err: BaseException) -> dict[str, Any]:
     """The reply for an exception in stack code: its status and one line."""
     if isinstance(err, CellError):
         return {"ok": False, "status": err.status, "reason": str(err)[:500]}
     if isinstance(err, MemoryError):
         return {"ok": False, "status": "oom", "reason": "MemoryError in the SUT process"}
     traceback.print_exception(err)
-    text = str(err).strip()
-    first = text.splitlines()[0] if text else ""
-    return {"ok": False, "status": "crashed", "reason": f"{type(err).__name__}: {first}"[:500]}
+    return {"ok": False, "status": "crashed", "reason": first_line(err)}
 
 
 def main(argv: list[str]) -> int:
