@@ -72,12 +72,10 @@ RECORDS_FILE = "requests.jsonl"
 
 def measure(spec: CellSpec) -> Outcome:
     """The outcome of an endpoint cell (see the module text)."""
-    stack = available_facts(spec)  # the stack's code runs in a SUT process, never here
-    workload = instantiate(spec.refs.workload)
-    model = load_model(workload.model, Path(spec.folders.model_cache_dir))
+    stack, workload, model = served(spec)
     settings = expect(spec.settings, EndpointSettings)
     lengths: tuple[int, int] = tuple(workload.lengths)
-    tokenizer = _tokenizer(model)
+    tokenizer = model_tokenizer(model)
     count = token_counter(tokenizer)
     bounds = scaled_bounds(model.params, workload.server_floor_ttft_s, workload.server_floor_tpot_s)
     limits = point_figures.Bounds(bounds.ttft_s, bounds.tpot_s)
@@ -87,9 +85,7 @@ def measure(spec: CellSpec) -> Outcome:
         full_length = bool(target.extra_body)  # the server's own fields make every reply max_tokens long
         started = time.perf_counter()
         warm_up(target, tokenizer, spec, settings, lengths, count)
-        serve_url = settings.serve_url if stack.server == URL else None
-        guard = noise.begin(spec.noise_floor, serve_url)
-        meter = point_meter(serve_url, stack.server != URL, spec.measured_fp32_flops_per_s)
+        guard, meter = watch(spec, stack, settings.serve_url)
         try:
             climbed = ladder(
                 target, tokenizer, spec.input_seed, settings, lengths, count, limits, meter, path
@@ -194,7 +190,24 @@ def probe_prompts(
     return prompts
 
 
-def _tokenizer(model: LlmModel) -> Any:
+def served(spec: CellSpec) -> tuple[EndpointFacts, Any, LlmModel]:
+    """What an endpoint or sessions cell serves: the stack's facts (its code runs in a SUT process, never
+    here), the workload and its model."""
+    stack = available_facts(spec)
+    workload = instantiate(spec.refs.workload)
+    return stack, workload, load_model(workload.model, Path(spec.folders.model_cache_dir))
+
+
+def watch(spec: CellSpec, stack: EndpointFacts, serve_url: str | None) -> tuple[noise.ProbeStart, PointMeter]:
+    """The noise guard begun, then the points' energy meter: of the server the cell started, or of the
+    one behind ``serve_url`` (``--serve-url``) when the stack serves a URL."""
+    remote = serve_url if stack.server == URL else None
+    guard = noise.begin(spec.noise_floor, remote)
+    return guard, point_meter(remote, stack.server != URL, spec.measured_fp32_flops_per_s)
+
+
+def model_tokenizer(model: LlmModel) -> Any:
+    """The model's own tokenizer (from its folder)."""
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(model.folder)
