@@ -91,6 +91,13 @@ class Generator(ABC):
         """Greedy reply to ``prompt`` (token ids): ends at EOS (included) or after ``max_new_tokens``."""
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
+        return self._timed_reply(prompt, max_new_tokens, on_first_token)
+
+    def _timed_reply(
+        self, prompt: Sequence[int], max_new_tokens: int, on_first_token: FirstTokenCallback | None
+    ) -> Reply:
+        """``generate``'s reply, its arguments checked: ``_run`` timed in this process (a remote generator
+        times the SUT process's reply instead)."""
         seen: list[tuple[int, float]] = []
         start = time.perf_counter()
 
