@@ -20,6 +20,7 @@ The rules on bytes and nesting live in ``accelbench.inputs``, which this module 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,16 @@ def json_text(text: str | bytes, where: str, finite: bool = True) -> Any:
     if field is not None:
         raise UnreadableFile(f"{where}: field {field or '(top)'} is not a finite number")
     return value
+
+
+def check_schema_version(document: Mapping[str, Any], readable: tuple[int, ...], what: str) -> int:
+    """The ``schema_version`` of the stored ``document`` (a ``what``: "peaks", "cost", "machine");
+    ValueError when this code cannot read it (not one of ``readable``)."""
+    version = document.get("schema_version")
+    if version not in readable:
+        known = readable[0] if len(readable) == 1 else f"one of {readable}"
+        raise ValueError(f"{what} schema_version {version!r} is not {known}")
+    return int(version)
 
 
 def number_problem(value: Any, field: str) -> str | None:
