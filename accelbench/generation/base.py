@@ -159,6 +159,16 @@ class GenerationStack(ABC):
     def prepare(self, model: LlmModel, ctx: GenerationContext) -> Generator:
         """Convert/compile ``model`` (cached under ``ctx.cache_dir``) and return a ready generator."""
 
+    def file_generator(
+        self, kind: type[FileGenerator], made: tuple[Path, float], model: LlmModel, ctx: GenerationContext
+    ) -> Generator:
+        """A ``kind`` generator over the model file ``made`` (its path, and the seconds spent writing it:
+        the generator's ``conversion_s``), with this stack's precision and weight format."""
+        path, conversion_s = made
+        generator = kind(path, model, ctx.threads, self.precision, self.weight_format)
+        generator.conversion_s = conversion_s
+        return generator
+
     def facts(self) -> StackFacts:
         """Name, precision and weight format."""
         return StackFacts(self.name, self.precision, self.weight_format, self.layers)
