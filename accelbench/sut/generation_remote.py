@@ -68,8 +68,8 @@ class RemoteGenerator(Generator):
         self.precision = str(prepared["precision"])
         self.weight_format = str(prepared["weight_format"])
         self.conversion_s = float(prepared["conversion_s"])
-        self.details = {str(k): str(v) for k, v in dict(prepared["details"]).items()}
-        self.versions = {str(k): str(v) for k, v in dict(prepared["versions"]).items()}
+        self.details = wire.texts(prepared["details"])
+        self.versions = wire.texts(prepared["versions"])
 
     def _run(self, prompt: Sequence[int], max_new_tokens: int, first: FirstTokenCallback) -> list[int]:
         raise NotImplementedError("a remote generator's calls are timed by _timed_reply")
