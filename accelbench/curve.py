@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from accelbench.served_accuracy import EndpointAccuracy
+from accelbench.served_accuracy import EndpointAccuracy, put_accuracy, read_accuracy
 
 
 def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -233,10 +233,7 @@ class EndpointFigures:
             del document["prefix_cache"]
         if not self.energy_note:
             del document["energy_note"]
-        if self.accuracy is None:
-            del document["accuracy"]
-        else:
-            document["accuracy"] = self.accuracy.to_dict()
+        put_accuracy(document, self.accuracy)
         if self.qps_search is None:
             del document["qps_search"]
         else:
@@ -248,8 +245,7 @@ class EndpointFigures:
         """A stored endpoint ``generation`` section."""
         values = dict(document)
         values["curve"] = tuple(CurvePoint.from_dict(p) for p in values["curve"])
-        accuracy = values.get("accuracy")
-        values["accuracy"] = None if accuracy is None else EndpointAccuracy.from_dict(accuracy)
+        values["accuracy"] = read_accuracy(values)
         searched = values.get("qps_search")
         values["qps_search"] = None if searched is None else QpsSearch.from_dict(searched)
         return cls(**values)

@@ -40,3 +40,18 @@ class EndpointAccuracy:
         values["shares"] = tuple(values["shares"])
         values["concurrencies"] = tuple(values["concurrencies"])
         return cls(**values)
+
+
+def put_accuracy(document: dict[str, Any], accuracy: EndpointAccuracy | None) -> None:
+    """Write ``accuracy`` into a stored section (a curve's or a session ladder's) under ``accuracy``, or
+    leave the key out when no reply was judged (as sections stored before the check)."""
+    if accuracy is None:
+        document.pop("accuracy", None)
+    else:
+        document["accuracy"] = accuracy.to_dict()
+
+
+def read_accuracy(document: Mapping[str, Any]) -> EndpointAccuracy | None:
+    """The ``accuracy`` of a stored section (None: absent, or stored as null)."""
+    stored = document.get("accuracy")
+    return None if stored is None else EndpointAccuracy.from_dict(stored)

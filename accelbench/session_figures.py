@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from accelbench.served_accuracy import EndpointAccuracy
+from accelbench.served_accuracy import EndpointAccuracy, put_accuracy, read_accuracy
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,10 +182,7 @@ class SessionFigures:
             del document["turn_slo_ttft_s"], document["turn_slo_tpot_s"]  # as sections stored before
         if not self.energy_note:
             del document["energy_note"]
-        if self.accuracy is None:
-            del document["accuracy"]
-        else:
-            document["accuracy"] = self.accuracy.to_dict()
+        put_accuracy(document, self.accuracy)
         return document
 
     @classmethod
@@ -195,7 +192,5 @@ class SessionFigures:
         values["sessions_ladder"] = tuple(SessionPoint.from_dict(p) for p in values["sessions_ladder"])
         reuse = values.get("reuse")
         values["reuse"] = None if reuse is None else ReuseFigures(**reuse)
-        checked = values.get("accuracy")
-        if checked is not None:
-            values["accuracy"] = EndpointAccuracy.from_dict(checked)
+        values["accuracy"] = read_accuracy(values)
         return cls(**values)

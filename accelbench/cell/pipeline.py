@@ -29,6 +29,7 @@ from accelbench.meters import reference_probe
 from accelbench.meters.reference_probe import NoiseFloor
 from accelbench.outcome import Outcome
 from accelbench.results import Result
+from accelbench.sut.loading import load_failure
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ def unavailable_reason(planned: PlannedCell) -> str | None:
     try:
         stack = registry.instantiate(planned.stack_ref)
     except Exception as err:  # a plugin that does not even import is unavailable, not fatal
-        return f"stack does not load: {type(err).__name__}: {err}"
+        return load_failure(err)
     reason: str | None = stack.unavailable_reason(planned.cell.device)
     return reason
 

@@ -31,7 +31,7 @@ from accelbench.cell import checks
 from accelbench.cell.loadgen_settings import loadgen_settings
 from accelbench.cell.samples import SampleSets
 from accelbench.cellspec import CellSpec
-from accelbench.errors import CellError, Unavailable, Unsupported
+from accelbench.errors import CellError, Unavailable, Unsupported, first_line
 from accelbench.head import Quality
 from accelbench.meters import memory
 from accelbench.meters.window import CellMeters
@@ -136,8 +136,7 @@ def _worker(spec_document: dict[str, Any], plan: Plan, sender: Any, control: Any
         message = ("oom", f"MemoryError in the process of trial {plan.number}")
     except Exception as err:
         traceback.print_exc()
-        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-        message = ("crashed", f"{type(err).__name__}: {first}"[:500])
+        message = ("crashed", first_line(err))
     sender.send(message)
     sender.close()
 

@@ -49,7 +49,7 @@ from accelbench.endpoint.driver import POISSON, TIMED, Load, run_point
 from accelbench.endpoint.energy import PointMeter, point_meter
 from accelbench.endpoint.extension import extension, prompts_by_salt
 from accelbench.endpoint.facts import EndpointFacts, available_facts
-from accelbench.endpoint.outcome import Found, outcome
+from accelbench.endpoint.outcome import Found, Setup, outcome
 from accelbench.endpoint.prompts import salted, seeded_texts
 from accelbench.endpoint.qps_search import Probing, not_searched, search_max_qps, start_problem
 from accelbench.endpoint.records import RequestRecord
@@ -72,24 +72,21 @@ RECORDS_FILE = "requests.jsonl"
 
 def measure(spec: CellSpec) -> Outcome:
     """The outcome of an endpoint cell (see the module text)."""
-    stack = available_facts(spec)  # the stack's code runs in a SUT process, never here
-    workload = instantiate(spec.refs.workload)
-    model = load_model(workload.model, Path(spec.folders.model_cache_dir))
+    stack, workload, model = served(spec)
     settings = expect(spec.settings, EndpointSettings)
     lengths: tuple[int, int] = tuple(workload.lengths)
-    tokenizer = _tokenizer(model)
+    tokenizer = model_tokenizer(model)
     count = token_counter(tokenizer)
     bounds = scaled_bounds(model.params, workload.server_floor_ttft_s, workload.server_floor_tpot_s)
     limits = point_figures.Bounds(bounds.ttft_s, bounds.tpot_s)
+    setup = Setup(spec=spec, stack=stack, model=model, settings=settings, lengths=lengths, limits=limits)
     path = Path(spec.folders.cell_dir) / RECORDS_FILE
     path.unlink(missing_ok=True)
     with serving(stack, spec, model, settings) as target:
         full_length = bool(target.extra_body)  # the server's own fields make every reply max_tokens long
         started = time.perf_counter()
-        warm_up(target, tokenizer, spec, settings, lengths, count)
-        serve_url = settings.serve_url if stack.server == URL else None
-        guard = noise.begin(spec.noise_floor, serve_url)
-        meter = point_meter(serve_url, stack.server != URL, spec.measured_fp32_flops_per_s)
+        warm_up(target, tokenizer, count, setup)
+        guard, meter = watch(spec, stack, settings.serve_url)
         try:
             climbed = ladder(
                 target, tokenizer, spec.input_seed, settings, lengths, count, limits, meter, path
@@ -97,9 +94,7 @@ def measure(spec: CellSpec) -> Outcome:
         finally:
             meter.close()
         curve, records, stopped = climbed.curve, climbed.records, climbed.stopped
-        searched, poisson = _search(
-            target, tokenizer, spec, settings, lengths, count, limits, (curve, stopped)
-        )
+        searched, poisson = _search(target, tokenizer, count, setup, (curve, stopped))
         probe = noise.end(guard)
         duration_s = time.perf_counter() - started
         work = (
@@ -110,7 +105,7 @@ def measure(spec: CellSpec) -> Outcome:
         probe, again = confirmed(probe, target, tokenizer, spec.input_seed, work, count, (curve, records))
         append_records(path, again)
     sent = (records, poisson)
-    checked = _accuracy(model, tokenizer, spec, settings, lengths, sent, full_length, climbed.pair_prompts)
+    checked = _accuracy(setup, tokenizer, sent, full_length, climbed.pair_prompts)
     note = f"{meter.note}; {meter.formula}" if meter.formula else meter.note
     found = Found(
         curve=curve,
@@ -123,41 +118,36 @@ def measure(spec: CellSpec) -> Outcome:
         qps_search=searched,
         searched=poisson,
     )
-    return outcome(spec, stack, model, settings, lengths, found, limits)
+    return outcome(setup, found)
 
 
 def _search(
     target: Target,
     tokenizer: Any,
-    spec: CellSpec,
-    settings: EndpointSettings,
-    lengths: tuple[int, int],
     count: Callable[[str], int],
-    limits: point_figures.Bounds,
+    setup: Setup,
     ladder_done: tuple[Sequence[CurvePoint], str],
 ) -> tuple[QpsSearch | None, list[RequestRecord]]:
     """The max-QPS search when asked (``settings.arrivals``), from the curve's lowest point
     (``ladder_done``: the curve and why the ladder stopped early, "" if it did not)."""
-    if settings.arrivals != POISSON:
+    if setup.settings.arrivals != POISSON:
         return None, []
     curve, stopped = ladder_done
-    problem = start_problem(curve, stopped, limits)
+    problem = start_problem(curve, stopped, setup.limits)
     if problem:
-        return not_searched(limits, problem), []
+        return not_searched(setup.limits, problem), []
+    spec, limits = setup.spec, setup.limits
     path = Path(spec.folders.cell_dir) / RECORDS_FILE
     probing = Probing(
-        target, tokenizer, spec.input_seed, lengths, settings.max_tokens, count, limits,
+        target, tokenizer, spec.input_seed, setup.lengths, setup.settings.max_tokens, count, limits,
         lambda done: append_records(path, done),
     )  # fmt: skip
     return search_max_qps(probing, min(curve, key=lambda p: p.concurrency).requests_per_s)
 
 
 def _accuracy(
-    model: LlmModel,
+    setup: Setup,
     tokenizer: Any,
-    spec: CellSpec,
-    settings: EndpointSettings,
-    lengths: tuple[int, int],
     sent: tuple[Sequence[RequestRecord], Sequence[RequestRecord]],
     full_length: bool,
     pair_prompts: Mapping[str, Prompt],
@@ -166,6 +156,7 @@ def _accuracy(
     probe (``sent``: the curve's requests, the max-QPS search's), against the fp32 reference
     (``endpoint.accuracy``); the repeat audit's pairs (``pair_prompts``) are curve requests too."""
     records, searched = sent
+    spec, settings, lengths = setup.spec, setup.settings, setup.lengths
     prompts = probe_prompts(tokenizer, spec.input_seed, lengths, searched) | dict(pair_prompts)
     for c in sorted({r.concurrency for r in records}):
         texts = seeded_texts(spec.input_seed, lengths, settings.requests_at(c), "point", c)
@@ -173,8 +164,8 @@ def _accuracy(
         extra = {r.salt for r in records if r.concurrency == c} - prompts.keys()
         prompts |= prompts_by_salt(tokenizer, spec.input_seed, lengths, c, extra)
     ctx = GenerationContext(Path(spec.folders.model_cache_dir) / "llm-stacks", threads=spec.threads or 1)
-    chosen = judged([*records, *searched], prompts, spec.input_seed, judged_count(model.params))
-    return accuracy(model, tokenizer, chosen, prompts, settings.max_tokens, ctx, full_length)
+    chosen = judged([*records, *searched], prompts, spec.input_seed, judged_count(setup.model.params))
+    return accuracy(setup.model, tokenizer, chosen, prompts, settings.max_tokens, ctx, full_length)
 
 
 def probe_prompts(
@@ -194,7 +185,24 @@ def probe_prompts(
     return prompts
 
 
-def _tokenizer(model: LlmModel) -> Any:
+def served(spec: CellSpec) -> tuple[EndpointFacts, Any, LlmModel]:
+    """What an endpoint or sessions cell serves: the stack's facts (its code runs in a SUT process, never
+    here), the workload and its model."""
+    stack = available_facts(spec)
+    workload = instantiate(spec.refs.workload)
+    return stack, workload, load_model(workload.model, Path(spec.folders.model_cache_dir))
+
+
+def watch(spec: CellSpec, stack: EndpointFacts, serve_url: str | None) -> tuple[noise.ProbeStart, PointMeter]:
+    """The noise guard begun, then the points' energy meter: of the server the cell started, or of the
+    one behind ``serve_url`` (``--serve-url``) when the stack serves a URL."""
+    remote = serve_url if stack.server == URL else None
+    guard = noise.begin(spec.noise_floor, remote)
+    return guard, point_meter(remote, stack.server != URL, spec.measured_fp32_flops_per_s)
+
+
+def model_tokenizer(model: LlmModel) -> Any:
+    """The model's own tokenizer (from its folder)."""
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(model.folder)
@@ -280,19 +288,11 @@ def _models(url: str, key: str | None) -> list[dict[str, Any]]:
     return [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
 
 
-def warm_up(
-    target: Target,
-    tokenizer: Any,
-    spec: CellSpec,
-    settings: EndpointSettings,
-    lengths: tuple[int, int],
-    count: Callable[[str], int],
-) -> None:
+def warm_up(target: Target, tokenizer: Any, count: Callable[[str], int], setup: Setup) -> None:
     """One greedy request; Unavailable with its one-line reason when it fails."""
-    prompts = salted(
-        tokenizer, spec.input_seed, seeded_texts(spec.input_seed, lengths, 1, "warm-up"), "warm-up"
-    )
-    (record,) = run_point(target, prompts, Load(1, min(settings.max_tokens, 8)), count)
+    seed = setup.spec.input_seed
+    prompts = salted(tokenizer, seed, seeded_texts(seed, setup.lengths, 1, "warm-up"), "warm-up")
+    (record,) = run_point(target, prompts, Load(1, min(setup.settings.max_tokens, 8)), count)
     if not record.ok:
         raise Unavailable(f"{target.endpoint}: {record.status}: {record.error}".rstrip(": "))
 

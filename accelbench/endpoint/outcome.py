@@ -71,6 +71,19 @@ class Found:
 
 
 @dataclass(frozen=True, slots=True)
+class Setup:
+    """What an endpoint cell is measured with: its spec, the stack's facts, the model, the driver's
+    settings, the prompts' length range (tokens) and the goodput bounds of its points."""
+
+    spec: CellSpec
+    stack: EndpointFacts
+    model: LlmModel
+    settings: EndpointSettings
+    lengths: tuple[int, int]
+    limits: Bounds
+
+
+@dataclass(frozen=True, slots=True)
 class EndpointBody:
     """The endpoint driver's part of a cell's outcome: the audits' section and the ``generation``
     section (the curve and the endpoint settings)."""
@@ -91,18 +104,10 @@ class EndpointBody:
         )
 
 
-def outcome(
-    spec: CellSpec,
-    stack: EndpointFacts,
-    model: LlmModel,
-    settings: EndpointSettings,
-    lengths: tuple[int, int],
-    found: Found,
-    limits: Bounds,
-) -> Outcome:
+def outcome(setup: Setup, found: Found) -> Outcome:
     """The cell's outcome."""
     every = [*found.timed, *found.searched]
-    verdicts = endpoint_audits.verdicts(every, settings.max_tokens, found.accuracy)
+    verdicts = endpoint_audits.verdicts(every, setup.settings.max_tokens, found.accuracy)
     # none when the ladder stopped, or measured one point (it repeated nothing: accelbench.endpoint.repeat)
     judged = len(found.curve) > 1 and not found.stopped
     verdicts += (repeat_verdict(found.timed),) if judged else ()
@@ -112,14 +117,15 @@ def outcome(
     unstable = noise.unstable_reason(probe) if probe is not None else ""
     status, reason = audits.cell_status(verdicts, failures, invalid, unstable)
     warned = noise.guard_warnings(probe) if probe is not None else []
+    stack = setup.stack
     head = Head(
         status, reason, effective_precision=stack.precision, noise=probe, versions=dict(stack.versions),
-        settings=_settings(spec, stack, settings),
-        warnings=(*warned, *length_warnings(found.timed, settings.max_tokens)),
+        settings=_settings(setup),
+        warnings=(*warned, *length_warnings(found.timed, setup.settings.max_tokens)),
     )  # fmt: skip
     body = EndpointBody(
         audits.section(verdicts, salt_bits=SALT_BITS),
-        figures(spec, stack, model, settings, lengths, found, limits),
+        figures(setup, found),
     )
     return Outcome(head, body)
 
@@ -149,39 +155,33 @@ def accuracy_failure(accuracy: Accuracy) -> str:
     return said
 
 
-def figures(
-    spec: CellSpec,
-    stack: EndpointFacts,
-    model: LlmModel,
-    settings: EndpointSettings,
-    lengths: tuple[int, int],
-    found: Found,
-    limits: Bounds,
-) -> EndpointFigures:
+def figures(setup: Setup, found: Found) -> EndpointFigures:
     """The ``generation`` section: the curve and the settings it was measured with."""
     best = max(found.curve, key=lambda p: p.output_tokens_per_s) if found.curve else None
+    folders = setup.spec.folders
     return EndpointFigures(
-        endpoint=stack.name,
-        model=model.name,
-        params=model.params,
-        api=settings.api,
+        endpoint=setup.stack.name,
+        model=setup.model.name,
+        params=setup.model.params,
+        api=setup.settings.api,
         curve=tuple(found.curve),
         max_output_tokens_per_s=best.output_tokens_per_s if best else 0.0,
-        goodput_ttft_bound_s=limits.ttft_s,
-        goodput_tpot_bound_s=limits.tpot_s,
-        max_tokens=settings.max_tokens,
-        length_distribution=length_text(lengths),
-        requests_file=_relative(Path(spec.folders.cell_dir) / "requests.jsonl", Path(spec.folders.run_dir)),
+        goodput_ttft_bound_s=setup.limits.ttft_s,
+        goodput_tpot_bound_s=setup.limits.tpot_s,
+        max_tokens=setup.settings.max_tokens,
+        length_distribution=length_text(setup.lengths),
+        requests_file=_relative(Path(folders.cell_dir) / "requests.jsonl", Path(folders.run_dir)),
         duration_s=found.duration_s,
         accuracy=found.accuracy.record(),
         energy_note=found.energy_note,
         qps_search=found.qps_search,
-        prefix_cache=prefix_cache(stack.server),
+        prefix_cache=prefix_cache(setup.stack.server),
     )
 
 
-def _settings(spec: CellSpec, stack: EndpointFacts, settings: EndpointSettings) -> dict[str, Any]:
+def _settings(setup: Setup) -> dict[str, Any]:
     """The result's settings of an endpoint cell."""
+    spec, stack, settings = setup.spec, setup.stack, setup.settings
     return {
         "threads": spec.threads,
         "seed": spec.seed,

@@ -1,10 +1,12 @@
-"""Reading files accelbench did not just write itself: the guarded reader (``reader``)."""
+"""Reading files accelbench did not just write itself: the guarded reader (``reader``), whose public
+names are these (``__all__``: the one list of them)."""
 
 from accelbench.files.reader import (
     MAX_FILE_BYTES,
     MAX_MAGNITUDE,
     MAX_NESTING,
     UnreadableFile,
+    check_schema_version,
     json_text,
     number_problem,
     read_bytes,
@@ -17,6 +19,7 @@ __all__ = [
     "MAX_MAGNITUDE",
     "MAX_NESTING",
     "UnreadableFile",
+    "check_schema_version",
     "json_text",
     "number_problem",
     "read_bytes",

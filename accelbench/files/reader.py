@@ -20,23 +20,12 @@ The rules on bytes and nesting live in ``accelbench.inputs``, which this module 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UserError
 from accelbench.inputs import MAX_INPUT_BYTES, MAX_NESTING, parse_json, read_input
-
-__all__ = [
-    "MAX_FILE_BYTES",
-    "MAX_MAGNITUDE",
-    "MAX_NESTING",
-    "UnreadableFile",
-    "json_text",
-    "number_problem",
-    "read_bytes",
-    "read_json",
-    "read_text",
-]
 
 MAX_FILE_BYTES = MAX_INPUT_BYTES
 """The largest file read whole (64 MiB): the store's documents and the logs of a cell are far below."""
@@ -87,6 +76,16 @@ def json_text(text: str | bytes, where: str, finite: bool = True) -> Any:
     if field is not None:
         raise UnreadableFile(f"{where}: field {field or '(top)'} is not a finite number")
     return value
+
+
+def check_schema_version(document: Mapping[str, Any], readable: tuple[int, ...], what: str) -> int:
+    """The ``schema_version`` of the stored ``document`` (a ``what``: "peaks", "cost", "machine");
+    ValueError when this code cannot read it (not one of ``readable``)."""
+    version = document.get("schema_version")
+    if version not in readable:
+        known = readable[0] if len(readable) == 1 else f"one of {readable}"
+        raise ValueError(f"{what} schema_version {version!r} is not {known}")
+    return int(version)
 
 
 def number_problem(value: Any, field: str) -> str | None:

@@ -91,6 +91,13 @@ class Generator(ABC):
         """Greedy reply to ``prompt`` (token ids): ends at EOS (included) or after ``max_new_tokens``."""
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
+        return self._timed_reply(prompt, max_new_tokens, on_first_token)
+
+    def _timed_reply(
+        self, prompt: Sequence[int], max_new_tokens: int, on_first_token: FirstTokenCallback | None
+    ) -> Reply:
+        """``generate``'s reply, its arguments checked: ``_run`` timed in this process (a remote generator
+        times the SUT process's reply instead)."""
         seen: list[tuple[int, float]] = []
         start = time.perf_counter()
 
@@ -151,6 +158,16 @@ class GenerationStack(ABC):
     @abstractmethod
     def prepare(self, model: LlmModel, ctx: GenerationContext) -> Generator:
         """Convert/compile ``model`` (cached under ``ctx.cache_dir``) and return a ready generator."""
+
+    def file_generator(
+        self, kind: type[FileGenerator], made: tuple[Path, float], model: LlmModel, ctx: GenerationContext
+    ) -> Generator:
+        """A ``kind`` generator over the model file ``made`` (its path, and the seconds spent writing it:
+        the generator's ``conversion_s``), with this stack's precision and weight format."""
+        path, conversion_s = made
+        generator = kind(path, model, ctx.threads, self.precision, self.weight_format)
+        generator.conversion_s = conversion_s
+        return generator
 
     def facts(self) -> StackFacts:
         """Name, precision and weight format."""

@@ -44,6 +44,12 @@ def q4_1_gguf(model: LlmModel, cache_dir: Path) -> tuple[Path, float]:
     return _cached(model, cache_dir, quantized=True)
 
 
+def shipped_or_q4_1_gguf(model: LlmModel, cache_dir: Path) -> tuple[Path, float]:
+    """The model's shipped Q4_1 GGUF (nothing written: 0 s), or, for a model that ships none, ``q4_1_gguf``'s;
+    (path, write_s)."""
+    return (model.gguf_path, 0.0) if model.gguf_path else q4_1_gguf(model, cache_dir)
+
+
 def _cached(model: LlmModel, cache_dir: Path, quantized: bool) -> tuple[Path, float]:
     path = cache_dir / "llm" / f"{model.name}.{'q4_1' if quantized else 'f32'}.gguf"
     if path.exists():

@@ -29,7 +29,7 @@ from accelbench.generation.base import (
     Generator,
     cpu_only_reason,
 )
-from accelbench.generation.gguf_writer import f32_gguf, q4_1_gguf
+from accelbench.generation.gguf_writer import f32_gguf, shipped_or_q4_1_gguf
 from accelbench.generation.models import LlmModel
 
 _CONTEXT_TOKENS = 1024
@@ -111,10 +111,7 @@ class LlamaCpp(GenerationStack):
 
     def prepare(self, model: LlmModel, ctx: GenerationContext) -> Generator:
         """Open the shipped GGUF (or, for a model that ships none, one quantized by gguf-py)."""
-        path, write_s = (model.gguf_path, 0.0) if model.gguf_path else q4_1_gguf(model, ctx.cache_dir)
-        generator = LlamaCppGenerator(path, model, ctx.threads, self.precision, self.weight_format)
-        generator.conversion_s = write_s
-        return generator
+        return self.file_generator(LlamaCppGenerator, shipped_or_q4_1_gguf(model, ctx.cache_dir), model, ctx)
 
 
 class LlamaCppF32(LlamaCpp):
@@ -126,7 +123,4 @@ class LlamaCppF32(LlamaCpp):
 
     def prepare(self, model: LlmModel, ctx: GenerationContext) -> Generator:
         """Write (or reuse) the F32 GGUF and open it."""
-        path, write_s = f32_gguf(model, ctx.cache_dir)
-        generator = LlamaCppGenerator(path, model, ctx.threads, self.precision, self.weight_format)
-        generator.conversion_s = write_s
-        return generator
+        return self.file_generator(LlamaCppGenerator, f32_gguf(model, ctx.cache_dir), model, ctx)

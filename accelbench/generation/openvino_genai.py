@@ -30,7 +30,7 @@ from accelbench.generation.base import (
     Generator,
     cpu_only_reason,
 )
-from accelbench.generation.gguf_writer import q4_1_gguf
+from accelbench.generation.gguf_writer import shipped_or_q4_1_gguf
 from accelbench.generation.models import LlmModel
 
 
@@ -109,10 +109,8 @@ class OpenvinoGenai(GenerationStack):
 
     def prepare(self, model: LlmModel, ctx: GenerationContext) -> Generator:
         """Export the IR (or reuse it) and build the pipeline."""
-        folder, export_s = exporter.exported_folder(model, "fp32", ctx.cache_dir)
-        generator = OpenvinoGenaiGenerator(folder, model, ctx.threads, self.precision, self.weight_format)
-        generator.conversion_s = export_s
-        return generator
+        exported = exporter.exported_folder(model, "fp32", ctx.cache_dir)
+        return self.file_generator(OpenvinoGenaiGenerator, exported, model, ctx)
 
 
 class OpenvinoGenaiGguf(OpenvinoGenai):
@@ -129,7 +127,5 @@ class OpenvinoGenaiGguf(OpenvinoGenai):
     def prepare(self, model: LlmModel, ctx: GenerationContext) -> Generator:
         """Open the GGUF file directly (for a model that ships none, one quantized by gguf-py: OpenVINO
         cannot read an F32 GGUF)."""
-        path, write_s = (model.gguf_path, 0.0) if model.gguf_path else q4_1_gguf(model, ctx.cache_dir)
-        generator = OpenvinoGenaiGenerator(path, model, ctx.threads, self.precision, self.weight_format)
-        generator.conversion_s = write_s
-        return generator
+        gguf = shipped_or_q4_1_gguf(model, ctx.cache_dir)
+        return self.file_generator(OpenvinoGenaiGenerator, gguf, model, ctx)

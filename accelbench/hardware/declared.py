@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from accelbench.errors import UserError
-from accelbench.files.reader import read_json
+from accelbench.files import read_json
 from accelbench.hardware.chips import ChipTable, load_chips
 from accelbench.hardware.detect import machine_from_dict
 from accelbench.hardware.match import ChipMatch, match_gpu, match_machine

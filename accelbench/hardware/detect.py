@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from accelbench.files import check_schema_version
 from accelbench.hardware.cpuid import identify_microarchitecture
 from accelbench.hardware.cpuinfo import (
     Cache,
@@ -294,9 +295,7 @@ def machine_to_dict(machine: Machine) -> dict[str, Any]:
 
 def machine_from_dict(doc: Mapping[str, Any]) -> Machine:
     """Rebuild a machine from ``machine_to_dict``; raises ValueError on an unknown schema_version."""
-    version = doc.get("schema_version")
-    if version not in READABLE_SCHEMA_VERSIONS:
-        raise ValueError(f"machine schema_version {version!r} is not one of {READABLE_SCHEMA_VERSIONS}")
+    version = check_schema_version(doc, READABLE_SCHEMA_VERSIONS, "machine")
     data = {k: v for k, v in doc.items() if k not in ("fingerprint", "schema_version")}
     data["isa_flags"] = tuple(data["isa_flags"])
     data["caches"] = tuple(Cache(**c) for c in data["caches"])

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from accelbench.files import check_schema_version
 from accelbench.hardware.detect import Machine, detect_machine
 from accelbench.meters import noise
 
@@ -130,10 +131,7 @@ class MeasuredPeaks:
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> MeasuredPeaks:
         """Rebuild from ``to_dict``'s document; raises ValueError on another schema version."""
-        if doc.get("schema_version") != PEAKS_SCHEMA_VERSION:
-            raise ValueError(
-                f"peaks schema_version {doc.get('schema_version')!r} is not {PEAKS_SCHEMA_VERSION}"
-            )
+        check_schema_version(doc, (PEAKS_SCHEMA_VERSION,), "peaks")
         data = dict(doc)
         data["peaks"] = tuple(_peak_from_dict(p) for p in doc["peaks"])
         data["warnings"] = tuple(doc.get("warnings", ()))

@@ -39,22 +39,20 @@ from typing import Any
 
 from accelbench.cellspec import CellSpec
 from accelbench.endpoint.accuracy import Accuracy, judged_count
-from accelbench.endpoint.cell import serving, token_counter
+from accelbench.endpoint.cell import model_tokenizer, served, serving, token_counter, watch
 from accelbench.endpoint.client import Target
-from accelbench.endpoint.energy import PointMeter, point_meter
-from accelbench.endpoint.facts import EndpointFacts, available_facts
+from accelbench.endpoint.energy import PointMeter
+from accelbench.endpoint.facts import EndpointFacts
 from accelbench.endpoint.figures import Bounds
 from accelbench.endpoint.servers import prefix_cache
 from accelbench.endpoint.settings import EndpointSettings
-from accelbench.endpoint.stack import URL
 from accelbench.errors import Unavailable
 from accelbench.generation.base import GenerationContext
 from accelbench.generation.loadgen_tokens import scaled_bounds
-from accelbench.generation.models import LlmModel, load_model
+from accelbench.generation.models import LlmModel
 from accelbench.head import Head, NoiseProbe
 from accelbench.meters import noise
 from accelbench.outcome import Outcome
-from accelbench.registry import instantiate
 from accelbench.session_figures import ReuseFigures, SessionFigures, SessionPoint
 from accelbench.sessions import forbidden, reuse
 from accelbench.sessions.accuracy import check, judged_turns
@@ -73,9 +71,7 @@ TURNS_FILE = "turns.jsonl"
 
 def measure(spec: CellSpec) -> Outcome:
     """The outcome of a sessions cell (see the module text)."""
-    stack = available_facts(spec)  # the stack's code runs in a SUT process, never here
-    workload = instantiate(spec.refs.workload)
-    model = load_model(workload.model, Path(spec.folders.model_cache_dir))
+    stack, workload, model = served(spec)
     settings = expect(spec.settings, SessionSettings)
     slo = turn_slo(model.params, workload)
     tokenizer, counters = _tokenizer(model)
@@ -85,9 +81,7 @@ def measure(spec: CellSpec) -> Outcome:
     with serving(stack, spec, model, _served(settings, source)) as target:
         started = time.perf_counter()
         warm_up(target, spec.input_seed, settings, counters)
-        serve_url = settings.serve_url if stack.server == URL else None
-        guard = noise.begin(spec.noise_floor, serve_url)
-        meter = point_meter(serve_url, stack.server != URL, spec.measured_fp32_flops_per_s)
+        guard, meter = watch(spec, stack, settings.serve_url)
         try:
             ladder, records, stopped = run_ladder(
                 target, source, settings.max_tokens, counters, path, (slo, meter)
@@ -133,9 +127,7 @@ def measure(spec: CellSpec) -> Outcome:
 
 def _tokenizer(model: LlmModel) -> tuple[Any, Counters]:
     """The model's own tokenizer and the client's counts by it (a text's tokens, a conversation's)."""
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model.folder)
+    tokenizer = model_tokenizer(model)
     return tokenizer, (token_counter(tokenizer), context_counter(tokenizer))
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from accelbench.errors import UserError
 from accelbench.files import json_text, read_json
+from accelbench.inputs import one_line
 from accelbench.record_types import check_record
 from accelbench.results import Cell, from_dict
 from accelbench.store import schema as store_schema
@@ -170,16 +171,12 @@ def _document_problem(row: _Row) -> tuple[str, str] | None:
         result = from_dict(json_text(row.doc_json, "stored result", finite=False))
         check_record(result)
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
-        return "schema", f"result document does not load ({type(exc).__name__}: {_one_line(exc)})"
+        return "schema", f"result document does not load ({type(exc).__name__}: {one_line(str(exc), 200)})"
     stored = "/".join(map(str, (result.run_id, result.cell.key, result.status)))
     columns = "/".join(map(str, (row.run_id, row.cell_key, row.status)))
     if stored != columns:
         return "mismatch", f"document says {stored}, the row's columns say {columns}"
     return None
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:200]
 
 
 def _duplicates(rows: Iterable[_Row]) -> list[Problem]:

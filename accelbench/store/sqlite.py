@@ -46,6 +46,7 @@ from typing import Any
 
 from accelbench.errors import UserError
 from accelbench.files import json_text
+from accelbench.inputs import one_line
 from accelbench.record_types import check_record
 from accelbench.results import SCHEMA_VERSION, Result, from_dict, to_dict
 from accelbench.store.locking import folder_lock
@@ -342,7 +343,8 @@ def _stored_mapping(text: Any, where: str) -> Mapping[str, Any]:
 
 
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:200] or type(exc).__name__
+    """The message of ``exc`` on one line (``inputs.one_line``, 200 characters), or its type if none."""
+    return one_line(str(exc), 200) or type(exc).__name__
 
 
 def _check_run_id(run_id: str) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from accelbench.errors import first_line
+from accelbench.sut import wire
 
 OP = "endpoint_describe"
 
@@ -20,7 +21,7 @@ def describe_stack(stack_of: Callable[[], Any], device: str) -> dict[str, Any]:
         stack = stack_of()
         reason = stack.unavailable_reason(device)
         facts = {"name": str(stack.name), "server": str(stack.server), "precision": str(stack.precision)}
-        versions = {str(k): str(v) for k, v in dict(stack.versions()).items()}
+        versions = wire.texts(stack.versions())
     except Exception as err:  # a plugin's failure is its cell's reason, never the SUT process's end
         return {"ok": True, "unavailable_reason": f"the endpoint stack fails: {first_line(err)}"}
     return {"ok": True, **facts, "unavailable_reason": str(reason) if reason else None, "versions": versions}

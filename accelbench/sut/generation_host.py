@@ -12,7 +12,6 @@ clock, when the frame arrives.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,6 +21,7 @@ import numpy as np
 from accelbench.generation.base import GenerationContext, Generator
 from accelbench.generation.models import LlmModel
 from accelbench.sut import wire
+from accelbench.sut.loading import load_failure, set_torch_threads
 
 OPS = frozenset({"generation_describe", "generation_prepare", "generate", "generation_close"})
 
@@ -55,15 +55,14 @@ def describe(host: Host, device: str) -> dict[str, Any]:
     try:
         stack = host.stack
     except Exception as err:
-        return {"ok": True, "unavailable_reason": f"stack does not load: {type(err).__name__}: {err}"[:500]}
+        return {"ok": True, "unavailable_reason": load_failure(err)}
     return {"ok": True, "unavailable_reason": stack.unavailable_reason(device)}
 
 
 def prepare(host: Host, request: Mapping[str, Any]) -> dict[str, Any]:
     """Prepare a generator; its facts and the stack's versions go back."""
     ctx = context_of(request)
-    if "torch" in sys.modules:  # forked from a template that imported torch before its threads were set
-        sys.modules["torch"].set_num_threads(ctx.threads)
+    set_torch_threads(ctx.threads)
     generator: Generator = host.stack.prepare(model_of(request["model"]), ctx)
     number = len(host.generators)
     host.generators[number] = generator
@@ -73,8 +72,8 @@ def prepare(host: Host, request: Mapping[str, Any]) -> dict[str, Any]:
         "precision": str(generator.precision),
         "weight_format": str(generator.weight_format),
         "conversion_s": float(generator.conversion_s),
-        "details": {str(k): str(v) for k, v in dict(generator.details).items()},
-        "versions": {str(k): str(v) for k, v in host.stack.versions().items()},
+        "details": wire.texts(generator.details),
+        "versions": wire.texts(host.stack.versions()),
     }
 
 

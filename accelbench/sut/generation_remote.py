@@ -68,21 +68,16 @@ class RemoteGenerator(Generator):
         self.precision = str(prepared["precision"])
         self.weight_format = str(prepared["weight_format"])
         self.conversion_s = float(prepared["conversion_s"])
-        self.details = {str(k): str(v) for k, v in dict(prepared["details"]).items()}
-        self.versions = {str(k): str(v) for k, v in dict(prepared["versions"]).items()}
+        self.details = wire.texts(prepared["details"])
+        self.versions = wire.texts(prepared["versions"])
 
     def _run(self, prompt: Sequence[int], max_new_tokens: int, first: FirstTokenCallback) -> list[int]:
-        raise NotImplementedError("a remote generator's calls are timed by generate")
+        raise NotImplementedError("a remote generator's calls are timed by _timed_reply")
 
-    def generate(
-        self,
-        prompt: Sequence[int],
-        max_new_tokens: int,
-        on_first_token: FirstTokenCallback | None = None,
+    def _timed_reply(
+        self, prompt: Sequence[int], max_new_tokens: int, on_first_token: FirstTokenCallback | None
     ) -> Reply:
         """Greedy reply to ``prompt`` from the SUT process, timed here."""
-        if max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
         call = secrets.randbits(63)
         header = {"op": "generate", "generator": self.number, "call": call, "max_new_tokens": max_new_tokens}
         ids = np.asarray(prompt, dtype=np.int64)

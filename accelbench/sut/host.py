@@ -30,9 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from accelbench.errors import CellError
+from accelbench.errors import CellError, first_line
 from accelbench.stacks.base import CellContext, ModelSpec
 from accelbench.sut import endpoint_host, generation_host, hardening, wire
+from accelbench.sut.loading import load_failure, set_torch_threads
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +109,7 @@ class Host:
             return self._prepare(request, message.arrays), ()
         if op == "details":  # read after the timed run: a served session's server timings cover it
             details = self.sessions[int(request["session"])].details
-            return {"ok": True, "details": {str(k): str(v) for k, v in dict(details).items()}}, ()
+            return {"ok": True, "details": wire.texts(details)}, ()
         if op == "close":
             self._close(int(request["session"]))
             return {"ok": True}, ()
@@ -118,16 +119,14 @@ class Host:
         try:
             stack = self.stack
         except Exception as err:  # a plugin that does not even import is unavailable, not a crash
-            why = f"stack does not load: {type(err).__name__}: {err}"[:500]
-            return {"ok": True, "unavailable_reason": why, "computes": True, "default_batch": 1}
+            return {"ok": True, "unavailable_reason": load_failure(err), "computes": True, "default_batch": 1}
         reason = stack.unavailable_reason(device)
         facts = {"ok": True, "unavailable_reason": reason, "computes": bool(stack.computes)}
         return {**facts, "default_batch": int(stack.default_batch(device)) if not reason else 1}
 
     def _prepare(self, request: Mapping[str, Any], example: tuple[np.ndarray, ...]) -> dict[str, Any]:
         spec, ctx = model_spec_of(request, example), context_of(request)
-        if "torch" in sys.modules:  # forked from a template that imported torch before its threads were set
-            sys.modules["torch"].set_num_threads(ctx.threads)
+        set_torch_threads(ctx.threads)
         model = self._model(str(request["workload_ref"]), spec) if self.stack.computes else None
         session = self.stack.prepare(model, spec, ctx)
         number = len(self.sessions)
@@ -137,7 +136,7 @@ class Host:
             "session": number,
             "effective_precision": str(session.effective_precision),
             "compile_s": float(session.compile_s),
-            "versions": {str(k): str(v) for k, v in self.stack.versions().items()},
+            "versions": wire.texts(self.stack.versions()),
             "asynchronous": callable(getattr(session.infer, "submit", None)),
         }
 
@@ -209,16 +208,14 @@ def _output(output: Any) -> np.ndarray:
     return array
 
 
-def failure(err: BaseException | None) -> dict[str, Any]:
+def failure(err: BaseException) -> dict[str, Any]:
     """The reply for an exception in stack code: its status and one line."""
     if isinstance(err, CellError):
         return {"ok": False, "status": err.status, "reason": str(err)[:500]}
     if isinstance(err, MemoryError):
         return {"ok": False, "status": "oom", "reason": "MemoryError in the SUT process"}
     traceback.print_exception(err)
-    text = str(err).strip()
-    first = text.splitlines()[0] if text else ""
-    return {"ok": False, "status": "crashed", "reason": f"{type(err).__name__}: {first}"[:500]}
+    return {"ok": False, "status": "crashed", "reason": first_line(err)}
 
 
 def main(argv: list[str]) -> int:

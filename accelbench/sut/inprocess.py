@@ -17,7 +17,7 @@ from typing import Any
 from accelbench.generation.base import GenerationContext, Generator
 from accelbench.generation.models import LlmModel
 from accelbench.stacks.base import Session
-from accelbench.sut import generation_host
+from accelbench.sut import generation_host, wire
 from accelbench.sut.host import Host
 from accelbench.sut.remote import Prepared, StackFacts
 from accelbench.workloads.base import Inputs
@@ -64,7 +64,7 @@ class InProcessSut:
 
     def details(self, session: int) -> dict[str, str]:
         """The session's details, read now."""
-        return {str(k): str(v) for k, v in dict(self.host.sessions[session].details).items()}
+        return wire.texts(self.host.sessions[session].details)
 
     def close_session(self, session: int) -> None:
         """Close the session (a served one stops its server)."""

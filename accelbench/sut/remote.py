@@ -199,7 +199,7 @@ class SutProcess:
             session=int(reply["session"]),
             effective_precision=str(reply["effective_precision"]),
             compile_s=float(reply["compile_s"]),
-            versions={str(k): str(v) for k, v in dict(reply["versions"]).items()},
+            versions=wire.texts(reply["versions"]),
             asynchronous=bool(reply["asynchronous"]),
         )
         infer = RemoteInfer(self, prepared.session, prepared.asynchronous)
@@ -306,7 +306,7 @@ class SutProcess:
         """The session's details, read now (after the timed run: a served session's server timings
         are read when first asked for, so they cover it)."""
         found = self.request({"op": "details", "session": session}).header["details"]
-        return {str(k): str(v) for k, v in dict(found).items()}
+        return wire.texts(found)
 
     def close_session(self, session: int) -> None:
         """Close a session (a served one stops its server)."""

@@ -143,3 +143,8 @@ def _layout(layout: Any) -> tuple[np.dtype[Any], tuple[int, ...]]:
     if dtype.kind not in DTYPE_KINDS or dtype.hasobject or any(n < 0 for n in shape) or len(shape) > 16:
         raise WireError(f"an array of dtype {dtype.str} and shape {shape} cannot cross the wire")
     return dtype, shape
+
+
+def texts(mapping: Mapping[Any, Any]) -> dict[str, str]:
+    """``mapping`` as the wire carries a stack's details or versions: keys and values as text."""
+    return {str(k): str(v) for k, v in dict(mapping).items()}

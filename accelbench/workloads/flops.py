@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from accelbench.files import read_json
+from accelbench.files import check_schema_version, read_json
 
 if TYPE_CHECKING:
     import torch
@@ -75,10 +75,7 @@ class WorkloadCost:
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> WorkloadCost:
         """Rebuild from ``to_dict``'s document; raises ValueError on another schema version."""
-        if doc.get("schema_version") != COST_SCHEMA_VERSION:
-            raise ValueError(
-                f"cost schema_version {doc.get('schema_version')!r} is not {COST_SCHEMA_VERSION}"
-            )
+        check_schema_version(doc, (COST_SCHEMA_VERSION,), "cost")
         return cls(**{**doc, "flops_by_op": dict(doc.get("flops_by_op", {}))})
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import importlib
 import json
 import os
 import sys
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from accelbench.errors import UserError, first_line
+from accelbench.registry import load
 from accelbench.workloads.base import Inputs, Variant, Workload
 
 if TYPE_CHECKING:
@@ -142,11 +142,10 @@ def load_torch_model(source: ModelSource, seed: int) -> tuple[torch.nn.Module, t
 
 
 def _import_function(source: ModelSource) -> Callable[[], Any]:
-    module_name, _, attribute = source.location.partition(":")
     if source.import_root and source.import_root not in sys.path:
         sys.path.insert(0, source.import_root)
     try:
-        function = getattr(importlib.import_module(module_name), attribute)
+        function = load(source.location)
     except Exception as err:
         raise UserError(f"cannot import {source.location}: {first_line(err, 300)}") from None
     if not callable(function):

@@ -10,7 +10,7 @@ from accelbench.cellspec import CellSpec, Folders, Refs
 from accelbench.endpoint.accuracy import Accuracy
 from accelbench.endpoint.facts import EndpointFacts
 from accelbench.endpoint.figures import Bounds, point
-from accelbench.endpoint.outcome import Found, outcome
+from accelbench.endpoint.outcome import Found, Setup, outcome
 from accelbench.endpoint.records import RequestRecord
 from accelbench.endpoint.settings import EndpointSettings
 from accelbench.generation.models import LlmModel
@@ -64,7 +64,8 @@ def _outcome(tmp_path: Path, probe: NoiseProbe | None) -> dict[str, Any]:
         probe=probe,
     )
     stack = EndpointFacts(name="llm@url", server="url", precision="server's", unavailable_reason=None)
-    return outcome(spec, stack, model, settings, (8, 48), found, LIMITS).to_dict()
+    setup = Setup(spec=spec, stack=stack, model=model, settings=settings, lengths=(8, 48), limits=LIMITS)
+    return outcome(setup, found).to_dict()
 
 
 def test_a_disturbed_curve_is_unstable_with_the_guards_evidence(tmp_path: Path) -> None:

@@ -88,3 +88,12 @@ def seeded(model: torch.nn.Module, seed: int, scale: float = 1.0) -> torch.nn.Mo
             std = scale / fan_in**0.5 if parameter.dim() > 1 else 0.1
             parameter.copy_(torch.randn(parameter.shape, generator=generator) * std)
     return model.eval()
+
+
+def standard_normal_(weight: torch.Tensor, seed: int) -> None:
+    """Redraw ``weight`` in place from N(0, 1) (embeddings whose rows must differ clearly), by a generator
+    of its own seeded with ``seed + 1`` (not ``seeded``'s stream)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed + 1)
+    weight.copy_(torch.randn(weight.shape, generator=generator))

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from accelbench.workloads.base import Inputs
-from accelbench.workloads.expressive._base import ExpressiveWorkload
+from accelbench.workloads.expressive._base import ExpressiveWorkload, standard_normal_
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +113,7 @@ class DlrmBags(ExpressiveWorkload[DlrmShape, Dlrm]):
 
     def set_weights(self, model: Dlrm, seed: int) -> None:
         """Embeddings N(0, 1), so bags of different ids differ clearly."""
-        generator = torch.Generator().manual_seed(seed + 1)
-        model.bags.weight.copy_(torch.randn(model.bags.weight.shape, generator=generator))
+        standard_normal_(model.bags.weight, seed)
 
     def draw(self, shape: DlrmShape, rng: np.random.Generator) -> Inputs:
         """N(0, 1) dense features and Zipf ids in bags of random sizes."""

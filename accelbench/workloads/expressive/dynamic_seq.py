@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from accelbench.workloads.base import Inputs
-from accelbench.workloads.expressive._base import ExpressiveWorkload
+from accelbench.workloads.expressive._base import ExpressiveWorkload, standard_normal_
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,8 +102,7 @@ class DynamicSeq(ExpressiveWorkload[SeqShape, Encoder]):
 
     def set_weights(self, model: Encoder, seed: int) -> None:
         """Embeddings N(0, 1), LayerNorms identity."""
-        generator = torch.Generator().manual_seed(seed + 1)
-        model.embed.weight.copy_(torch.randn(model.embed.weight.shape, generator=generator))
+        standard_normal_(model.embed.weight, seed)
         for module in model.modules():
             if isinstance(module, nn.LayerNorm):
                 module.weight.fill_(1.0)
