@@ -13,6 +13,7 @@ from typing import Any
 from rich.console import Group
 from rich.table import Table
 
+from accelbench.hardware.match import ChipMatch
 from accelbench.hardware.share import ShareDecision
 from accelbench.normalize import ranking
 from accelbench.normalize.cell_figures import CellFigures, Roofline
@@ -230,31 +231,27 @@ def _cell_text(value: Any) -> str:
     return "-" if value in (None, "") else str(value)
 
 
-def machine_table(machine: Mapping[str, Any]) -> Table:
-    """``accelbench hw``: the detected machine, one fact per row, sizes in binary units."""
+def machine_table(machine: Mapping[str, Any], chip: ChipMatch | None = None) -> Table:
+    """``accelbench hw``: the detected machine (a stored or detected machine record), one fact per row,
+    sizes in binary units; then the CPU chip it matched, when given, with the chips counted and the notes
+    (computed by ``accelbench.hardware.match``)."""
     table = Table(title="Detected machine", title_justify="left", show_header=False)
     table.add_column("fact")
     table.add_column("value")
     for key, value in machine.items():
-        if key != "chip":
-            table.add_row(key, _fact(key, value))
-    for key, text in _chip_rows(machine):
+        table.add_row(key, _fact(key, value))
+    for key, text in _chip_rows(chip) if chip is not None else ():
         table.add_row(key, text)
     return table
 
 
-def _chip_rows(document: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """The ``chip`` section of an ``hw`` document: the matched CPU chip and chips counted, with their
-    basis (computed by ``accelbench.hardware.match``); none for a document without one."""
-    chip = document.get("chip")
-    if not isinstance(chip, Mapping):
-        return []
-    name = chip.get("key") or "no chip (unmatched)"
-    notes = [("chip note", str(note)) for note in chip.get("notes", ())]
+def _chip_rows(chip: ChipMatch) -> list[tuple[str, str]]:
+    """The matched chip and how it was matched, the chips counted and their arithmetic, the notes."""
+    name = chip.chip.key if chip.chip is not None else "no chip (unmatched)"
     return [
-        ("chip", f"{name} ({chip.get('basis', '')})"),
-        ("chips counted", str(chip.get("count_basis", ""))),
-        *notes,
+        ("chip", f"{name} ({chip.basis})"),
+        ("chips counted", chip.count_basis),
+        *(("chip note", note) for note in chip.notes),
     ]
 
 
