@@ -73,6 +73,11 @@ class Range:
         return _as_range(other) / self
 
 
+def range_document(value: Range | None) -> dict[str, float] | None:
+    """A range as JSON (``low``, ``central``, ``high``); None stays None."""
+    return None if value is None else {"low": value.low, "central": value.central, "high": value.high}
+
+
 def product(values: list[Range] | tuple[Range, ...]) -> Range:
     """The product of ranges (the point 1 for no values)."""
     total = Range.point(1.0)

@@ -7,6 +7,7 @@ Bad input raises ``UserError`` anywhere below; the error boundary (``boundary``,
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 from collections.abc import Iterator
@@ -43,6 +44,7 @@ from accelbench.cli.options import (
 from accelbench.config import RunConfig, load_toml, suite, with_overrides, with_variant_seed
 from accelbench.errors import UserError
 from accelbench.hardware.detect import Machine, detect_machine, machine_to_dict
+from accelbench.hardware.match import ChipMatch
 from accelbench.inputs import MAX_PROBE_BUDGET_S, RANGES, check_names, positive_finite
 from accelbench.meters.cost import user_rate
 from accelbench.report import terminal
@@ -291,24 +293,28 @@ def hw(as_json: JsonOption = False) -> None:
 
     machine = detect_machine()
     match = match_machine(machine)
-    notes = list(match.notes)
-    chip = {
+    if match.count_high is not None:  # what a run's figures use is decided by its measured GEMM peak
+        counts = f"{match.count:.3g} or {match.count_high:.3g} chips"
+        decided = "decided by its measured GEMM peak (whole cores or SMT siblings)"
+        note = f"a run counts {counts}, {decided}: its '% datasheet' caption says which"
+        match = dataclasses.replace(match, notes=(*match.notes, note))
+    document = {**machine_to_dict(machine), "fingerprint": machine.fingerprint}
+    if as_json:
+        terminal.print_json({**document, "chip": _chip_document(match)})
+    else:
+        console.print(terminal.machine_table(document, match))
+
+
+def _chip_document(match: ChipMatch) -> dict[str, Any]:
+    """The ``chip`` of ``hw --json``: the matched chip, its basis, the chips counted and the notes."""
+    return {
         "key": match.chip.key if match.chip else None,
         "basis": match.basis,
         "count": match.count,
         "count_high": match.count_high,
         "count_basis": match.count_basis,
-        "notes": notes,
+        "notes": list(match.notes),
     }
-    if match.count_high is not None:  # what a run's figures use is decided by its measured GEMM peak
-        counts = f"{match.count:.3g} or {match.count_high:.3g} chips"
-        decided = "decided by its measured GEMM peak (whole cores or SMT siblings)"
-        notes.append(f"a run counts {counts}, {decided}: its '% datasheet' caption says which")
-    document = {**machine_to_dict(machine), "fingerprint": machine.fingerprint, "chip": chip}
-    if as_json:
-        terminal.print_json(document)
-    else:
-        console.print(terminal.machine_table(document))
 
 
 @app.command()

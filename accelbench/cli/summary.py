@@ -7,13 +7,14 @@ only picks the sections a run has and prints them in order.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from accelbench.meters.cost import HourlyRate
 from accelbench.normalize import ranking
-from accelbench.normalize.expressiveness import expressiveness_section
+from accelbench.normalize.expressiveness import expressiveness_matrix
 from accelbench.normalize.serving import serving_comparisons, serving_document
 from accelbench.report import endpoint as endpoint_report
 from accelbench.report import generation as generation_report
@@ -24,6 +25,9 @@ from accelbench.report import training as training_report
 from accelbench.results import Result, to_dict
 from accelbench.store import Store
 
+if TYPE_CHECKING:
+    from accelbench.normalize.cell_figures import CellFigures
+
 console = Console(width=None if sys.stdout.isatty() else 180)  # pipes get full tables
 
 
@@ -31,18 +35,19 @@ def print_results(
     store: Store, run_id: str, as_json: bool, include_unverified: bool = False, rate: HourlyRate | None = None
 ) -> None:
     """The results of ``run_id`` (verified ones ranked; ``rate``: the cost per token of served cells)."""
+    from accelbench.normalize.cell_figures import cell_figures
     from accelbench.probe.peaks_file import load_peaks
-    from accelbench.report.documents import normalized_documents, served_chips
+    from accelbench.report.documents import served_chips
 
     results, run_dir = store.results(run_id), store.run_dir(run_id)
     peaks = load_peaks(run_dir)
     machine, config = store.run(run_id).machine, store.run(run_id).config
-    normalized = normalized_documents(results, machine, peaks, store.path / "cache")
+    normalized = cell_figures(results, machine, peaks, store.path / "cache")
     chips = served_chips(results, machine, peaks, config=config)
     if as_json:
-        documents = [{**to_dict(r), "normalized": normalized.get(r.cell.key)} for r in results]
+        documents = [{**to_dict(r), "normalized": _normalized_document(normalized, r)} for r in results]
         peaks_doc = peaks.to_dict() if peaks else None
-        expressive = expressiveness_section(results)
+        expressive = _expressiveness_section(results)
         document = {"run_id": run_id, "peaks": peaks_doc, "results": documents, **expressive}
         document.update(ranking.leaderboard_document(results, include_unverified))
         document.update(_generalization_section(results))
@@ -78,21 +83,34 @@ def print_results(
     console.print(f"run folder (LoadGen logs, caches): {run_dir}")
 
 
+def _normalized_document(normalized: Mapping[str, CellFigures], result: Result) -> dict[str, Any] | None:
+    """The ``normalized`` document of a result in ``show --json``; None for a cell without figures."""
+    found = normalized.get(result.cell.key)
+    return found.to_dict() if found is not None else None
+
+
 def _generalization_section(results: list[Result]) -> dict[str, Any]:
     """``{"generalization": ...}`` when the run has variants, else empty."""
-    from accelbench.normalize.generalization import generalization_document, has_variants
+    from accelbench.normalize.generalization import generalization_figures, has_variants
 
-    return {"generalization": generalization_document(results)} if has_variants(results) else {}
+    return {"generalization": generalization_figures(results).to_dict()} if has_variants(results) else {}
+
+
+def _expressiveness_section(results: list[Result]) -> dict[str, Any]:
+    """``{"expressiveness": ...}`` when the run has expressiveness workloads, else empty."""
+    matrix = expressiveness_matrix(results)
+    return {"expressiveness": matrix.to_dict()} if matrix.cells else {}
 
 
 def _print_generalization(results: list[Result]) -> None:
     """Generalization figures when the run has variants; flagged audits and the audit summary."""
+    from accelbench.normalize.generalization import generalization_figures, has_variants
     from accelbench.report import generalization as report
 
-    section = _generalization_section(results)
-    if section:
-        console.print(report.stacks_table(section["generalization"]))
-        console.print(report.variants_table(section["generalization"]))
+    if has_variants(results):
+        figures = generalization_figures(results)
+        console.print(report.stacks_table(figures))
+        console.print(report.variants_table(figures))
     flagged = report.audits_table(results)
     if flagged is not None:
         console.print(flagged)
@@ -103,10 +121,10 @@ def _print_generalization(results: list[Result]) -> None:
 
 def _print_expressiveness(results: list[Result]) -> None:
     """The workload x stack matrix when the run has expressiveness workloads."""
-    from accelbench.report import expressiveness as matrix
+    from accelbench.report import expressiveness as report
 
-    section = expressiveness_section(results)
-    if section:
-        console.print(matrix.matrix_table(section["expressiveness"]))
-        for line in matrix.reason_lines(section["expressiveness"]):
+    matrix = expressiveness_matrix(results)
+    if matrix.cells:
+        console.print(report.matrix_table(matrix))
+        for line in report.reason_lines(matrix):
             console.print(f"  {line}")

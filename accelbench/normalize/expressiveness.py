@@ -1,7 +1,7 @@
 """The expressiveness matrix: which stacks run the non-matmul workloads, correctly, and how fast vs eager.
 
-``expressiveness_document`` turns the results of a run into one plain JSON document (consumed by the
-terminal and HTML reports and printed under the ``expressiveness`` key of ``accelbench show --json``)::
+``expressiveness_matrix`` turns the results of a run into one record (read by the terminal and HTML
+reports); its ``to_dict`` is printed under the ``expressiveness`` key of ``accelbench show --json``::
 
     {"workloads": [names], "stacks": [names],
      "cells": [{"workload", "stack", "device", "scenario", "verdict", "reason", "speed_vs_eager"}]}
@@ -15,7 +15,8 @@ else None. Only results of the expressiveness workloads are included.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from accelbench.results import Result
@@ -33,32 +34,74 @@ def expressiveness_results(results: Sequence[Result]) -> list[Result]:
     return [result for result in results if result.cell.workload in EXPRESSIVE_WORKLOADS]
 
 
-def expressiveness_document(results: Sequence[Result]) -> dict[str, Any]:
-    """The workload x stack matrix of ``results`` (see the module docstring for the shape)."""
+@dataclass(frozen=True, slots=True)
+class ExpressivenessCell:
+    """One matrix cell: a result's verdict (``VERDICTS``), its reason and its speed relative to eager."""
+
+    workload: str
+    stack: str
+    device: str
+    scenario: str
+    verdict: str
+    reason: str
+    speed_vs_eager: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The cell as a row of the document's ``cells``."""
+        return {
+            "workload": self.workload,
+            "stack": self.stack,
+            "device": self.device,
+            "scenario": self.scenario,
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "speed_vs_eager": self.speed_vs_eager,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Expressiveness:
+    """The workload x stack matrix: workloads and stacks in order of first appearance, and the cells."""
+
+    workloads: tuple[str, ...]
+    stacks: tuple[str, ...]
+    cells: tuple[ExpressivenessCell, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``expressiveness`` document of ``show --json`` (see the module docstring)."""
+        return {
+            "workloads": list(self.workloads),
+            "stacks": list(self.stacks),
+            "cells": [cell.to_dict() for cell in self.cells],
+        }
+
+
+def expressiveness_matrix(results: Sequence[Result]) -> Expressiveness:
+    """The workload x stack matrix of ``results`` (empty without expressiveness workloads)."""
     chosen = expressiveness_results(results)
     eager = {_peer_key(r): r.qps for r in chosen if r.cell.stack == EAGER_STACK and r.status == "ok"}
-    return {
-        "workloads": _ordered(r.cell.workload for r in chosen),
-        "stacks": _ordered(r.cell.stack for r in chosen),
-        "cells": [_cell(result, eager.get(_peer_key(result))) for result in chosen],
-    }
+    return Expressiveness(
+        workloads=_ordered(r.cell.workload for r in chosen),
+        stacks=_ordered(r.cell.stack for r in chosen),
+        cells=tuple(_cell(result, eager.get(_peer_key(result))) for result in chosen),
+    )
 
 
-def _cell(result: Result, eager_qps: float | None) -> dict[str, Any]:
+def _cell(result: Result, eager_qps: float | None) -> ExpressivenessCell:
     """One matrix cell: verdict, reason and speed relative to eager."""
     speed = _speed_vs_eager(result, eager_qps)
     verdict = _VERDICT_OF_STATUS.get(result.status, result.status)
     if result.status == "ok":
         verdict = "slower-than-eager" if speed is not None and speed < 1.0 else "runs"
-    return {
-        "workload": result.cell.workload,
-        "stack": result.cell.stack,
-        "device": result.cell.device,
-        "scenario": result.cell.scenario,
-        "verdict": verdict,
-        "reason": _reason(result),
-        "speed_vs_eager": speed,
-    }
+    return ExpressivenessCell(
+        workload=result.cell.workload,
+        stack=result.cell.stack,
+        device=result.cell.device,
+        scenario=result.cell.scenario,
+        verdict=verdict,
+        reason=_reason(result),
+        speed_vs_eager=speed,
+    )
 
 
 def _speed_vs_eager(result: Result, eager_qps: float | None) -> float | None:
@@ -82,13 +125,6 @@ def _peer_key(result: Result) -> tuple[str, ...]:
     return (cell.workload, cell.size, cell.variant, cell.device, cell.scenario)
 
 
-def _ordered(names: Any) -> list[str]:
+def _ordered(names: Iterable[str]) -> tuple[str, ...]:
     """Distinct names in order of first appearance."""
-    return list(dict.fromkeys(names))
-
-
-def expressiveness_section(results: Sequence[Result]) -> dict[str, Any]:
-    """``{"expressiveness": document}`` when ``results`` hold expressiveness workloads, else ``{}``."""
-    if not expressiveness_results(results):
-        return {}
-    return {"expressiveness": expressiveness_document(results)}
+    return tuple(dict.fromkeys(names))

@@ -13,12 +13,13 @@ or the switching-energy ratio for per-watt comparisons; nodes outside the table 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from accelbench.hardware.chips import Chip, Fact
 from accelbench.hardware.prices import ChipPrice, chip_price
 from accelbench.normalize.cmos import CmosNode, NodeValue, node_value
 from accelbench.normalize.subjects import Subject
-from accelbench.ranges import Range, weakest
+from accelbench.ranges import Range, range_document, weakest
 
 DENOMINATORS = ("chip", "transistor", "mm2", "tdp_w", "measured_w", "usd", "usd_cloud")
 _PER_CHIP = {  # denominator -> (Chip attribute, unit of the denominator, unit of the figure)
@@ -51,6 +52,18 @@ class Figure:
     def performance(self) -> Range:
         """Units of work per (denominator x second): the inverse of the cost."""
         return 1.0 / self.value
+
+    def to_dict(self) -> dict[str, Any]:
+        """The figure as JSON (SI units): value, unit, denominator, provenance, source class, source."""
+        return {
+            "value": range_document(self.value),
+            "unit": self.unit,
+            "denominator": range_document(self.denominator),
+            "denominator_unit": self.denominator_unit,
+            "provenance": self.provenance,
+            "source_class": self.source_class,
+            "source": self.source,
+        }
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ row in the table or the heatmap: it is listed under ``excluded`` with the reason
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,26 +33,144 @@ from accelbench.sections import VariantMutation
 CANONICAL = "canonical"
 ANSWERED_RIGHT = ("ok", "unverified", "invalid", "unstable")
 """Statuses of a cell that ran and passed the quality gate (only ``ok`` gives performance)."""
-Group = tuple[str, str, str, str]
-"""(workload, stack, device, scenario)."""
 
 
-def generalization_document(results: Sequence[Result]) -> dict[str, Any]:
-    """The run's generalization figures (see the module docstring); empty lists without variants."""
+@dataclass(frozen=True, slots=True)
+class Group:
+    """The cells compared with each other: one (workload, stack, device, scenario), every variant."""
+
+    workload: str
+    stack: str
+    device: str
+    scenario: str
+
+    def to_dict(self) -> dict[str, str]:
+        """The group's keys, as every row of the document starts."""
+        return {
+            "workload": self.workload,
+            "stack": self.stack,
+            "device": self.device,
+            "scenario": self.scenario,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StackGeneralization:
+    """One group's figures (see the module docstring); a CI is (low, high), None without enough cells."""
+
+    group: Group
+    goodhart_gap: float | None
+    gap_ci: tuple[float, float] | None
+    spread: float | None
+    spread_ci: tuple[float, float] | None
+    success_rate: float
+    variants_ok: int
+    variants_total: int
+    compile_growth: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row of ``stacks`` in the generalization document."""
+        return {
+            **self.group.to_dict(),
+            "goodhart_gap": self.goodhart_gap,
+            "gap_ci": None if self.gap_ci is None else list(self.gap_ci),
+            "spread": self.spread,
+            "spread_ci": None if self.spread_ci is None else list(self.spread_ci),
+            "success_rate": self.success_rate,
+            "variants_ok": self.variants_ok,
+            "variants_total": self.variants_total,
+            "compile_growth": self.compile_growth,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class VariantRow:
+    """One (workload, variant) seen: its mutations and FLOPs, absolute and relative to the canonical
+    model's (None: not counted, a record stored without it)."""
+
+    workload: str
+    variant: str
+    mutations: tuple[VariantMutation, ...]
+    flops: int | None
+    flops_ratio: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row of ``variants`` in the generalization document."""
+        return {
+            "workload": self.workload,
+            "variant": self.variant,
+            "mutations": [{"kind": m.kind, "detail": m.detail} for m in self.mutations],
+            "flops": self.flops,
+            "flops_ratio": self.flops_ratio,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class HeatmapCell:
+    """One cell's FLOP/s relative to its group's canonical cell (None when either was not measured)."""
+
+    group: Group
+    variant: str
+    relative: float | None
+    status: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row of ``heatmap`` in the generalization document."""
+        return {
+            **self.group.to_dict(),
+            "variant": self.variant,
+            "relative": self.relative,
+            "status": self.status,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Exclusion:
+    """A group without figures and why: a disqualified cell, or no verified one."""
+
+    group: Group
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row of ``excluded`` in the generalization document."""
+        return {**self.group.to_dict(), "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class Generalization:
+    """A run's generalization figures: the variant seed, per-group figures, the variants, the heatmap
+    cells and the groups left out."""
+
+    variant_seed: int | None
+    stacks: tuple[StackGeneralization, ...]
+    variants: tuple[VariantRow, ...]
+    heatmap: tuple[HeatmapCell, ...]
+    excluded: tuple[Exclusion, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``generalization`` document of ``show --json``."""
+        return {
+            "variant_seed": self.variant_seed,
+            "stacks": [row.to_dict() for row in self.stacks],
+            "variants": [row.to_dict() for row in self.variants],
+            "heatmap": [cell.to_dict() for cell in self.heatmap],
+            "excluded": [row.to_dict() for row in self.excluded],
+        }
+
+
+def generalization_figures(results: Sequence[Result]) -> Generalization:
+    """The run's generalization figures (see the module docstring); empty without variants."""
     groups = _groups(results)
     admitted = {key: members for key, members in groups.items() if not _exclusion(members)}
-    stacks = [_stack_figures(key, members) for key, members in admitted.items()]
-    return {
-        "variant_seed": _variant_seed(results),
-        "stacks": [figures for figures in stacks if figures is not None],
-        "variants": _variant_rows(results),
-        "heatmap": [row for key, members in admitted.items() for row in _heatmap_rows(key, members)],
-        "excluded": [
-            {"workload": key[0], "stack": key[1], "device": key[2], "scenario": key[3], "reason": why}
-            for key, members in groups.items()
-            if (why := _exclusion(members))
-        ],
-    }
+    return Generalization(
+        variant_seed=_variant_seed(results),
+        stacks=tuple(_stack_figures(key, members) for key, members in admitted.items()),
+        variants=_variant_rows(results),
+        heatmap=tuple(cell for key, members in admitted.items() for cell in _heatmap_cells(key, members)),
+        excluded=tuple(
+            Exclusion(key, why) for key, members in groups.items() if (why := _exclusion(members))
+        ),
+    )
 
 
 def _exclusion(members: Sequence[Result]) -> str:
@@ -81,7 +200,7 @@ def _groups(results: Sequence[Result]) -> dict[Group, list[Result]]:
     groups: dict[Group, list[Result]] = {}
     for result in results:
         cell = result.cell
-        groups.setdefault((cell.workload, cell.stack, cell.device, cell.scenario), []).append(result)
+        groups.setdefault(Group(cell.workload, cell.stack, cell.device, cell.scenario), []).append(result)
     return {
         key: members
         for key, members in groups.items()
@@ -102,7 +221,7 @@ def _flops(result: Result, canonical_flops: int | None) -> int | None:
     return int(flops) if flops is not None else None
 
 
-def _stack_figures(key: Group, members: Sequence[Result]) -> dict[str, Any] | None:
+def _stack_figures(key: Group, members: Sequence[Result]) -> StackGeneralization:
     canonical = next((r for r in members if r.cell.variant == CANONICAL), None)
     variants = [r for r in members if r.cell.variant != CANONICAL]
     canonical_flops = _canonical_flops(members)
@@ -111,27 +230,24 @@ def _stack_figures(key: Group, members: Sequence[Result]) -> dict[str, Any] | No
     gap, gap_ci = _gap(canonical_rate, rates)
     spread, spread_ci = _spread(rates)
     passed = sum(1 for r in variants if r.status in ANSWERED_RIGHT)
-    return {
-        "workload": key[0],
-        "stack": key[1],
-        "device": key[2],
-        "scenario": key[3],
-        "goodhart_gap": gap,
-        "gap_ci": gap_ci,
-        "spread": spread,
-        "spread_ci": spread_ci,
-        "success_rate": passed / len(variants),
-        "variants_ok": passed,
-        "variants_total": len(variants),
-        "compile_growth": _compile_growth(canonical, variants),
-    }
+    return StackGeneralization(
+        group=key,
+        goodhart_gap=gap,
+        gap_ci=gap_ci,
+        spread=spread,
+        spread_ci=spread_ci,
+        success_rate=passed / len(variants),
+        variants_ok=passed,
+        variants_total=len(variants),
+        compile_growth=_compile_growth(canonical, variants),
+    )
 
 
-def _gap(canonical_rate: float | None, rates: list[float]) -> tuple[float | None, list[float] | None]:
+def _gap(canonical_rate: float | None, rates: list[float]) -> tuple[float | None, tuple[float, float] | None]:
     if canonical_rate is None or not rates:
         return None, None
     gap, (low, high) = stats.ratio_ci([canonical_rate], rates)
-    return gap, [low, high]
+    return gap, (low, high)
 
 
 def relative_spread(values: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -140,12 +256,12 @@ def relative_spread(values: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.asarray((q75 - q25) / median)
 
 
-def _spread(rates: list[float]) -> tuple[float | None, list[float] | None]:
+def _spread(rates: list[float]) -> tuple[float | None, tuple[float, float] | None]:
     if len(rates) < 2:
         return None, None
     value = float(relative_spread(np.asarray(rates)))
     low, high = stats.bootstrap_ci(rates, relative_spread)
-    return value, [low, high]
+    return value, (low, high)
 
 
 def _compile_growth(canonical: Result | None, variants: Sequence[Result]) -> float | None:
@@ -160,9 +276,9 @@ def _variant_seed(results: Sequence[Result]) -> int | None:
     return min(seeds) if seeds else None
 
 
-def _variant_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
-    """One row per (workload, variant) seen, the canonical model first (mutations [], ratio 1)."""
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
+def _variant_rows(results: Sequence[Result]) -> tuple[VariantRow, ...]:
+    """One row per (workload, variant) seen, the canonical model first (mutations (), ratio 1)."""
+    rows: dict[tuple[str, str], VariantRow] = {}
     for result in results:
         info = result.variant_info
         if not info:
@@ -173,30 +289,29 @@ def _variant_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
             (workload, result.cell.variant),
             _row(workload, result.cell.variant, info.mutations, info.flops, info.flops_ratio),
         )
-    return [rows[key] for key in sorted(rows, key=lambda k: (k[0], k[1] != CANONICAL, k[1]))]
+    return tuple(rows[key] for key in sorted(rows, key=lambda k: (k[0], k[1] != CANONICAL, k[1])))
 
 
 def _row(
     workload: str, variant: str, mutations: Sequence[VariantMutation], flops: Any, ratio: Any
-) -> dict[str, Any]:
-    return {
-        "workload": workload,
-        "variant": variant,
-        "mutations": [{"kind": m.kind, "detail": m.detail} for m in mutations],
-        "flops": None if flops is None else int(flops),  # None: not counted (a record stored without it)
-        "flops_ratio": None if ratio is None else float(ratio),
-    }
+) -> VariantRow:
+    return VariantRow(
+        workload=workload,
+        variant=variant,
+        mutations=tuple(mutations),
+        flops=None if flops is None else int(flops),  # None: not counted (a record stored without it)
+        flops_ratio=None if ratio is None else float(ratio),
+    )
 
 
-def _heatmap_rows(key: Group, members: Sequence[Result]) -> list[dict[str, Any]]:
+def _heatmap_cells(key: Group, members: Sequence[Result]) -> list[HeatmapCell]:
     """Each cell's FLOP/s relative to the canonical cell's (None when either was not measured)."""
     canonical_flops = _canonical_flops(members)
     canonical = next((r for r in members if r.cell.variant == CANONICAL), None)
     base = flop_rate(canonical, canonical_flops) if canonical else None
-    rows = []
+    cells = []
     for result in sorted(members, key=lambda r: (r.cell.variant != CANONICAL, r.cell.variant)):
         rate = flop_rate(result, _flops(result, canonical_flops))
         relative = rate / base if rate is not None and base else None
-        cell = dict(zip(("workload", "stack", "device", "scenario"), key, strict=True))
-        rows.append({**cell, "variant": result.cell.variant, "relative": relative, "status": result.status})
-    return rows
+        cells.append(HeatmapCell(key, result.cell.variant, relative, result.status))
+    return cells

@@ -11,18 +11,17 @@ whose facts give clocks and FLOP/cycle, its decided cores at the clock they can 
 its source names the clock and the source class.
 
 A result whose achieved rate exceeds the measured peak (share above ``SUSPECT_SHARE``) is not shown
-silently: its ``PeakShare`` is ``suspect`` with a reason, and ``suspect_reasons`` gathers those reasons
-per measured peak so the probe's row can say that a result beat it. A share of the datasheet peak above
-``SUSPECT_SHARE`` (its central value) is as impossible: ``datasheet_suspect``, with its own reason. (The
-chips counted were already narrowed by the measured peak, ``accelbench.hardware.match.narrowed``, so
-what is left above 100% is a wrong chip match, datasheet or FLOP count.) Pure functions; no formatting.
+silently: its ``PeakShare`` is ``suspect`` with a reason, and ``cell_figures.suspect_reasons`` gathers
+those reasons per measured peak so the probe's row can say that a result beat it. A share of the
+datasheet peak above ``SUSPECT_SHARE`` (its central value) is as impossible: ``datasheet_suspect``, with
+its own reason. (The chips counted were already narrowed by the measured peak,
+``accelbench.hardware.match.narrowed``, so what is left above 100% is a wrong chip match, datasheet or
+FLOP count.) Pure functions; no formatting.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from accelbench.hardware.chips import Chip
 from accelbench.hardware.share import ShareDecision
@@ -122,29 +121,3 @@ def _datasheet_reason(share: float, source: str) -> str:
         f"achieved {share:.0%} of the datasheet peak of the part used ({source}): either the chip match "
         "or the chips counted are wrong, or the FLOP count overstates the work"
     )
-
-
-def suspect_reasons(documents: Mapping[str, Mapping[str, Any]]) -> dict[str, list[str]]:
-    """Per measured peak (``"gemm fp32"``): ``cell key: reason`` of every suspect roofline document."""
-    found: dict[str, list[str]] = {}
-    for key, document in sorted(documents.items()):
-        roofline = document.get("roofline") or {}
-        if roofline.get("suspect"):
-            name = f"gemm {roofline.get('peak_dtype', 'fp32')}"
-            found.setdefault(name, []).append(f"{key}: {roofline.get('suspect_reason', '')}")
-    return found
-
-
-def shares_above(documents: Iterable[Mapping[str, Any]], limit: float = SUSPECT_SHARE) -> list[float]:
-    """Shares of the measured or the datasheet peak (its central value) above ``limit`` that are not
-    marked suspect (should be empty)."""
-    unmarked = []
-    for document in documents:
-        roofline = document.get("roofline") or {}
-        share = roofline.get("share_of_peak")
-        if share is not None and share > limit and not roofline.get("suspect"):
-            unmarked.append(share)
-        sheet = (roofline.get("share_of_datasheet_peak") or {}).get("central")
-        if sheet is not None and sheet > limit and not roofline.get("datasheet_suspect"):
-            unmarked.append(sheet)
-    return unmarked

@@ -22,8 +22,8 @@ from accelbench.endpoint.extension import POINT_WIDTH
 from accelbench.hardware.match import ChipMatch
 from accelbench.meters.cost import HourlyRate, usd_per_million_queries
 from accelbench.normalize.denominators import Denominator, served_denominators
+from accelbench.ranges import range_document
 from accelbench.report.endpoint_qps import qps_table
-from accelbench.report.normalized import range_document
 from accelbench.results import Result
 
 TITLE = "Served LLM curves (fixed concurrency; client-side token counts)"

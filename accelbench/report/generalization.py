@@ -2,50 +2,52 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from rich.table import Table
 
 from accelbench.audit_section import AuditSection
 from accelbench.audits import AUDIT_ORDER, audit_warnings, failed_audits, inconclusive_audits
+from accelbench.normalize.generalization import Generalization
 from accelbench.results import Result
 
 
-def stacks_table(document: Mapping[str, Any]) -> Table:
+def stacks_table(figures: Generalization) -> Table:
     """One row per (workload, stack, device, scenario): Goodhart gap, spread, success rate, compile growth."""
-    seed = document.get("variant_seed")
-    table = Table(title=f"Generalization to unseen variants (variant seed {seed})", title_justify="left")
+    title = f"Generalization to unseen variants (variant seed {figures.variant_seed})"
+    table = Table(title=title, title_justify="left")
     for column in ("workload", "stack", "device", "scenario"):
         table.add_column(column)
     for column in ("Goodhart gap", "95% CI", "spread", "95% CI ", "success", "compile growth"):
         table.add_column(column, justify="right")
-    for row in document["stacks"]:
+    for row in figures.stacks:
+        group = row.group
         table.add_row(
-            row["workload"],
-            row["stack"],
-            row["device"],
-            row["scenario"],
-            _ratio(row["goodhart_gap"]),
-            _interval(row["gap_ci"], _ratio),
-            _share(row["spread"]),
-            _interval(row["spread_ci"], _share),
-            f"{row['variants_ok']}/{row['variants_total']}",
-            _ratio(row["compile_growth"]),
+            group.workload,
+            group.stack,
+            group.device,
+            group.scenario,
+            _ratio(row.goodhart_gap),
+            _interval(row.gap_ci, _ratio),
+            _share(row.spread),
+            _interval(row.spread_ci, _share),
+            f"{row.variants_ok}/{row.variants_total}",
+            _ratio(row.compile_growth),
         )
     return table
 
 
-def variants_table(document: Mapping[str, Any]) -> Table:
+def variants_table(figures: Generalization) -> Table:
     """One row per variant: FLOPs relative to the canonical model and the mutations."""
     table = Table(title="Variants", title_justify="left")
     for column in ("workload", "variant", "GFLOP/sample", "x canonical", "mutations"):
         table.add_column(column, justify="right" if column[0] in "Gx" else "left")
-    for row in document["variants"]:
-        mutations = "; ".join(m["detail"] for m in row["mutations"]) or "-"
-        flops = "-" if row["flops"] is None else f"{row['flops'] / 1e9:.3g}"
-        ratio = "-" if row["flops_ratio"] is None else f"{row['flops_ratio']:.2f}"
-        table.add_row(row["workload"], row["variant"], flops, ratio, mutations)
+    for row in figures.variants:
+        mutations = "; ".join(m.detail for m in row.mutations) or "-"
+        flops = "-" if row.flops is None else f"{row.flops / 1e9:.3g}"
+        ratio = "-" if row.flops_ratio is None else f"{row.flops_ratio:.2f}"
+        table.add_row(row.workload, row.variant, flops, ratio, mutations)
     return table
 
 

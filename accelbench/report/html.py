@@ -21,9 +21,9 @@ from typing import Any
 
 from accelbench.errors import UserError
 from accelbench.hardware.chips import ChipTable
+from accelbench.normalize.cell_figures import cell_figures
 from accelbench.outputs import Kind, write_atomically
 from accelbench.probe.peaks_file import load_peaks
-from accelbench.report.documents import normalized_documents
 from accelbench.report.headline import rules_note, rules_of
 from accelbench.report.html_sections import RunData, Section
 from accelbench.store import Store
@@ -69,7 +69,7 @@ def load_runs(store: Store, run_ids: Sequence[str], chips: ChipTable) -> tuple[R
         record = store.run(run_id)  # UserError for an unknown id
         results = tuple(store.results(run_id))
         peaks = load_peaks(store.run_dir(run_id))
-        normalized = normalized_documents(results, record.machine, peaks, store.path / "cache", chips)
+        normalized = cell_figures(results, record.machine, peaks, store.path / "cache", chips)
         runs.append(RunData(record, results, peaks, normalized))
     return tuple(runs)
 

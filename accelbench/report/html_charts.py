@@ -57,13 +57,13 @@ def roofline_figure(ceilings: Sequence[Ceiling], entries: Sequence[Entry], rules
                 )
             )
     for entry in entries:
-        roofline = entry.normalized.get("roofline")
-        if roofline:
-            intensity = roofline["flops_per_sample"] / roofline["bytes_per_sample"]
+        roofline = entry.roofline
+        if roofline is not None:
+            intensity = roofline.cost.flops / roofline.cost.bytes_moved
             figure.add_trace(
                 go.Scatter(
                     x=[intensity],
-                    y=[roofline["achieved_flops_per_s"] / 1e9],
+                    y=[roofline.position.achieved_flops_per_s / 1e9],
                     mode="markers",
                     name=entry.label,
                     marker={"size": 11},

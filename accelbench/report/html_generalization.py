@@ -1,7 +1,7 @@
 """Generalization, expressiveness and training sections of the HTML report.
 
-The documents come from ``accelbench.normalize.generalization.generalization_document`` and
-``accelbench.normalize.expressiveness.expressiveness_document`` (imported openly: ``normalize`` is a
+The records come from ``accelbench.normalize.generalization.generalization_figures`` and
+``accelbench.normalize.expressiveness.expressiveness_matrix`` (imported openly: ``normalize`` is a
 layer below ``report``); when the runs hold no such results, the section says so in one line. Training
 results (the optional ``training`` section of a result) become a small table.
 """
@@ -9,11 +9,16 @@ results (the optional ``training`` section of a result) become a small table.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from accelbench.normalize.expressiveness import expressiveness_document
-from accelbench.normalize.generalization import generalization_document
+from accelbench.normalize.expressiveness import ExpressivenessCell, expressiveness_matrix
+from accelbench.normalize.generalization import (
+    Group,
+    HeatmapCell,
+    StackGeneralization,
+    generalization_figures,
+)
 from accelbench.report import html_charts
 from accelbench.report.html_sections import RunData, Section, text
 from accelbench.report.html_tables import rows_html
@@ -23,37 +28,38 @@ from accelbench.sections import TrainingFigures
 def generalization_section(runs: Sequence[RunData]) -> Section:
     """The Goodhart gap per stack and the stack x variant heatmap, relative to the canonical model."""
     title = "Generalization to unseen variants"
-    document = generalization_document([r for d in runs for r in d.results])
-    if not document.get("heatmap"):
+    figures = generalization_figures([r for d in runs for r in d.results])
+    if not figures.heatmap:
         return Section("generalization", title, (text("no variant results in these runs"),))
-    parts: list[Any] = [
-        text(f"variant seed {document.get('variant_seed')}"),
-        _stacks_table(document["stacks"]),
-    ]
-    for workload in sorted({c["workload"] for c in document["heatmap"]}):
-        cells = [c for c in document["heatmap"] if c["workload"] == workload]
-        rows = sorted({_row(c) for c in cells})
-        columns = sorted({c["variant"] for c in cells}, key=lambda v: (v != "canonical", v))
-        values = {(_row(c), c["variant"]): _relative(c) for c in cells}
+    parts: list[Any] = [text(f"variant seed {figures.variant_seed}"), _stacks_table(figures.stacks)]
+    for workload in sorted({c.group.workload for c in figures.heatmap}):
+        cells = [c for c in figures.heatmap if c.group.workload == workload]
+        rows = sorted({_group_row(c.group) for c in cells})
+        columns = sorted({c.variant for c in cells}, key=lambda v: (v != "canonical", v))
+        values = {(_group_row(c.group), c.variant): _relative(c) for c in cells}
         parts.append(
             html_charts.heatmap_figure(f"{workload}: speed relative to canonical", rows, columns, values)
         )
     return Section("generalization", title, tuple(parts))
 
 
-def _row(cell: Mapping[str, Any]) -> str:
-    device = "" if cell.get("device", "cpu") == "cpu" else f"@{cell['device']}"
-    return f"{cell['stack']}{device} {cell.get('scenario', '')}".strip()
+def _row(stack: str, device: str, scenario: str) -> str:
+    """A heatmap row's name: ``stack[@device] scenario``."""
+    shown = "" if device == "cpu" else f"@{device}"
+    return f"{stack}{shown} {scenario}".strip()
 
 
-def _relative(cell: Mapping[str, Any]) -> tuple[float | None, str]:
-    value = cell.get("relative")
-    if cell.get("status") != "ok" or value is None:
-        return None, str(cell.get("status") or "-")
-    return float(value), f"{value:.2f}x"
+def _group_row(group: Group) -> str:
+    return _row(group.stack, group.device, group.scenario)
 
 
-def _stacks_table(stacks: Sequence[Mapping[str, Any]]) -> str:
+def _relative(cell: HeatmapCell) -> tuple[float | None, str]:
+    if cell.status != "ok" or cell.relative is None:
+        return None, cell.status or "-"
+    return float(cell.relative), f"{cell.relative:.2f}x"
+
+
+def _stacks_table(stacks: Sequence[StackGeneralization]) -> str:
     header = (
         "workload",
         "stack",
@@ -65,13 +71,13 @@ def _stacks_table(stacks: Sequence[Mapping[str, Any]]) -> str:
     )
     rows = [
         (
-            s["workload"],
-            _row(s),
-            s.get("scenario", ""),
-            _with_ci(s.get("goodhart_gap"), s.get("gap_ci")),
-            _with_ci(s.get("spread"), s.get("spread_ci")),
-            f"{s.get('variants_ok')}/{s.get('variants_total')}",
-            _number(s.get("compile_growth")),
+            s.group.workload,
+            _group_row(s.group),
+            s.group.scenario,
+            _with_ci(s.goodhart_gap, s.gap_ci),
+            _with_ci(s.spread, s.spread_ci),
+            f"{s.variants_ok}/{s.variants_total}",
+            _number(s.compile_growth),
         )
         for s in stacks
     ]
@@ -81,28 +87,30 @@ def _stacks_table(stacks: Sequence[Mapping[str, Any]]) -> str:
 def expressiveness_section(runs: Sequence[RunData]) -> Section:
     """Which stacks run the non-matmul workloads, and how fast relative to eager."""
     title = "Expressiveness"
-    document = expressiveness_document([r for d in runs for r in d.results])
-    if not document.get("cells"):
+    matrix = expressiveness_matrix([r for d in runs for r in d.results])
+    if not matrix.cells:
         return Section("expressiveness", title, (text("no expressiveness results in these runs"),))
-    cells = document["cells"]
-    rows = sorted({_row(c) for c in cells})
-    columns = list(dict.fromkeys(c["workload"] for c in cells))
-    values = {(_row(c), c["workload"]): _verdict(c) for c in cells}
+    cells = matrix.cells
+    rows = sorted({_cell_row(c) for c in cells})
+    columns = list(dict.fromkeys(c.workload for c in cells))
+    values = {(_cell_row(c), c.workload): _verdict(c) for c in cells}
     figure = html_charts.heatmap_figure("verdict and speed relative to eager", rows, columns, values)
-    reasons = [
-        (c["workload"], _row(c), c["verdict"], c.get("reason") or "-") for c in cells if c.get("reason")
-    ]
+    reasons = [(c.workload, _cell_row(c), c.verdict, c.reason) for c in cells if c.reason]
     parts: list[Any] = [figure]
     if reasons:
         parts.append(rows_html("Reasons", ("workload", "stack", "verdict", "reason"), reasons))
     return Section("expressiveness", title, tuple(parts))
 
 
-def _verdict(cell: Mapping[str, Any]) -> tuple[float | None, str]:
-    speed = cell.get("speed_vs_eager")
+def _cell_row(cell: ExpressivenessCell) -> str:
+    return _row(cell.stack, cell.device, cell.scenario)
+
+
+def _verdict(cell: ExpressivenessCell) -> tuple[float | None, str]:
+    speed = cell.speed_vs_eager
     if speed is None:
-        return None, str(cell.get("verdict", "-"))
-    return float(speed), f"{cell.get('verdict', '')} {speed:.2f}x".strip()
+        return None, cell.verdict
+    return float(speed), f"{cell.verdict} {speed:.2f}x".strip()
 
 
 def training_section(runs: Sequence[RunData]) -> Section | None:
@@ -127,10 +135,10 @@ def _scalar(value: Any) -> bool:
     return isinstance(value, str | int | float | bool) or value is None
 
 
-def _with_ci(value: Any, ci: Any) -> str:
+def _with_ci(value: float | None, ci: tuple[float, float] | None) -> str:
     if value is None:
         return "-"
-    if isinstance(ci, Sequence) and len(ci) == 2 and all(isinstance(v, int | float) for v in ci):
+    if ci is not None:
         return f"{_number(value)} ({_number(ci[0])}-{_number(ci[1])})"
     return _number(value)
 

@@ -9,12 +9,14 @@ max QPS, offline samples/s. Every title names the rule set. SI values become dis
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import plotly.graph_objects as go
 
+from accelbench.normalize.cell_figures import CellFigures, Roofline
+from accelbench.normalize.factors import Figure
 from accelbench.report.headline import Headline, headline
 from accelbench.results import Result
 from accelbench.sections import SearchProbe, ServerSearch
@@ -36,11 +38,21 @@ _AXES = {
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One stored result on a chart: its label and its normalized document (``normalized_documents``)."""
+    """One stored result on a chart: its label and its normalized figures (``normalize.cell_figures``; None
+    for a cell without any)."""
 
     label: str
     result: Result
-    normalized: Mapping[str, Any]
+    normalized: CellFigures | None
+
+    @property
+    def roofline(self) -> Roofline | None:
+        """The result's roofline position; None when it has none."""
+        return self.normalized.roofline if self.normalized is not None else None
+
+    def figure(self, per: str) -> Figure | None:
+        """The result's normalized figure of denominator ``per``; None when it has none."""
+        return self.normalized.figure(per) if self.normalized is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,11 +71,11 @@ def _performance(per: str, scale: float = 1.0) -> Callable[[Entry], Value | None
     """Work per (denominator x second) from a cost figure: 1 / cost, its range inverted, times ``scale``."""
 
     def read(entry: Entry) -> Value | None:
-        figure = entry.normalized.get("figures", {}).get(per)
-        if not figure:
+        figure = entry.figure(per)
+        if figure is None:
             return None
-        value = figure["value"]
-        return scale / value["central"], scale / value["high"], scale / value["low"]
+        value = figure.value
+        return scale / value.central, scale / value.high, scale / value.low
 
     return read
 
@@ -86,8 +98,10 @@ def _throughput(entry: Entry) -> Value | None:
 
 
 def _share_of_peak(entry: Entry) -> Value | None:
-    share = (entry.normalized.get("roofline") or {}).get("share_of_peak")
-    return None if share is None else (share * 100, share * 100, share * 100)
+    if entry.roofline is None:
+        return None
+    share = entry.roofline.position.share_of_peak
+    return share * 100, share * 100, share * 100
 
 
 VIEWS = (
@@ -173,7 +187,7 @@ def _scale_buttons() -> list[dict[str, Any]]:
 
 def _bar(view: View, shown: Sequence[tuple[Entry, Value]], visible: bool) -> go.Bar:
     name, central = view.name, [v[0] for _, v in shown]
-    suspect = [bool((e.normalized.get("roofline") or {}).get("suspect")) for e, _ in shown]
+    suspect = [e.roofline is not None and e.roofline.suspect for e, _ in shown]
     marks = ["SUSPECT: above the measured peak" if s and name == "share of peak" else "" for s in suspect]
     if view.per:
         marks = [_source_mark(e, view.per) for e, _ in shown]
@@ -196,8 +210,10 @@ def _bar(view: View, shown: Sequence[tuple[Entry, Value]], visible: bool) -> go.
 
 def _source_mark(entry: Entry, per: str) -> str:
     """``(datasheet, source class: review)``: where the figure's denominator came from."""
-    figure = entry.normalized.get("figures", {}).get(per) or {}
-    return f"({figure.get('provenance', '-')}, source class: {figure.get('source_class', '-')})"
+    figure = entry.figure(per)
+    if figure is None:
+        return "(-, source class: -)"
+    return f"({figure.provenance}, source class: {figure.source_class})"
 
 
 TOKEN_CURVES = (

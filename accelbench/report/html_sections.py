@@ -16,7 +16,7 @@ from accelbench.hardware.chips import Chip, ChipTable, Fact
 from accelbench.hardware.detect import machine_from_dict
 from accelbench.hardware.match import ChipMatch, match_device
 from accelbench.normalize import ranking
-from accelbench.normalize.peak_share import suspect_reasons
+from accelbench.normalize.cell_figures import CellFigures, suspect_reasons
 from accelbench.normalize.serving import serving_comparisons
 from accelbench.probe.best import machine_peak
 from accelbench.probe.roofline import MeasuredPeaks
@@ -46,12 +46,13 @@ _FACTS = (  # Chip attribute, label, scale from SI, display unit
 
 @dataclass(frozen=True, slots=True)
 class RunData:
-    """One stored run as the report reads it: record, results, measured peaks, normalized documents."""
+    """One stored run as the report reads it: record, results, measured peaks, normalized figures per cell
+    key (``normalize.cell_figures``)."""
 
     run: RunRecord
     results: tuple[Result, ...]
     peaks: MeasuredPeaks | None
-    normalized: Mapping[str, Mapping[str, Any]]
+    normalized: Mapping[str, CellFigures]
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +217,7 @@ def _entries(
         name = label(result, data.run.run_id if several_runs else "")
         if not ranking.is_verified(result):
             name += f" (UNVERIFIED: {result.status})"
-        entries.append(html_leaderboard.Entry(name, result, data.normalized.get(result.cell.key, {})))
+        entries.append(html_leaderboard.Entry(name, result, data.normalized.get(result.cell.key)))
     return entries
 
 
@@ -249,7 +250,7 @@ def roofline_section(runs: Sequence[RunData]) -> Section:
     ceilings = [_ceiling(d.run.run_id, d.peaks) for d in runs if d.peaks is not None]
     valid = [c for c in ceilings if c is not None]
     entries = [e for d in runs for e in _entries([(d, r) for r in d.results], len(runs) > 1)]
-    located = [e for e in entries if e.normalized.get("roofline")]
+    located = [e for e in entries if e.roofline is not None]
     if not valid:
         return Section("roofline", "Roofline", (text("no measured peaks in these runs (--no-probe)"),))
     note = text(

@@ -22,7 +22,7 @@ from accelbench.normalize.explain import (
 )
 from accelbench.normalize.factors import Figure
 from accelbench.normalize.subjects import Subject
-from accelbench.ranges import Range, weakest
+from accelbench.ranges import Range, range_document, weakest
 
 HISTORY_PER = {"chip": ("chip",), "transistor": ("transistor",), "mm2": ("mm2",), "watt": ("tdp_w",),
                "dollar": ("usd_cloud", "usd")}  # fmt: skip
@@ -38,11 +38,6 @@ DISPLAY = {  # figure unit -> (display unit for training runs, scale from SI)
 }
 _QUANTITY = {"chips": ("", 1.0), "transistors": (" B", 1e-9), "mm2": (" mm²", 1.0), "W": (" W", 1.0),
              "ps": (" ps", 1.0), "fJ": (" fJ", 1.0)}  # fmt: skip
-
-
-def range_document(value: Range | None) -> dict[str, float] | None:
-    """A range as JSON."""
-    return None if value is None else {"low": value.low, "central": value.central, "high": value.high}
 
 
 def times(value: Range) -> str:
@@ -110,16 +105,10 @@ def history_document(rows: Sequence[tuple[HistoryEntry, Sequence[Figure]]]) -> l
             "availability": entry.availability,
             "origin": entry.origin,
             "source": entry.source,
-            "figures": {f.per: _figure_document(f) for f in found},
+            "figures": {f.per: f.to_dict() for f in found},
         }
         for entry, found in rows
     ]
-
-
-def figures_document(found: Sequence[Figure]) -> dict[str, Any]:
-    """Figures as JSON, by denominator: value, unit, denominator, provenance, source class, source (SI
-    units)."""
-    return {f.per: _figure_document(f) for f in found}
 
 
 def _subject_line(name: str, subject: Subject) -> str:
@@ -257,19 +246,7 @@ def _subject_document(subject: Subject, found: Sequence[Figure]) -> dict[str, An
         "count_basis": subject.count_basis,
         "round": subject.round,
         "time_basis": subject.time_basis,
-        "figures": {f.per: _figure_document(f) for f in found},
-    }
-
-
-def _figure_document(figure: Figure) -> dict[str, Any]:
-    return {
-        "value": range_document(figure.value),
-        "unit": figure.unit,
-        "denominator": range_document(figure.denominator),
-        "denominator_unit": figure.denominator_unit,
-        "provenance": figure.provenance,
-        "source_class": figure.source_class,
-        "source": figure.source,
+        "figures": {f.per: f.to_dict() for f in found},
     }
 
 

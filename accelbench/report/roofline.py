@@ -20,7 +20,7 @@ def peaks_table(peaks: MeasuredPeaks, suspects: Mapping[str, Sequence[str]] | No
     """One row per peak: the probe's value next to the best installed library's, their ratio, and the
     machine peak every share divides by (the best of all measurements, ``normalize.peak_share``).
 
-    ``suspects`` (``peak_share.suspect_reasons``: ``"gemm fp32"`` -> reasons) marks a peak some result
+    ``suspects`` (``cell_figures.suspect_reasons``: ``"gemm fp32"`` -> reasons) marks a peak some result
     beat; the reasons are the caption.
     """
     title = f"Measured peaks (threads {peaks.threads}, {peaks.wall_s:.1f} s, {peaks.measured_at})"

@@ -13,7 +13,11 @@ from typing import Any
 from rich.console import Group
 from rich.table import Table
 
+from accelbench.hardware.match import ChipMatch
+from accelbench.hardware.share import ShareDecision
 from accelbench.normalize import ranking
+from accelbench.normalize.cell_figures import CellFigures, Roofline
+from accelbench.ranges import Range
 from accelbench.report import columns
 from accelbench.report.columns import STATUS_STYLE, cell_columns
 from accelbench.report.headline import results_rules_note
@@ -56,7 +60,7 @@ def unverified_table(results: Sequence[Result]) -> Table | None:
     return table
 
 
-def checks_table(results: Sequence[Result], normalized: Mapping[str, Mapping[str, Any]]) -> Table:
+def checks_table(results: Sequence[Result], normalized: Mapping[str, CellFigures]) -> Table:
     """Trust and cost: quality gate, effective precision, compile time, energy, shares of peak.
 
     "% of peak" divides by the machine's best measured GEMM (probes and libraries); a share above 100%
@@ -74,14 +78,16 @@ def checks_table(results: Sequence[Result], normalized: Mapping[str, Mapping[str
         table.add_column(column, justify="right")
     reasons: list[str] = []
     for result in sorted(shown, key=lambda r: r.cell.key):
-        roofline = normalized.get(result.cell.key, {}).get("roofline")
+        cell = normalized.get(result.cell.key)
+        roofline = cell.roofline if cell is not None else None
         table.add_row(*cell_columns(result)[:3], *_check_columns(result), *_roofline_columns(roofline))
-        if roofline and roofline.get("suspect"):
-            reasons.append(f"SUSPECT {result.cell.key}: {roofline.get('suspect_reason', '')}")
-        if roofline and roofline.get("datasheet_suspect"):
-            why = roofline.get("datasheet_suspect_reason")
-            reasons.append(f"SUSPECT % datasheet {result.cell.key}: {why}")
-        basis = _datasheet_basis(roofline)
+        if roofline is None:
+            continue
+        if roofline.suspect:
+            reasons.append(f"SUSPECT {result.cell.key}: {roofline.share.reason}")
+        if roofline.datasheet_suspect:
+            reasons.append(f"SUSPECT % datasheet {result.cell.key}: {roofline.datasheet_suspect_reason}")
+        basis = _datasheet_basis(roofline.decision)
         if basis and basis not in reasons:
             reasons.append(basis)
     if reasons:
@@ -89,21 +95,19 @@ def checks_table(results: Sequence[Result], normalized: Mapping[str, Mapping[str
     return table
 
 
-def _datasheet_basis(roofline: Mapping[str, Any] | None) -> str:
+def _datasheet_basis(decision: ShareDecision | None) -> str:
     """The chips behind "% datasheet": model, count, cores, clock and its source class, and the evidence."""
-    decision = (roofline or {}).get("share_decision")
-    if not decision:
+    if decision is None:
         return ""
-    assert roofline is not None
-    hz = roofline.get("datasheet_clock_hz")
-    clock = f"{roofline.get('datasheet_clock')}{f' {hz / 1e9:.2f} GHz' if hz else ''}"
+    top = decision.ceiling
+    clock = f"{top.name}{f' {top.clock_hz / 1e9:.2f} GHz' if top.clock_hz else ''}"
     span = ""
-    if decision["count_high"] > decision["count_low"]:
-        span = f" (range {decision['count_low']:.4g}-{decision['count_high']:.4g})"
+    if decision.count_high > decision.count_low:
+        span = f" (range {decision.count_low:.4g}-{decision.count_high:.4g})"
     return (
-        f"% datasheet: {decision['model']}, {decision['count']:.4g} chips{span} ({decision['cores']:g} "
-        f"cores) at {clock} (source class: {roofline.get('datasheet_source_class')}); "
-        f"{'; '.join(decision['evidence'])}"
+        f"% datasheet: {decision.model}, {decision.count:.4g} chips{span} ({decision.cores:g} "
+        f"cores) at {clock} (source class: {top.source_class}); "
+        f"{'; '.join(decision.evidence)}"
     )
 
 
@@ -116,14 +120,14 @@ def _check_columns(result: Result) -> list[str]:
     ]
 
 
-def _roofline_columns(roofline: Mapping[str, Any] | None) -> list[str]:
-    if not roofline:
+def _roofline_columns(roofline: Roofline | None) -> list[str]:
+    if roofline is None:
         return ["-", "-", "-", "-"]
     return [
-        f"{roofline['achieved_flops_per_s'] / 1e9:.1f}",
-        share_text(roofline.get("share_of_peak"), bool(roofline.get("suspect"))),
-        _datasheet_text(roofline.get("share_of_datasheet_peak"), bool(roofline.get("datasheet_suspect"))),
-        str(roofline.get("bound_kind", "-")),
+        f"{roofline.position.achieved_flops_per_s / 1e9:.1f}",
+        share_text(roofline.position.share_of_peak, roofline.suspect),
+        _datasheet_text(roofline.share.share_of_datasheet, roofline.datasheet_suspect),
+        roofline.position.bound_kind,
     ]
 
 
@@ -135,13 +139,13 @@ def share_text(share: float | None, suspect: bool) -> str:
     return f"[bold red]{text} SUSPECT[/]" if suspect else text
 
 
-def _datasheet_text(share: Mapping[str, float] | None, suspect: bool = False) -> str:
+def _datasheet_text(share: Range | None, suspect: bool = False) -> str:
     """A share of the datasheet peak in percent (its range when uncertain), SUSPECT like the measured one."""
-    if not share:
+    if share is None:
         return "-"
-    text = f"{share['central'] * 100:.1f}"
-    if share["low"] != share["high"]:
-        text = f"{text} ({share['low'] * 100:.1f}-{share['high'] * 100:.1f})"
+    text = f"{share.central * 100:.1f}"
+    if share.low != share.high:
+        text = f"{text} ({share.low * 100:.1f}-{share.high * 100:.1f})"
     return f"[bold red]{text} SUSPECT[/]" if suspect else text
 
 
@@ -227,31 +231,27 @@ def _cell_text(value: Any) -> str:
     return "-" if value in (None, "") else str(value)
 
 
-def machine_table(machine: Mapping[str, Any]) -> Table:
-    """``accelbench hw``: the detected machine, one fact per row, sizes in binary units."""
+def machine_table(machine: Mapping[str, Any], chip: ChipMatch | None = None) -> Table:
+    """``accelbench hw``: the detected machine (a stored or detected machine record), one fact per row,
+    sizes in binary units; then the CPU chip it matched, when given, with the chips counted and the notes
+    (computed by ``accelbench.hardware.match``)."""
     table = Table(title="Detected machine", title_justify="left", show_header=False)
     table.add_column("fact")
     table.add_column("value")
     for key, value in machine.items():
-        if key != "chip":
-            table.add_row(key, _fact(key, value))
-    for key, text in _chip_rows(machine):
+        table.add_row(key, _fact(key, value))
+    for key, text in _chip_rows(chip) if chip is not None else ():
         table.add_row(key, text)
     return table
 
 
-def _chip_rows(document: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """The ``chip`` section of an ``hw`` document: the matched CPU chip and chips counted, with their
-    basis (computed by ``accelbench.hardware.match``); none for a document without one."""
-    chip = document.get("chip")
-    if not isinstance(chip, Mapping):
-        return []
-    name = chip.get("key") or "no chip (unmatched)"
-    notes = [("chip note", str(note)) for note in chip.get("notes", ())]
+def _chip_rows(chip: ChipMatch) -> list[tuple[str, str]]:
+    """The matched chip and how it was matched, the chips counted and their arithmetic, the notes."""
+    name = chip.chip.key if chip.chip is not None else "no chip (unmatched)"
     return [
-        ("chip", f"{name} ({chip.get('basis', '')})"),
-        ("chips counted", str(chip.get("count_basis", ""))),
-        *notes,
+        ("chip", f"{name} ({chip.basis})"),
+        ("chips counted", chip.count_basis),
+        *(("chip note", note) for note in chip.notes),
     ]
 
 

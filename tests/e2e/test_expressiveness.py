@@ -9,7 +9,7 @@ import pytest
 
 from accelbench.head import Head, Quality
 from accelbench.loadgen_figures import LoadgenVerdict
-from accelbench.normalize.expressiveness import VERDICTS, expressiveness_document
+from accelbench.normalize.expressiveness import VERDICTS, expressiveness_matrix
 from accelbench.results import Cell, Result
 from tests.e2e.test_cli import accelbench
 
@@ -34,7 +34,8 @@ def test_verdicts_and_speed_come_from_status_and_eager_throughput() -> None:
         result("ssm-scan", "iree", "timeout", reason="no result after 300 s"),
         result("resnet50", "torch-eager", "ok", 5.0),  # not an expressiveness workload
     ]
-    document = expressiveness_document(results)
+    matrix = expressiveness_matrix(results)
+    document = matrix.to_dict()
     assert set(document) == {"workloads", "stacks", "cells"}
     assert document["workloads"] == ["moe-topk", "ssm-scan"]
     assert document["stacks"] == ["torch-eager", "onnxruntime", "tvm", "openvino-bf16", "jax-xla", "iree"]
@@ -54,6 +55,7 @@ def test_verdicts_and_speed_come_from_status_and_eager_throughput() -> None:
     assert verdict[("ssm-scan", "onnxruntime")] == ("runs", None)
     assert verdict[("ssm-scan", "iree")] == ("timeout", None)
     assert {c["verdict"] for c in document["cells"]} <= set(VERDICTS)
+    assert {c.verdict for c in matrix.cells} == {c["verdict"] for c in document["cells"]}
 
 
 @pytest.mark.slow

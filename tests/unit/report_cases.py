@@ -13,11 +13,16 @@ from typing import Any
 
 from accelbench.head import Head
 from accelbench.loadgen_figures import HEADLINES, Figures, Latency, LoadgenVerdict
+from accelbench.normalize.cell_figures import CellFigures, Roofline
+from accelbench.normalize.peak_share import PeakShare
+from accelbench.normalize.roofline import RooflineFigures
+from accelbench.probe.best import MachinePeak
 from accelbench.probe.roofline import MeasuredPeaks, Measurement, Peak
 from accelbench.report.html_sections import RunData
 from accelbench.results import Cell, Result
 from accelbench.sections import ServerSearch
 from accelbench.store import RunRecord
+from accelbench.workloads.flops import WorkloadCost
 
 GFLOP = 1e9
 SEARCH = {
@@ -118,7 +123,32 @@ def gemm_peaks(probe_gflops: float = 143.8, library_gflops: float = 193.1) -> Me
     return MeasuredPeaks((gemm, bandwidth), "fp", "2026-01-01T00:00:00+00:00", threads=2)
 
 
-def run(*results: Result, normalized: Mapping[str, Mapping[str, Any]] | None = None) -> RunData:
+def roofline(share_of_peak: float, suspect: bool = False, flops_per_s: float = 100 * GFLOP) -> Roofline:
+    """A result's roofline position at ``share_of_peak`` of a machine peak of ``flops_per_s`` (1 GFLOP and
+    10 MB a sample), marked suspect or not."""
+    achieved = share_of_peak * flops_per_s
+    position = RooflineFigures(
+        achieved_flops_per_s=achieved,
+        peak_flops_per_s=flops_per_s,
+        peak_bytes_per_s=20 * GFLOP,
+        share_of_peak=share_of_peak,
+        attainable_flops_per_s=flops_per_s,
+        share_of_roofline=share_of_peak,
+        roofline_bound_s=0.01,
+        bound_kind="compute",
+    )
+    peak = MachinePeak("gemm", "fp32", flops_per_s, "FLOP/s", "gemm matmul (probe)", "probe", flops_per_s)
+    reason = "achieved more than the measured peak" if suspect else ""
+    return Roofline(
+        position=position,
+        share=PeakShare(achieved, peak, share_of_peak, suspect=suspect, reason=reason),
+        bandwidth=MachinePeak("bandwidth", "fp32", 20 * GFLOP, "byte/s", "copy (probe)", "probe", None),
+        cost=WorkloadCost("resnet50", "tiny", 10**9, 10**7, 100.0, "synthetic"),
+        time_basis="1 / LoadGen throughput",
+    )
+
+
+def run(*results: Result, normalized: Mapping[str, CellFigures] | None = None) -> RunData:
     """A stored run of ``results`` under the quick rules."""
     record = RunRecord("r1", "2026-01-01", "fp", {"rules": "quick"}, {}, "complete")
     return RunData(record, results, None, normalized or {})

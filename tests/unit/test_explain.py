@@ -164,7 +164,6 @@ def test_incomparable_subjects_are_refused() -> None:
 def test_result_figures_for_show_json() -> None:
     from accelbench.hardware.detect import Machine, machine_to_dict
     from accelbench.normalize.lookup import result_figures
-    from accelbench.report.normalized import figures_document
 
     machine = Machine(
         cpu_model="AMD EPYC", cpu_vendor="AuthenticAMD", cpu_family=0x19, cpu_model_number=0x11,
@@ -173,7 +172,7 @@ def test_result_figures_for_show_json() -> None:
         kernel="6.1", python_version="3.11.9",
     )  # fmt: skip
     found = result_figures(local(100.0), machine_to_dict(machine), bundled_chips())
-    document = figures_document(found)
+    document = {f.per: f.to_dict() for f in found}
     assert document["chip"]["value"]["central"] == pytest.approx(2 / 96 / 100.0)  # socket share x s/sample
     assert (
         document["transistor"]["provenance"] == "estimate"

@@ -9,7 +9,7 @@ import pytest
 
 from accelbench.head import Head
 from accelbench.loadgen_figures import LoadgenVerdict
-from accelbench.normalize.generalization import generalization_document, has_variants
+from accelbench.normalize.generalization import generalization_figures, has_variants
 from accelbench.results import Cell, Result
 from accelbench.sections import VariantInfo
 
@@ -43,6 +43,11 @@ def result(
     return Result("run", cell, Head(status, compile_s=compile_s), loadgen=loadgen, variant_info=variant_info)
 
 
+def document_of(results: list[Result]) -> dict:
+    """The generalization document of ``results``, as ``show --json`` prints it."""
+    return generalization_figures(results).to_dict()
+
+
 def group(document: dict, stack: str = "torch-inductor") -> dict:
     return next(row for row in document["stacks"] if row["stack"] == stack)
 
@@ -54,7 +59,7 @@ def test_goodhart_gap_is_canonical_over_median_variant_flop_rate() -> None:
         result("s7-v2", 40.0, flops=2_000_000, compile_s=6.0),  # 80% of the canonical FLOP rate
         result("s7-v3", 50.0, flops=1_000_000, compile_s=8.0),
     ]
-    row = group(generalization_document(results))
+    row = group(document_of(results))
     assert row["goodhart_gap"] == pytest.approx(1e8 / 5e7)  # rates 5e7, 8e7, 5e7: median 5e7
     assert row["gap_ci"][0] <= row["goodhart_gap"] <= row["gap_ci"][1]
     assert row["spread"] == pytest.approx((6.5e7 - 5e7) / 5e7)
@@ -65,7 +70,7 @@ def test_goodhart_gap_is_canonical_over_median_variant_flop_rate() -> None:
 def test_spread_is_the_relative_interquartile_range_of_variant_rates() -> None:
     rates = [4.0, 5.0, 6.0, 7.0]  # FLOP rates in units of 1e6 * qps
     results = [result("canonical", 5.0)] + [result(f"s7-v{i + 1}", q) for i, q in enumerate(rates)]
-    row = group(generalization_document(results))
+    row = group(document_of(results))
     assert row["spread"] == pytest.approx((6.25 - 4.75) / 5.5)
     assert row["spread_ci"][0] <= row["spread"] <= row["spread_ci"][1]
     assert row["goodhart_gap"] == pytest.approx(5.0 / 5.5)
@@ -78,7 +83,7 @@ def test_failed_variants_lower_the_success_rate_and_never_count_as_speed() -> No
         result("s7-v2", 1000.0, status="quality_failed"),
         result("s7-v3", None, status="crashed"),
     ]
-    document = generalization_document(results)
+    document = document_of(results)
     row = group(document)
     assert row["success_rate"] == pytest.approx(1 / 3)
     assert row["goodhart_gap"] == pytest.approx(1.0) and row["spread"] is None and row["spread_ci"] is None
@@ -90,14 +95,14 @@ def test_failed_variants_lower_the_success_rate_and_never_count_as_speed() -> No
 
 def test_an_unstable_variant_answered_right_but_gives_no_speed() -> None:
     results = [result("canonical", 10.0), result("s7-v1", 10.0), result("s7-v2", 1000.0, status="unstable")]
-    row = group(generalization_document(results))
+    row = group(document_of(results))
     assert row["success_rate"] == 1.0 and row["variants_ok"] == 2
     assert row["goodhart_gap"] == pytest.approx(1.0) and row["spread"] is None
 
 
 def test_an_unstable_canonical_gives_no_gap() -> None:
     results = [result("canonical", 10.0, status="unstable"), result("s7-v1", 10.0), result("s7-v2", 10.0)]
-    row = group(generalization_document(results))
+    row = group(document_of(results))
     assert row["goodhart_gap"] is None and row["gap_ci"] is None and row["spread"] == pytest.approx(0.0)
 
 
@@ -107,7 +112,7 @@ def test_document_shape_variants_rows_and_json() -> None:
         result("s7-v1", 8.0, stack="torch-eager"),
         result("canonical", 10.0, stack="null"),  # no variants: no generalization row
     ]
-    document = json.loads(json.dumps(generalization_document(results)))
+    document = json.loads(json.dumps(document_of(results)))
     assert set(document) == {"variant_seed", "stacks", "variants", "heatmap", "excluded"}
     assert document["variant_seed"] == 7
     assert [row["stack"] for row in document["stacks"]] == ["torch-eager"]
@@ -151,7 +156,7 @@ def test_document_shape_variants_rows_and_json() -> None:
 
 
 def test_a_run_without_variants_gives_empty_figures() -> None:
-    document = generalization_document([result("canonical", 10.0)])
+    document = document_of([result("canonical", 10.0)])
     assert document == {"variant_seed": None, "stacks": [], "variants": [], "heatmap": [], "excluded": []}
 
 
@@ -162,7 +167,7 @@ def test_a_stack_with_a_disqualified_cell_has_no_generalization_row() -> None:
         result("canonical", 100.0),
         result("s7-v1", 90.0),
     ]
-    document = generalization_document(results)
+    document = document_of(results)
     assert {row["stack"] for row in document["stacks"]} == {"torch-inductor"}
     assert {row["stack"] for row in document["heatmap"]} == {"torch-inductor"}
     (excluded,) = document["excluded"]
@@ -177,10 +182,11 @@ def test_a_variant_stored_without_flops_gives_a_row_with_none_and_a_table_with_d
     bare = result("s7-v1", 50.0)
     assert bare.variant_info is not None
     info = VariantInfo(bare.variant_info.mutations, None, None, variant_seed=7, index=1)
-    document = generalization_document(
+    figures = generalization_figures(
         [result("canonical", 100.0), dataclasses.replace(bare, variant_info=info)]
     )
+    document = figures.to_dict()
     rows = {row["variant"]: row for row in document["variants"]}
     assert rows["canonical"]["flops"] is None and rows["s7-v1"]["flops_ratio"] is None
-    table = variants_table(document)
+    table = variants_table(figures)
     assert list(table.columns[2].cells) == ["-", "-"] and list(table.columns[3].cells) == ["1.00", "-"]

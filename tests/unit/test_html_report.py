@@ -9,7 +9,9 @@ from rich.table import Table
 
 from accelbench.head import Head
 from accelbench.loadgen_figures import LoadgenVerdict
+from accelbench.normalize.cell_figures import CellFigures
 from accelbench.normalize.explain import explain
+from accelbench.normalize.factors import Figure
 from accelbench.normalize.subjects import Subject
 from accelbench.ranges import Range
 from accelbench.report import html_charts, html_leaderboard, html_sections
@@ -78,7 +80,7 @@ def test_waterfall_bars_multiply_to_the_ratio() -> None:
 
 
 def test_leaderboard_offers_only_views_with_data() -> None:
-    entry = html_leaderboard.Entry("a", _result("a", 10), {"roofline": {"share_of_peak": 0.25}})
+    entry = html_leaderboard.Entry("a", _result("a", 10), CellFigures(cases.roofline(0.25), ()))
     figure = html_leaderboard.leaderboard_figure("t", [entry])
     labels = [b.label for b in figure.layout.updatemenus[0].buttons]
     assert labels == ["raw throughput", "share of peak"]  # no latency: no single-stream headline
@@ -89,18 +91,18 @@ def test_leaderboard_offers_only_views_with_data() -> None:
 
 
 def test_the_headline_view_follows_the_scenario_with_its_interval() -> None:
-    latency = html_leaderboard.Entry("a", cases.result("a", value=0.0125), {})
+    latency = html_leaderboard.Entry("a", cases.result("a", value=0.0125), None)
     figure = html_leaderboard.leaderboard_figure("t", [latency])
     assert figure.data[0].y == (12.5,) and figure.layout.yaxis.title.text.startswith("p90 latency, ms")
     assert figure.data[0].error_y.array[0] == pytest.approx(0.625)
-    offline = html_leaderboard.Entry("b", cases.result("b", "offline", qps=80.0), {})
+    offline = html_leaderboard.Entry("b", cases.result("b", "offline", qps=80.0), None)
     views = [v.name for v in html_leaderboard.views([offline])]
     assert views[0] == "headline: samples/s" and "raw throughput" not in views  # no duplicate, no latency
     assert all("latency" not in v for v in views)
 
 
 def test_a_suspect_share_is_marked_on_its_bar() -> None:
-    suspect = {"roofline": {"share_of_peak": 1.08, "suspect": True}}
+    suspect = CellFigures(cases.roofline(1.08, suspect=True), ())
     entries = [html_leaderboard.Entry("a", _result("a", 10), suspect)]
     figure = html_leaderboard.leaderboard_figure("t", entries)
     share = next(trace for trace in figure.data if trace.name == "share of peak")
@@ -110,8 +112,8 @@ def test_a_suspect_share_is_marked_on_its_bar() -> None:
 def test_each_normalized_bar_names_its_provenance_and_source_class() -> None:
     """Issue 42 item 5: the per-TDP-W bar (1 / 0.7 J at TDP per query) says in its hover where the TDP
     came from: a datasheet figure read through a review."""
-    tdp = {"value": {"low": 0.7, "central": 0.7, "high": 0.7}, "provenance": "datasheet"}
-    normalized = {"figures": {"tdp_w": {**tdp, "source_class": "review"}}}
+    tdp = Figure("tdp_w", Range.point(0.7), "J", Range.point(65.0), "W", "datasheet", "a review", "review")
+    normalized = CellFigures(None, (tdp,))
     entries = [html_leaderboard.Entry("a", _result("a", 10), normalized)]
     figure = html_leaderboard.leaderboard_figure("t", entries)
     watt = next(trace for trace in figure.data if trace.name == "per TDP W")
@@ -138,7 +140,7 @@ def test_every_linear_bar_axis_in_the_report_starts_at_zero() -> None:
 
 
 def test_the_server_curve_draws_p99_against_target_qps_and_the_bound() -> None:
-    entry = html_leaderboard.Entry("a", cases.result("a", "server"), {})
+    entry = html_leaderboard.Entry("a", cases.result("a", "server"), None)
     figure = html_leaderboard.server_search_figure("server", [entry])
     assert figure is not None
     trace = figure.data[0]
@@ -146,7 +148,8 @@ def test_the_server_curve_draws_p99_against_target_qps_and_the_bound() -> None:
     assert trace.marker.symbol == ("circle", "circle", "x")
     assert figure.layout.shapes[0].y0 == pytest.approx(50.0)
     assert (
-        html_leaderboard.server_search_figure("s", [html_leaderboard.Entry("b", _result("b", 1), {})]) is None
+        html_leaderboard.server_search_figure("s", [html_leaderboard.Entry("b", _result("b", 1), None)])
+        is None
     )
 
 

@@ -7,19 +7,13 @@ from pathlib import Path
 import pytest
 
 from accelbench.hardware.chips import Chip, Fact
-from accelbench.normalize.peak_share import (
-    SUSPECT_SHARE,
-    datasheet_peak,
-    peak_share,
-    shares_above,
-    suspect_reasons,
-)
+from accelbench.normalize.cell_figures import cell_figures, shares_above, suspect_reasons
+from accelbench.normalize.peak_share import SUSPECT_SHARE, datasheet_peak, peak_share
 from accelbench.probe.best import machine_peak
 from accelbench.probe.roofline import MeasuredPeaks, Peak
 from accelbench.ranges import Range
 from accelbench.report import roofline as roofline_report
 from accelbench.report import terminal
-from accelbench.report.documents import normalized_documents
 from accelbench.workloads.flops import WorkloadCost
 from tests.unit.report_cases import GFLOP, gemm_peaks, result
 
@@ -71,7 +65,7 @@ def test_the_datasheet_peak_is_the_part_used_with_its_share() -> None:
     assert datasheet_peak(chip, 0.1, "bf16") is None and datasheet_peak(None, 1.0) is None
 
 
-def test_normalized_documents_mark_every_share_above_the_peak(
+def test_cell_figures_mark_every_share_above_the_peak(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A synthetic result beating the machine's best GEMM: marked suspect, never shown silently."""
@@ -81,16 +75,16 @@ def test_normalized_documents_mark_every_share_above_the_peak(
     monkeypatch.setattr("accelbench.variants.cost.workload_cost", lambda *a, **k: cost)
     fast = result("fast", "offline", qps=50.0)  # 250 GFLOP/s > 193.1
     slow = result("slow", "offline", qps=20.0, with_figures=False)  # 100 GFLOP/s
-    documents = normalized_documents([fast, slow], {}, gemm_peaks(), tmp_path)
-    high = documents[fast.cell.key]["roofline"]
-    low = documents[slow.cell.key]["roofline"]
+    found = cell_figures([fast, slow], {}, gemm_peaks(), tmp_path)
+    high = found[fast.cell.key].to_dict()["roofline"]
+    low = found[slow.cell.key].to_dict()["roofline"]
     assert high["share_of_peak"] == pytest.approx(250 / 193.1) and high["suspect"]
     assert high["peak_role"] == "library" and high["probe_peak_flops_per_s"] == pytest.approx(143.8 * GFLOP)
     assert low["share_of_peak"] == pytest.approx(100 / 193.1) and not low["suspect"]
-    assert shares_above(documents.values()) == []
-    reasons = suspect_reasons(documents)
+    assert shares_above(found.values()) == []
+    reasons = suspect_reasons(found)
     assert list(reasons) == ["gemm fp32"] and fast.cell.key in reasons["gemm fp32"][0]
-    checks = terminal.checks_table([fast, slow], documents)
+    checks = terminal.checks_table([fast, slow], found)
     shares = [str(text) for text in checks.columns[8].cells]
     assert any("SUSPECT" in text for text in shares) and sum("SUSPECT" in t for t in shares) == 1
     assert "SUSPECT" in str(checks.caption) and fast.cell.key in str(checks.caption)

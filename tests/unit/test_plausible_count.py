@@ -3,6 +3,7 @@ the datasheet peak is marked SUSPECT like one above the measured peak (issue 29,
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -10,10 +11,9 @@ import pytest
 from accelbench.hardware.chips import Chip, ChipTable, Fact
 from accelbench.hardware.detect import machine_to_dict
 from accelbench.hardware.match import match_machine, narrowed
-from accelbench.normalize.peak_share import shares_above
+from accelbench.normalize.cell_figures import cell_figures, shares_above
 from accelbench.ranges import Range
 from accelbench.report import terminal
-from accelbench.report.documents import normalized_documents
 from accelbench.workloads.flops import WorkloadCost
 from tests.unit.report_cases import GFLOP, gemm_peaks, result
 from tests.unit.test_chip_match import _machine
@@ -55,7 +55,7 @@ def _documents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, qps: tuple[float
     monkeypatch.setattr("accelbench.variants.cost.workload_cost", lambda *a, **k: cost)
     results = [result(f"stack{n}", "offline", qps=q) for n, q in enumerate(qps)]
     peaks = gemm_peaks(probe_gflops, probe_gflops)
-    return results, normalized_documents(results, machine_to_dict(VM), peaks, tmp_path, TABLE)
+    return results, cell_figures(results, machine_to_dict(VM), peaks, tmp_path, TABLE)
 
 
 def test_the_datasheet_share_uses_the_count_the_measurement_allows(
@@ -63,13 +63,14 @@ def test_the_datasheet_share_uses_the_count_the_measurement_allows(
 ) -> None:
     """Measured 120 GFLOP/s: the low count (78.1 GFLOP/s) is ruled out, so 100 GFLOP/s is 64% of the
     datasheet peak of two cores (156.3), not 128% of one core's threads; per-chip figures use it too."""
-    results, documents = _documents(tmp_path, monkeypatch, (100.0,), 120.0)
+    results, found = _documents(tmp_path, monkeypatch, (100.0,), 120.0)
+    documents = {key: cell.to_dict() for key, cell in found.items()}
     roofline = documents[results[0].cell.key]["roofline"]
     assert roofline["share_of_datasheet_peak"]["central"] == pytest.approx(100 / 156.25)
     assert not roofline["datasheet_suspect"] and "0.03125 chips counted" in roofline["datasheet_source"]
     chip = documents[results[0].cell.key]["figures"]["chip"]
     assert chip["denominator"]["low"] == chip["denominator"]["high"] == pytest.approx(2 / 64)
-    assert shares_above(documents.values()) == []
+    assert shares_above(found.values()) == []
 
 
 def test_a_share_above_the_datasheet_peak_is_suspect_in_the_document_and_the_table(
@@ -78,16 +79,19 @@ def test_a_share_above_the_datasheet_peak_is_suspect_in_the_document_and_the_tab
     """Measured 174.8 GFLOP/s beats every count, so none is narrowed: 170 GFLOP/s is 218% and 100 GFLOP/s
     128% of the low count's datasheet peak (78.1), both SUSPECT in the datasheet column with a reason,
     while both stay under the measured peak (no SUSPECT there)."""
-    results, documents = _documents(tmp_path, monkeypatch, (170.0, 100.0), 174.8)
-    fast, slow = (documents[r.cell.key]["roofline"] for r in results)
+    results, found = _documents(tmp_path, monkeypatch, (170.0, 100.0), 174.8)
+    fast, slow = (found[r.cell.key].to_dict()["roofline"] for r in results)
     assert fast["share_of_datasheet_peak"]["central"] == pytest.approx(170 / 78.125)  # count not narrowed
     assert fast["datasheet_suspect"] and not fast["suspect"]
     assert "of the datasheet peak of the part used" in fast["datasheet_suspect_reason"]
     assert slow["share_of_datasheet_peak"]["central"] > 1 and slow["datasheet_suspect"]
-    assert shares_above(documents.values()) == []
-    unmarked = {**documents[results[0].cell.key], "roofline": {**fast, "datasheet_suspect": False}}
+    assert shares_above(found.values()) == []
+    marked = found[results[0].cell.key]
+    assert marked.roofline is not None
+    share = dataclasses.replace(marked.roofline.share, datasheet_suspect=False)
+    unmarked = dataclasses.replace(marked, roofline=dataclasses.replace(marked.roofline, share=share))
     assert shares_above([unmarked]) == [pytest.approx(170 / 78.125)]
-    columns = terminal.checks_table(results, documents).columns
+    columns = terminal.checks_table(results, found).columns
     measured = [str(text) for text in columns[8].cells]
     datasheet = [str(text) for text in columns[9].cells]
     assert not any("SUSPECT" in text for text in measured)

@@ -114,7 +114,7 @@ def test_the_server_search_table_and_curve_show_the_scored_runs_that_backed_off(
     assert table is not None and "max QPS 36.4" in str(table.title)
     assert _column(table, "#") == ["1", "2", "3", "scored 1"]
     assert _column(table, "LoadGen")[3] == "[yellow]INVALID[/]" and _column(table, "reasons")[3] == "slow"
-    figure = html_leaderboard.server_search_figure("s", [html_leaderboard.Entry("a", backed, {})])
+    figure = html_leaderboard.server_search_figure("s", [html_leaderboard.Entry("a", backed, None)])
     assert figure is not None and len(figure.data) == 2
     assert figure.data[1].x == (40.0,) and figure.data[1].y == pytest.approx((70.0,))
     assert figure.data[1].marker.symbol == "diamond-open"

@@ -13,8 +13,7 @@ from accelbench.hardware.chips import SOURCE_CLASSES, bundled_chips, load_chips
 from accelbench.hardware.detect import Machine, machine_to_dict
 from accelbench.hardware.match import match_machine, narrowed
 from accelbench.hardware.share import ceiling, clock_aware, clock_peaks, decide
-from accelbench.normalize.peak_share import shares_above
-from accelbench.report.documents import normalized_documents
+from accelbench.normalize.cell_figures import cell_figures, shares_above
 from accelbench.workloads.flops import WorkloadCost
 from tests.unit.report_cases import GFLOP, gemm_peaks, result
 from tests.unit.test_chip_match import _machine
@@ -120,8 +119,8 @@ def _documents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, qps: tuple[float
     monkeypatch.setattr("accelbench.variants.cost.workload_cost", lambda *a, **k: cost)
     results = [result(f"stack{n}", "offline", qps=q) for n, q in enumerate(qps)]
     peaks = gemm_peaks(probe, probe)
-    documents = normalized_documents(results, machine_to_dict(_genoa_vm()), peaks, tmp_path)
-    return [documents[r.cell.key]["roofline"] for r in results], documents
+    found = cell_figures(results, machine_to_dict(_genoa_vm()), peaks, tmp_path)
+    return [found[r.cell.key].to_dict()["roofline"] for r in results], found
 
 
 def test_the_report_documents_carry_the_clock_the_model_and_no_share_above_100(

@@ -1,7 +1,9 @@
 """Readers use a result's typed fields: no ``.get("...")`` or ``["..."]`` into an untyped part of a result
 outside the modules that own it (``results.py`` and ``sections.py``: the stored form; ``audits/``: the
 audits judge their own evidence), and ``Result`` (with its ``Head``) keeps at most one
-``Mapping[str, Any]`` field (``settings``: the stack's and the run's own knobs)."""
+``Mapping[str, Any]`` field (``settings``: the stack's and the run's own knobs). ``report/`` reads what
+``normalize/`` hands it (``CellFigures``, ``Generalization``, ``Expressiveness``) by attribute: the only
+``.get("key")`` left in either package are listed in ``RAW_READS`` with why."""
 
 from __future__ import annotations
 
@@ -86,3 +88,57 @@ def test_result_keeps_one_untyped_mapping_field() -> None:
     untyped = sorted(name for name, hint in hints.items() if hint == Mapping[str, Any])
     assert untyped == ["settings"]
     assert hints["audit"].__args__[0].__name__ == "AuditSection"
+
+
+SEAM = (PACKAGE / "normalize", PACKAGE / "report")
+"""The normalize -> report seam: ``normalize`` hands ``report`` typed records (``CellFigures``,
+``Generalization``, ``Expressiveness``), read by attribute."""
+RAW_READS: dict[tuple[str, str], tuple[int, str]] = {
+    ("report/bundles.py", "value"): (1, "a bundle's stored headline (bundle.fields.headline)"),
+    ("report/bundles.py", "ci"): (1, "a bundle's stored headline (bundle.fields.headline)"),
+    ("report/documents.py", "serve_hardware"): (1, "the run's stored config"),
+    ("report/documents.py", "serve_hardware_source"): (1, "the run's stored config"),
+    ("report/html.py", "rules"): (1, "the run's stored config"),
+    ("report/terminal.py", "size_bytes"): (1, "a cache of the stored machine record (machine.json)"),
+    ("report/terminal.py", "level"): (1, "a cache of the stored machine record (machine.json)"),
+    ("report/terminal.py", "kind"): (1, "a cache of the stored machine record (machine.json)"),
+    ("report/generalization.py", "repeat"): (1, "an audit's entry by name (typed AuditEntry values)"),
+    ("report/generation.py", "p90"): (2, "a percentile by name (typed float values of a result section)"),
+    ("report/site.py", "chip"): (1, "a published bundle's figure per denominator (float values)"),
+    ("report/site.py", "usd"): (1, "a published bundle's figure per denominator (float values)"),
+}
+"""The ``.get("key")`` reads left in the seam, (file, key) -> (reads, why): raw run or bundle files, or
+typed values by name."""
+
+
+def key_reads(source: str) -> list[str]:
+    """The constant key of every ``x.get("key")`` in ``source``, once per read, sorted."""
+    return sorted(
+        node.args[0].value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    )
+
+
+def test_report_reads_what_normalize_hands_it_by_attribute() -> None:
+    found = sorted(
+        (str(path.relative_to(PACKAGE)), key)
+        for folder in SEAM
+        for path in folder.rglob("*.py")
+        for key in key_reads(path.read_text())
+    )
+    assert found == sorted(key for key, (reads, _) in RAW_READS.items() for _ in range(reads))
+
+
+def test_the_key_scan_finds_a_planted_document_read() -> None:
+    planted = (
+        "def share(normalized):\n"
+        "    roofline = normalized.get('roofline') or {}\n"
+        "    return roofline.get('share_of_peak', key), f'{roofline.get(\"suspect\")}'\n"
+    )
+    assert key_reads(planted) == ["roofline", "share_of_peak", "suspect"]
