@@ -237,32 +237,32 @@ class Result:
     @property
     def node_id(self) -> str:
         """The fleet node that measured the cell (``settings.fleet_node.node_id``); "" for a local cell."""
-        node = self.settings.get("fleet_node")
+        node = self.head.settings.get("fleet_node")
         return str(node.get("node_id", "")) if isinstance(node, Mapping) else ""
 
     @property
     def node_machine(self) -> Mapping[str, Any] | None:
         """The fleet node's machine record (``settings.fleet_node.machine``), None for a local cell."""
-        node = self.settings.get("fleet_node")
+        node = self.head.settings.get("fleet_node")
         machine = node.get("machine") if isinstance(node, Mapping) else None
         return machine if isinstance(machine, Mapping) else None
 
     @property
     def rules_setting(self) -> str:
         """The rule set in the cell's settings (``settings.rules``), "" when not recorded."""
-        value = self.settings.get("rules")
+        value = self.head.settings.get("rules")
         return value if isinstance(value, str) else ""
 
     @property
     def batch_size(self) -> int | None:
         """Samples per call the cell settled on (``settings.batch_size``), None when not recorded."""
-        value = self.settings.get("batch_size")
+        value = self.head.settings.get("batch_size")
         return value if isinstance(value, int) else None
 
     @property
     def threads(self) -> int | None:
         """The threads the cell ran with (``settings.threads``), None when not recorded."""
-        value = self.settings.get("threads")
+        value = self.head.settings.get("threads")
         return value if isinstance(value, int) else None
 
     @property

@@ -36,7 +36,7 @@ def expressiveness_results(results: Sequence[Result]) -> list[Result]:
 def expressiveness_document(results: Sequence[Result]) -> dict[str, Any]:
     """The workload x stack matrix of ``results`` (see the module docstring for the shape)."""
     chosen = expressiveness_results(results)
-    eager = {_peer_key(r): r.qps for r in chosen if r.cell.stack == EAGER_STACK and r.status == "ok"}
+    eager = {_peer_key(r): r.qps for r in chosen if r.cell.stack == EAGER_STACK and r.head.status == "ok"}
     return {
         "workloads": _ordered(r.cell.workload for r in chosen),
         "stacks": _ordered(r.cell.stack for r in chosen),
@@ -47,8 +47,8 @@ def expressiveness_document(results: Sequence[Result]) -> dict[str, Any]:
 def _cell(result: Result, eager_qps: float | None) -> dict[str, Any]:
     """One matrix cell: verdict, reason and speed relative to eager."""
     speed = _speed_vs_eager(result, eager_qps)
-    verdict = _VERDICT_OF_STATUS.get(result.status, result.status)
-    if result.status == "ok":
+    verdict = _VERDICT_OF_STATUS.get(result.head.status, result.head.status)
+    if result.head.status == "ok":
         verdict = "slower-than-eager" if speed is not None and speed < 1.0 else "runs"
     return {
         "workload": result.cell.workload,
@@ -63,7 +63,7 @@ def _cell(result: Result, eager_qps: float | None) -> dict[str, Any]:
 
 def _speed_vs_eager(result: Result, eager_qps: float | None) -> float | None:
     """Throughput of ``result`` over eager's on the same cell; None unless both are verified."""
-    qps = result.qps if result.status == "ok" else None
+    qps = result.qps if result.head.status == "ok" else None
     if qps is None or not eager_qps:
         return None
     return qps / eager_qps
@@ -71,9 +71,10 @@ def _speed_vs_eager(result: Result, eager_qps: float | None) -> float | None:
 
 def _reason(result: Result) -> str:
     """The result's reason; for a wrong result, the quality detail that says how wrong."""
-    if result.status == "quality_failed" and result.quality is not None:
-        return f"{result.reason}: {result.quality.detail}" if result.reason else result.quality.detail
-    return result.reason
+    head = result.head
+    if head.status == "quality_failed" and head.quality is not None:
+        return f"{head.reason}: {head.quality.detail}" if head.reason else head.quality.detail
+    return head.reason
 
 
 def _peer_key(result: Result) -> tuple[str, ...]:

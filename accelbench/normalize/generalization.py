@@ -56,10 +56,10 @@ def generalization_document(results: Sequence[Result]) -> dict[str, Any]:
 
 def _exclusion(members: Sequence[Result]) -> str:
     """Why a group has no generalization figures ("" when it has): a disqualified or no verified cell."""
-    disqualified = next((r for r in members if r.status == "disqualified"), None)
+    disqualified = next((r for r in members if r.head.status == "disqualified"), None)
     if disqualified is not None:
-        return f"{disqualified.cell.variant} disqualified: {disqualified.reason}"
-    if not any(r.status == "ok" for r in members):
+        return f"{disqualified.cell.variant} disqualified: {disqualified.head.reason}"
+    if not any(r.head.status == "ok" for r in members):
         return "no verified cell"
     return ""
 
@@ -71,7 +71,7 @@ def has_variants(results: Sequence[Result]) -> bool:
 
 def flop_rate(result: Result, flops: int | None) -> float | None:
     """Achieved FLOP/s of an ``ok`` result: ``flops`` per sample x LoadGen's samples per second."""
-    if result.status != "ok" or not flops or not result.qps:
+    if result.head.status != "ok" or not flops or not result.qps:
         return None
     return float(flops) * result.qps
 
@@ -86,7 +86,7 @@ def _groups(results: Sequence[Result]) -> dict[Group, list[Result]]:
         key: members
         for key, members in groups.items()
         if any(r.cell.variant != CANONICAL for r in members)
-        and not all(r.status == "unavailable" for r in members)
+        and not all(r.head.status == "unavailable" for r in members)
     }
 
 
@@ -110,7 +110,7 @@ def _stack_figures(key: Group, members: Sequence[Result]) -> dict[str, Any] | No
     canonical_rate = flop_rate(canonical, canonical_flops) if canonical else None
     gap, gap_ci = _gap(canonical_rate, rates)
     spread, spread_ci = _spread(rates)
-    passed = sum(1 for r in variants if r.status in ANSWERED_RIGHT)
+    passed = sum(1 for r in variants if r.head.status in ANSWERED_RIGHT)
     return {
         "workload": key[0],
         "stack": key[1],
@@ -149,10 +149,10 @@ def _spread(rates: list[float]) -> tuple[float | None, list[float] | None]:
 
 
 def _compile_growth(canonical: Result | None, variants: Sequence[Result]) -> float | None:
-    times = [r.compile_s for r in variants if r.status == "ok" and r.compile_s is not None]
-    if canonical is None or not canonical.compile_s or not times:
+    times = [r.head.compile_s for r in variants if r.head.status == "ok" and r.head.compile_s is not None]
+    if canonical is None or not canonical.head.compile_s or not times:
         return None
-    return float(np.median(times)) / canonical.compile_s
+    return float(np.median(times)) / canonical.head.compile_s
 
 
 def _variant_seed(results: Sequence[Result]) -> int | None:
@@ -198,5 +198,7 @@ def _heatmap_rows(key: Group, members: Sequence[Result]) -> list[dict[str, Any]]
         rate = flop_rate(result, _flops(result, canonical_flops))
         relative = rate / base if rate is not None and base else None
         cell = dict(zip(("workload", "stack", "device", "scenario"), key, strict=True))
-        rows.append({**cell, "variant": result.cell.variant, "relative": relative, "status": result.status})
+        rows.append(
+            {**cell, "variant": result.cell.variant, "relative": relative, "status": result.head.status}
+        )
     return rows
