@@ -56,7 +56,7 @@ from typing import Any
 
 from accelbench.audit_section import AuditSection
 from accelbench.curve import EndpointFigures
-from accelbench.head import HEAD_KEYS, DeviceMemory, Energy, Head, NoiseProbe, Quality, record_of
+from accelbench.head import HEAD_KEYS, Head, record_of
 from accelbench.loadgen_figures import Figures, Latency, LoadgenVerdict
 from accelbench.result_upgrade import upgrade
 from accelbench.sections import GenerationFigures, ServerSearch, TrainingFigures, VariantInfo
@@ -121,9 +121,8 @@ class Result:
     """The immutable record of one cell: the run facts, the driver's head (``head``, ``accelbench.head``)
     and the sections of its body.
 
-    The head's 13 fields are read through ``head`` (``result.head.status``); the read-only properties
-    below (``status``, ``reason``, ``quality``, ...) forward to it for the readers not yet rewritten, so no
-    field is declared twice. Construct with ``head=Head(...)``; change one with
+    The head's 13 fields are read through ``head`` (``result.head.status``), so no field is declared
+    twice. Construct with ``head=Head(...)``; change one with
     ``dataclasses.replace(result, head=dataclasses.replace(result.head, status=...))``.
     """
 
@@ -161,71 +160,6 @@ class Result:
         held = [name for name, _ in GENERATION.values() if getattr(self, name) is not None]
         if len(held) > 1:
             raise ValueError(f"a result holds one generation section, not {' and '.join(held)}")
-
-    @property
-    def status(self) -> str:
-        """``head.status`` (forwarded)."""
-        return self.head.status
-
-    @property
-    def reason(self) -> str:
-        """``head.reason`` (forwarded)."""
-        return self.head.reason
-
-    @property
-    def quality(self) -> Quality | None:
-        """``head.quality`` (forwarded)."""
-        return self.head.quality
-
-    @property
-    def sanity(self) -> Quality | None:
-        """``head.sanity`` (forwarded)."""
-        return self.head.sanity
-
-    @property
-    def effective_precision(self) -> str:
-        """``head.effective_precision`` (forwarded)."""
-        return self.head.effective_precision
-
-    @property
-    def compile_s(self) -> float | None:
-        """``head.compile_s`` (forwarded)."""
-        return self.head.compile_s
-
-    @property
-    def peak_rss_bytes(self) -> int | None:
-        """``head.peak_rss_bytes`` (forwarded)."""
-        return self.head.peak_rss_bytes
-
-    @property
-    def noise(self) -> NoiseProbe | None:
-        """``head.noise`` (forwarded)."""
-        return self.head.noise
-
-    @property
-    def energy(self) -> Energy | None:
-        """``head.energy`` (forwarded)."""
-        return self.head.energy
-
-    @property
-    def device_memory(self) -> DeviceMemory | None:
-        """``head.device_memory`` (forwarded)."""
-        return self.head.device_memory
-
-    @property
-    def warnings(self) -> tuple[str, ...]:
-        """``head.warnings`` (forwarded)."""
-        return self.head.warnings
-
-    @property
-    def versions(self) -> Mapping[str, str]:
-        """``head.versions`` (forwarded)."""
-        return self.head.versions
-
-    @property
-    def settings(self) -> Mapping[str, Any]:
-        """``head.settings`` (forwarded)."""
-        return self.head.settings
 
     @property
     def qps(self) -> float | None:
