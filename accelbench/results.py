@@ -56,7 +56,7 @@ from typing import Any
 
 from accelbench.audit_section import AuditSection
 from accelbench.curve import EndpointFigures
-from accelbench.head import HEAD_KEYS, DeviceMemory, Energy, Head, NoiseProbe, Quality, record_of
+from accelbench.head import HEAD_KEYS, Head, record_of
 from accelbench.loadgen_figures import Figures, Latency, LoadgenVerdict
 from accelbench.result_upgrade import upgrade
 from accelbench.sections import GenerationFigures, ServerSearch, TrainingFigures, VariantInfo
@@ -121,9 +121,8 @@ class Result:
     """The immutable record of one cell: the run facts, the driver's head (``head``, ``accelbench.head``)
     and the sections of its body.
 
-    The head's 13 fields are read through ``head`` (``result.head.status``); the read-only properties
-    below (``status``, ``reason``, ``quality``, ...) forward to it for the readers not yet rewritten, so no
-    field is declared twice. Construct with ``head=Head(...)``; change one with
+    The head's 13 fields are read through ``head`` (``result.head.status``), so no field is declared
+    twice. Construct with ``head=Head(...)``; change one with
     ``dataclasses.replace(result, head=dataclasses.replace(result.head, status=...))``.
     """
 
@@ -163,71 +162,6 @@ class Result:
             raise ValueError(f"a result holds one generation section, not {' and '.join(held)}")
 
     @property
-    def status(self) -> str:
-        """``head.status`` (forwarded)."""
-        return self.head.status
-
-    @property
-    def reason(self) -> str:
-        """``head.reason`` (forwarded)."""
-        return self.head.reason
-
-    @property
-    def quality(self) -> Quality | None:
-        """``head.quality`` (forwarded)."""
-        return self.head.quality
-
-    @property
-    def sanity(self) -> Quality | None:
-        """``head.sanity`` (forwarded)."""
-        return self.head.sanity
-
-    @property
-    def effective_precision(self) -> str:
-        """``head.effective_precision`` (forwarded)."""
-        return self.head.effective_precision
-
-    @property
-    def compile_s(self) -> float | None:
-        """``head.compile_s`` (forwarded)."""
-        return self.head.compile_s
-
-    @property
-    def peak_rss_bytes(self) -> int | None:
-        """``head.peak_rss_bytes`` (forwarded)."""
-        return self.head.peak_rss_bytes
-
-    @property
-    def noise(self) -> NoiseProbe | None:
-        """``head.noise`` (forwarded)."""
-        return self.head.noise
-
-    @property
-    def energy(self) -> Energy | None:
-        """``head.energy`` (forwarded)."""
-        return self.head.energy
-
-    @property
-    def device_memory(self) -> DeviceMemory | None:
-        """``head.device_memory`` (forwarded)."""
-        return self.head.device_memory
-
-    @property
-    def warnings(self) -> tuple[str, ...]:
-        """``head.warnings`` (forwarded)."""
-        return self.head.warnings
-
-    @property
-    def versions(self) -> Mapping[str, str]:
-        """``head.versions`` (forwarded)."""
-        return self.head.versions
-
-    @property
-    def settings(self) -> Mapping[str, Any]:
-        """``head.settings`` (forwarded)."""
-        return self.head.settings
-
-    @property
     def qps(self) -> float | None:
         """LoadGen's scenario throughput, when the cell was measured (server: the searched max QPS)."""
         if self.figures is not None:
@@ -237,32 +171,32 @@ class Result:
     @property
     def node_id(self) -> str:
         """The fleet node that measured the cell (``settings.fleet_node.node_id``); "" for a local cell."""
-        node = self.settings.get("fleet_node")
+        node = self.head.settings.get("fleet_node")
         return str(node.get("node_id", "")) if isinstance(node, Mapping) else ""
 
     @property
     def node_machine(self) -> Mapping[str, Any] | None:
         """The fleet node's machine record (``settings.fleet_node.machine``), None for a local cell."""
-        node = self.settings.get("fleet_node")
+        node = self.head.settings.get("fleet_node")
         machine = node.get("machine") if isinstance(node, Mapping) else None
         return machine if isinstance(machine, Mapping) else None
 
     @property
     def rules_setting(self) -> str:
         """The rule set in the cell's settings (``settings.rules``), "" when not recorded."""
-        value = self.settings.get("rules")
+        value = self.head.settings.get("rules")
         return value if isinstance(value, str) else ""
 
     @property
     def batch_size(self) -> int | None:
         """Samples per call the cell settled on (``settings.batch_size``), None when not recorded."""
-        value = self.settings.get("batch_size")
+        value = self.head.settings.get("batch_size")
         return value if isinstance(value, int) else None
 
     @property
     def threads(self) -> int | None:
         """The threads the cell ran with (``settings.threads``), None when not recorded."""
-        value = self.settings.get("threads")
+        value = self.head.settings.get("threads")
         return value if isinstance(value, int) else None
 
     @property

@@ -1,4 +1,4 @@
-"""Installed versions of the libraries a result depends on, as recorded in ``Result.versions``."""
+"""Installed versions of the libraries a result depends on, as recorded in ``Result.head.versions``."""
 
 from __future__ import annotations
 

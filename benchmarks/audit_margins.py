@@ -131,8 +131,10 @@ def margin_table(results: Sequence[Result]) -> list[str]:
 
 
 def status_line(run_id: str, results: Sequence[Result]) -> str:
-    counts = Counter(r.status for r in results)
-    disqualified = [f"{r.cell.key} ({r.reason[:80]})" for r in results if r.status == "disqualified"]
+    counts = Counter(r.head.status for r in results)
+    disqualified = [
+        f"{r.cell.key} ({r.head.reason[:80]})" for r in results if r.head.status == "disqualified"
+    ]
     text = ", ".join(f"{status} {count}" for status, count in sorted(counts.items()))
     return f"{run_id}: {text}" + (f"; disqualified: {'; '.join(disqualified)}" if disqualified else "")
 
@@ -151,7 +153,7 @@ def main() -> None:
     print("\n".join(margin_table(everything)))
     for run_id, results in by_run.items():
         print(status_line(run_id, results))
-    total = sum(1 for r in everything if r.status == "disqualified")
+    total = sum(1 for r in everything if r.head.status == "disqualified")
     print(f"disqualified cells: {total} of {len(everything)}")
 
 

@@ -49,10 +49,10 @@ def timed_run_s(workers: int) -> tuple[float, int, int]:
                     wall_s = time.perf_counter() - start
             finally:
                 fleet.disconnect()
-            bad = [(r.cell.key, r.status, r.reason) for r in results if r.status != "ok"]
+            bad = [(r.cell.key, r.head.status, r.head.reason) for r in results if r.head.status != "ok"]
             if bad:
                 raise SystemExit(f"cells failed: {bad}")
-            nodes = {r.settings["fleet_node"]["node_id"] for r in results}
+            nodes = {r.head.settings["fleet_node"]["node_id"] for r in results}
             return wall_s, len(results), len(nodes)
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -85,11 +85,11 @@ def _pairing(key: str, a: Side, b: Side, chips: ChipTable, include_unverified: b
     left, right = a.results[key], b.results[key]
     heads = (headline(left), headline(right))
     differ = _differences(left, right) + _cache_difference(prefix_cache(left), prefix_cache(right))
-    base = Pairing(key, left.status, right.status, *heads, None, differences=differ)
-    if left.effective_precision != right.effective_precision:
-        why = f"precision classes differ: {left.effective_precision} vs {right.effective_precision}"
+    base = Pairing(key, left.head.status, right.head.status, *heads, None, differences=differ)
+    if left.head.effective_precision != right.head.effective_precision:
+        why = f"precision classes differ: {left.head.effective_precision} vs {right.head.effective_precision}"
         return dataclasses.replace(base, refused=why)
-    unverified = [r.status for r in (left, right) if r.status != "ok"]
+    unverified = [r.head.status for r in (left, right) if r.head.status != "ok"]
     if unverified and not include_unverified:
         return dataclasses.replace(
             base, refused=f"unverified ({', '.join(unverified)}): only ok cells compare"
@@ -103,7 +103,7 @@ def _pairing(key: str, a: Side, b: Side, chips: ChipTable, include_unverified: b
 
 def _subject(side: Side, key: str, chips: ChipTable) -> Subject:
     result = side.results[key]
-    if result.status != "ok":  # --include-unverified: explained, and marked UNVERIFIED by the caller
+    if result.head.status != "ok":  # --include-unverified: explained, and marked UNVERIFIED by the caller
         result = dataclasses.replace(result, head=dataclasses.replace(result.head, status="ok"))
     try:
         machine = machine_from_dict(side.machine)

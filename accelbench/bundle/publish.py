@@ -106,14 +106,14 @@ def _entries(name: str, archive: Archive, verified: bool, chips: ChipTable) -> l
                 scenario=cell.scenario,
                 stack=cell.stack,
                 rules=claimed_rules(result),
-                precision=result.effective_precision or "none",
-                status=result.status,
+                precision=result.head.effective_precision or "none",
+                status=result.head.status,
                 verified=verified,
                 machine=label,
                 metric=figures.metric if figures else "",
                 value=figures.value if figures else None,
                 ci=(float(figures.ci[0]), float(figures.ci[1])) if figures else None,
-                per_work=_per_work(result, machine.facts, chips) if result.status == "ok" else {},
+                per_work=_per_work(result, machine.facts, chips) if result.head.status == "ok" else {},
             )
         )
     return found

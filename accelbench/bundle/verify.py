@@ -130,7 +130,7 @@ def _cell(archive: Archive, path: str, header: Header, cores: int | None) -> lis
         detail = f"{judged.outcome} from its evidence; stored {entry.outcome}"
         findings.append(Finding(key, f"audit {judged.audit}", judged.outcome == entry.outcome, detail))
     if found is None:
-        return [*findings, Finding(key, "status", None, f"{result.status}: no LoadGen logs to judge")]
+        return [*findings, Finding(key, "status", None, f"{result.head.status}: no LoadGen logs to judge")]
     return [*findings, _status(result, found, verdicts or [rejudge.unaudited()], cores, computes)]
 
 
@@ -138,18 +138,18 @@ def _status(
     result: Result, found: rederive.Derived, verdicts: list[Verdict], cores: int | None, computes: bool
 ) -> Finding:
     """The cell's status judged again from its verdicts, quality, INVALID trials and noise record."""
-    key = result.cell.key
+    key, head = result.cell.key, result.head
     figures = rederive.with_sut_timer(found.figures, result.figures)
     try:
-        unstable = rejudge.unstable_reason(result.noise, figures, cores, computes)
+        unstable = rejudge.unstable_reason(head.noise, figures, cores, computes)
         failures = rejudge.quality_failures(
-            result.quality, result.sanity, result.effective_precision, result.cell.workload, result.cell.size
+            head.quality, head.sanity, head.effective_precision, result.cell.workload, result.cell.size
         )
     except (TypeError, ValueError, AttributeError, KeyError) as exc:
         return Finding(key, "status", False, f"noise or quality record unreadable: {exc}")
     status, why = rejudge.status(verdicts, failures, found.invalid_reasons, unstable)
-    detail = f"{status} from the evidence ({why or 'every audit passed'}); stored {result.status}"
-    return Finding(key, "status", status == result.status, detail)
+    detail = f"{status} from the evidence ({why or 'every audit passed'}); stored {head.status}"
+    return Finding(key, "status", status == head.status, detail)
 
 
 def _entries(result: Result) -> list[tuple[str, AuditEntry]]:
@@ -224,7 +224,9 @@ def _judged(name: str, entry: AuditEntry, result: Result) -> Verdict:
     cell = result.cell
     served_cell = bool(served_curve(result))
     try:
-        return rejudge.verdict(name, entry, result.effective_precision, cell.workload, cell.size, served_cell)
+        return rejudge.verdict(
+            name, entry, result.head.effective_precision, cell.workload, cell.size, served_cell
+        )
     except (TypeError, ValueError, AttributeError, KeyError) as exc:
         return Verdict(name, INCONCLUSIVE, f"evidence unreadable: {exc}")
 

@@ -64,7 +64,7 @@ def run_cell(
         settings = {**outcome.head.settings, "input_seed": spec.input_seed}
         outcome = dataclasses.replace(outcome, head=dataclasses.replace(outcome.head, settings=settings))
     result = result_of(run_id, planned, outcome, fingerprint, started_at, wall_s, tail)
-    log.info("%s: %s %s", planned.cell.key, result.status, result.reason)
+    log.info("%s: %s %s", planned.cell.key, result.head.status, result.head.reason)
     return result
 
 

@@ -84,7 +84,7 @@ class CellProgress:
         elif self._progress is not None and self._task is not None:
             node = result.node_id
             where = f"node {node[:8]} " if node else ""
-            description = f"{where}{result.cell.key}: {result.status}"
+            description = f"{where}{result.cell.key}: {result.head.status}"
             self._progress.update(self._task, advance=1, description=description)
 
 

@@ -56,7 +56,7 @@ def tune_command(
 
     def progress(result: Result) -> None:
         if not as_json:
-            err_console.print(f"{result.cell.stack}: {result.status} {result.reason}"[:200])
+            err_console.print(f"{result.cell.stack}: {result.head.status} {result.head.reason}"[:200])
 
     with open_store(store_dir(store_path)) as store:
         ranking = tune.tune(store, source, config, machine, on_result=progress, failure=failure)

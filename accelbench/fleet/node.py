@@ -59,7 +59,7 @@ def run_on_node(
     machine = detect_machine()
     run_dir = node_run_dir(run_id)
     result = run_cell(planned, run_id, config, run_dir, machine.fingerprint, input_seed)
-    log.info("%s on %s: %s", planned.cell.key, node.get("node_id"), result.status)
+    log.info("%s on %s: %s", planned.cell.key, node.get("node_id"), result.head.status)
     return {
         "result": to_dict(result),
         "machine": machine_to_dict(machine),

@@ -132,7 +132,7 @@ def cell_figures(
     table = chips if chips is not None else load_chips()
     found = {}
     for result in results:
-        if result.status != "ok" or result.effective_precision == "none":
+        if result.head.status != "ok" or result.head.effective_precision == "none":
             continue
         match = cell_match(result, machine, table, peaks)
         found[result.cell.key] = CellFigures(
@@ -228,7 +228,7 @@ def _roofline(
     seconds = _seconds_per_sample(result)
     if peaks is None or seconds is None:
         return None
-    bf16 = result.effective_precision == "bf16" and machine_peak(peaks, "gemm", "bf16")
+    bf16 = result.head.effective_precision == "bf16" and machine_peak(peaks, "gemm", "bf16")
     dtype = "bf16" if bf16 else "fp32"
     flops_peak, bytes_peak = machine_peak(peaks, "gemm", dtype), machine_peak(peaks, "bandwidth")
     if flops_peak is None or bytes_peak is None:

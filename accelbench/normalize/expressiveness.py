@@ -79,7 +79,7 @@ class Expressiveness:
 def expressiveness_matrix(results: Sequence[Result]) -> Expressiveness:
     """The workload x stack matrix of ``results`` (empty without expressiveness workloads)."""
     chosen = expressiveness_results(results)
-    eager = {_peer_key(r): r.qps for r in chosen if r.cell.stack == EAGER_STACK and r.status == "ok"}
+    eager = {_peer_key(r): r.qps for r in chosen if r.cell.stack == EAGER_STACK and r.head.status == "ok"}
     return Expressiveness(
         workloads=_ordered(r.cell.workload for r in chosen),
         stacks=_ordered(r.cell.stack for r in chosen),
@@ -90,8 +90,8 @@ def expressiveness_matrix(results: Sequence[Result]) -> Expressiveness:
 def _cell(result: Result, eager_qps: float | None) -> ExpressivenessCell:
     """One matrix cell: verdict, reason and speed relative to eager."""
     speed = _speed_vs_eager(result, eager_qps)
-    verdict = _VERDICT_OF_STATUS.get(result.status, result.status)
-    if result.status == "ok":
+    verdict = _VERDICT_OF_STATUS.get(result.head.status, result.head.status)
+    if result.head.status == "ok":
         verdict = "slower-than-eager" if speed is not None and speed < 1.0 else "runs"
     return ExpressivenessCell(
         workload=result.cell.workload,
@@ -106,7 +106,7 @@ def _cell(result: Result, eager_qps: float | None) -> ExpressivenessCell:
 
 def _speed_vs_eager(result: Result, eager_qps: float | None) -> float | None:
     """Throughput of ``result`` over eager's on the same cell; None unless both are verified."""
-    qps = result.qps if result.status == "ok" else None
+    qps = result.qps if result.head.status == "ok" else None
     if qps is None or not eager_qps:
         return None
     return qps / eager_qps
@@ -114,9 +114,9 @@ def _speed_vs_eager(result: Result, eager_qps: float | None) -> float | None:
 
 def _reason(result: Result) -> str:
     """The result's reason; for a wrong result, the quality detail that says how wrong."""
-    if result.status == "quality_failed" and result.quality is not None:
-        return f"{result.reason}: {result.quality.detail}" if result.reason else result.quality.detail
-    return result.reason
+    if result.head.status == "quality_failed" and result.head.quality is not None:
+        return f"{result.head.reason}: {result.head.quality.detail}" if result.head.reason else result.head.quality.detail
+    return result.head.reason
 
 
 def _peer_key(result: Result) -> tuple[str, ...]:

@@ -175,10 +175,10 @@ def generalization_figures(results: Sequence[Result]) -> Generalization:
 
 def _exclusion(members: Sequence[Result]) -> str:
     """Why a group has no generalization figures ("" when it has): a disqualified or no verified cell."""
-    disqualified = next((r for r in members if r.status == "disqualified"), None)
+    disqualified = next((r for r in members if r.head.status == "disqualified"), None)
     if disqualified is not None:
-        return f"{disqualified.cell.variant} disqualified: {disqualified.reason}"
-    if not any(r.status == "ok" for r in members):
+        return f"{disqualified.cell.variant} disqualified: {disqualified.head.reason}"
+    if not any(r.head.status == "ok" for r in members):
         return "no verified cell"
     return ""
 
@@ -190,7 +190,7 @@ def has_variants(results: Sequence[Result]) -> bool:
 
 def flop_rate(result: Result, flops: int | None) -> float | None:
     """Achieved FLOP/s of an ``ok`` result: ``flops`` per sample x LoadGen's samples per second."""
-    if result.status != "ok" or not flops or not result.qps:
+    if result.head.status != "ok" or not flops or not result.qps:
         return None
     return float(flops) * result.qps
 
@@ -205,7 +205,7 @@ def _groups(results: Sequence[Result]) -> dict[Group, list[Result]]:
         key: members
         for key, members in groups.items()
         if any(r.cell.variant != CANONICAL for r in members)
-        and not all(r.status == "unavailable" for r in members)
+        and not all(r.head.status == "unavailable" for r in members)
     }
 
 
@@ -229,7 +229,7 @@ def _stack_figures(key: Group, members: Sequence[Result]) -> StackGeneralization
     canonical_rate = flop_rate(canonical, canonical_flops) if canonical else None
     gap, gap_ci = _gap(canonical_rate, rates)
     spread, spread_ci = _spread(rates)
-    passed = sum(1 for r in variants if r.status in ANSWERED_RIGHT)
+    passed = sum(1 for r in variants if r.head.status in ANSWERED_RIGHT)
     return StackGeneralization(
         group=key,
         goodhart_gap=gap,
@@ -265,10 +265,10 @@ def _spread(rates: list[float]) -> tuple[float | None, tuple[float, float] | Non
 
 
 def _compile_growth(canonical: Result | None, variants: Sequence[Result]) -> float | None:
-    times = [r.compile_s for r in variants if r.status == "ok" and r.compile_s is not None]
-    if canonical is None or not canonical.compile_s or not times:
+    times = [r.head.compile_s for r in variants if r.head.status == "ok" and r.head.compile_s is not None]
+    if canonical is None or not canonical.head.compile_s or not times:
         return None
-    return float(np.median(times)) / canonical.compile_s
+    return float(np.median(times)) / canonical.head.compile_s
 
 
 def _variant_seed(results: Sequence[Result]) -> int | None:
@@ -313,5 +313,5 @@ def _heatmap_cells(key: Group, members: Sequence[Result]) -> list[HeatmapCell]:
     for result in sorted(members, key=lambda r: (r.cell.variant != CANONICAL, r.cell.variant)):
         rate = flop_rate(result, _flops(result, canonical_flops))
         relative = rate / base if rate is not None and base else None
-        cells.append(HeatmapCell(key, result.cell.variant, relative, result.status))
+        cells.append(HeatmapCell(key, result.cell.variant, relative, result.head.status))
     return cells

@@ -70,7 +70,7 @@ def result_figures(
 
     ``match``: the chip already matched (and its count narrowed by a measured peak); else matched here.
     """
-    if result.status != "ok" or not result.qps:
+    if result.head.status != "ok" or not result.qps:
         return ()
     if match is None:
         try:

@@ -40,15 +40,15 @@ class Board:
 
 def is_verified(result: Result) -> bool:
     """True when the result may rank: status ``ok`` with a throughput, and the model actually computed."""
-    return result.status == "ok" and bool(result.qps) and result.effective_precision != "none"
+    return result.head.status == "ok" and bool(result.qps) and result.head.effective_precision != "none"
 
 
 def is_rankable(result: Result, include_unverified: bool) -> bool:
     """True when the result goes on a leaderboard (unverified ones only when asked for)."""
     if is_verified(result):
         return True
-    measured = result.status in UNVERIFIED_STATUSES and bool(result.qps)
-    return include_unverified and measured and result.effective_precision != "none"
+    measured = result.head.status in UNVERIFIED_STATUSES and bool(result.qps)
+    return include_unverified and measured and result.head.effective_precision != "none"
 
 
 def leaderboards(results: Sequence[Result], include_unverified: bool = False) -> list[Board]:
@@ -80,7 +80,7 @@ def order_key(result: Result) -> tuple[float, str]:
 
 def unverified(results: Sequence[Result]) -> list[Result]:
     """Measured cells that do not rank, in key order (``disqualified``, ``unverified``, ...)."""
-    return sorted((r for r in results if r.status in UNVERIFIED_STATUSES), key=lambda r: r.cell.key)
+    return sorted((r for r in results if r.head.status in UNVERIFIED_STATUSES), key=lambda r: r.cell.key)
 
 
 def leaderboard_document(results: Sequence[Result], include_unverified: bool = False) -> dict[str, Any]:
@@ -96,7 +96,13 @@ def leaderboard_document(results: Sequence[Result], include_unverified: bool = F
         for board in leaderboards(results, include_unverified)
     ]
     listed = [
-        {"cell": r.cell.key, "stack": r.cell.stack, "status": r.status, "reason": r.reason, "qps": r.qps}
+        {
+            "cell": r.cell.key,
+            "stack": r.cell.stack,
+            "status": r.head.status,
+            "reason": r.head.reason,
+            "qps": r.qps,
+        }
         for r in unverified(results)
     ]
     return {"leaderboard": boards, "unverified": listed, "include_unverified": include_unverified}
@@ -114,6 +120,6 @@ def _entry_document(entry: Entry) -> dict[str, Any]:
         "headline": dict(zip(("metric", "value"), result.headline, strict=True)) if result.headline else None,
         "p50_s": latency.p50_s if latency else None,
         "p99_s": latency.p99_s if latency else None,
-        "status": result.status,
+        "status": result.head.status,
         "verified": entry.verified,
     }

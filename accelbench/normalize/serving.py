@@ -77,7 +77,7 @@ def compare(kind: str, reference: Result, served: Result) -> Comparison:
     reason, ratio = "", None
     unverified = [r for r in (reference, served) if not is_verified(r)]
     if unverified:
-        reason = "; ".join(f"{r.cell.stack} not verified ({r.status})" for r in unverified)
+        reason = "; ".join(f"{r.cell.stack} not verified ({r.head.status})" for r in unverified)
     elif not ref_value or not served_value:
         reason = "no headline figure"
     elif _lower_is_better(scenario):

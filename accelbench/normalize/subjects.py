@@ -91,11 +91,11 @@ def from_result(result_id: str, result: Result, match: ChipMatch) -> Subject:
     """A subject from a stored local result and the chip its device was matched to."""
     if result.training is not None:
         return _from_training(result_id, result, result.training, match)
-    if result.status != "ok" or not result.qps:
-        raise UserError(f"result {result_id} has no measured throughput (status {result.status})")
+    if result.head.status != "ok" or not result.qps:
+        raise UserError(f"result {result_id} has no measured throughput (status {result.head.status})")
     cell = result.cell
     unit = "sample" if cell.scenario == "offline" else "query"
-    energy = getattr(result, "energy", None)  # Result.energy: results schema 2
+    energy = result.head.energy
     measured = energy is not None and energy.provenance in MEASURED_ENERGY
     energy_j = float(energy.energy_per_query_j) if measured and energy is not None else None
     return Subject(
@@ -119,10 +119,10 @@ def from_result(result_id: str, result: Result, match: ChipMatch) -> Subject:
 def _from_training(result_id: str, result: Result, training: TrainingFigures, match: ChipMatch) -> Subject:
     """A time-to-train subject from a local ``train-to-quality`` result (its olympic mean)."""
     olympic_s = training.olympic_mean_s
-    if result.status != "ok" or not olympic_s:
-        raise UserError(f"result {result_id} did not train to quality (status {result.status})")
+    if result.head.status != "ok" or not olympic_s:
+        raise UserError(f"result {result_id} did not train to quality (status {result.head.status})")
     cell = result.cell
-    energy = result.energy
+    energy = result.head.energy
     measured = energy is not None and energy.provenance in MEASURED_ENERGY
     nproc = training.nproc
     return Subject(

@@ -177,14 +177,14 @@ def cell_columns(result: Result) -> list[str]:
         else f"{cell.workload} {cell.variant}",
         cell.stack if cell.device == "cpu" else f"{cell.stack} @ {cell.device}",
         cell.scenario,
-        f"[{STATUS_STYLE.get(result.status, 'red')}]{result.status}[/]",
+        f"[{STATUS_STYLE.get(result.head.status, 'red')}]{result.head.status}[/]",
     ]
 
 
 def _cell(entry: ranking.Entry) -> list[str]:
     workload, stack, _, status = cell_columns(entry.result)
     if not entry.verified:
-        status = f"[bold yellow]UNVERIFIED {entry.result.status}[/]"
+        status = f"[bold yellow]UNVERIFIED {entry.result.head.status}[/]"
     return [workload, stack, status]
 
 

@@ -144,7 +144,7 @@ def _row(result: Result, point: CurvePoint) -> list[str]:
     return [
         result.cell.workload,
         result.cell.stack,
-        result.status,
+        result.head.status,
         str(point.concurrency),
         str(point.requests),
         f"{point.output_tokens_per_s:.1f}",

@@ -49,7 +49,7 @@ def _row(result: Result, section: GenerationFigures) -> list[str]:
         cell.workload,
         cell.stack if cell.device == "cpu" else f"{cell.stack} @ {cell.device}",
         cell.scenario,
-        result.status,
+        result.head.status,
         f"{section.precision} / {section.weight_format}",
         _ms(section.ttft_percentiles_s.get("p90")),
         _ms(section.tpot_percentiles_s.get("p90")),

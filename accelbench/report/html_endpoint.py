@@ -24,7 +24,7 @@ from accelbench.results import Result
 
 def _label(result: Result) -> str:
     name = f"{result.cell.stack} ({result.cell.workload})"
-    return name if result.status == "ok" else f"{name} (UNVERIFIED: {result.status})"
+    return name if result.head.status == "ok" else f"{name} (UNVERIFIED: {result.head.status})"
 
 
 Chips = Mapping[tuple[str, str], ChipMatch]

@@ -31,7 +31,7 @@ def default_pair(runs: Sequence[RunData]) -> tuple[str, str]:
     for data in runs:
         for result in data.results:
             cell = result.cell
-            if result.status == "ok" and result.qps and result.effective_precision != "none":
+            if result.head.status == "ok" and result.qps and result.head.effective_precision != "none":
                 key = (cell.workload, cell.size, cell.variant, cell.scenario)
                 groups.setdefault(key, []).append((result.qps, f"local:{data.run.run_id}/{cell.key}"))
     for _, members in sorted(groups.items()):

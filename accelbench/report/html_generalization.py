@@ -124,7 +124,7 @@ def training_section(runs: Sequence[RunData]) -> Section | None:
         if any(_scalar(getattr(t, f.name)) and getattr(t, f.name) != "" for _, _, t in found)
     )
     rows = [
-        (f"{run_id}/{r.cell.key}", r.status, *(_number(getattr(t, k)) for k in keys))
+        (f"{run_id}/{r.cell.key}", r.head.status, *(_number(getattr(t, k)) for k in keys))
         for run_id, r, t in found
     ]
     table = rows_html("Training to quality", ("cell", "status", *keys), rows)

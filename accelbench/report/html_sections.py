@@ -216,7 +216,7 @@ def _entries(
             continue  # listed under "unverified" or failures; the null stack measures the harness only
         name = label(result, data.run.run_id if several_runs else "")
         if not ranking.is_verified(result):
-            name += f" (UNVERIFIED: {result.status})"
+            name += f" (UNVERIFIED: {result.head.status})"
         entries.append(html_leaderboard.Entry(name, result, data.normalized.get(result.cell.key)))
     return entries
 

@@ -20,7 +20,7 @@ from accelbench.session_figures import SessionFigures, SessionPoint
 def _label(result: Result, ladder: SessionFigures) -> str:
     cache = ladder.prefix_cache or "not recorded"
     name = f"{result.cell.stack} ({result.cell.workload}; prefix cache {cache})"
-    return name if result.status == "ok" else f"{name} (UNVERIFIED: {result.status})"
+    return name if result.head.status == "ok" else f"{name} (UNVERIFIED: {result.head.status})"
 
 
 def _point_label(point: SessionPoint) -> str:

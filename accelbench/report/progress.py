@@ -24,7 +24,8 @@ def cell_ended_line(result: Result, number: int, total: int) -> str:
     where = f" (node {node[:8]})" if node else ""
     shown = headline_text(result)
     figure = f", {shown}" if shown != "-" else ""
-    return f"[{number}/{total}] end {result.cell.key}{where}: {result.status}{figure}, {result.wall_s:.1f} s"
+    ended = f"{result.head.status}{figure}, {result.wall_s:.1f} s"
+    return f"[{number}/{total}] end {result.cell.key}{where}: {ended}"
 
 
 def phase_started_line(name: str) -> str:

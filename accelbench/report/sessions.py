@@ -71,7 +71,7 @@ def _row(result: Result, point: SessionPoint) -> list[str]:
     return [
         result.cell.workload,
         result.cell.stack,
-        result.status,
+        result.head.status,
         load_text(point),
         str(point.sessions),
         str(point.turns),

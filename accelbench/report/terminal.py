@@ -54,9 +54,11 @@ def unverified_table(results: Sequence[Result]) -> Table | None:
     for column in ("cell", "status", "headline (not ranked)", "reason"):
         table.add_column(column, justify="right" if column.startswith("headline") else "left")
     for result in listed:
-        style = STATUS_STYLE.get(result.status, "red")
+        style = STATUS_STYLE.get(result.head.status, "red")
         headline = columns.headline_text(result)
-        table.add_row(result.cell.key, f"[{style}]{result.status}[/]", headline, result.reason or "-")
+        table.add_row(
+            result.cell.key, f"[{style}]{result.head.status}[/]", headline, result.head.reason or "-"
+        )
     return table
 
 
@@ -69,7 +71,7 @@ def checks_table(results: Sequence[Result], normalized: Mapping[str, CellFigures
     clock, from which class of source and why (``accelbench.hardware.share``), and why a datasheet share
     no model explains is SUSPECT.
     """
-    shown = [r for r in results if r.status in ("ok", "quality_failed", *UNVERIFIED_STATUSES)]
+    shown = [r for r in results if r.head.status in ("ok", "quality_failed", *UNVERIFIED_STATUSES)]
     title = f"Quality, precision, compile time, energy, roofline; {results_rules_note(shown)}"
     table = Table(title=title, title_justify="left")
     for column in ("workload", "stack", "scenario", "quality", "precision", "compile s", "J/query"):
@@ -114,8 +116,8 @@ def _datasheet_basis(decision: ShareDecision | None) -> str:
 def _check_columns(result: Result) -> list[str]:
     return [
         _quality(result),
-        result.effective_precision or "-",
-        f"{result.compile_s:.1f}" if result.compile_s else "-",
+        result.head.effective_precision or "-",
+        f"{result.head.compile_s:.1f}" if result.head.compile_s else "-",
         _energy(result),
     ]
 
@@ -151,7 +153,7 @@ def _datasheet_text(share: Range | None, suspect: bool = False) -> str:
 
 def _energy(result: Result) -> str:
     """Joules per query and where they come from: ``0.123 est`` (estimated), ``meas``, ``poll``."""
-    energy = result.energy
+    energy = result.head.energy
     if energy is None:
         return "-"
     mark = {"measured": "meas", "polled": "poll", "estimated": "[yellow]est[/]"}[energy.provenance]
@@ -160,14 +162,14 @@ def _energy(result: Result) -> str:
 
 def failures_table(results: Sequence[Result]) -> Table | None:
     """Cells that did not produce a usable measurement, with their reason; None when there are none."""
-    failed = [r for r in results if r.status != "ok" and r.status not in UNVERIFIED_STATUSES]
+    failed = [r for r in results if r.head.status != "ok" and r.head.status not in UNVERIFIED_STATUSES]
     if not failed:
         return None
     table = Table(title="Cells without a valid measurement", title_justify="left")
     for column in ("cell", "status", "reason"):
         table.add_column(column)
     for result in failed:
-        table.add_row(result.cell.key, result.status, result.reason or "-")
+        table.add_row(result.cell.key, result.head.status, result.head.reason or "-")
     return table
 
 
@@ -175,7 +177,7 @@ def status_line(results: Sequence[Result]) -> str:
     """How many cells ended in each status, ``ok`` first, e.g. ``12 cells: 9 ok, 1 oom``."""
     counts: dict[str, int] = {}
     for result in results:
-        counts[result.status] = counts.get(result.status, 0) + 1
+        counts[result.head.status] = counts.get(result.head.status, 0) + 1
     order = sorted(counts, key=lambda status: (status != "ok", status))
     parts = ", ".join(f"{counts[status]} {status}" for status in order)
     return f"{len(results)} cells: {parts}" if parts else "0 cells"
@@ -185,7 +187,7 @@ def warnings_lines(results: Sequence[Result]) -> list[str]:
     """One line per distinct warning (numbers aside), with the cells it concerns, most frequent first."""
     groups: dict[str, list[str]] = {}
     for result in results:
-        for warning in result.warnings:
+        for warning in result.head.warnings:
             groups.setdefault(_warning_kind(warning), []).append(f"{result.cell.key}: {warning}")
     lines = []
     for members in sorted(groups.values(), key=len, reverse=True):
@@ -200,13 +202,14 @@ def _warning_kind(warning: str) -> str:
 
 
 def _quality(result: Result) -> str:
-    quality = result.quality
+    head = result.head
+    quality = head.quality
     if quality is None:
-        return "n/a" if result.status == "ok" else "-"
+        return "n/a" if head.status == "ok" else "-"
     mark = "pass" if quality.passed else "[red]FAIL[/]"
     text = f"{mark} {quality.metric} {quality.value:.4f}"
-    if result.sanity is not None:
-        text += " +sanity" if result.sanity.passed else " [red]sanity FAIL[/]"
+    if head.sanity is not None:
+        text += " +sanity" if head.sanity.passed else " [red]sanity FAIL[/]"
     return text
 
 

@@ -42,7 +42,7 @@ def _row(result: Result, training: TrainingFigures) -> list[str]:
     return [
         f"{cell.workload} ({cell.size})",
         cell.stack if cell.device == "cpu" else f"{cell.stack} @ {cell.device}",
-        result.status,
+        result.head.status,
         _number(training.olympic_mean_s, "{:.3g}"),
         f"{training.runs_converged}/{len(training.runs)}",
         _number(training.target, "{:.3f}"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from accelbench.head import Head
 from accelbench.tune import Ranking
 
 
@@ -22,20 +23,20 @@ def ranking_table(ranking: Ranking) -> Table:
     ):
         table.add_column(column, justify="right" if column in ("#", "QPS", "p50 ms") else "left")
     reference = next((r for r in ranking.results if r.cell.stack == ranking.reference_stack), None)
-    reference_qps = reference.qps if reference is not None and reference.status == "ok" else None
+    reference_qps = reference.qps if reference is not None and reference.head.status == "ok" else None
     rank = 0
     for result in ranking.results:
-        verified = result.status == "ok" and result.qps
+        verified = result.head.status == "ok" and result.qps
         rank += 1 if verified else 0
         qps = result.qps if verified else None
         table.add_row(
             str(rank) if verified else "-",
             result.cell.stack,
-            result.status,
+            result.head.status,
             f"{qps:.1f}" if qps else "-",
             f"{result.latency.p50_s * 1e3:.3f}" if verified and result.latency else "-",
             f"{qps / reference_qps:.2f}x" if qps and reference_qps else "-",
-            _note(result),
+            _note(result.head),
         )
     return table
 
@@ -53,12 +54,11 @@ def verdict_line(ranking: Ranking) -> str:
 
 def no_result_line(ranking: Ranking) -> str:
     """Why no stack produced a verified result, stack by stack (``stack: status reason``; the reason cut)."""
-    why = "; ".join(f"{r.cell.stack}: {r.status} {_note(r)[:80]}".strip() for r in ranking.results)
+    why = "; ".join(f"{r.cell.stack}: {r.head.status} {_note(r.head)[:80]}".strip() for r in ranking.results)
     return f"no stack produced a verified result ({why or 'no stack ran'})"
 
 
-def _note(result: object) -> str:
-    quality = getattr(result, "quality", None)
-    if getattr(result, "status", "") == "ok" and quality is not None:
-        return f"{quality.metric} {quality.value:.6f} >= {quality.threshold:g}"
-    return " ".join(str(getattr(result, "reason", "")).split())[:120]
+def _note(head: Head) -> str:
+    if head.status == "ok" and head.quality is not None:
+        return f"{head.quality.metric} {head.quality.value:.6f} >= {head.quality.threshold:g}"
+    return " ".join(head.reason.split())[:120]

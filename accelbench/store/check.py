@@ -172,7 +172,7 @@ def _document_problem(row: _Row) -> tuple[str, str] | None:
         check_record(result)
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         return "schema", f"result document does not load ({type(exc).__name__}: {one_line(str(exc), 200)})"
-    stored = "/".join(map(str, (result.run_id, result.cell.key, result.status)))
+    stored = "/".join(map(str, (result.run_id, result.cell.key, result.head.status)))
     columns = "/".join(map(str, (row.run_id, row.cell_key, row.status)))
     if stored != columns:
         return "mismatch", f"document says {stored}, the row's columns say {columns}"

@@ -292,13 +292,13 @@ def _ensure_writable_dir(folder: Path) -> None:
 
 
 def _result_row(result: Result) -> tuple[Any, ...]:
-    cell = result.cell
-    quality_passed = None if result.quality is None else int(result.quality.passed)
+    cell, head = result.cell, result.head
+    quality_passed = None if head.quality is None else int(head.quality.passed)
     document = _json(to_dict(result))
     p50_s = result.latency.p50_s if result.latency else None
     return (
         result.run_id, cell.key, cell.workload, cell.size, cell.variant, cell.stack, cell.device,
-        cell.scenario, result.status, p50_s, result.qps, quality_passed, result.effective_precision,
+        cell.scenario, head.status, p50_s, result.qps, quality_passed, head.effective_precision,
         _now(), document, doc_sha256(document),
     )  # fmt: skip
 

@@ -142,7 +142,7 @@ def _place_onnx(run_dir: Path, source: ModelSource, config: RunConfig) -> None:
 
 def rank(run_id: str, source: ModelSource, results: Sequence[Result]) -> Ranking:
     """Verified results by throughput (best first), then the others; the best one's speedup."""
-    verified = sorted((r for r in results if r.status == "ok" and r.qps), key=lambda r: -(r.qps or 0.0))
+    verified = sorted((r for r in results if r.head.status == "ok" and r.qps), key=lambda r: -(r.qps or 0.0))
     others = [r for r in results if r not in verified]
     reference_stack = REFERENCE_STACK[source.kind]
     reference = next((r for r in verified if r.cell.stack == reference_stack), None)
@@ -154,7 +154,7 @@ def rank(run_id: str, source: ModelSource, results: Sequence[Result]) -> Ranking
 def ranking_document(ranking: Ranking) -> dict[str, Any]:
     """The JSON form of a ranking (``accelbench tune --json``)."""
     reference = next((r for r in ranking.results if r.cell.stack == ranking.reference_stack), None)
-    reference_qps = reference.qps if reference is not None and reference.status == "ok" else None
+    reference_qps = reference.qps if reference is not None and reference.head.status == "ok" else None
     return {
         "run_id": ranking.run_id,
         "model": asdict(ranking.source),
@@ -166,16 +166,17 @@ def ranking_document(ranking: Ranking) -> dict[str, Any]:
 
 
 def _row(result: Result, reference_qps: float | None) -> dict[str, Any]:
-    verified = result.status == "ok"
+    head = result.head
+    verified = head.status == "ok"
     qps = result.qps if verified else None
     return {
         "stack": result.cell.stack,
-        "status": result.status,
+        "status": head.status,
         "verified": verified,
-        "reason": result.reason,
+        "reason": head.reason,
         "qps": qps,
         "p50_s": result.latency.p50_s if verified and result.latency else None,
         "speed_vs_reference": qps / reference_qps if qps and reference_qps else None,
-        "quality": asdict(result.quality) if result.quality else None,
-        "effective_precision": result.effective_precision,
+        "quality": asdict(head.quality) if head.quality else None,
+        "effective_precision": head.effective_precision,
     }

@@ -73,13 +73,13 @@ def measured_ok(result: Mapping[str, object]) -> bool:
     return result["status"] == "unstable" and (drifted or busy)
 
 
-def result_ok(result: Any) -> bool:
+def result_ok(result: Result) -> bool:
     """``measured_ok`` for a ``Result`` record."""
-    return result.status == "ok" or (
-        result.status == "unstable"
+    return result.head.status == "ok" or (
+        result.head.status == "unstable"
         and (
-            (result.noise is not None and result.noise.unstable)
-            or any(w.startswith(BUSY) for w in result.warnings)
+            (result.head.noise is not None and result.head.noise.unstable)
+            or any(w.startswith(BUSY) for w in result.head.warnings)
         )
     )
 

@@ -284,7 +284,7 @@ def test_publish_three_bundles_opens_offline_with_working_filters(
     assert done.returncode == 0 and "3 bundle(s), 2 verified" in done.stdout, done.stdout + done.stderr
     expected_ranked = 0
     with open_store(store, read_only=True) as opened:
-        expected_ranked = sum(r.status == "ok" for run_id in ids for r in opened.results(run_id))
+        expected_ranked = sum(r.head.status == "ok" for run_id in ids for r in opened.results(run_id))
     problems: list[str] = []
     requests: list[str] = []
     with sync_playwright() as playwright:

@@ -21,6 +21,7 @@ import torch
 from accelbench import runner
 from accelbench.config import RunConfig
 from accelbench.hardware.detect import detect_machine
+from accelbench.results import Result
 from accelbench.store import open_store
 from tests.e2e.cli import accelbench, interrupted_run, measured_ok, result_ok, runs_at_once
 
@@ -58,13 +59,13 @@ def measured(result: dict[str, Any]) -> bool:
     return measured_ok(result) or measured_anyway
 
 
-def _results(store: Path, run_id: str | None = None) -> list[Any]:
+def _results(store: Path, run_id: str | None = None) -> list[Result]:
     with open_store(store) as opened:
         return opened.results(run_id or opened.latest_run_id())
 
 
-def _node(result: Any) -> str:
-    return str(result.settings["fleet_node"]["node_id"])
+def _node(result: Result) -> str:
+    return str(result.head.settings["fleet_node"]["node_id"])
 
 
 @pytest.mark.slow
@@ -82,23 +83,23 @@ def test_cells_run_on_both_nodes_and_match_the_plan(cluster: LocalCluster, tmp_p
     assert sorted(r.cell.key for r in results) == sorted(p.cell.key for p in runner.plan(config))
     by_device = {(r.cell.stack, r.cell.device): r for r in results}
     eager = by_device[("torch-eager", "cpu")]
-    assert result_ok(eager), (eager.status, eager.reason, eager.warnings)
-    assert by_device[("null", "cpu")].status == "unverified"
+    assert result_ok(eager), (eager.head.status, eager.head.reason, eager.head.warnings)
+    assert by_device[("null", "cpu")].head.status == "unverified"
     cuda_nodes = {_node(r) for r in results if r.cell.device == "cuda:0"}
     assert len(cuda_nodes) == 1  # only the worker declares a GPU (the head declares none)
     for cell in (r for r in results if r.cell.device == "cuda:0"):  # the null stack never drives CUDA
         if cell.cell.stack == "torch-eager" and torch.cuda.is_available():
-            assert result_ok(cell), cell.reason
+            assert result_ok(cell), cell.head.reason
         else:
-            assert cell.status == "unavailable" and cell.reason
+            assert cell.head.status == "unavailable" and cell.head.reason
     assert len({_node(r) for r in results}) == 2, [(r.cell.key, _node(r)) for r in results]
     here = detect_machine().fingerprint
     for result in results:
-        node = result.settings["fleet_node"]
+        node = result.head.settings["fleet_node"]
         assert result.machine_fingerprint == here == node["machine"]["fingerprint"]
         assert Path(node["run_dir"]).is_relative_to(cluster.root)  # node-local, not the driver's store
     assert eager.loadgen is not None and eager.latency is not None and eager.latency.p50_s > 0
-    assert (Path(eager.settings["fleet_node"]["run_dir"]) / eager.loadgen.log_dir).is_dir()
+    assert (Path(eager.head.settings["fleet_node"]["run_dir"]) / eager.loadgen.log_dir).is_dir()
 
 
 @pytest.mark.slow
@@ -147,7 +148,7 @@ def test_resume_finishes_a_run_on_the_fleet(cluster: LocalCluster, tmp_path: Pat
     config = RunConfig("tiny", ("resnet50",), ("null",), ("single-stream", "offline"), "tiny", "quick")
     with open_store(tmp_path / "store") as store:
         run_id, first = interrupted_run(store, config, detect_machine())
-    assert len(first) == 1 and "fleet_node" not in first[0].settings
+    assert len(first) == 1 and "fleet_node" not in first[0].head.settings
     done = accelbench(
         "run", "--resume", run_id, "--fleet", cluster.client_address, "--store", str(tmp_path / "store")
     )
@@ -155,7 +156,7 @@ def test_resume_finishes_a_run_on_the_fleet(cluster: LocalCluster, tmp_path: Pat
     final = _results(tmp_path / "store", run_id)
     assert sorted(r.cell.scenario for r in final) == ["offline", "single-stream"]
     resumed = next(r for r in final if r.cell.key != first[0].cell.key)
-    assert resumed.status == "unverified" and "fleet_node" in resumed.settings  # the null stack
+    assert resumed.head.status == "unverified" and "fleet_node" in resumed.head.settings  # the null stack
     assert next(r for r in final if r.cell.key == first[0].cell.key).started_at == first[0].started_at
 
 
@@ -184,11 +185,11 @@ def test_a_fleet_run_and_a_local_run_write_one_store_at_once(cluster: LocalClust
     here = [sys.executable, "-m", "accelbench", "run", *args]
     fleet = [*here[:4], "--fleet", cluster.client_address, *args]
     results = runs_at_once((fleet, here), store, timeout_s=600)
-    on_fleet = [rs for rs in results.values() if all("fleet_node" in r.settings for r in rs)]
+    on_fleet = [rs for rs in results.values() if all("fleet_node" in r.head.settings for r in rs)]
     assert len(on_fleet) == 1  # the other run's cells ran here
     for run_results in results.values():
         assert sorted(r.cell.scenario for r in run_results) == ["offline", "single-stream"]
-        assert all(r.status == "unverified" for r in run_results)  # the null stack, measured to the end
+        assert all(r.head.status == "unverified" for r in run_results)  # the null stack, measured to the end
     assert sum(len(rs) for rs in results.values()) == 4
 
 

@@ -74,10 +74,10 @@ def _store_as_ok(store_path: Path, run_id: str, stack: str) -> None:
 
     with open_store(store_path) as store:
         (measured,) = [r for r in store.results(run_id) if chosen(r)]
-        assert measured.qps and measured.effective_precision not in ("", "none"), measured
+        assert measured.qps and measured.head.effective_precision not in ("", "none"), measured
         ranked = dataclasses.replace(measured.head, status="ok", reason="")
         store.add_result(dataclasses.replace(measured, head=ranked))
-        assert [r.status for r in store.results(run_id) if chosen(r)] == ["ok"]
+        assert [r.head.status for r in store.results(run_id) if chosen(r)] == ["ok"]
 
 
 class _Attributes(HTMLParser):

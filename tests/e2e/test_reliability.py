@@ -48,7 +48,7 @@ def test_four_writer_processes_share_one_new_store(tmp_path: Path, round_: int) 
     with open_store(store) as opened:
         for n in range(4):
             results = opened.results(f"writer-{n}")
-            assert sorted(r.reason for r in results) == sorted(f"planted {i}" for i in range(40))
+            assert sorted(r.head.reason for r in results) == sorted(f"planted {i}" for i in range(40))
 
 
 def test_sigkill_during_store_writes_loses_no_committed_record(tmp_path: Path) -> None:

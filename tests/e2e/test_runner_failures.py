@@ -45,21 +45,24 @@ def test_failing_cells_get_their_status_and_the_others_complete(tmp_path: Path) 
         run_id = runner.start_run(store, config, machine)
         runner.execute(store, run_id, config, machine)
         by_stack = {r.cell.stack: r for r in store.results(run_id)}
-    assert by_stack["planted-crash"].status == "crashed"
-    assert "SIGABRT" in by_stack["planted-crash"].reason
-    assert by_stack["planted-hang"].status == "timeout"
+    assert by_stack["planted-crash"].head.status == "crashed"
+    assert "SIGABRT" in by_stack["planted-crash"].head.reason
+    assert by_stack["planted-hang"].head.status == "timeout"
     assert 25.0 <= by_stack["planted-hang"].wall_s < 60.0  # every other cell finishes well within 25 s
-    assert by_stack["planted-raise"].status == "crashed"
-    assert by_stack["planted-raise"].reason == "RuntimeError: planted failure"
+    assert by_stack["planted-raise"].head.status == "crashed"
+    assert by_stack["planted-raise"].head.reason == "RuntimeError: planted failure"
     assert "Traceback" in by_stack["planted-raise"].stderr_tail
-    assert by_stack["planted-noisy"].status == "quality_failed"
-    assert by_stack["planted-noisy"].quality is not None and not by_stack["planted-noisy"].quality.passed
+    assert by_stack["planted-noisy"].head.status == "quality_failed"
+    assert (
+        by_stack["planted-noisy"].head.quality is not None
+        and not by_stack["planted-noisy"].head.quality.passed
+    )
     # a daemon the stack left in a session of its own ends with its cell (cell.leftovers)
-    assert by_stack["planted-daemon"].status in ("ok", "unstable", "unverified"), by_stack[
+    assert by_stack["planted-daemon"].head.status in ("ok", "unstable", "unverified"), by_stack[
         "planted-daemon"
-    ].reason
+    ].head.reason
     assert _marked(DAEMON_MARK) == []
-    assert result_ok(by_stack["torch-eager"]), by_stack["torch-eager"].reason
+    assert result_ok(by_stack["torch-eager"]), by_stack["torch-eager"].head.reason
     assert by_stack["torch-eager"].latency is not None and by_stack["torch-eager"].latency.p50_s > 0
 
 

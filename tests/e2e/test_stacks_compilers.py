@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import onnx
@@ -23,6 +23,7 @@ from accelbench import registry, runner
 from accelbench.config import RunConfig
 from accelbench.errors import Unsupported
 from accelbench.hardware.detect import detect_machine
+from accelbench.results import Result
 from accelbench.stacks.base import CellContext, ModelSpec, Session, Stack
 from accelbench.stacks.iree import Iree
 from accelbench.stacks.onnx_export import onnx_path
@@ -209,7 +210,7 @@ def test_availability_and_versions(stack: Stack) -> None:
 
 def _run_cells(
     store_dir: Path, stacks: tuple[str, ...], scenarios: tuple[str, ...] = ("single-stream",)
-) -> dict[str, Any]:
+) -> dict[str, Result]:
     """One quick run of the tiny ``bert-base`` through ``stacks``: results by stack (the last scenario's)."""
     config = RunConfig(
         suite="test",
@@ -229,7 +230,7 @@ def _run_cells(
 
 
 @pytest.fixture(scope="module")
-def runner_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def runner_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Result]:
     """The four quick compiler stacks through the runner, in one run shared by the tests."""
     return _run_cells(
         tmp_path_factory.mktemp("compilers") / "store", ("openvino", "openvino-bf16", "iree", "tvm")
@@ -240,15 +241,15 @@ def runner_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     ("stack", "precision"),
     [("openvino", "fp32"), ("openvino-bf16", "bf16"), ("iree", "fp32"), ("tvm", "fp32")],
 )
-def test_runner_cell_is_ok(stack: str, precision: str, runner_results: dict[str, Any]) -> None:
+def test_runner_cell_is_ok(stack: str, precision: str, runner_results: dict[str, Result]) -> None:
     result = runner_results[stack]
-    if stack == "openvino-bf16" and result.status == "unavailable":
-        pytest.skip(result.reason)
-    assert result_ok(result), (result.status, result.reason, result.stderr_tail)
-    assert result.effective_precision == precision
-    assert result.compile_s > 0
+    if stack == "openvino-bf16" and result.head.status == "unavailable":
+        pytest.skip(result.head.reason)
+    assert result_ok(result), (result.head.status, result.head.reason, result.stderr_tail)
+    assert result.head.effective_precision == precision
+    assert result.head.compile_s > 0
     assert result.latency is not None and result.latency.p50_s > 0
-    assert result.quality is not None and result.quality.passed
+    assert result.head.quality is not None and result.head.quality.passed
 
 
 @pytest.mark.slow
@@ -265,14 +266,14 @@ def test_runner_cells_tvm_tuned_tune_once_and_reuse(tmp_path: Path, monkeypatch:
         by_scenario = {result.cell.scenario: result for result in store.results()}
     first, second = by_scenario["single-stream"], by_scenario["offline"]
     for result in (first, second):
-        assert result_ok(result), (result.status, result.reason, result.stderr_tail)
-        assert result.quality is not None and result.quality.passed
-        assert result.settings["stack"]["trials"] == str(TUNING_TRIALS)
-        assert result.settings["stack"]["cost_model"] == "random"
-    tuned, reused = first.settings["stack"], second.settings["stack"]
+        assert result_ok(result), (result.head.status, result.head.reason, result.stderr_tail)
+        assert result.head.quality is not None and result.head.quality.passed
+        assert result.head.settings["stack"]["trials"] == str(TUNING_TRIALS)
+        assert result.head.settings["stack"]["cost_model"] == "random"
+    tuned, reused = first.head.settings["stack"], second.head.settings["stack"]
     assert float(tuned["tuning_records_s"]) > 0  # a re-measured attempt reuses the records: tuning_s 0
     assert float(tuned["tuning_s"]) in (0.0, float(tuned["tuning_records_s"]))
-    assert float(tuned["tuning_s"]) < first.compile_s or float(tuned["tuning_s"]) == 0.0
+    assert float(tuned["tuning_s"]) < first.head.compile_s or float(tuned["tuning_s"]) == 0.0
     assert reused["tuning_records"].endswith("(reused)") and float(reused["tuning_s"]) == 0.0
     assert reused["tuning_records_s"] == tuned["tuning_records_s"]
     assert reused["untuned_tasks"] == tuned["untuned_tasks"]

@@ -21,6 +21,7 @@ from accelbench import runner
 from accelbench.config import RunConfig
 from accelbench.errors import Unavailable, Unsupported
 from accelbench.hardware.detect import detect_machine
+from accelbench.results import Result
 from accelbench.stacks._export_graph import export_plan
 from accelbench.stacks.base import CellContext, ModelSpec
 from accelbench.stacks.jax_xla import _CUDA_PLUGINS, JaxXla, xla_cpu_flags
@@ -269,7 +270,7 @@ def test_list_stacks_shows_the_new_stacks() -> None:
 
 
 @pytest.fixture(scope="module")
-def runner_results(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Any]:
+def runner_results(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Result]:
     """Tiny bert-base and resnet50 through jax-xla and opencl: one quick single-stream run."""
     config = RunConfig(
         suite="test",
@@ -289,17 +290,17 @@ def runner_results(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, 
 
 
 @pytest.mark.parametrize("workload", ["bert-base", "resnet50"])
-def test_runner_jax_xla_cell_is_ok(workload: str, runner_results: dict[tuple[str, str], Any]) -> None:
+def test_runner_jax_xla_cell_is_ok(workload: str, runner_results: dict[tuple[str, str], Result]) -> None:
     result = runner_results[(workload, "jax-xla")]
-    assert result_ok(result), (result.status, result.reason, result.stderr_tail)
-    assert result.effective_precision == "fp32"
-    assert result.compile_s > 0
+    assert result_ok(result), (result.head.status, result.head.reason, result.stderr_tail)
+    assert result.head.effective_precision == "fp32"
+    assert result.head.compile_s > 0
     assert result.latency is not None and result.latency.p50_s > 0
-    assert result.quality is not None and result.quality.passed
-    assert result.settings["stack"]["jax_imported_before"] == "False"
+    assert result.head.quality is not None and result.head.quality.passed
+    assert result.head.settings["stack"]["jax_imported_before"] == "False"
 
 
-def test_runner_opencl_conv_cell_is_unsupported(runner_results: dict[tuple[str, str], Any]) -> None:
+def test_runner_opencl_conv_cell_is_unsupported(runner_results: dict[tuple[str, str], Result]) -> None:
     result = runner_results[("resnet50", "opencl")]
-    assert result.status == "unsupported"
-    assert result.reason == "opencl: no kernel for aten.convolution"
+    assert result.head.status == "unsupported"
+    assert result.head.reason == "opencl: no kernel for aten.convolution"

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 import torch
 
 from accelbench.errors import Unsupported
+from accelbench.results import Result
 from accelbench.stacks import _onnx_tf
 from accelbench.stacks.base import CellContext, ModelSpec, Session, Stack
 from accelbench.stacks.litert import LiteRt
@@ -136,17 +136,17 @@ def test_output_permutation_undoes_channel_last() -> None:
 
 
 @pytest.fixture(scope="module")
-def runner_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def runner_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Result]:
     """Both stacks through the runner (forkserver cells that preloaded torch) on the tiny ``bert-base``."""
     return _run_cells(tmp_path_factory.mktemp("tf-runner") / "store", ("tensorflow", "litert"))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("stack_name", sorted(STACKS))
-def test_runner_cell_is_ok(stack_name: str, runner_results: dict[str, Any]) -> None:
+def test_runner_cell_is_ok(stack_name: str, runner_results: dict[str, Result]) -> None:
     result = runner_results[stack_name]
-    assert result_ok(result), (result.status, result.reason, result.stderr_tail)
-    assert result.effective_precision == "fp32"
-    assert result.compile_s > 0
+    assert result_ok(result), (result.head.status, result.head.reason, result.stderr_tail)
+    assert result.head.effective_precision == "fp32"
+    assert result.head.compile_s > 0
     assert result.latency is not None and result.latency.p50_s > 0
-    assert result.quality is not None and result.quality.passed
+    assert result.head.quality is not None and result.head.quality.passed

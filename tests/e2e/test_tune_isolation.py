@@ -64,6 +64,6 @@ def test_user_code_that_dies_or_hangs_is_a_cell_status(
     ]
     assert all(why in r["reason"] and function in r["reason"] for r in rows), rows
     with open_store(store, read_only=True) as opened:
-        assert {r.status for r in opened.results()} == {status}
+        assert {r.head.status for r in opened.results()} == {status}
     if pid_file.exists():  # the hanging child was killed with its session
         assert not Path(f"/proc/{pid_file.read_text()}").exists()

@@ -61,7 +61,7 @@ def test_a_result_from_another_machine_is_stored_with_its_own_fingerprint(tmp_pa
     assert len(done) == len(stored) == len(runner.plan(CONFIG)) == 1
     (result,) = stored
     assert result.machine_fingerprint == remote.fingerprint
-    assert result.settings["fleet_node"]["node_id"] == "remote"
+    assert result.head.settings["fleet_node"]["node_id"] == "remote"
     # normalization reads the node's machine, not the driver's
     assert machine_of(result, machine_to_dict(here))["logical_cores"] == remote.logical_cores
 

@@ -274,8 +274,12 @@ def test_an_older_record_without_the_new_fields_loads_and_says_why_it_was_unstab
     old = {k: golden["noise"][k] for k in ("before_s", "after_s", "drift", "loadavg_before")}
     old.update(loadavg_after=0.5, other_load_cores=1.7, unstable=True, drift=0.07)
     result = from_dict({**golden, "noise": old})
-    assert result.noise is not None and result.noise.threshold == 0.05 and result.noise.reason == ""
-    assert noise.unstable_reason(result.noise) == (
+    assert (
+        result.head.noise is not None
+        and result.head.noise.threshold == 0.05
+        and result.head.noise.reason == ""
+    )
+    assert noise.unstable_reason(result.head.noise) == (
         "unstable: reference probe drifted 7% during the measurement (limit 5%)"
     )
     assert to_dict(result)["noise"]["steal_cores"] == 0.0

@@ -135,12 +135,12 @@ def test_a_failed_outcome_is_a_status_and_a_reason_that_loads() -> None:
     assert document["status"] == "crashed" and document["reason"] == "RuntimeError: boom"
     assert document["warnings"] == [] and document["quality"] is None and document["settings"] == {}
     result = from_dict({**document, **{k: _stored()[k] for k in RUN_FACTS}})
-    assert (result.status, result.reason, result.latency) == ("crashed", "RuntimeError: boom", None)
+    assert (result.head.status, result.head.reason, result.latency) == ("crashed", "RuntimeError: boom", None)
     assert Outcome.from_dict("tokens", document) == Outcome.failed("crashed", "RuntimeError: boom")
     imposed = {"status": "timeout", "reason": "no result after 60 s; process group killed"}
     timed_out = Outcome.from_dict("loadgen", imposed)
     assert timed_out == Outcome.failed(imposed["status"], imposed["reason"]) and timed_out.body is None
     stored = from_dict(_stored())
     measured = _result_of(dataclasses.replace(stored, stderr_tail="Traceback"), "tokens", timed_out)
-    assert (measured.status, measured.driver, measured.stderr_tail) == ("timeout", "tokens", "Traceback")
+    assert (measured.head.status, measured.driver, measured.stderr_tail) == ("timeout", "tokens", "Traceback")
     assert (measured.latency, measured.decode, measured.audit) == (None, None, None)

@@ -43,7 +43,7 @@ def test_an_output_inside_the_store_is_refused_and_the_store_intact(
         assert "inside the result store" in done.stderr
     assert tree_digest(store) == before
     with open_store(store, read_only=True) as again:
-        assert [r.reason for r in again.results("run-1")] == ["planted 0", "planted 1"]
+        assert [r.head.reason for r in again.results("run-1")] == ["planted 0", "planted 1"]
 
 
 @pytest.mark.parametrize("command", WRITERS)

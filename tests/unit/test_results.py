@@ -68,11 +68,11 @@ def test_golden_loads_into_a_fully_populated_result() -> None:
     figures = result.figures
     assert figures is not None and figures.trials == 3 and figures.lower_is_better
     assert result.headline == ("latency_p90_s", 0.01785) and figures.ci == (0.01741, 0.01829)
-    assert result.quality is not None and result.quality.passed
-    assert result.sanity is not None and result.noise is not None
+    assert result.head.quality is not None and result.head.quality.passed
+    assert result.head.sanity is not None and result.head.noise is not None
     assert result.trial_p50_s == (0.0171, 0.0172, 0.0174)
-    assert all(getattr(result, name) is not None for name in ("compile_s", "peak_rss_bytes"))
-    energy = result.energy
+    assert all(getattr(result.head, name) is not None for name in ("compile_s", "peak_rss_bytes"))
+    energy = result.head.energy
     assert energy is not None and energy.provenance == "estimated" and energy.formula.startswith("E = W x")
     assert energy.energy_j == sum(energy.domains.values()) == 150.78125
     assert energy.energy_per_query_j == energy.energy_j / energy.samples
@@ -95,7 +95,7 @@ def test_v1_document_is_upgraded_with_energy_null() -> None:
     v1 = json.loads(GOLDEN_V1.read_text())
     result = from_dict(v1)
     assert result.schema_version == SCHEMA_VERSION
-    assert result.energy is None and result.device_memory is None
+    assert result.head.energy is None and result.head.device_memory is None
     upgraded = _without_added_noise(json.loads(json.dumps(to_dict(result))))
     assert list(upgraded) == _stored_keys() and upgraded["driver"] == "loadgen"
     new = ("energy", "device_memory", "variant_info", "audit", "training", "figures", "server_search")
@@ -190,9 +190,13 @@ def test_a_result_holds_one_generation_section() -> None:
 
 def test_a_v7_document_keeps_its_status_and_its_quality_has_no_per_sample_judgement() -> None:
     result = from_dict(json.loads(GOLDEN_V7.read_text()))
-    assert result.status == "ok" and result.schema_version == SCHEMA_VERSION
-    assert result.quality is not None and result.quality.value == 1.0
-    assert (result.quality.wrong, result.quality.sample_budget, result.quality.worst_sample_error) == (
+    assert result.head.status == "ok" and result.schema_version == SCHEMA_VERSION
+    assert result.head.quality is not None and result.head.quality.value == 1.0
+    assert (
+        result.head.quality.wrong,
+        result.head.quality.sample_budget,
+        result.head.quality.worst_sample_error,
+    ) == (
         None,
         None,
         None,
@@ -202,10 +206,18 @@ def test_a_v7_document_keeps_its_status_and_its_quality_has_no_per_sample_judgem
 def test_a_v6_document_keeps_its_status_and_its_noise_record_gets_the_old_limit() -> None:
     v6 = json.loads(GOLDEN_V6.read_text())
     result = from_dict(v6)
-    assert result.status == "ok" and result.schema_version == SCHEMA_VERSION
-    assert result.noise is not None and result.noise.drift == 0.019
-    assert (result.noise.threshold, result.noise.floor, result.noise.reason) == (0.05, None, "")
-    assert (result.noise.steal_cores, result.noise.samples_shift, result.noise.samples_shifted) == (
+    assert result.head.status == "ok" and result.schema_version == SCHEMA_VERSION
+    assert result.head.noise is not None and result.head.noise.drift == 0.019
+    assert (result.head.noise.threshold, result.head.noise.floor, result.head.noise.reason) == (
+        0.05,
+        None,
+        "",
+    )
+    assert (
+        result.head.noise.steal_cores,
+        result.head.noise.samples_shift,
+        result.head.noise.samples_shifted,
+    ) == (
         0.0,
         None,
         False,
@@ -214,7 +226,7 @@ def test_a_v6_document_keeps_its_status_and_its_noise_record_gets_the_old_limit(
 
 def test_a_v5_document_is_upgraded_with_generation_null() -> None:
     result = from_dict(json.loads(GOLDEN_V5.read_text()))
-    assert result.decode is None and result.status == "ok" and result.schema_version == SCHEMA_VERSION
+    assert result.decode is None and result.head.status == "ok" and result.schema_version == SCHEMA_VERSION
 
 
 def test_golden_v5_is_the_v4_golden_plus_the_figures() -> None:
@@ -227,7 +239,7 @@ def test_a_v4_document_keeps_its_status_and_falls_back_to_loadgen_qps() -> None:
     v4 = json.loads(GOLDEN_V4.read_text()) | {"status": "ok", "reason": ""}
     v4["loadgen"] = v4["loadgen"] | {"valid": False}  # a v4 status already followed the audits
     result = from_dict(v4)
-    assert result.status == "ok" and result.figures is None and result.server_search is None
+    assert result.head.status == "ok" and result.figures is None and result.server_search is None
     assert result.headline == ("qps", 57.8) and result.schema_version == SCHEMA_VERSION
 
 
@@ -260,7 +272,7 @@ def test_a_v3_document_gets_its_status_from_what_it_stored(change: dict, status:
     for key, value in change.items():
         v3[key] = {**(v3[key] or {}), **value}
     result = from_dict(v3)
-    assert result.status == status and words in result.reason
+    assert result.head.status == status and words in result.head.reason
     assert result.schema_version == SCHEMA_VERSION
 
 
@@ -274,7 +286,7 @@ def test_v2_document_is_upgraded_with_sections_null() -> None:
     result = from_dict(json.loads(GOLDEN_V2.read_text()))
     assert result.schema_version == SCHEMA_VERSION
     assert (result.variant_info, result.audit, result.training) == (None, None, None)
-    assert result.energy is not None
+    assert result.head.energy is not None
 
 
 def test_device_memory_and_polled_energy_round_trip() -> None:
@@ -295,7 +307,7 @@ def test_device_memory_and_polled_energy_round_trip() -> None:
     memory = DeviceMemory(peak_bytes=3 * 2**30, source="torch.cuda.max_memory_allocated")
     doc = _golden() | {"energy": dataclasses.asdict(energy), "device_memory": dataclasses.asdict(memory)}
     result = from_dict(json.loads(json.dumps(doc)))
-    assert result.energy == energy and result.device_memory == memory
+    assert result.head.energy == energy and result.head.device_memory == memory
     assert json.loads(json.dumps(to_dict(result))) == doc
 
 

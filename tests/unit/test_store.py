@@ -66,7 +66,7 @@ def test_re_adding_a_cell_replaces_it_and_resume_keys(store: Store, golden: Resu
     store.add_result(_minimal(golden, "tvm"))
     store.add_result(golden)
     store.add_result(_minimal(golden, "tvm", "timeout"))
-    assert [r.status for r in store.results(golden.run_id)] == ["ok", "timeout"]
+    assert [r.head.status for r in store.results(golden.run_id)] == ["ok", "timeout"]
     assert store.finished_cell_keys(golden.run_id) == {golden.cell.key, _minimal(golden, "tvm").cell.key}
 
 

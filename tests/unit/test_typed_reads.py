@@ -19,7 +19,7 @@ from accelbench.results import Result
 PACKAGE = Path(__file__).resolve().parents[2] / "accelbench"
 OWNERS = (PACKAGE / "results.py", PACKAGE / "sections.py", PACKAGE / "audit_section.py", PACKAGE / "audits")
 UNTYPED = {"settings", "evidence"}
-"""The untyped parts of a result: ``Result.settings`` and an audit's ``evidence`` (each audit its own)."""
+"""The untyped parts of a result: ``Result.head.settings``, an audit's ``evidence`` (each audit its own)."""
 
 
 def _untyped(node: ast.AST) -> bool:
