@@ -114,9 +114,10 @@ def _speed_vs_eager(result: Result, eager_qps: float | None) -> float | None:
 
 def _reason(result: Result) -> str:
     """The result's reason; for a wrong result, the quality detail that says how wrong."""
-    if result.head.status == "quality_failed" and result.head.quality is not None:
-        return f"{result.head.reason}: {result.head.quality.detail}" if result.head.reason else result.head.quality.detail
-    return result.head.reason
+    head = result.head
+    if head.status == "quality_failed" and head.quality is not None:
+        return f"{head.reason}: {head.quality.detail}" if head.reason else head.quality.detail
+    return head.reason
 
 
 def _peer_key(result: Result) -> tuple[str, ...]:
