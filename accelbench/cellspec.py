@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench import registry, settings
+from accelbench.knobs import Knobs
 from accelbench.results import Cell
 from accelbench.settings import DriverSettings
 
@@ -150,6 +151,11 @@ class FlatKnobs:
     arrivals: str = ""
     sessions: tuple[int, ...] = ()
     session_turns: int = 0
+
+    @property
+    def knobs(self) -> Knobs:
+        """The knobs among them by run-setting name (what ``settings.knob_values`` reads)."""
+        return Knobs.of({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
 
 
 FLAT_REFS = {"workload_ref": "workload", "stack_ref": "stack", "driver_ref": "driver"}

@@ -17,8 +17,10 @@ from typing import Any
 
 from accelbench.errors import UserError
 from accelbench.inputs import RANGES, check_names, parse_toml, range_problem, read_input_text
+from accelbench.knobs import Knobs
 from accelbench.registry import GENERATING_STACKS, STACKS, is_served
 from accelbench.scenarios.rules import SCENARIOS, get_rules
+from accelbench.settings import declared_knobs
 from accelbench.training import WORKLOADS as TRAINING_WORKLOADS
 
 ENDPOINT_APIS = ("chat", "completions")
@@ -48,6 +50,13 @@ def _check_choice(kind: str, values: tuple[str, ...], known: tuple[str, ...]) ->
         raise UserError(f"unknown {kind} {', '.join(unknown)}; known: {', '.join(known)}")
 
 
+def default_knobs(given: Mapping[str, Any] | None = None) -> Knobs:
+    """Every declared knob's value: ``given``'s, else its declared default."""
+    declared = declared_knobs()
+    chosen = {name: knob.default for name, knob in declared.items()}
+    return Knobs.of({**chosen, **(given or {})})
+
+
 @dataclass(frozen=True, slots=True)
 class RunConfig:
     """Everything that decides which cells run and how they are measured."""
@@ -71,18 +80,10 @@ class RunConfig:
     timeout_s: float = 600.0
     mem_limit_bytes: int = 0
     """0 means three quarters of physical memory."""
-    runs: int = 5
-    """Timed runs of every ``train-to-quality`` cell (the olympic mean drops the fastest and slowest)."""
-    nproc: int = 1
-    """Data-parallel processes of every ``train-to-quality`` cell (torch.distributed; gloo / nccl)."""
     variants: int = 0
     """Seeded variants planned beside each canonical cell (``accelbench.variants``)."""
     variant_seed: int | None = None
     """Seed of the variants; None until a run with variants draws a fresh one and stores it."""
-    batch: int | None = None
-    """Samples per call of offline and multi-stream cells; None: each stack's ``default_batch``."""
-    batch_sweep: tuple[int, ...] = ()
-    """Batch sizes each offline / multi-stream cell sweeps before its scored trials (best verified)."""
     generation_stacks: tuple[str, ...] = ()
     """The stacks of the generative workloads (``tiny-llama``, ``smollm2-135m``); empty: those of
     ``stacks`` that generate. Setting ``stacks`` (CLI, TOML) empties it, so the user's choice wins."""
@@ -131,18 +132,23 @@ class RunConfig:
     serve_cluster: str | None = None
     """``--serve-cluster``: the Ray cluster (``HOST:PORT`` of its head, or ``auto``) where the Ray Serve
     stacks deploy their model instead of a Ray of their own (docs/serving.md)."""
+    knobs: Knobs = dataclasses.field(default_factory=default_knobs)
+    """The drivers' knobs (``accelbench.knobs``), each declared once on its driver's settings record
+    (``--runs``, ``--batch-sweep``, ...): every declared one, given or at its default. Stored flat, each
+    under its run-setting name beside the fields above."""
 
     def __post_init__(self) -> None:
         _check_choice("scenario", self.scenarios + self.generation_scenarios, SCENARIOS)
         _check_choice("size", (self.size,), SIZES)
         get_rules(self.rules)
         self._check_measurement()
+        self._check_knobs()
         self._check_sessions()
         self._check_serving()
         if not (self.workloads and self.stacks and self.scenarios and self.devices):
             raise UserError("a run needs at least one workload, stack, scenario and device")
-        ranged = [p for name in RANGES if (p := range_problem(name, getattr(self, name)))]
-        ranged += [p for b in self.batch_sweep if (p := range_problem("batch", b))]
+        fields = {f.name for f in dataclasses.fields(self)}
+        ranged = [p for name in RANGES if name in fields and (p := range_problem(name, getattr(self, name)))]
         if ranged:
             raise UserError(ranged[0])
 
@@ -150,14 +156,23 @@ class RunConfig:
         """Counts, seeds and batches of the measurement itself."""
         if self.timeout_s <= 0 or self.samples < 1 or self.threads < 0:
             raise UserError("timeout_s and samples must be positive, threads >= 0")
-        if self.runs < 1 or self.nproc < 1:
-            raise UserError("runs and nproc must be at least 1")
         if self.variants < 0 or (self.variant_seed is not None and self.variant_seed < 0):
             raise UserError("variants and variant_seed must be >= 0")
         if self.input_seed is not None and not 0 <= self.input_seed < 1 << 63:
             raise UserError(f"input_seed must be a whole number in [0, 2**63), got {self.input_seed}")
-        if (self.batch is not None and self.batch < 1) or any(b < 1 for b in self.batch_sweep):
-            raise UserError("batch sizes must be at least 1")
+
+    def _check_knobs(self) -> None:
+        """Each declared knob's value: its type, then its own check (``accelbench.knobs.Knob.check``)."""
+        declared = declared_knobs()
+        unknown = sorted(set(self.knobs) - set(declared))
+        if unknown:
+            raise UserError(f"unknown run setting {', '.join(unknown)}")
+        for name, knob in declared.items():
+            value = self.knobs.get(name, knob.default)
+            typed = _type_problem(name, knob.annotation, value)
+            problem = typed or (knob.knob.check(value) if knob.knob.check else None)
+            if problem:
+                raise UserError(problem)
 
     def _check_sessions(self) -> None:
         """The agentic sessions' ladder, turns and replayed trace."""
@@ -220,22 +235,27 @@ class RunConfig:
             raise UserError(f"stack {remote[0]} sends its requests to --serve-url, which was not given")
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain form, stored with the run."""
-        return dataclasses.asdict(self)
+        """Plain form, stored with the run: the knobs flat, each under its run-setting name."""
+        document = dataclasses.asdict(self)
+        del document["knobs"]
+        return {**document, **self.knobs.to_dict()}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunConfig:
-        """Rebuild from ``to_dict`` (or a TOML table); unknown keys are a UserError."""
+        """Rebuild from ``to_dict`` (or a TOML table); unknown keys are a UserError. A knob the document
+        does not name (one declared after it was stored) takes its default."""
         problem = setting_problem(data)
         if problem:
             raise UserError(problem)
         fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
-        return cls(**fields)
+        given = {name: fields.pop(name) for name in declared_knobs() if name in fields}
+        return cls(**fields, knobs=default_knobs(given))
 
 
 def setting_problem(data: Mapping[str, Any]) -> str | None:
     """Why ``data`` is not a valid set of run settings (unknown keys, wrong types), or None."""
-    types = {f.name: str(f.type) for f in dataclasses.fields(RunConfig)}
+    types = {f.name: str(f.type) for f in dataclasses.fields(RunConfig) if f.name != "knobs"}
+    types |= {name: knob.annotation for name, knob in declared_knobs().items()}
     unknown = sorted(set(data) - set(types))
     if unknown:
         return f"unknown run setting {', '.join(map(str, unknown))}; known: {', '.join(sorted(types))}"

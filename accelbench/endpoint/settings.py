@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from accelbench.config import RunConfig
 from accelbench.scenarios.rules import get_rules
+
+if TYPE_CHECKING:  # config loads this record at run time (its knobs): no import back then
+    from accelbench.config import RunConfig
 
 DEFAULT_OUTPUT_TOKENS = 128
 DEFAULT_API_KEY_ENV = "ACCELBENCH_API_KEY"

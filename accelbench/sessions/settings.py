@@ -6,11 +6,11 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from accelbench.config import RunConfig
 from accelbench.endpoint.settings import DEFAULT_API_KEY_ENV
 from accelbench.sessions.load import DEFAULT_IN_FLIGHT_CAP, DEFAULT_RATE_SESSIONS, Load
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # config loads this record at run time (its knobs): no import back then
+    from accelbench.config import RunConfig
     from accelbench.sessions.workload import Shape
 
 DEFAULT_TURNS = 3

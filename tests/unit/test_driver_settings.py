@@ -13,7 +13,7 @@ import pytest
 from accelbench import registry, settings
 from accelbench.cell import pipeline
 from accelbench.cellspec import CellSpec, PlannedCell, Refs, upgrade
-from accelbench.config import RunConfig
+from accelbench.config import RunConfig, default_knobs
 from accelbench.endpoint.settings import EndpointSettings
 from accelbench.errors import UserError
 from accelbench.head import Head
@@ -29,10 +29,7 @@ CONFIG = RunConfig(
     "tiny",
     "quick",
     input_seed=99,
-    runs=3,
-    nproc=2,
-    batch=4,
-    batch_sweep=(1, 8),
+    knobs=default_knobs({"runs": 3, "nproc": 2, "batch": 4, "batch_sweep": (1, 8)}),
     serve_url="http://127.0.0.1:9",
     serve_cluster="auto",
     concurrency=(1, 4),
