@@ -20,6 +20,7 @@ from accelbench.inputs import RANGES, check_names, parse_toml, range_problem, re
 from accelbench.knobs import Knobs
 from accelbench.registry import GENERATING_STACKS, STACKS, is_served
 from accelbench.scenarios.rules import SCENARIOS, get_rules
+from accelbench.served_options import STORED, ServedOptions
 from accelbench.settings import declared_knobs
 from accelbench.training import WORKLOADS as TRAINING_WORKLOADS
 
@@ -28,9 +29,6 @@ ENDPOINT_APIS = ("chat", "completions")
 ARRIVALS = ("concurrency", "poisson")
 """How an endpoint cell loads its server: the fixed-concurrency curve, or the curve and then the max-QPS
 search under Poisson arrivals (``accelbench.endpoint.qps_search``)."""
-
-_RAY_ADDRESS = re.compile(r"^(auto|[A-Za-z0-9.\-]+:\d{1,5})$")
-"""A Ray cluster as a driver joins it: its head's GCS ``HOST:PORT``, or ``auto``."""
 
 SIZES = ("tiny", "standard")
 ALL_WORKLOADS = ("resnet50", "bert-base", "minilm-l6")
@@ -89,23 +87,12 @@ class RunConfig:
     ``stacks`` that generate. Setting ``stacks`` (CLI, TOML) empties it, so the user's choice wins."""
     generation_scenarios: tuple[str, ...] = ()
     """The scenarios of the generative workloads; empty: ``scenarios``. Setting ``scenarios`` empties it."""
-    serve_url: str | None = None
-    """``--serve-url``: the v2 server (``http://host:port``) that the ``<stack>@url`` stacks send their
-    requests to; accelbench neither starts nor stops it (docs/serving.md)."""
-    serve_hardware: str = ""
-    """``--serve-hardware``, resolved: the ``--serve-url`` server's chips as ``CHIP x N`` (a chips-table key;
-    ``accelbench.hardware.declared``); empty: unknown, and its cells have no per-chip figures."""
-    serve_hardware_source: str = ""
-    """Where ``serve_hardware`` came from: declared by the user, as text or a machine-facts file."""
     concurrency: tuple[int, ...] = ()
     """``--concurrency``: the endpoint cells' concurrencies (``llm@...`` stacks); empty: automatic."""
     endpoint_requests: int = 0
     """``--endpoint-requests``: requests per point of an endpoint cell at least (0: max(10, 2 x c))."""
     output_tokens: int = 0
     """``--output-tokens``: tokens per reply of an endpoint cell (0: 128)."""
-    api_key_env: str = ""
-    """``--api-key-env``: the environment variable with the endpoint's API key (empty:
-    ``ACCELBENCH_API_KEY``); the key itself is never stored."""
     endpoint_api: str = ""
     """``--endpoint-api``: the OpenAI API of the endpoint cells' requests, ``chat``
     (``/v1/chat/completions``, messages) or ``completions`` (``/v1/completions``, the chat template's
@@ -129,9 +116,9 @@ class RunConfig:
     absolute path; ``accelbench.sessions.trace``); None: the synthetic one."""
     session_trace_sha256: str | None = None
     """The trace file's sha256, taken when the run read it before it started (stored with every result)."""
-    serve_cluster: str | None = None
-    """``--serve-cluster``: the Ray cluster (``HOST:PORT`` of its head, or ``auto``) where the Ray Serve
-    stacks deploy their model instead of a Ray of their own (docs/serving.md)."""
+    served: ServedOptions = dataclasses.field(default_factory=ServedOptions)
+    """``--serve-url``, ``--serve-hardware``, ``--api-key-env``, ``--serve-cluster``: where the served
+    stacks' requests go and what serves them (stored flat, ``served_options.STORED``)."""
     knobs: Knobs = dataclasses.field(default_factory=default_knobs)
     """The drivers' knobs (``accelbench.knobs``), each declared once on its driver's settings record
     (``--runs``, ``--batch-sweep``, ...): every declared one, given or at its default. Stored flat, each
@@ -212,33 +199,22 @@ class RunConfig:
             raise UserError(f"concurrency values must be in [1, 4096], got {list(self.concurrency)}")
         if self.endpoint_requests < 0 or self.output_tokens < 0:
             raise UserError("endpoint_requests and output_tokens must be >= 0")
-        if self.api_key_env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env):
-            raise UserError(
-                f"api_key_env must be an environment variable name, got {self.api_key_env[:80]!r}"
-            )
         if self.endpoint_api not in ("", *ENDPOINT_APIS):
             raise UserError(
                 f"endpoint_api must be one of {', '.join(ENDPOINT_APIS)}, got {self.endpoint_api[:80]!r}"
             )
         if self.arrivals not in ("", *ARRIVALS):
             raise UserError(f"arrivals must be one of {', '.join(ARRIVALS)}, got {self.arrivals[:80]!r}")
-        if self.serve_url is not None and not self.serve_url.startswith(("http://", "https://")):
-            raise UserError(f"serve_url must be an http:// or https:// address, got {self.serve_url[:80]!r}")
-        if self.serve_cluster is not None and not _RAY_ADDRESS.match(self.serve_cluster):
-            raise UserError(f"serve_cluster must be HOST:PORT or auto, got {self.serve_cluster[:80]!r}")
-        if self.serve_hardware and self.serve_url is None:
-            raise UserError(
-                "serve_hardware declares the --serve-url server's chips; --serve-url was not given"
-            )
+        self.served.check()
         remote = [stack for stack in self.stacks if stack.endswith("@url")]
-        if remote and self.serve_url is None:
+        if remote and self.served.url is None:
             raise UserError(f"stack {remote[0]} sends its requests to --serve-url, which was not given")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain form, stored with the run: the knobs flat, each under its run-setting name."""
         document = dataclasses.asdict(self)
-        del document["knobs"]
-        return {**document, **self.knobs.to_dict()}
+        del document["knobs"], document["served"]
+        return {**document, **self.served.to_settings(), **self.knobs.to_dict()}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunConfig:
@@ -248,13 +224,18 @@ class RunConfig:
         if problem:
             raise UserError(problem)
         fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        served = ServedOptions.from_settings(fields)
         given = {name: fields.pop(name) for name in declared_knobs() if name in fields}
-        return cls(**fields, knobs=default_knobs(given))
+        for name in STORED:
+            fields.pop(name, None)
+        return cls(**fields, served=served, knobs=default_knobs(given))
 
 
 def setting_problem(data: Mapping[str, Any]) -> str | None:
     """Why ``data`` is not a valid set of run settings (unknown keys, wrong types), or None."""
-    types = {f.name: str(f.type) for f in dataclasses.fields(RunConfig) if f.name != "knobs"}
+    types = {f.name: str(f.type) for f in dataclasses.fields(RunConfig) if f.name not in ("knobs", "served")}
+    served = {f.name: str(f.type) for f in dataclasses.fields(ServedOptions)}
+    types |= {name: served[field] for name, field in STORED.items()}
     types |= {name: knob.annotation for name, knob in declared_knobs().items()}
     unknown = sorted(set(data) - set(types))
     if unknown:

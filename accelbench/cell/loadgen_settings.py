@@ -67,8 +67,8 @@ class LoadgenSettings:
         """The settings the run ``config`` asks for."""
         return cls(
             **knob_values(cls, config),
-            serve_url=config.serve_url,
-            serve_cluster=config.serve_cluster,
+            serve_url=config.served.url,
+            serve_cluster=config.served.cluster,
         )
 
     @classmethod

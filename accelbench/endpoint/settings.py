@@ -52,9 +52,9 @@ class EndpointSettings:
             requests=config.endpoint_requests,
             max_tokens=config.output_tokens or DEFAULT_OUTPUT_TOKENS,
             api=config.endpoint_api or DEFAULT_API,
-            api_key_env=config.api_key_env or DEFAULT_API_KEY_ENV,
+            api_key_env=config.served.api_key_env or DEFAULT_API_KEY_ENV,
             arrivals=config.arrivals,
-            serve_url=config.serve_url,
+            serve_url=config.served.url,
             point_max_s=_point_max_s(getattr(config, "rules", None)),
         )
 

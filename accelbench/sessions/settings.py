@@ -56,8 +56,8 @@ class SessionSettings:
             rate_sessions=getattr(config, "session_count", 0) or DEFAULT_RATE_SESSIONS,
             turns=config.session_turns or DEFAULT_TURNS,
             max_tokens=config.output_tokens or DEFAULT_OUTPUT_TOKENS,
-            api_key_env=config.api_key_env or DEFAULT_API_KEY_ENV,
-            serve_url=config.serve_url,
+            api_key_env=config.served.api_key_env or DEFAULT_API_KEY_ENV,
+            serve_url=config.served.url,
             # an old flat spec's knobs (``cellspec.FlatKnobs``) predate the trace: none was replayed
             trace=getattr(config, "session_trace", None),
             trace_sha256=getattr(config, "session_trace_sha256", None),

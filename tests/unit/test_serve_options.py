@@ -37,7 +37,7 @@ def test_a_serve_url_must_be_http(url: str) -> None:
 
 def test_the_serve_url_is_kept_with_the_run() -> None:
     config = with_overrides(suite("tiny"), {"serve_url": "http://10.0.0.2:8000"})
-    assert config.serve_url == "http://10.0.0.2:8000"
+    assert config.served.url == "http://10.0.0.2:8000"
     assert config.to_dict()["serve_url"] == "http://10.0.0.2:8000"
 
 
