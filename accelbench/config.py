@@ -24,12 +24,6 @@ from accelbench.served_options import STORED, ServedOptions
 from accelbench.settings import declared_knobs
 from accelbench.training import WORKLOADS as TRAINING_WORKLOADS
 
-ENDPOINT_APIS = ("chat", "completions")
-"""The OpenAI APIs an endpoint cell can send its requests to (``accelbench.endpoint.client.PATHS``)."""
-ARRIVALS = ("concurrency", "poisson")
-"""How an endpoint cell loads its server: the fixed-concurrency curve, or the curve and then the max-QPS
-search under Poisson arrivals (``accelbench.endpoint.qps_search``)."""
-
 SIZES = ("tiny", "standard")
 ALL_WORKLOADS = ("resnet50", "bert-base", "minilm-l6")
 REAL_STACKS = ("torch-eager", "torch-inductor", "onnxruntime")
@@ -51,7 +45,7 @@ def _check_choice(kind: str, values: tuple[str, ...], known: tuple[str, ...]) ->
 def default_knobs(given: Mapping[str, Any] | None = None) -> Knobs:
     """Every declared knob's value: ``given``'s, else its declared default."""
     declared = declared_knobs()
-    chosen = {name: knob.default for name, knob in declared.items()}
+    chosen = {name: knob.setting_default for name, knob in declared.items()}
     return Knobs.of({**chosen, **(given or {})})
 
 
@@ -87,19 +81,8 @@ class RunConfig:
     ``stacks`` that generate. Setting ``stacks`` (CLI, TOML) empties it, so the user's choice wins."""
     generation_scenarios: tuple[str, ...] = ()
     """The scenarios of the generative workloads; empty: ``scenarios``. Setting ``scenarios`` empties it."""
-    concurrency: tuple[int, ...] = ()
-    """``--concurrency``: the endpoint cells' concurrencies (``llm@...`` stacks); empty: automatic."""
-    endpoint_requests: int = 0
-    """``--endpoint-requests``: requests per point of an endpoint cell at least (0: max(10, 2 x c))."""
     output_tokens: int = 0
     """``--output-tokens``: tokens per reply of an endpoint cell (0: 128)."""
-    endpoint_api: str = ""
-    """``--endpoint-api``: the OpenAI API of the endpoint cells' requests, ``chat``
-    (``/v1/chat/completions``, messages) or ``completions`` (``/v1/completions``, the chat template's
-    text); empty: ``chat``."""
-    arrivals: str = ""
-    """``--arrivals``: ``poisson`` adds the max-QPS search under Poisson arrivals to each endpoint cell's
-    curve; ``concurrency`` or empty: the curve only."""
     sessions: tuple[int, ...] = ()
     """``--sessions``: the endpoint cells measure agentic multi-turn sessions instead of the curve, this
     many at once per load point (``accelbench.sessions``); empty: the curve."""
@@ -155,7 +138,7 @@ class RunConfig:
         if unknown:
             raise UserError(f"unknown run setting {', '.join(unknown)}")
         for name, knob in declared.items():
-            value = self.knobs.get(name, knob.default)
+            value = self.knobs.get(name, knob.setting_default)
             typed = _type_problem(name, knob.annotation, value)
             problem = typed or (knob.knob.check(value) if knob.knob.check else None)
             if problem:
@@ -194,17 +177,9 @@ class RunConfig:
             raise UserError(f"session_trace_sha256 must be 64 hex digits, got {digest[:80]!r}")
 
     def _check_serving(self) -> None:
-        """The served and endpoint cells' options: curve, API, arrivals, the server and its address."""
-        if any(c < 1 or c > 4096 for c in self.concurrency):
-            raise UserError(f"concurrency values must be in [1, 4096], got {list(self.concurrency)}")
-        if self.endpoint_requests < 0 or self.output_tokens < 0:
+        """The served and endpoint cells' options: tokens per reply, the server and its address."""
+        if self.output_tokens < 0:
             raise UserError("endpoint_requests and output_tokens must be >= 0")
-        if self.endpoint_api not in ("", *ENDPOINT_APIS):
-            raise UserError(
-                f"endpoint_api must be one of {', '.join(ENDPOINT_APIS)}, got {self.endpoint_api[:80]!r}"
-            )
-        if self.arrivals not in ("", *ARRIVALS):
-            raise UserError(f"arrivals must be one of {', '.join(ARRIVALS)}, got {self.arrivals[:80]!r}")
         self.served.check()
         remote = [stack for stack in self.stacks if stack.endswith("@url")]
         if remote and self.served.url is None:
@@ -281,8 +256,7 @@ SUITES: Mapping[str, RunConfig] = {
         generation_stacks=(*DEFAULT_GENERATION_STACKS, "llm@transformers-cb"),
         generation_scenarios=("single-stream",),
         # the served curve (issue 31): transformers serve with continuous batching, 4 points
-        concurrency=(1, 2, 4, 8),
-        endpoint_requests=8,
+        knobs=default_knobs({"concurrency": (1, 2, 4, 8), "endpoint_requests": 8}),
         output_tokens=64,
     ),
     # agentic multi-turn sessions (issue 44, docs/sessions.md): smollm2-135m on transformers serve with

@@ -20,6 +20,8 @@ from typing import Any, TypeVar
 
 KNOB = "accelbench.knob"
 """The key of a knob's declaration in its field's metadata."""
+ABSENT: Any = object()
+"""``Knob.unset`` when the run's value is the field's own (no value stands for the default)."""
 
 Value = TypeVar("Value")
 
@@ -36,6 +38,9 @@ class Knob:
     ``UserError`` for text it refuses."""
     check: Callable[[Any], str | None] | None = None
     """Why a value (from the CLI, a TOML file or a stored configuration) is refused, or None."""
+    unset: Any = ABSENT
+    """The run's value that stands for the field's default (``0``, ``""``): the run setting's own default,
+    stored as such; the settings record gets the field's default for it."""
 
     @property
     def name(self) -> str:
@@ -50,9 +55,10 @@ def knob(
     help: str,
     parse: Callable[[str], Any] | None = None,
     check: Callable[[Any], str | None] | None = None,
+    unset: Any = ABSENT,
 ) -> Value:
     """A settings record's field that the user sets: ``default`` (an immutable value) and its option."""
-    declaration = Knob(flag, help, parse, check)
+    declaration = Knob(flag, help, parse, check, unset)
     field: Value = dataclasses.field(default=default, metadata={KNOB: declaration})
     return field
 
@@ -72,6 +78,15 @@ class Declared:
     def name(self) -> str:
         """The run setting's name (``Knob.name``)."""
         return self.knob.name
+
+    @property
+    def setting_default(self) -> Any:
+        """The run setting's default: ``Knob.unset`` when it has one, else the field's default."""
+        return self.default if self.knob.unset is ABSENT else self.knob.unset
+
+    def resolved(self, value: Any) -> Any:
+        """The field's value for the run's ``value`` (``Knob.unset`` becomes the field's default)."""
+        return self.default if self.knob.unset is not ABSENT and value == self.knob.unset else value
 
 
 def declared(record: type) -> tuple[Declared, ...]:

@@ -69,7 +69,7 @@ def knob_values(record: type, config: Any) -> dict[str, Any]:
     """The knob fields of ``record`` as the run ``config`` sets them (its ``knobs`` by run-setting name; a
     knob it does not name keeps its default), by field name: what ``from_config`` passes on."""
     given = config.knobs
-    return {k.field: given.get(k.name, k.default) for k in declared(record)}
+    return {k.field: k.resolved(given.get(k.name, k.setting_default)) for k in declared(record)}
 
 
 def from_config(driver: str, config: Any) -> DriverSettings:

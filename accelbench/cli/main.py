@@ -92,12 +92,8 @@ def run(
     serve_url: cli_serving.ServeUrlOption = None,
     serve_hardware: cli_serving.ServeHardwareOption = None,
     serve_cluster: cli_serving.ServeClusterOption = None,
-    concurrency: cli_serving.ConcurrencyOption = None,
     output_tokens: cli_serving.OutputTokensOption = None,
-    endpoint_requests: cli_serving.EndpointRequestsOption = None,
     api_key_env: cli_serving.ApiKeyEnvOption = None,
-    endpoint_api: cli_serving.EndpointApiOption = None,
-    arrivals: cli_serving.ArrivalsOption = None,
     sessions: cli_serving.SessionsOption = None,
     session_turns: cli_serving.SessionTurnsOption = None,
     session_trace: cli_serving.SessionTraceOption = None,
@@ -114,11 +110,11 @@ def run(
     scalars = {"rules": rules, "size": size, "threads": threads, "seed": seed, "timeout_s": timeout_s}
     per_run = {"variants": variants, "variant_seed": variant_seed, "input_seed": input_seed}
     named = {k: _names(v) for k, v in listed.items()}
-    endpoint = (api_key_env, concurrency, output_tokens, endpoint_requests, endpoint_api, arrivals)
     served = cli_serving.served_settings(
         serve_url,
         serve_cluster,
-        *endpoint,
+        api_key_env,
+        output_tokens,
         serve_hardware,
         sessions,
         session_turns,

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from accelbench import registry
+from accelbench.endpoint.settings import concurrencies
 from accelbench.errors import UserError
 
 ServeOption = Annotated[
@@ -35,10 +36,6 @@ ServeHardwareOption = Annotated[
         help="The --serve-url server's chips: CHIP [x N] (a chips-table key) or a file from `accelbench hw "
         "--json` run on the server (declared, for per-chip figures).",
     ),
-]
-ConcurrencyOption = Annotated[
-    str | None,
-    typer.Option(help="Served LLMs (llm@...): the curve's concurrencies, e.g. 1,2,4,8 (default: automatic)."),
 ]
 SessionsOption = Annotated[
     str | None,
@@ -77,26 +74,6 @@ SessionTraceOption = Annotated[
 OutputTokensOption = Annotated[
     int | None, typer.Option("--output-tokens", help="Served LLMs: tokens per reply (default 128).")
 ]
-EndpointRequestsOption = Annotated[
-    int | None,
-    typer.Option(
-        "--endpoint-requests", help="Served LLMs: requests per point at least (default max(10, 2c))."
-    ),
-]
-EndpointApiOption = Annotated[
-    str | None,
-    typer.Option(
-        "--endpoint-api",
-        help="Served LLMs: chat (/v1/chat/completions, default) or completions (/v1/completions).",
-    ),
-]
-ArrivalsOption = Annotated[
-    str | None,
-    typer.Option(
-        help="Served LLMs: concurrency (the curve, default) or poisson (the curve, then the max QPS "
-        "under the TTFT/TPOT bounds with Poisson arrivals)."
-    ),
-]
 ApiKeyEnvOption = Annotated[
     str | None,
     typer.Option("--api-key-env", help="Served LLMs: env variable with the API key (ACCELBENCH_API_KEY)."),
@@ -131,16 +108,6 @@ def generative(workloads: Sequence[str]) -> bool:
     return any(known.get(name, "").startswith("accelbench.generation.") for name in workloads)
 
 
-def concurrencies(text: str | None, option: str = "--concurrency") -> tuple[int, ...] | None:
-    """``--concurrency 1,2,4`` (or ``option``'s list) as numbers; UserError for anything else."""
-    if text is None:
-        return None
-    try:
-        return tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise UserError(f"{option} takes comma-separated whole numbers, got {text[:80]!r}") from None
-
-
 def rates(text: str | None, option: str = "--session-rate") -> tuple[float, ...] | None:
     """``--session-rate 0.5,1,2`` as numbers; UserError for anything else."""
     if text is None:
@@ -160,11 +127,7 @@ def served_settings(
     serve_url: str | None,
     serve_cluster: str | None,
     api_key_env: str | None,
-    concurrency: str | None,
     output_tokens: int | None,
-    endpoint_requests: int | None,
-    endpoint_api: str | None = None,
-    arrivals: str | None = None,
     serve_hardware: str | None = None,
     sessions: str | None = None,
     session_turns: int | None = None,
@@ -172,7 +135,8 @@ def served_settings(
     session_rate: str | None = None,
     session_count: int | None = None,
 ) -> dict[str, Any]:
-    """The run settings of ``--serve-url``, ``--serve-cluster`` and the served-LLM options, by name;
+    """The run settings of ``--serve-url``, ``--serve-cluster`` and the served-LLM options that are not a
+    driver's knob (``accelbench.cli.knob_options`` makes those), by name;
     ``--serve-hardware`` resolved now (``accelbench.hardware.declared``), so the run stores what it named."""
     declared: dict[str, Any] = {"serve_hardware": None, "serve_hardware_source": None}
     if serve_hardware is not None:
@@ -190,11 +154,7 @@ def served_settings(
         "serve_url": serve_url,
         "serve_cluster": serve_cluster,
         "api_key_env": api_key_env,
-        "concurrency": concurrencies(concurrency),
         "output_tokens": output_tokens,
-        "endpoint_requests": endpoint_requests,
-        "endpoint_api": endpoint_api,
-        "arrivals": arrivals,
         "sessions": () if session_rate is not None else ladder,  # a rate ladder replaces a suite's
         "session_rates": rates(session_rate),
         "session_count": session_count,

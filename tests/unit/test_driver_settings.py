@@ -31,12 +31,16 @@ CONFIG = RunConfig(
     "quick",
     input_seed=99,
     served=ServedOptions(url="http://127.0.0.1:9", api_key_env="MY_KEY", cluster="auto"),
-    knobs=default_knobs({"runs": 3, "nproc": 2, "batch": 4, "batch_sweep": (1, 8)}),
-    concurrency=(1, 4),
-    endpoint_requests=12,
+    knobs=default_knobs(
+        {"runs": 3, "nproc": 2, "batch": 4, "batch_sweep": (1, 8)}
+        | {
+            "concurrency": (1, 4),
+            "endpoint_requests": 12,
+            "endpoint_api": "completions",
+            "arrivals": "poisson",
+        }
+    ),
     output_tokens=16,
-    endpoint_api="completions",
-    arrivals="poisson",
     sessions=(1, 2),
     session_turns=3,
 )

@@ -10,7 +10,7 @@ command line and from a TOML file into the cell's ``CellSpec.settings``.
 from __future__ import annotations
 
 import dataclasses
-import importlib
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,14 @@ from accelbench.knobs import knob
 from accelbench.results import Cell
 from accelbench.training.settings import TrainingSettings
 
-cli_main = importlib.import_module("accelbench.cli.main")  # the package's ``main`` is the entry point
+
+def _cli_module() -> Any:
+    """The module ``accelbench.cli.main`` (``accelbench.cli.app`` loads it and keeps the package's ``main``
+    the console entry point, which the fuzz harness calls)."""
+    from accelbench.cli import app
+
+    assert app is not None
+    return sys.modules["accelbench.cli.main"]
 
 
 def _warmups_problem(value: Any) -> str | None:
@@ -47,6 +54,7 @@ class WarmupTraining(TrainingSettings):
 @pytest.fixture
 def with_warmups(monkeypatch: pytest.MonkeyPatch) -> None:
     """The training driver's settings record is ``WarmupTraining`` (as if its module declared the knob)."""
+    _cli_module()  # the real ``run`` command's options are made first, from the real declarations
     reference = f"{__name__}:WarmupTraining"
     monkeypatch.setattr(registry, "SETTINGS", {**registry.SETTINGS, "train-to-quality": reference})
 
@@ -66,6 +74,7 @@ def _cell_settings(config: RunConfig, tmp_path: Path) -> Any:
 def _run_command(monkeypatch: pytest.MonkeyPatch) -> tuple[typer.Typer, dict[str, Any]]:
     """The ``run`` command with its options generated now, and what it would run (instead of running)."""
     seen: dict[str, Any] = {}
+    cli_main = _cli_module()
 
     def planned(chosen: RunConfig, overrides: dict[str, Any], *rest: Any) -> None:
         seen["config"] = with_overrides(chosen, overrides)
@@ -141,6 +150,7 @@ def test_a_knob_declared_twice_is_refused(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_every_declared_knob_is_an_option_of_run_with_its_help() -> None:
+    cli_main = _cli_module()
     run = typer.main.get_command(cli_main.app).commands["run"]  # type: ignore[attr-defined]
     options = {option: param.help for param in run.params for option in param.opts}
     declared = settings.declared_knobs()

@@ -174,8 +174,8 @@ def test_the_rate_ladder_settings_and_their_errors() -> None:
             rates(bad)
         assert "\n" not in str(caught.value)
     with pytest.raises(UserError, match="not both"):
-        served_settings(None, None, None, None, None, None, sessions="1,2", session_rate="1")
-    given = served_settings(None, None, None, None, None, None, session_rate="0.5,1", session_count=4)
+        served_settings(None, None, None, None, sessions="1,2", session_rate="1")
+    given = served_settings(None, None, None, None, session_rate="0.5,1", session_count=4)
     assert (given["sessions"], given["session_rates"], given["session_count"]) == ((), (0.5, 1.0), 4)
     agentic = with_overrides(suite("agentic"), {k: v for k, v in given.items() if v is not None})
     settings = SessionSettings.from_config(agentic)  # a rate ladder replaces the suite's session ladder
