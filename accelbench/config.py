@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ from accelbench.knobs import Knobs
 from accelbench.registry import GENERATING_STACKS, STACKS, is_served
 from accelbench.scenarios.rules import SCENARIOS, get_rules
 from accelbench.served_options import STORED, ServedOptions
-from accelbench.settings import declared_knobs
+from accelbench.settings import declared_knobs, knobs_problem
 from accelbench.training import WORKLOADS as TRAINING_WORKLOADS
 
 SIZES = ("tiny", "standard")
@@ -83,22 +82,6 @@ class RunConfig:
     """The scenarios of the generative workloads; empty: ``scenarios``. Setting ``scenarios`` empties it."""
     output_tokens: int = 0
     """``--output-tokens``: tokens per reply of an endpoint cell (0: 128)."""
-    sessions: tuple[int, ...] = ()
-    """``--sessions``: the endpoint cells measure agentic multi-turn sessions instead of the curve, this
-    many at once per load point (``accelbench.sessions``); empty: the curve."""
-    session_rates: tuple[float, ...] = ()
-    """``--session-rate``: the endpoint cells measure agentic sessions arriving at these rates (sessions
-    per second, a Poisson process; ``accelbench.sessions.load``), one load point each; exclusive with
-    ``sessions``."""
-    session_count: int = 0
-    """``--session-count``: the sessions each rate point starts (0: 16)."""
-    session_turns: int = 0
-    """``--session-turns``: turns per session of the synthetic agentic workload (0: 3)."""
-    session_trace: str | None = None
-    """``--session-trace``: the JSONL trace the sessions replay instead of the synthetic workload (its
-    absolute path; ``accelbench.sessions.trace``); None: the synthetic one."""
-    session_trace_sha256: str | None = None
-    """The trace file's sha256, taken when the run read it before it started (stored with every result)."""
     served: ServedOptions = dataclasses.field(default_factory=ServedOptions)
     """``--serve-url``, ``--serve-hardware``, ``--api-key-env``, ``--serve-cluster``: where the served
     stacks' requests go and what serves them (stored flat, ``served_options.STORED``)."""
@@ -113,7 +96,6 @@ class RunConfig:
         get_rules(self.rules)
         self._check_measurement()
         self._check_knobs()
-        self._check_sessions()
         self._check_serving()
         if not (self.workloads and self.stacks and self.scenarios and self.devices):
             raise UserError("a run needs at least one workload, stack, scenario and device")
@@ -143,38 +125,9 @@ class RunConfig:
             problem = typed or (knob.knob.check(value) if knob.knob.check else None)
             if problem:
                 raise UserError(problem)
-
-    def _check_sessions(self) -> None:
-        """The agentic sessions' ladder, turns and replayed trace."""
-        if any(s < 1 or s > 4096 for s in self.sessions) or not 0 <= self.session_turns <= 1000:
-            raise UserError(
-                f"sessions must be in [1, 4096] and session_turns in [0, 1000], got {list(self.sessions)} "
-                f"and {self.session_turns}"
-            )
-        if self.sessions and self.session_rates:
-            raise UserError(
-                "give --sessions (sessions at once) or --session-rate (arrivals per second), not both"
-            )
-        rates = self.session_rates
-        if (
-            any(not 0 < r <= 1000 for r in rates)
-            or len(set(rates)) < len(rates)
-            or not 0 <= self.session_count <= 4096
-        ):
-            raise UserError(
-                "session rates must be distinct, each above 0 and at most 1000 sessions/s, and "
-                f"session_count in [0, 4096], got {list(rates)} and {self.session_count}"
-            )
-        if self.session_count and not rates:
-            raise UserError("--session-count sets the sessions of each --session-rate point (give it)")
-        if self.session_trace is not None and (not (self.sessions or rates) or self.session_turns):
-            raise UserError(
-                "session_trace replays sessions at the loads of --sessions or --session-rate (give one) and "
-                "sets their turns (--session-turns is the synthetic workload's)"
-            )
-        digest = self.session_trace_sha256
-        if digest is not None and not re.fullmatch(r"[0-9a-f]{64}", digest):
-            raise UserError(f"session_trace_sha256 must be 64 hex digits, got {digest[:80]!r}")
+        together = knobs_problem(self.knobs)
+        if together:
+            raise UserError(together)
 
     def _check_serving(self) -> None:
         """The served and endpoint cells' options: tokens per reply, the server and its address."""
@@ -268,8 +221,7 @@ SUITES: Mapping[str, RunConfig] = {
         ("single-stream",),
         "standard",
         "quick",
-        sessions=(1, 2, 4, 8),
-        session_turns=3,
+        knobs=default_knobs({"sessions": (1, 2, 4, 8), "session_turns": 3}),
         output_tokens=16,
         # the cell took ~560 s of the default 600 at load 4-6 on 2 shared cores (2026-12-05): room to finish
         timeout_s=1200.0,

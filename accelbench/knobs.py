@@ -41,11 +41,14 @@ class Knob:
     unset: Any = ABSENT
     """The run's value that stands for the field's default (``0``, ``""``): the run setting's own default,
     stored as such; the settings record gets the field's default for it."""
+    setting: str = ""
+    """The run setting's name when it is not the flag's (``--session-rate``: ``session_rates``), or of a
+    knob with no flag (set in a TOML file or by the run itself)."""
 
     @property
     def name(self) -> str:
         """The run setting's name: the TOML key and the stored configuration's key."""
-        return self.flag.removeprefix("--").replace("-", "_")
+        return self.setting or self.flag.removeprefix("--").replace("-", "_")
 
 
 def knob(
@@ -56,9 +59,11 @@ def knob(
     parse: Callable[[str], Any] | None = None,
     check: Callable[[Any], str | None] | None = None,
     unset: Any = ABSENT,
+    setting: str = "",
 ) -> Value:
-    """A settings record's field that the user sets: ``default`` (an immutable value) and its option."""
-    declaration = Knob(flag, help, parse, check, unset)
+    """A settings record's field that the user sets: ``default`` (an immutable value) and its option
+    (none when ``flag`` is empty: ``setting`` names it)."""
+    declaration = Knob(flag, help, parse, check, unset, setting)
     field: Value = dataclasses.field(default=default, metadata={KNOB: declaration})
     return field
 

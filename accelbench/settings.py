@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Protocol, Self, TypeVar
 
 from accelbench import registry
 from accelbench.errors import UserError
-from accelbench.knobs import Declared, declared
+from accelbench.knobs import Declared, Knobs, declared
 
 
 class DriverSettings(Protocol):
@@ -63,6 +63,17 @@ def declared_knobs() -> dict[str, Declared]:
                 raise TypeError(f"the knob {knob.name} is declared twice (driver {driver})")
             found[knob.name] = knob
     return found
+
+
+def knobs_problem(values: Knobs) -> str | None:
+    """Why the run's knob ``values`` do not go together: the first problem a settings record's
+    ``knobs_problem`` (its checks across its own knobs, when it has some) finds, or None."""
+    for driver in registry.SETTINGS:
+        together = getattr(record_type(driver), "knobs_problem", None)
+        problem = together(values) if together is not None else None
+        if problem:
+            return str(problem)
+    return None
 
 
 def knob_values(record: type, config: Any) -> dict[str, Any]:

@@ -43,7 +43,8 @@ def with_knob_options(command: Callable[..., None], after: str) -> Callable[...,
     own = inspect.signature(command, eval_str=True)
     fixed = [p for p in own.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
     hints = {k: v for k, v in get_type_hints(command, include_extras=True).items() if k != "knobs"}
-    options = {name: option_type(knob) for name, knob in settings.declared_knobs().items()}
+    declared = settings.declared_knobs().items()
+    options = {name: option_type(knob) for name, knob in declared if knob.knob.flag}  # flagless: TOML only
     added = [
         inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
         for name, annotation in options.items()

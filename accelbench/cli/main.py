@@ -94,11 +94,6 @@ def run(
     serve_cluster: cli_serving.ServeClusterOption = None,
     output_tokens: cli_serving.OutputTokensOption = None,
     api_key_env: cli_serving.ApiKeyEnvOption = None,
-    sessions: cli_serving.SessionsOption = None,
-    session_turns: cli_serving.SessionTurnsOption = None,
-    session_trace: cli_serving.SessionTraceOption = None,
-    session_rate: cli_serving.SessionRateOption = None,
-    session_count: cli_serving.SessionCountOption = None,
     store_path: StoreOption = None,
     as_json: JsonOption = False,
     include_unverified: UnverifiedOption = False,
@@ -116,13 +111,8 @@ def run(
         api_key_env,
         output_tokens,
         serve_hardware,
-        sessions,
-        session_turns,
-        session_trace,
-        session_rate,
-        session_count,
     )
-    drivers = cli_knobs.parsed(knobs)  # the drivers' knobs (accelbench.knobs), options generated
+    drivers = cli_serving.session_loads(cli_knobs.parsed(knobs))  # the drivers' knobs (accelbench.knobs)
     given = _overrides({**named, **scalars, **per_run, **drivers, **served}, config_file)
     overrides = cli_serving.with_trace(given)
     chosen = suite(suite_name)

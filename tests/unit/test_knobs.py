@@ -154,10 +154,17 @@ def test_every_declared_knob_is_an_option_of_run_with_its_help() -> None:
     run = typer.main.get_command(cli_main.app).commands["run"]  # type: ignore[attr-defined]
     options = {option: param.help for param in run.params for option in param.opts}
     declared = settings.declared_knobs()
-    assert {"runs", "nproc", "batch", "batch_sweep"} <= set(declared)
+    assert {"runs", "nproc", "batch_sweep", "concurrency", "session_rates", "session_trace_sha256"} <= set(
+        declared
+    )
     for name, found in declared.items():
-        assert options[found.knob.flag] == found.knob.help, name
-        assert found.name == name == found.knob.flag.removeprefix("--").replace("-", "_")
+        assert (
+            found.name == name == (found.knob.setting or found.knob.flag.removeprefix("--").replace("-", "_"))
+        )
+        if found.knob.flag:
+            assert options[found.knob.flag] == found.knob.help, name
+    assert declared["session_rates"].knob.flag == "--session-rate"  # stored under its older plural name
+    assert not any(p.name == "session_trace_sha256" for p in run.params)  # no flag: the run reads the file
 
 
 def test_a_knob_options_text_goes_through_its_parse() -> None:
