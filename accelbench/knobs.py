@@ -63,7 +63,7 @@ def knob(
 ) -> Value:
     """A settings record's field that the user sets: ``default`` (an immutable value) and its option
     (none when ``flag`` is empty: ``setting`` names it)."""
-    declaration = Knob(flag, help, parse, check, unset, setting)
+    declaration = Knob(flag=flag, help=help, parse=parse, check=check, unset=unset, setting=setting)
     field: Value = dataclasses.field(default=default, metadata={KNOB: declaration})
     return field
 
