@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench import registry, settings
+from accelbench.knobs import Knobs
 from accelbench.results import Cell
+from accelbench.served_options import ServedOptions
 from accelbench.settings import DriverSettings
 
 
@@ -150,6 +152,16 @@ class FlatKnobs:
     arrivals: str = ""
     sessions: tuple[int, ...] = ()
     session_turns: int = 0
+
+    @property
+    def served(self) -> ServedOptions:
+        """The run's served options among them (what ``from_config`` reads as ``RunConfig.served``)."""
+        return ServedOptions(url=self.serve_url, api_key_env=self.api_key_env, cluster=self.serve_cluster)
+
+    @property
+    def knobs(self) -> Knobs:
+        """The knobs among them by run-setting name (what ``settings.knob_values`` reads)."""
+        return Knobs.of({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
 
 
 FLAT_REFS = {"workload_ref": "workload", "stack_ref": "stack", "driver_ref": "driver"}

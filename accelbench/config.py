@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,18 +16,12 @@ from typing import Any
 
 from accelbench.errors import UserError
 from accelbench.inputs import RANGES, check_names, parse_toml, range_problem, read_input_text
+from accelbench.knobs import Knobs
 from accelbench.registry import GENERATING_STACKS, STACKS, is_served
 from accelbench.scenarios.rules import SCENARIOS, get_rules
+from accelbench.served_options import STORED, ServedOptions
+from accelbench.settings import declared_knobs, knobs_problem
 from accelbench.training import WORKLOADS as TRAINING_WORKLOADS
-
-ENDPOINT_APIS = ("chat", "completions")
-"""The OpenAI APIs an endpoint cell can send its requests to (``accelbench.endpoint.client.PATHS``)."""
-ARRIVALS = ("concurrency", "poisson")
-"""How an endpoint cell loads its server: the fixed-concurrency curve, or the curve and then the max-QPS
-search under Poisson arrivals (``accelbench.endpoint.qps_search``)."""
-
-_RAY_ADDRESS = re.compile(r"^(auto|[A-Za-z0-9.\-]+:\d{1,5})$")
-"""A Ray cluster as a driver joins it: its head's GCS ``HOST:PORT``, or ``auto``."""
 
 SIZES = ("tiny", "standard")
 ALL_WORKLOADS = ("resnet50", "bert-base", "minilm-l6")
@@ -46,6 +39,13 @@ def _check_choice(kind: str, values: tuple[str, ...], known: tuple[str, ...]) ->
     unknown = [v for v in values if v not in known]
     if unknown:
         raise UserError(f"unknown {kind} {', '.join(unknown)}; known: {', '.join(known)}")
+
+
+def default_knobs(given: Mapping[str, Any] | None = None) -> Knobs:
+    """Every declared knob's value: ``given``'s, else its declared default."""
+    declared = declared_knobs()
+    chosen = {name: knob.setting_default for name, knob in declared.items()}
+    return Knobs.of({**chosen, **(given or {})})
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,78 +71,36 @@ class RunConfig:
     timeout_s: float = 600.0
     mem_limit_bytes: int = 0
     """0 means three quarters of physical memory."""
-    runs: int = 5
-    """Timed runs of every ``train-to-quality`` cell (the olympic mean drops the fastest and slowest)."""
-    nproc: int = 1
-    """Data-parallel processes of every ``train-to-quality`` cell (torch.distributed; gloo / nccl)."""
     variants: int = 0
     """Seeded variants planned beside each canonical cell (``accelbench.variants``)."""
     variant_seed: int | None = None
     """Seed of the variants; None until a run with variants draws a fresh one and stores it."""
-    batch: int | None = None
-    """Samples per call of offline and multi-stream cells; None: each stack's ``default_batch``."""
-    batch_sweep: tuple[int, ...] = ()
-    """Batch sizes each offline / multi-stream cell sweeps before its scored trials (best verified)."""
     generation_stacks: tuple[str, ...] = ()
     """The stacks of the generative workloads (``tiny-llama``, ``smollm2-135m``); empty: those of
     ``stacks`` that generate. Setting ``stacks`` (CLI, TOML) empties it, so the user's choice wins."""
     generation_scenarios: tuple[str, ...] = ()
     """The scenarios of the generative workloads; empty: ``scenarios``. Setting ``scenarios`` empties it."""
-    serve_url: str | None = None
-    """``--serve-url``: the v2 server (``http://host:port``) that the ``<stack>@url`` stacks send their
-    requests to; accelbench neither starts nor stops it (docs/serving.md)."""
-    serve_hardware: str = ""
-    """``--serve-hardware``, resolved: the ``--serve-url`` server's chips as ``CHIP x N`` (a chips-table key;
-    ``accelbench.hardware.declared``); empty: unknown, and its cells have no per-chip figures."""
-    serve_hardware_source: str = ""
-    """Where ``serve_hardware`` came from: declared by the user, as text or a machine-facts file."""
-    concurrency: tuple[int, ...] = ()
-    """``--concurrency``: the endpoint cells' concurrencies (``llm@...`` stacks); empty: automatic."""
-    endpoint_requests: int = 0
-    """``--endpoint-requests``: requests per point of an endpoint cell at least (0: max(10, 2 x c))."""
     output_tokens: int = 0
     """``--output-tokens``: tokens per reply of an endpoint cell (0: 128)."""
-    api_key_env: str = ""
-    """``--api-key-env``: the environment variable with the endpoint's API key (empty:
-    ``ACCELBENCH_API_KEY``); the key itself is never stored."""
-    endpoint_api: str = ""
-    """``--endpoint-api``: the OpenAI API of the endpoint cells' requests, ``chat``
-    (``/v1/chat/completions``, messages) or ``completions`` (``/v1/completions``, the chat template's
-    text); empty: ``chat``."""
-    arrivals: str = ""
-    """``--arrivals``: ``poisson`` adds the max-QPS search under Poisson arrivals to each endpoint cell's
-    curve; ``concurrency`` or empty: the curve only."""
-    sessions: tuple[int, ...] = ()
-    """``--sessions``: the endpoint cells measure agentic multi-turn sessions instead of the curve, this
-    many at once per load point (``accelbench.sessions``); empty: the curve."""
-    session_rates: tuple[float, ...] = ()
-    """``--session-rate``: the endpoint cells measure agentic sessions arriving at these rates (sessions
-    per second, a Poisson process; ``accelbench.sessions.load``), one load point each; exclusive with
-    ``sessions``."""
-    session_count: int = 0
-    """``--session-count``: the sessions each rate point starts (0: 16)."""
-    session_turns: int = 0
-    """``--session-turns``: turns per session of the synthetic agentic workload (0: 3)."""
-    session_trace: str | None = None
-    """``--session-trace``: the JSONL trace the sessions replay instead of the synthetic workload (its
-    absolute path; ``accelbench.sessions.trace``); None: the synthetic one."""
-    session_trace_sha256: str | None = None
-    """The trace file's sha256, taken when the run read it before it started (stored with every result)."""
-    serve_cluster: str | None = None
-    """``--serve-cluster``: the Ray cluster (``HOST:PORT`` of its head, or ``auto``) where the Ray Serve
-    stacks deploy their model instead of a Ray of their own (docs/serving.md)."""
+    served: ServedOptions = dataclasses.field(default_factory=ServedOptions)
+    """``--serve-url``, ``--serve-hardware``, ``--api-key-env``, ``--serve-cluster``: where the served
+    stacks' requests go and what serves them (stored flat, ``served_options.STORED``)."""
+    knobs: Knobs = dataclasses.field(default_factory=default_knobs)
+    """The drivers' knobs (``accelbench.knobs``), each declared once on its driver's settings record
+    (``--runs``, ``--batch-sweep``, ...): every declared one, given or at its default. Stored flat, each
+    under its run-setting name beside the fields above."""
 
     def __post_init__(self) -> None:
         _check_choice("scenario", self.scenarios + self.generation_scenarios, SCENARIOS)
         _check_choice("size", (self.size,), SIZES)
         get_rules(self.rules)
         self._check_measurement()
-        self._check_sessions()
+        self._check_knobs()
         self._check_serving()
         if not (self.workloads and self.stacks and self.scenarios and self.devices):
             raise UserError("a run needs at least one workload, stack, scenario and device")
-        ranged = [p for name in RANGES if (p := range_problem(name, getattr(self, name)))]
-        ranged += [p for b in self.batch_sweep if (p := range_problem("batch", b))]
+        fields = {f.name for f in dataclasses.fields(self)}
+        ranged = [p for name in RANGES if name in fields and (p := range_problem(name, getattr(self, name)))]
         if ranged:
             raise UserError(ranged[0])
 
@@ -150,92 +108,63 @@ class RunConfig:
         """Counts, seeds and batches of the measurement itself."""
         if self.timeout_s <= 0 or self.samples < 1 or self.threads < 0:
             raise UserError("timeout_s and samples must be positive, threads >= 0")
-        if self.runs < 1 or self.nproc < 1:
-            raise UserError("runs and nproc must be at least 1")
         if self.variants < 0 or (self.variant_seed is not None and self.variant_seed < 0):
             raise UserError("variants and variant_seed must be >= 0")
         if self.input_seed is not None and not 0 <= self.input_seed < 1 << 63:
             raise UserError(f"input_seed must be a whole number in [0, 2**63), got {self.input_seed}")
-        if (self.batch is not None and self.batch < 1) or any(b < 1 for b in self.batch_sweep):
-            raise UserError("batch sizes must be at least 1")
 
-    def _check_sessions(self) -> None:
-        """The agentic sessions' ladder, turns and replayed trace."""
-        if any(s < 1 or s > 4096 for s in self.sessions) or not 0 <= self.session_turns <= 1000:
-            raise UserError(
-                f"sessions must be in [1, 4096] and session_turns in [0, 1000], got {list(self.sessions)} "
-                f"and {self.session_turns}"
-            )
-        if self.sessions and self.session_rates:
-            raise UserError(
-                "give --sessions (sessions at once) or --session-rate (arrivals per second), not both"
-            )
-        rates = self.session_rates
-        if (
-            any(not 0 < r <= 1000 for r in rates)
-            or len(set(rates)) < len(rates)
-            or not 0 <= self.session_count <= 4096
-        ):
-            raise UserError(
-                "session rates must be distinct, each above 0 and at most 1000 sessions/s, and "
-                f"session_count in [0, 4096], got {list(rates)} and {self.session_count}"
-            )
-        if self.session_count and not rates:
-            raise UserError("--session-count sets the sessions of each --session-rate point (give it)")
-        if self.session_trace is not None and (not (self.sessions or rates) or self.session_turns):
-            raise UserError(
-                "session_trace replays sessions at the loads of --sessions or --session-rate (give one) and "
-                "sets their turns (--session-turns is the synthetic workload's)"
-            )
-        digest = self.session_trace_sha256
-        if digest is not None and not re.fullmatch(r"[0-9a-f]{64}", digest):
-            raise UserError(f"session_trace_sha256 must be 64 hex digits, got {digest[:80]!r}")
+    def _check_knobs(self) -> None:
+        """Each declared knob's value: its type, then its own check (``accelbench.knobs.Knob.check``)."""
+        declared = declared_knobs()
+        unknown = sorted(set(self.knobs) - set(declared))
+        if unknown:
+            raise UserError(f"unknown run setting {', '.join(unknown)}")
+        for name, knob in declared.items():
+            value = self.knobs.get(name, knob.setting_default)
+            typed = _type_problem(name, knob.annotation, value)
+            problem = typed or (knob.knob.check(value) if knob.knob.check else None)
+            if problem:
+                raise UserError(problem)
+        together = knobs_problem(self.knobs)
+        if together:
+            raise UserError(together)
 
     def _check_serving(self) -> None:
-        """The served and endpoint cells' options: curve, API, arrivals, the server and its address."""
-        if any(c < 1 or c > 4096 for c in self.concurrency):
-            raise UserError(f"concurrency values must be in [1, 4096], got {list(self.concurrency)}")
-        if self.endpoint_requests < 0 or self.output_tokens < 0:
+        """The served and endpoint cells' options: tokens per reply, the server and its address."""
+        if self.output_tokens < 0:
             raise UserError("endpoint_requests and output_tokens must be >= 0")
-        if self.api_key_env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env):
-            raise UserError(
-                f"api_key_env must be an environment variable name, got {self.api_key_env[:80]!r}"
-            )
-        if self.endpoint_api not in ("", *ENDPOINT_APIS):
-            raise UserError(
-                f"endpoint_api must be one of {', '.join(ENDPOINT_APIS)}, got {self.endpoint_api[:80]!r}"
-            )
-        if self.arrivals not in ("", *ARRIVALS):
-            raise UserError(f"arrivals must be one of {', '.join(ARRIVALS)}, got {self.arrivals[:80]!r}")
-        if self.serve_url is not None and not self.serve_url.startswith(("http://", "https://")):
-            raise UserError(f"serve_url must be an http:// or https:// address, got {self.serve_url[:80]!r}")
-        if self.serve_cluster is not None and not _RAY_ADDRESS.match(self.serve_cluster):
-            raise UserError(f"serve_cluster must be HOST:PORT or auto, got {self.serve_cluster[:80]!r}")
-        if self.serve_hardware and self.serve_url is None:
-            raise UserError(
-                "serve_hardware declares the --serve-url server's chips; --serve-url was not given"
-            )
+        self.served.check()
         remote = [stack for stack in self.stacks if stack.endswith("@url")]
-        if remote and self.serve_url is None:
+        if remote and self.served.url is None:
             raise UserError(f"stack {remote[0]} sends its requests to --serve-url, which was not given")
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain form, stored with the run."""
-        return dataclasses.asdict(self)
+        """Plain form, stored with the run: the knobs flat, each under its run-setting name."""
+        document = dataclasses.asdict(self)
+        del document["knobs"], document["served"]
+        return {**document, **self.served.to_settings(), **self.knobs.to_dict()}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunConfig:
-        """Rebuild from ``to_dict`` (or a TOML table); unknown keys are a UserError."""
+        """Rebuild from ``to_dict`` (or a TOML table); unknown keys are a UserError. A knob the document
+        does not name (one declared after it was stored) takes its default."""
         problem = setting_problem(data)
         if problem:
             raise UserError(problem)
         fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
-        return cls(**fields)
+        served = ServedOptions.from_settings(fields)
+        given = {name: fields.pop(name) for name in declared_knobs() if name in fields}
+        for name in STORED:
+            fields.pop(name, None)
+        return cls(**fields, served=served, knobs=default_knobs(given))
 
 
 def setting_problem(data: Mapping[str, Any]) -> str | None:
     """Why ``data`` is not a valid set of run settings (unknown keys, wrong types), or None."""
-    types = {f.name: str(f.type) for f in dataclasses.fields(RunConfig)}
+    types = {f.name: str(f.type) for f in dataclasses.fields(RunConfig) if f.name not in ("knobs", "served")}
+    served = {f.name: str(f.type) for f in dataclasses.fields(ServedOptions)}
+    types |= {name: served[field] for name, field in STORED.items()}
+    types |= {name: knob.annotation for name, knob in declared_knobs().items()}
     unknown = sorted(set(data) - set(types))
     if unknown:
         return f"unknown run setting {', '.join(map(str, unknown))}; known: {', '.join(sorted(types))}"
@@ -280,8 +209,7 @@ SUITES: Mapping[str, RunConfig] = {
         generation_stacks=(*DEFAULT_GENERATION_STACKS, "llm@transformers-cb"),
         generation_scenarios=("single-stream",),
         # the served curve (issue 31): transformers serve with continuous batching, 4 points
-        concurrency=(1, 2, 4, 8),
-        endpoint_requests=8,
+        knobs=default_knobs({"concurrency": (1, 2, 4, 8), "endpoint_requests": 8}),
         output_tokens=64,
     ),
     # agentic multi-turn sessions (issue 44, docs/sessions.md): smollm2-135m on transformers serve with
@@ -293,8 +221,7 @@ SUITES: Mapping[str, RunConfig] = {
         ("single-stream",),
         "standard",
         "quick",
-        sessions=(1, 2, 4, 8),
-        session_turns=3,
+        knobs=default_knobs({"sessions": (1, 2, 4, 8), "session_turns": 3}),
         output_tokens=16,
         # the cell took ~560 s of the default 600 at load 4-6 on 2 shared cores (2026-12-05): room to finish
         timeout_s=1200.0,

@@ -142,7 +142,8 @@ def _sessions_or(config: RunConfig, stack_ref: str, driver_ref: str) -> str:
     """The sessions driver for an endpoint stack's cell when the run asks for sessions (``--sessions``:
     agentic multi-turn sessions instead of the curve, ``accelbench.sessions``; or ``--session-rate``), else
     ``driver_ref``."""
-    if (config.sessions or config.session_rates) and registry.stack_driver(stack_ref) == "endpoint":
+    loads = config.knobs["sessions"] or config.knobs["session_rates"]
+    if loads and registry.stack_driver(stack_ref) == "endpoint":
         return registry.resolve("driver", ("sessions",))["sessions"]
     return driver_ref
 

@@ -4,8 +4,10 @@ A driver (``accelbench.registry.DRIVERS``) declares its settings record beside i
 defaults resolved, built once in the parent from the run's ``RunConfig`` (``from_config``) and carried
 in ``CellSpec.settings``. Across the process boundary the record is JSON tagged by the driver's name
 (``to_dict``: ``{"driver": "endpoint", ...its fields}``), so ``from_dict`` rebuilds the right type from
-this table. A new driver knob touches ``RunConfig`` (and the CLI that sets it), its driver's settings
-module and the code that reads it; a new driver adds its settings record and one row in ``registry.SETTINGS``.
+this table. A knob the user sets is declared once, as a field of its driver's record
+(``accelbench.knobs.knob``): the CLI's option, ``RunConfig.knobs`` and ``from_config`` (``knob_values``)
+read the declarations here (``declared_knobs``), so a new knob is its field and the code that reads it; a
+new driver adds its settings record and one row in ``registry.SETTINGS``.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol, Self, TypeVar
 
+from accelbench import registry
 from accelbench.errors import UserError
-from accelbench.registry import SETTINGS, load
+from accelbench.knobs import Declared, Knobs, declared
 
 
 class DriverSettings(Protocol):
@@ -43,12 +46,41 @@ Wanted = TypeVar("Wanted")
 
 def record_type(driver: str) -> type[DriverSettings]:
     """The settings record of ``driver``; UserError for an unknown name."""
-    if driver not in SETTINGS:
-        raise UserError(
-            f"unknown driver {driver[:80]!r} in a cell spec; known: {', '.join(sorted(SETTINGS))}"
-        )
-    found: type[DriverSettings] = load(SETTINGS[driver])
+    known = registry.SETTINGS
+    if driver not in known:
+        raise UserError(f"unknown driver {driver[:80]!r} in a cell spec; known: {', '.join(sorted(known))}")
+    found: type[DriverSettings] = registry.load(known[driver])
     return found
+
+
+def declared_knobs() -> dict[str, Declared]:
+    """Every driver's knobs by run-setting name (``accelbench.knobs``), in the drivers' order; TypeError
+    when two records declare one name (a knob is declared once)."""
+    found: dict[str, Declared] = {}
+    for driver in registry.SETTINGS:
+        for knob in declared(record_type(driver)):
+            if knob.name in found:
+                raise TypeError(f"the knob {knob.name} is declared twice (driver {driver})")
+            found[knob.name] = knob
+    return found
+
+
+def knobs_problem(values: Knobs) -> str | None:
+    """Why the run's knob ``values`` do not go together: the first problem a settings record's
+    ``knobs_problem`` (its checks across its own knobs, when it has some) finds, or None."""
+    for driver in registry.SETTINGS:
+        together = getattr(record_type(driver), "knobs_problem", None)
+        problem = together(values) if together is not None else None
+        if problem:
+            return str(problem)
+    return None
+
+
+def knob_values(record: type, config: Any) -> dict[str, Any]:
+    """The knob fields of ``record`` as the run ``config`` sets them (its ``knobs`` by run-setting name; a
+    knob it does not name keeps its default), by field name: what ``from_config`` passes on."""
+    given = config.knobs
+    return {k.field: k.resolved(given.get(k.name, k.setting_default)) for k in declared(record)}
 
 
 def from_config(driver: str, config: Any) -> DriverSettings:

@@ -4,11 +4,39 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from accelbench.cellspec import CellSpec
-from accelbench.config import RunConfig
-from accelbench.settings import expect
+from accelbench.errors import UserError
+from accelbench.inputs import check_names, range_problem
+from accelbench.knobs import knob
+from accelbench.settings import expect, knob_values
+
+if TYPE_CHECKING:  # config loads this record at run time (its knobs): no import back at run time
+    from accelbench.config import RunConfig
+
+
+def _batch_problem(value: Any) -> str | None:
+    """``--batch``: at least 1, within its stated range (``inputs.RANGES``); None: the stack's default."""
+    if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+        return "batch sizes must be at least 1"
+    return range_problem("batch", value)
+
+
+def _sweep_problem(values: Any) -> str | None:
+    """``--batch-sweep``: every batch a valid ``--batch``."""
+    return next((p for b in values if (p := _batch_problem(b))), None)
+
+
+def _batches(text: str) -> tuple[int, ...] | None:
+    """``--batch-sweep 1,2,4`` as numbers; UserError for anything else."""
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not names:
+        raise UserError("an empty list was given")
+    try:
+        return tuple(int(name) for name in check_names(names)) or None
+    except ValueError:
+        raise UserError(f"--batch-sweep takes comma-separated whole numbers, got {text!r}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,9 +45,17 @@ class LoadgenSettings:
 
     driver: ClassVar[str] = "loadgen"
 
-    batch: int | None = None
-    """Samples per call of offline and multi-stream cells (``--batch``); None: the stack's default."""
-    batch_sweep: tuple[int, ...] = ()
+    batch: int | None = knob(
+        None, flag="--batch", help="Samples per call, offline/multi-stream.", check=_batch_problem
+    )
+    """Samples per call of offline and multi-stream cells; None: the stack's default."""
+    batch_sweep: tuple[int, ...] = knob(
+        (),
+        flag="--batch-sweep",
+        help="Batches to sweep, e.g. 1,2,4,8 (best verified).",
+        parse=_batches,
+        check=_sweep_problem,
+    )
     """Batch sizes to sweep before the scored trials (offline, multi-stream); the best verified runs."""
     serve_url: str | None = None
     """The remote v2 server of the ``<stack>@url`` stacks (``--serve-url``), else None."""
@@ -30,10 +66,9 @@ class LoadgenSettings:
     def from_config(cls, config: RunConfig) -> LoadgenSettings:
         """The settings the run ``config`` asks for."""
         return cls(
-            batch=config.batch,
-            batch_sweep=tuple(config.batch_sweep),
-            serve_url=config.serve_url,
-            serve_cluster=config.serve_cluster,
+            **knob_values(cls, config),
+            serve_url=config.served.url,
+            serve_cluster=config.served.cluster,
         )
 
     @classmethod

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from accelbench.config import RunConfig
+if TYPE_CHECKING:  # config loads this record at run time (its knobs): no import back then
+    from accelbench.config import RunConfig
 
 
 @dataclass(frozen=True, slots=True)

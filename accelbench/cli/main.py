@@ -19,6 +19,7 @@ from rich.console import Console
 
 from accelbench import registry, runner
 from accelbench.cli import bundle as cli_bundle
+from accelbench.cli import knob_options as cli_knobs
 from accelbench.cli import listing as cli_list
 from accelbench.cli import normalize as cli_normalize
 from accelbench.cli import progress as cli_progress
@@ -29,7 +30,6 @@ from accelbench.cli import store as cli_store
 from accelbench.cli import summary as cli_summary
 from accelbench.cli import tune as cli_tune
 from accelbench.cli.options import (
-    BatchSweepOption,
     ConfigOption,
     FleetOption,
     InputSeedOption,
@@ -70,7 +70,6 @@ def _names(text: str | None) -> tuple[str, ...] | None:
     return check_names(names)
 
 
-@app.command()
 def run(
     suite_name: Annotated[
         str, typer.Option("--suite", help="default | llm | agentic | quick | tiny")
@@ -85,10 +84,6 @@ def run(
     seed: Annotated[int | None, typer.Option(help="Seed of the models' weights.")] = None,
     input_seed: InputSeedOption = None,
     timeout_s: Annotated[float | None, typer.Option("--timeout-s", help="Wall-clock limit per cell.")] = None,
-    runs: Annotated[int | None, typer.Option(help="train-to-quality: timed runs per cell (5).")] = None,
-    nproc: Annotated[int | None, typer.Option(help="train-to-quality: data-parallel processes.")] = None,
-    batch: Annotated[int | None, typer.Option(help="Samples per call, offline/multi-stream.")] = None,
-    batch_sweep: BatchSweepOption = None,
     config_file: ConfigOption = None,
     resume: Annotated[str | None, typer.Option(help="Finish an interrupted run.")] = None,
     variants: VariantsOption = None,
@@ -99,47 +94,37 @@ def run(
     serve_url: cli_serving.ServeUrlOption = None,
     serve_hardware: cli_serving.ServeHardwareOption = None,
     serve_cluster: cli_serving.ServeClusterOption = None,
-    concurrency: cli_serving.ConcurrencyOption = None,
     output_tokens: cli_serving.OutputTokensOption = None,
-    endpoint_requests: cli_serving.EndpointRequestsOption = None,
     api_key_env: cli_serving.ApiKeyEnvOption = None,
-    endpoint_api: cli_serving.EndpointApiOption = None,
-    arrivals: cli_serving.ArrivalsOption = None,
-    sessions: cli_serving.SessionsOption = None,
-    session_turns: cli_serving.SessionTurnsOption = None,
-    session_trace: cli_serving.SessionTraceOption = None,
-    session_rate: cli_serving.SessionRateOption = None,
-    session_count: cli_serving.SessionCountOption = None,
     store_path: StoreOption = None,
     as_json: JsonOption = False,
     include_unverified: UnverifiedOption = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar or progress lines.")] = False,
+    **knobs: Any,
 ) -> None:
     """Benchmark the suite on every available stack and print the results."""
     listed = {"workloads": workloads, "stacks": stacks, "scenarios": scenarios, "devices": devices}
     scalars = {"rules": rules, "size": size, "threads": threads, "seed": seed, "timeout_s": timeout_s}
-    per_run = {"variants": variants, "variant_seed": variant_seed, "runs": runs, "nproc": nproc}
-    batching = {"batch": batch, "batch_sweep": _batches(batch_sweep), "input_seed": input_seed}
+    per_run = {"variants": variants, "variant_seed": variant_seed, "input_seed": input_seed}
     named = {k: _names(v) for k, v in listed.items()}
-    endpoint = (api_key_env, concurrency, output_tokens, endpoint_requests, endpoint_api, arrivals)
     served = cli_serving.served_settings(
         serve_url,
         serve_cluster,
-        *endpoint,
+        api_key_env,
+        output_tokens,
         serve_hardware,
-        sessions,
-        session_turns,
-        session_trace,
-        session_rate,
-        session_count,
     )
-    given = _overrides({**named, **scalars, **per_run, **batching, **served}, config_file)
+    drivers = cli_serving.session_loads(cli_knobs.parsed(knobs))  # the drivers' knobs (accelbench.knobs)
+    given = _overrides({**named, **scalars, **per_run, **drivers, **served}, config_file)
     overrides = cli_serving.with_trace(given)
     chosen = suite(suite_name)
     llm = cli_serving.generative(overrides.get("workloads") or chosen.workloads)
     overrides = cli_serving.served_overrides(overrides, chosen.stacks, _names(serve) or (), llm)
     shown = cli_progress.chosen_mode(quiet or as_json), as_json, include_unverified
     _run_or_resume(chosen, overrides, resume, input_seed, not no_probe, fleet, store_path, shown)
+
+
+app.command("run")(cli_knobs.with_knob_options(run, after="timeout_s"))
 
 
 def _run_or_resume(
@@ -181,13 +166,6 @@ def _start(store: Store, config: RunConfig, machine: Machine, probe: bool, mode:
     if probe:
         _probe(store.run_dir(run_id), config, machine, mode)
     return run_id
-
-
-def _batches(text: str | None) -> tuple[int, ...] | None:
-    try:
-        return tuple(int(name) for name in _names(text) or ()) or None
-    except ValueError:
-        raise UserError(f"--batch-sweep takes comma-separated whole numbers, got {text!r}") from None
 
 
 def _overrides(given: dict[str, Any], config_file: Path | None) -> dict[str, Any]:

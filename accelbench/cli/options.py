@@ -30,9 +30,6 @@ UnverifiedOption = Annotated[
     ),
 ]
 
-BatchSweepOption = Annotated[
-    str | None, typer.Option("--batch-sweep", help="Batches to sweep, e.g. 1,2,4,8 (best verified).")
-]
 ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML file with a [run] table.")]
 VariantsOption = Annotated[
     int | None, typer.Option(help="Seeded unseen variants per workload (generalization).")

@@ -18,7 +18,8 @@ def stored_config(store: Store, run_id: str, machine: Machine) -> RunConfig:
     """The stored configuration of ``run_id``; UserError (one line) when it is not a whole one (a
     configuration that is ``[]``, not JSON or too deep reads as empty, with a warning)."""
     stored = store.run(run_id).config
-    needed = [f.name for f in dataclasses.fields(RunConfig) if f.default is dataclasses.MISSING]
+    fields = dataclasses.fields(RunConfig)
+    needed = [f.name for f in fields if dataclasses.MISSING is f.default is f.default_factory]
     missing = [name for name in needed if name not in stored]
     if missing:
         raise UserError(

@@ -11,7 +11,6 @@ stack ``llm@<server>``, and ``--serve-url`` adds ``llm@url`` (an OpenAI-compatib
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -36,66 +35,8 @@ ServeHardwareOption = Annotated[
         "--json` run on the server (declared, for per-chip figures).",
     ),
 ]
-ConcurrencyOption = Annotated[
-    str | None,
-    typer.Option(help="Served LLMs (llm@...): the curve's concurrencies, e.g. 1,2,4,8 (default: automatic)."),
-]
-SessionsOption = Annotated[
-    str | None,
-    typer.Option(
-        help="Served LLMs: agentic multi-turn sessions instead of the curve, this many at once per load "
-        "point, e.g. 1,2,4 (docs/sessions.md)."
-    ),
-]
-SessionRateOption = Annotated[
-    str | None,
-    typer.Option(
-        "--session-rate",
-        help="Served LLMs: agentic sessions arriving at these rates instead, sessions per second, a "
-        "Poisson process, one load point each, e.g. 0.25,0.5,1 (not with --sessions; docs/sessions.md).",
-    ),
-]
-SessionCountOption = Annotated[
-    int | None,
-    typer.Option(
-        "--session-count",
-        help="Served LLMs with --session-rate: sessions each rate point starts (16; a point stops starting "
-        "them, marked behind, when one is due with 8 in flight).",
-    ),
-]
-SessionTurnsOption = Annotated[
-    int | None, typer.Option("--session-turns", help="Served LLMs with --sessions: turns per session (3).")
-]
-SessionTraceOption = Annotated[
-    str | None,
-    typer.Option(
-        "--session-trace",
-        help="Served LLMs with --sessions: replay the sessions of this JSONL trace (Mooncake/AIPerf rows: "
-        "session_id, input_length or text_input, output_length, timestamp or delay; docs/sessions.md).",
-    ),
-]
 OutputTokensOption = Annotated[
     int | None, typer.Option("--output-tokens", help="Served LLMs: tokens per reply (default 128).")
-]
-EndpointRequestsOption = Annotated[
-    int | None,
-    typer.Option(
-        "--endpoint-requests", help="Served LLMs: requests per point at least (default max(10, 2c))."
-    ),
-]
-EndpointApiOption = Annotated[
-    str | None,
-    typer.Option(
-        "--endpoint-api",
-        help="Served LLMs: chat (/v1/chat/completions, default) or completions (/v1/completions).",
-    ),
-]
-ArrivalsOption = Annotated[
-    str | None,
-    typer.Option(
-        help="Served LLMs: concurrency (the curve, default) or poisson (the curve, then the max QPS "
-        "under the TTFT/TPOT bounds with Poisson arrivals)."
-    ),
 ]
 ApiKeyEnvOption = Annotated[
     str | None,
@@ -131,48 +72,15 @@ def generative(workloads: Sequence[str]) -> bool:
     return any(known.get(name, "").startswith("accelbench.generation.") for name in workloads)
 
 
-def concurrencies(text: str | None, option: str = "--concurrency") -> tuple[int, ...] | None:
-    """``--concurrency 1,2,4`` (or ``option``'s list) as numbers; UserError for anything else."""
-    if text is None:
-        return None
-    try:
-        return tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise UserError(f"{option} takes comma-separated whole numbers, got {text[:80]!r}") from None
-
-
-def rates(text: str | None, option: str = "--session-rate") -> tuple[float, ...] | None:
-    """``--session-rate 0.5,1,2`` as numbers; UserError for anything else."""
-    if text is None:
-        return None
-    try:
-        found = tuple(float(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise UserError(
-            f"{option} takes comma-separated numbers (sessions per second), got {text[:80]!r}"
-        ) from None
-    if not found or any(not math.isfinite(r) or r <= 0 for r in found):
-        raise UserError(f"{option} takes rates above 0 (sessions per second), got {text[:80]!r}")
-    return found
-
-
 def served_settings(
     serve_url: str | None,
     serve_cluster: str | None,
     api_key_env: str | None,
-    concurrency: str | None,
     output_tokens: int | None,
-    endpoint_requests: int | None,
-    endpoint_api: str | None = None,
-    arrivals: str | None = None,
     serve_hardware: str | None = None,
-    sessions: str | None = None,
-    session_turns: int | None = None,
-    session_trace: str | None = None,
-    session_rate: str | None = None,
-    session_count: int | None = None,
 ) -> dict[str, Any]:
-    """The run settings of ``--serve-url``, ``--serve-cluster`` and the served-LLM options, by name;
+    """The run settings of ``--serve-url``, ``--serve-cluster`` and the served-LLM options that are not a
+    driver's knob (``accelbench.cli.knob_options`` makes those), by name;
     ``--serve-hardware`` resolved now (``accelbench.hardware.declared``), so the run stores what it named."""
     declared: dict[str, Any] = {"serve_hardware": None, "serve_hardware_source": None}
     if serve_hardware is not None:
@@ -180,27 +88,25 @@ def served_settings(
 
         chips, source = resolve_declaration(serve_hardware)
         declared = {"serve_hardware": chips, "serve_hardware_source": source}
-    if sessions is not None and session_rate is not None:
-        raise UserError(
-            "give --sessions (sessions at once) or --session-rate (arrivals per second), not both"
-        )
-    ladder = concurrencies(sessions, "--sessions")
     return {
         **declared,
         "serve_url": serve_url,
         "serve_cluster": serve_cluster,
         "api_key_env": api_key_env,
-        "concurrency": concurrencies(concurrency),
         "output_tokens": output_tokens,
-        "endpoint_requests": endpoint_requests,
-        "endpoint_api": endpoint_api,
-        "arrivals": arrivals,
-        "sessions": () if session_rate is not None else ladder,  # a rate ladder replaces a suite's
-        "session_rates": rates(session_rate),
-        "session_count": session_count,
-        "session_turns": session_turns,
-        "session_trace": session_trace,
     }
+
+
+def session_loads(knobs: Mapping[str, Any]) -> dict[str, Any]:
+    """The knob options given (``accelbench.cli.knob_options.parsed``) with ``--session-rate`` replacing
+    a suite's or a TOML file's ``sessions`` (its load points are one or the other); both given: UserError."""
+    if knobs.get("session_rates") is None:
+        return dict(knobs)
+    if knobs.get("sessions") is not None:
+        raise UserError(
+            "give --sessions (sessions at once) or --session-rate (arrivals per second), not both"
+        )
+    return {**knobs, "sessions": ()}
 
 
 def with_trace(overrides: Mapping[str, Any]) -> dict[str, Any]:

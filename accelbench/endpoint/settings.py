@@ -6,16 +6,56 @@ prompt lengths are the workload's, read in the cell, so they are not part of the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from accelbench.config import RunConfig
+from accelbench.errors import UserError
+from accelbench.knobs import knob
 from accelbench.scenarios.rules import get_rules
+from accelbench.settings import knob_values
+
+if TYPE_CHECKING:  # config loads this record at run time (its knobs): no import back then
+    from accelbench.config import RunConfig
 
 DEFAULT_OUTPUT_TOKENS = 128
 DEFAULT_API_KEY_ENV = "ACCELBENCH_API_KEY"
 DEFAULT_API = "chat"
+ENDPOINT_APIS = ("chat", "completions")
+"""The OpenAI APIs an endpoint cell can send its requests to (``accelbench.endpoint.client.PATHS``)."""
+ARRIVALS = ("concurrency", "poisson")
+"""How an endpoint cell loads its server: the fixed-concurrency curve, or the curve and then the max-QPS
+search under Poisson arrivals (``accelbench.endpoint.qps_search``)."""
+MAX_CONCURRENCY = 4096
+
+
+def concurrencies(text: str | None, option: str = "--concurrency") -> tuple[int, ...] | None:
+    """``--concurrency 1,2,4`` (or ``option``'s list) as numbers; UserError for anything else."""
+    if text is None:
+        return None
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise UserError(f"{option} takes comma-separated whole numbers, got {text[:80]!r}") from None
+
+
+def _ladder_problem(ladder: tuple[int, ...]) -> str | None:
+    if any(c < 1 or c > MAX_CONCURRENCY for c in ladder):
+        return f"concurrency values must be in [1, {MAX_CONCURRENCY}], got {list(ladder)}"
+    return None
+
+
+def _requests_problem(requests: int) -> str | None:
+    return "endpoint_requests and output_tokens must be >= 0" if requests < 0 else None
+
+
+def _choice_problem(name: str, known: tuple[str, ...]) -> Callable[[str], str | None]:
+    def problem(value: str) -> str | None:
+        return (
+            None if value in ("", *known) else f"{name} must be one of {', '.join(known)}, got {value[:80]!r}"
+        )
+
+    return problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,18 +64,43 @@ class EndpointSettings:
 
     driver: ClassVar[str] = "endpoint"
 
-    ladder: tuple[int, ...] = ()
-    """The concurrencies asked (``--concurrency``; empty: chosen automatically)."""
-    requests: int = 0
+    ladder: tuple[int, ...] = knob(
+        (),
+        flag="--concurrency",
+        help="Served LLMs (llm@...): the curve's concurrencies, e.g. 1,2,4,8 (default: automatic).",
+        parse=concurrencies,
+        check=_ladder_problem,
+    )
+    """The concurrencies asked (empty: chosen automatically)."""
+    requests: int = knob(
+        0,
+        flag="--endpoint-requests",
+        help="Served LLMs: requests per point at least (default max(10, 2c)).",
+        check=_requests_problem,
+    )
     """Requests per point at least (0: max(10, 2 x concurrency)); never fewer than the concurrency."""
     max_tokens: int = DEFAULT_OUTPUT_TOKENS
     """Tokens per reply (``--output-tokens``)."""
-    api: str = DEFAULT_API
-    """``chat`` or ``completions`` (``--endpoint-api``)."""
+    api: str = knob(
+        DEFAULT_API,
+        flag="--endpoint-api",
+        help="Served LLMs: chat (/v1/chat/completions, default) or completions (/v1/completions).",
+        check=_choice_problem("endpoint_api", ENDPOINT_APIS),
+        unset="",
+    )
+    """``chat`` (``/v1/chat/completions``, messages) or ``completions`` (``/v1/completions``, the chat
+    template's text); the run's empty value: ``chat``."""
     api_key_env: str = DEFAULT_API_KEY_ENV
     """The environment variable holding the API key (``--api-key-env``); the key is never stored."""
-    arrivals: str = ""
-    """``poisson``: search the max QPS under Poisson arrivals after the curve (empty: the curve only)."""
+    arrivals: str = knob(
+        "",
+        flag="--arrivals",
+        help="Served LLMs: concurrency (the curve, default) or poisson (the curve, then the max QPS "
+        "under the TTFT/TPOT bounds with Poisson arrivals).",
+        check=_choice_problem("arrivals", ARRIVALS),
+    )
+    """``poisson``: search the max QPS under Poisson arrivals after the curve (``concurrency`` or empty:
+    the curve only)."""
     serve_url: str | None = None
     """The server of the ``llm@url`` stack (``--serve-url``), else None."""
     point_max_s: float = 0.0
@@ -46,13 +111,10 @@ class EndpointSettings:
     def from_config(cls, config: RunConfig) -> EndpointSettings:
         """The settings the run ``config`` asks for, its defaults resolved."""
         return cls(
-            ladder=tuple(config.concurrency),
-            requests=config.endpoint_requests,
+            **knob_values(cls, config),
             max_tokens=config.output_tokens or DEFAULT_OUTPUT_TOKENS,
-            api=config.endpoint_api or DEFAULT_API,
-            api_key_env=config.api_key_env or DEFAULT_API_KEY_ENV,
-            arrivals=config.arrivals,
-            serve_url=config.serve_url,
+            api_key_env=config.served.api_key_env or DEFAULT_API_KEY_ENV,
+            serve_url=config.served.url,
             point_max_s=_point_max_s(getattr(config, "rules", None)),
         )
 

@@ -13,11 +13,12 @@ import pytest
 from accelbench import registry, settings
 from accelbench.cell import pipeline
 from accelbench.cellspec import CellSpec, PlannedCell, Refs, upgrade
-from accelbench.config import RunConfig
+from accelbench.config import RunConfig, default_knobs
 from accelbench.endpoint.settings import EndpointSettings
 from accelbench.errors import UserError
 from accelbench.head import Head
 from accelbench.results import Cell, Result
+from accelbench.served_options import ServedOptions
 from accelbench.sessions.settings import DEFAULT_OUTPUT_TOKENS, DEFAULT_TURNS, SessionSettings
 from accelbench.training.settings import TrainingSettings
 
@@ -29,20 +30,18 @@ CONFIG = RunConfig(
     "tiny",
     "quick",
     input_seed=99,
-    runs=3,
-    nproc=2,
-    batch=4,
-    batch_sweep=(1, 8),
-    serve_url="http://127.0.0.1:9",
-    serve_cluster="auto",
-    concurrency=(1, 4),
-    endpoint_requests=12,
+    served=ServedOptions(url="http://127.0.0.1:9", api_key_env="MY_KEY", cluster="auto"),
+    knobs=default_knobs(
+        {"runs": 3, "nproc": 2, "batch": 4, "batch_sweep": (1, 8)}
+        | {
+            "concurrency": (1, 4),
+            "endpoint_requests": 12,
+            "endpoint_api": "completions",
+            "arrivals": "poisson",
+        }
+        | {"sessions": (1, 2), "session_turns": 3}
+    ),
     output_tokens=16,
-    api_key_env="MY_KEY",
-    endpoint_api="completions",
-    arrivals="poisson",
-    sessions=(1, 2),
-    session_turns=3,
 )
 
 

@@ -50,8 +50,8 @@ def test_the_median_interval_holds_the_median_95_times_in_100_whatever_the_distr
 def test_quick_rules_keep_the_first_requests_and_standard_ones_go_on_up_to_a_cap() -> None:
     base: dict[str, Any] = {"suite": "tiny", "workloads": ("tiny-llama",), "stacks": ("llm@url",)}
     base |= {"scenarios": ("single-stream",), "size": "tiny", "serve_url": "http://127.0.0.1:9"}
-    quick = EndpointSettings.from_config(RunConfig(**base, rules="quick"))
-    standard = EndpointSettings.from_config(RunConfig(**base, rules="standard"))
+    quick = EndpointSettings.from_config(RunConfig.from_dict({**base, "rules": "quick"}))
+    standard = EndpointSettings.from_config(RunConfig.from_dict({**base, "rules": "standard"}))
     assert quick.point_max_s == 0.0 and standard.point_max_s == 60.0
 
 

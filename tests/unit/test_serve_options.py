@@ -37,7 +37,7 @@ def test_a_serve_url_must_be_http(url: str) -> None:
 
 def test_the_serve_url_is_kept_with_the_run() -> None:
     config = with_overrides(suite("tiny"), {"serve_url": "http://10.0.0.2:8000"})
-    assert config.serve_url == "http://10.0.0.2:8000"
+    assert config.served.url == "http://10.0.0.2:8000"
     assert config.to_dict()["serve_url"] == "http://10.0.0.2:8000"
 
 
@@ -89,7 +89,8 @@ def test_the_serve_proxy_listens_on_loopback_unless_the_cluster_is_elsewhere() -
 
 
 def test_an_llm_run_gets_the_endpoint_stacks_of_its_servers() -> None:
-    from accelbench.cli.serving import concurrencies, generative, served_overrides
+    from accelbench.cli.serving import generative, served_overrides
+    from accelbench.endpoint.settings import concurrencies
 
     assert generative(("smollm2-135m",)) and not generative(("resnet50",))
     assert with_served(["torch-eager"], ["transformers-cb", "url"], llm=True) == (

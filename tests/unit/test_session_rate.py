@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from accelbench.audits.verdict import FAIL, PASS
-from accelbench.cli.serving import rates, served_settings
+from accelbench.cli.knob_options import parsed
+from accelbench.cli.serving import session_loads
 from accelbench.config import suite, with_overrides
 from accelbench.endpoint.client import Target
 from accelbench.errors import UserError
@@ -25,7 +26,7 @@ from accelbench.sessions.figures import point
 from accelbench.sessions.load import Load, Opened, Opening, arrival_times_s, opening
 from accelbench.sessions.outcome import invalid_reasons, verdicts
 from accelbench.sessions.records import TurnRecord
-from accelbench.sessions.settings import SessionSettings
+from accelbench.sessions.settings import SessionSettings, rates
 from accelbench.sessions.source import source_of
 from accelbench.sessions.workload import Shape, make_sessions
 from tests.unit.session_stub import HONEST, REPLAY, SALT_BLIND, session_stub
@@ -174,8 +175,8 @@ def test_the_rate_ladder_settings_and_their_errors() -> None:
             rates(bad)
         assert "\n" not in str(caught.value)
     with pytest.raises(UserError, match="not both"):
-        served_settings(None, None, None, None, None, None, sessions="1,2", session_rate="1")
-    given = served_settings(None, None, None, None, None, None, session_rate="0.5,1", session_count=4)
+        session_loads(parsed({"sessions": "1,2", "session_rates": "1"}))
+    given = session_loads(parsed({"sessions": None, "session_rates": "0.5,1", "session_count": 4}))
     assert (given["sessions"], given["session_rates"], given["session_count"]) == ((), (0.5, 1.0), 4)
     agentic = with_overrides(suite("agentic"), {k: v for k, v in given.items() if v is not None})
     settings = SessionSettings.from_config(agentic)  # a rate ladder replaces the suite's session ladder

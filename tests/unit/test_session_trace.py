@@ -286,7 +286,8 @@ def test_the_agentic_suite_plans_the_session_ladder_on_transformers_cb() -> None
 
     agentic = suite("agentic")
     assert (agentic.workloads, agentic.stacks) == (("smollm2-135m",), ("llm@transformers-cb",))
-    assert (agentic.sessions, agentic.session_turns, agentic.output_tokens) == ((1, 2, 4, 8), 3, 16)
+    knobs = agentic.knobs
+    assert (knobs["sessions"], knobs["session_turns"], agentic.output_tokens) == ((1, 2, 4, 8), 3, 16)
     assert agentic.timeout_s == 1200.0  # the cell's cap: ~560 s measured on a loaded 2-core machine
     (cell,) = runner.plan(agentic)
     assert (cell.cell.workload, cell.cell.stack) == ("smollm2-135m", "llm@transformers-cb")

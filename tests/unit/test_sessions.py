@@ -161,7 +161,7 @@ def test_the_salts_audit_fails_a_salt_shared_by_two_sessions_or_mixed_in_one() -
 
 
 def test_a_session_ladder_out_of_range_is_a_user_error() -> None:
-    assert with_overrides(SUITES["llm"], {"sessions": (1, 2), "session_turns": 3}).sessions == (1, 2)
+    assert with_overrides(SUITES["llm"], {"sessions": (1, 2), "session_turns": 3}).knobs["sessions"] == (1, 2)
     for bad in ({"sessions": (0,)}, {"session_turns": -1}):
         with pytest.raises(UserError, match="sessions must be in"):
             with_overrides(SUITES["llm"], bad)
