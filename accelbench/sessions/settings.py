@@ -37,6 +37,10 @@ def rates(text: str | None, option: str = "--session-rate") -> tuple[float, ...]
     return found
 
 
+def _cap_problem(cap: int) -> str | None:
+    return None if 1 <= cap <= 4096 else f"session_cap must be in [1, 4096], got {cap}"
+
+
 def _ladder(text: str) -> tuple[int, ...] | None:
     """``--sessions 1,2,4`` as numbers."""
     return concurrencies(text, "--sessions")
@@ -70,13 +74,19 @@ class SessionSettings:
         DEFAULT_RATE_SESSIONS,
         flag="--session-count",
         help="Served LLMs with --session-rate: sessions each rate point starts (16; a point stops starting "
-        "them, marked behind, when one is due with 8 in flight).",
+        "them, marked behind, when one is due with --session-cap in flight).",
         unset=0,
     )
     """The sessions each rate point starts."""
-    in_flight_cap: int = DEFAULT_IN_FLIGHT_CAP
+    in_flight_cap: int = knob(
+        DEFAULT_IN_FLIGHT_CAP,
+        flag="--session-cap",
+        help="Served LLMs with --session-rate: sessions in flight at most; a point stops starting them, "
+        "marked behind, when one is due with this many in flight (8).",
+        check=_cap_problem,
+    )
     """A rate point falls behind (stops starting sessions, marked) when a session is due while this many
-    are in flight."""
+    are in flight (stored with each rate point's result)."""
     turns: int = knob(
         DEFAULT_TURNS,
         flag="--session-turns",

@@ -188,12 +188,16 @@ def test_the_rate_ladder_settings_and_their_errors() -> None:
     assert source.openings[Load(0, 0.5)].arrivals_s == arrival_times_s(5, "rate-0.5", 0.5, 4)
     salts = [s.salt for p in source.passes.values() for s in p]
     assert len(set(salts)) == 8  # every session of every rate point its own salt
+    capped = SessionSettings.from_config(with_overrides(agentic, {"session_cap": 3}))  # --session-cap 3
+    assert (settings.in_flight_cap, capped.in_flight_cap) == (8, 3)
+    assert source_of(capped, 5, lambda t: len(t.split())).openings[Load(0, 1.0)].in_flight_cap == 3
     for overrides, message in (
         ({"sessions": (1,), "session_rates": (1.0,)}, "not both"),
         ({"session_rates": (1.0, 1.0)}, "distinct"),
         ({"session_rates": (0.0,)}, "above 0"),
         ({"session_rates": (2000.0,)}, "at most 1000"),
         ({"session_count": 3}, "--session-count sets the sessions of each --session-rate point"),
+        ({"session_cap": 0}, r"session_cap must be in \[1, 4096\], got 0"),
     ):
         with pytest.raises(UserError, match=message):
             with_overrides(suite("default"), overrides)
