@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from accelbench.sections import plain
@@ -106,6 +106,45 @@ class Energy:
             raise ValueError(f"unknown energy provenance {self.provenance!r}")
         if not self.formula:
             raise ValueError("an energy figure needs the formula or counter it comes from")
+
+    @classmethod
+    def of_window(
+        cls,
+        *,
+        energy_j: float,
+        window_s: float,
+        provenance: str,
+        meter: str,
+        formula: str,
+        domains: Mapping[str, float] | None = None,
+        idle_power_w: float | None = None,
+        idle_subtracted: bool = False,
+    ) -> Energy:
+        """What one meter window consumed (``accelbench.meters``), its average power, before it is divided
+        by the samples completed in it (``samples`` 0: ``for_samples``)."""
+        return cls(
+            energy_j=energy_j,
+            power_w=energy_j / window_s if window_s > 0 else 0.0,
+            energy_per_query_j=0.0,
+            samples_per_j=0.0,
+            window_s=window_s,
+            samples=0,
+            provenance=provenance,
+            meter=meter,
+            formula=formula,
+            domains=dict(domains or {}),
+            idle_power_w=idle_power_w,
+            idle_subtracted=idle_subtracted,
+        )
+
+    def for_samples(self, samples: int) -> Energy:
+        """This window's energy over the ``samples`` completed in it: per sample and samples per joule."""
+        return replace(
+            self,
+            samples=samples,
+            energy_per_query_j=self.energy_j / samples if samples > 0 else 0.0,
+            samples_per_j=samples / self.energy_j if self.energy_j > 0 else 0.0,
+        )
 
 
 @dataclass(frozen=True, slots=True)

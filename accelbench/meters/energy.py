@@ -39,13 +39,12 @@ from pathlib import Path
 from accelbench.hardware.chips import ChipTable
 from accelbench.hardware.detect import Machine
 from accelbench.hardware.match import match_machine, narrowed
+from accelbench.head import Energy
 from accelbench.meters import amd_gpu, nvml, rapl
 from accelbench.meters.energy_base import (
     POWERCAP_ROOT,
     EnergyMeter,
-    EnergyReading,
     MeterUnavailable,
-    energy_record,
 )
 
 __all__ = [
@@ -53,11 +52,9 @@ __all__ = [
     "CpuEstimateMeter",
     "CpuTdp",
     "EnergyMeter",
-    "EnergyReading",
     "MeterUnavailable",
     "choose_meter",
     "cpu_tdp",
-    "energy_record",
 ]
 
 log = logging.getLogger(__name__)
@@ -137,12 +134,12 @@ class CpuEstimateMeter(EnergyMeter):
     def _begin(self) -> float:
         return self._cpu_s()
 
-    def _end(self, state: float, start_s: float, end_s: float) -> EnergyReading:
+    def _end(self, state: float, start_s: float, end_s: float) -> Energy:
         wall_s, cpu_s = end_s - start_s, self._cpu_s() - state
         utilisation = min(max(cpu_s / (wall_s * self.cores), 0.0), 1.0) if wall_s > 0 else 0.0
         static_j = self.share_w * self.static_fraction * wall_s
         dynamic_j = self.share_w * (1 - self.static_fraction) * utilisation * wall_s
-        return EnergyReading(
+        return Energy.of_window(
             energy_j=static_j + dynamic_j,
             window_s=wall_s,
             provenance="estimated",

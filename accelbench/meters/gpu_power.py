@@ -20,7 +20,8 @@ import time
 from collections.abc import Callable
 from typing import TypedDict
 
-from accelbench.meters.energy_base import EnergyMeter, EnergyReading, MeterUnavailable
+from accelbench.head import Energy
+from accelbench.meters.energy_base import EnergyMeter, MeterUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -206,7 +207,7 @@ class GpuMeter(EnergyMeter):
         assert self._read_energy_j is not None
         return idle_w, self._read_energy_j()
 
-    def _end(self, state: tuple[float | None, float | None], start_s: float, end_s: float) -> EnergyReading:
+    def _end(self, state: tuple[float | None, float | None], start_s: float, end_s: float) -> Energy:
         idle_w, start_j = state
         window_s = end_s - start_s
         provenance, total_j, how = self._window_energy(start_j, start_s, end_s)
@@ -216,7 +217,7 @@ class GpuMeter(EnergyMeter):
         if idle_w is not None:
             idle = f"idle {idle_w:.1f} W over {self._idle_s:g} s before the window"
         subtracted = "subtracted" if subtract else "recorded, not subtracted"
-        return EnergyReading(
+        return Energy.of_window(
             energy_j=energy_j,
             window_s=window_s,
             provenance=provenance,

@@ -22,7 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from accelbench.meters.energy_base import POWERCAP_ROOT, EnergyMeter, EnergyReading
+from accelbench.head import Energy
+from accelbench.meters.energy_base import POWERCAP_ROOT, EnergyMeter
 
 log = logging.getLogger(__name__)
 
@@ -138,11 +139,11 @@ class RaplMeter(EnergyMeter):
         self.poll()
         return {c.domain.name: c.total_uj for c in self._counters}
 
-    def _end(self, state: dict[str, int], start_s: float, end_s: float) -> EnergyReading:
+    def _end(self, state: dict[str, int], start_s: float, end_s: float) -> Energy:
         self.poll()
         domains = {c.domain.name: (c.total_uj - state[c.domain.name]) / 1e6 for c in self._counters}
         poll = f"read every {self._poll_s:g} s" if self._poll_s else "read at the window edges only"
-        return EnergyReading(
+        return Energy.of_window(
             energy_j=sum(domains.values()),
             window_s=end_s - start_s,
             provenance="measured",

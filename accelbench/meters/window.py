@@ -45,7 +45,7 @@ class CellMeters:
     def end(self, window: str, samples: int) -> Metered:
         """Close ``window``; the energy record divides by the ``samples`` completed in it."""
         reading = self.energy.end_window(window) if self.energy is not None else None
-        record = energy.energy_record(reading, samples) if reading is not None else None
+        record = reading.for_samples(samples) if reading is not None else None
         notes = (self.missing,) if self.missing else ()
         return Metered(record, self.memory.end_window(window), notes)
 

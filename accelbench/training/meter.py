@@ -57,7 +57,7 @@ class RunMeter:
         self.group_cpu_s = group_cpu_s
         if self.meter is None:
             return None
-        record = energy.energy_record(self.meter.end_window(name), samples)
+        record = self.meter.end_window(name).for_samples(samples)
         return replace(record, formula=f"{record.formula}; {self.note}") if self.note else record
 
     def close(self) -> None:

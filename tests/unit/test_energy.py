@@ -17,15 +17,14 @@ from accelbench.hardware.chips import bundled_chips
 from accelbench.hardware.detect import Machine
 from accelbench.hardware.match import match_machine, narrowed
 from accelbench.hardware.share import ceiling, clock_peaks
+from accelbench.head import Energy, Head
 from accelbench.meters import amd_gpu, nvml, rapl
 from accelbench.meters.energy import (
     CpuEstimateMeter,
     CpuTdp,
-    EnergyReading,
     MeterUnavailable,
     choose_meter,
     cpu_tdp,
-    energy_record,
 )
 from accelbench.meters.gpu_power import GpuMeter, PowerSampler, integrate_w
 from accelbench.meters.memory import DeviceMemoryMeter
@@ -272,11 +271,33 @@ def test_tdp_share_is_capped_at_whole_sockets_and_unknown_chips_fall_back() -> N
     assert "fallback" in fallback.source and "unknown" in fallback.source and fallback.chip_key == ""
 
 
-def test_energy_record_divides_by_samples() -> None:
-    reading = EnergyReading(10.0, 4.0, "measured", "rapl", "counter", {"package-0": 10.0})
-    record = energy_record(reading, 200)
+def test_a_windows_energy_divides_by_the_samples_completed_in_it() -> None:
+    reading = Energy.of_window(
+        energy_j=10.0,
+        window_s=4.0,
+        provenance="measured",
+        meter="rapl",
+        formula="counter",
+        domains={"package-0": 10.0},
+    )
+    assert (reading.samples, reading.energy_per_query_j, reading.samples_per_j, reading.power_w) == (
+        0,
+        0.0,
+        0.0,
+        2.5,
+    )
+    record = reading.for_samples(200)
     assert (record.energy_per_query_j, record.samples_per_j, record.power_w) == (0.05, 20.0, 2.5)
-    assert record.samples == 200 and record.window_s == 4.0
+    assert record.samples == 200 and record.window_s == 4.0 and dict(record.domains) == {"package-0": 10.0}
+    head = Head(status="ok", energy=record)
+    assert Head.from_dict(head.to_dict()).energy == record  # the stored form holds every figure
+    assert (
+        reading.for_samples(0).samples_per_j == 0.0
+        and Energy.of_window(energy_j=0.0, window_s=0.0, provenance="estimated", meter="m", formula="f")
+        .for_samples(5)
+        .samples_per_j
+        == 0.0
+    )
 
 
 # ---- polled power -----------------------------------------------------------------------------------
