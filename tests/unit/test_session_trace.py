@@ -230,16 +230,34 @@ TRACE = "\n".join(
 )
 
 
+def _sharing_a_block(trace: str) -> str:
+    """``trace`` with every session's first row opening with the shared block 0 (Mooncake's hash_ids)."""
+    rows, seen = [], set()
+    for line in trace.splitlines():
+        row = json.loads(line)
+        if row["session_id"] not in seen:
+            seen.add(row["session_id"])
+            row |= {"input_length": row["input_length"] + BLOCK_TOKENS, "hash_ids": [0, 1]}
+        rows.append(json.dumps(row))
+    return "\n".join(rows)
+
+
+@pytest.mark.parametrize("shared", [False, True])
 @pytest.mark.parametrize(("mode", "caught"), [(HONEST, ()), (SALT_BLIND, ("copied_session",))])
 def test_replayed_sessions_with_the_audits_slipped_in_against_planted_servers(
-    mode: str, caught: tuple[str, ...]
+    mode: str, caught: tuple[str, ...], shared: bool
 ) -> None:
-    trace = parse_trace(TRACE, "t")
+    """The forbidden-reuse audits on replayed sessions: a salt-blind cache caught, an honest prefix cache
+    not; so too when the sessions share a declared prefix block (``shared``), which the honest server
+    reuses across sessions as the trace declares."""
+    trace = parse_trace(_sharing_a_block(TRACE) if shared else TRACE, "t")
     passes = {load: replay(trace, 3, f"load-{load}", load, count, 6) for load in (1, 2, 4)}
+    systems = {s.system for p in passes.values() for s in p}
+    assert all((len(system) > len(SYSTEM_PROMPT)) == shared for system in systems)
     planned = forbidden.plan_turns({n: [len(s.turns) for s in p] for n, p in passes.items()}, (0.0, 0.02))
     assert all(a.turn < len(passes[n][a.session].turns) for n, p in planned.items() for a in p)
     records = []
-    with session_stub(mode, base_s=0.05) as url:
+    with session_stub(mode, base_s=0.1) as url:
         target = Target(url, "stub", timeout_s=30.0)
         for load, sessions in passes.items():
             records += run_load(target, sessions, 6, count, words, planned[load])
