@@ -259,9 +259,11 @@ def _median_ci(values: Sequence[float]) -> str:
 
 def print_tables(turns: dict[str, list[TurnTime]], sessions: int, rounds: int) -> None:
     """Pooled medians (95% interval) per figure, all turns and by turn index; ratios AIPerf/accelbench."""
-    clean = {"accelbench": [t for t in turns["accelbench"] if not t.overlapped], **turns}
-    clean["accelbench (clean)"] = clean.pop("accelbench")
-    clean["accelbench"] = turns["accelbench"]
+    clean = {
+        "accelbench": turns["accelbench"],
+        "accelbench (clean)": [t for t in turns["accelbench"] if not t.overlapped],
+        "aiperf": turns["aiperf"],
+    }
     names = ["accelbench", "accelbench (clean)", "aiperf"]
     print(
         f"\n{sessions} sessions at once, {rounds} rounds; pooled turns per client: "

@@ -127,8 +127,9 @@ def measure(spec: CellSpec) -> Outcome:
 
 def _tokenizer(model: LlmModel) -> tuple[Any, Counters]:
     """The model's own tokenizer and the client's counts by it (a text's tokens, a conversation's)."""
-    tokenizer = model_tokenizer(model)
-    return tokenizer, (token_counter(tokenizer), context_counter(tokenizer))
+    tokenizer = model_tokenizer(model)  # a conversation's counter has its own: the driver runs it on a
+    # thread of its own while the loop counts replies (``sessions.driver._Load.counting``)
+    return tokenizer, (token_counter(tokenizer), context_counter(model_tokenizer(model)))
 
 
 def _warnings(

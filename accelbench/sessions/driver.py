@@ -21,11 +21,12 @@ import dataclasses
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from accelbench.endpoint.client import Prompt, Slot, Target, send, sized
 from accelbench.endpoint.records import RequestRecord
-from accelbench.sessions.forbidden import Audit, forms
+from accelbench.sessions.forbidden import Audit, Form, forms
 from accelbench.sessions.load import Opened, Opening
 from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.workload import MAX_TURNS, Session
@@ -34,6 +35,7 @@ TURN = "turn"
 """The role of a timed turn's request."""
 
 Messages = Sequence[Mapping[str, str]]
+T = TypeVar("T")
 Counters = tuple[Callable[[str], int], Callable[[Messages], int]]
 """The client's token counts: a reply's text, and a conversation as the chat template renders it."""
 
@@ -80,9 +82,11 @@ async def _load(
 
     connector = aiohttp.TCPConnector(force_close=True, limit=0)
     timeout = aiohttp.ClientTimeout(total=target.timeout_s)
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
-        load = _Load(client, target, sessions, max_tokens, counters, opening, audits)
-        await asyncio.gather(*(load.session(s) for s in sessions), *(load.pair(a) for a in audits))
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="session-counts") as counting:
+        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
+            load = _Load(client, target, sessions, max_tokens, counters, opening, audits)
+            load.counting = counting
+            await asyncio.gather(*(load.session(s) for s in sessions), *(load.pair(a) for a in audits))
     return load
 
 
@@ -110,6 +114,10 @@ class _Load:
         self.in_flight, self.peak_in_flight, self.behind = 0, 0, ""
         self.started_s: list[float] = []
         self.started: set[int] = set()
+        self.counting: Executor | None = None
+        """Where conversations are counted and audit forms drawn (one thread: their tokenizer is used
+        nowhere else meanwhile, ``sessions.cell``), so the event loop reads the chunks in flight on time;
+        None: on the loop."""
         """The sessions a rate point started."""
         self.placed = {(a.kind, a.session, a.turn) for a in audits}
         """The turns a pair of each kind holds (a moved pair takes a free one)."""
@@ -187,7 +195,7 @@ class _Load:
             due_s = first_due_s if number == 0 and self.opening else time.perf_counter() - self.clock0
             slot = Slot(self.concurrency, _index(session, number), TURN, due_s)
             sent = await self._send(prompt, turn.max_tokens or self.max_tokens, slot)
-            context = self.count_context(messages)
+            context = await self._counted(self.count_context, messages)  # the other turns stream on
             self.records.append(TurnRecord(session.number, number, turn.kind, turn.delay_s, context, sent))
             if not sent.ok:
                 return
@@ -212,8 +220,9 @@ class _Load:
         source = self.sessions[audit.session]
         kind = source.turns[audit.turn].kind
         length = source.turns[audit.turn].max_tokens or self.max_tokens
-        pair_forms = forms(audit, source.salt, history, self.count_context, session_id(source))
-        contexts = [self.count_context(form.messages) for form in pair_forms]
+        # drawing the forms tokenizes the history many times: off the event loop, which meanwhile reads
+        # the chunks of the turns in flight (on it, their first chunks were read up to 90 ms late)
+        pair_forms, contexts = await self._counted(self._forms, audit, source, history)
         due_s = time.perf_counter() - self.clock0
         slots = [Slot(self.concurrency, _index(source, audit.turn), f.role, due_s) for f in pair_forms]
         prompts = [Prompt(f.salt, f.messages, "", f.session_id) for f in pair_forms]
@@ -221,6 +230,17 @@ class _Load:
         both = await asyncio.gather(*(self._send(p, length, s) for p, s in zip(prompts, slots, strict=True)))
         for sent, context in zip(both, contexts, strict=True):
             self.records.append(TurnRecord(audit.session, audit.turn, kind, 0.0, context, sent))
+
+    async def _counted(self, work: Callable[..., T], *args: Any) -> T:
+        """``work(*args)`` on the counting thread (on the loop when there is none)."""
+        if self.counting is None:
+            return work(*args)
+        return await asyncio.get_running_loop().run_in_executor(self.counting, work, *args)
+
+    def _forms(self, audit: Audit, source: Session, history: Messages) -> tuple[list[Form], list[int]]:
+        """The audit's two forms of ``source``'s turn (``forbidden.forms``) and each one's context tokens."""
+        pair_forms = forms(audit, source.salt, history, self.count_context, session_id(source))
+        return pair_forms, [self.count_context(form.messages) for form in pair_forms]
 
 
 def conversation(session: Session, replies: Sequence[str]) -> list[dict[str, str]]:
