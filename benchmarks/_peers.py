@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,14 +80,33 @@ def run_aiperf(bin_dir: Path, work: Workload, out: Path) -> tuple[list[Request],
     return read_aiperf(out)
 
 
-def read_aiperf(out: Path) -> tuple[list[Request], dict[str, float]]:
-    """AIPerf's per-request records and its own summary figures, from its artifact folder ``out``."""
-    found = []
+def accelbench_run(args: list[str], out: Path, repo: Path) -> None:
+    """``python -m accelbench run ARGS`` with ``repo``'s package: its ``--json`` document in
+    ``out/accelbench.json``, its log in ``out/accelbench.log``; a failure raises with the log's last lines."""
+    out.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "accelbench", "run", *args]
+    with open(out / "accelbench.json", "w") as stdout, open(out / "accelbench.log", "w") as stderr:
+        env = {**os.environ, "PYTHONPATH": str(repo)}
+        done = subprocess.run(command, stdout=stdout, stderr=stderr, env=env, timeout=RUN_TIMEOUT_S)
+    if done.returncode != 0:
+        tail = (out / "accelbench.log").read_text(errors="replace").strip().splitlines()[-2:]
+        raise RuntimeError(f"accelbench run exited {done.returncode}: {' | '.join(tail)}")
+
+
+def aiperf_records(out: Path) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """AIPerf's per-request records in its artifact folder ``out`` (``profile_export.jsonl``) past its
+    warm-up and with a first token: each one's metadata and metrics."""
     for line in (out / "profile_export.jsonl").read_text().splitlines():
         record = json.loads(line)
         meta, metrics = record["metadata"], record.get("metrics") or {}
-        if meta.get("benchmark_phase") == "warmup" or "time_to_first_token" not in metrics:
-            continue
+        if meta.get("benchmark_phase") != "warmup" and "time_to_first_token" in metrics:
+            yield meta, metrics
+
+
+def read_aiperf(out: Path) -> tuple[list[Request], dict[str, float]]:
+    """AIPerf's per-request records and its own summary figures, from its artifact folder ``out``."""
+    found = []
+    for meta, metrics in aiperf_records(out):
         send_s = meta["request_start_ns"] / 1e9
         ttft_s = metrics["time_to_first_token"]["value"] / 1e3
         tokens = int(metrics["output_token_count"]["value"])

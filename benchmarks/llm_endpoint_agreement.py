@@ -40,7 +40,6 @@ import json
 import os
 import secrets
 import statistics
-import subprocess
 import sys
 import time
 import urllib.request
@@ -54,9 +53,9 @@ sys.path.insert(0, str(REPO))
 from _agreement_figures import METRICS, figures, print_point  # noqa: E402
 from _peers import (  # noqa: E402
     PEER_PACKAGES,
-    RUN_TIMEOUT_S,
     Request,
     Workload,
+    accelbench_run,
     ensure_peer,
     read_aiperf,
     run_aiperf,
@@ -77,19 +76,13 @@ def run_accelbench(work: Workload, out: Path, store: Path) -> tuple[list[Request
     """``accelbench run --stacks llm@url --serve-url`` into ``store`` (its cache holds the model): its
     per-request records (the run's ``requests.jsonl``) and its own curve point at this concurrency."""
     args = [
-        sys.executable, "-m", "accelbench", "run", "--workloads", "smollm2-135m", "--stacks", "llm@url",
+        "--workloads", "smollm2-135m", "--stacks", "llm@url",
         "--serve-url", work.url, "--concurrency", str(work.concurrency), "--no-probe",
         "--output-tokens", str(work.output_tokens), "--endpoint-requests", str(work.requests),
         "--rules", "quick", "--json", "--store", str(store), "--endpoint-api", "completions",
         "--input-seed", str(secrets.randbelow(2**62)), "--timeout-s", "3000",
     ]  # fmt: skip
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "accelbench.json", "w") as stdout, open(out / "accelbench.log", "w") as stderr:
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
-        done = subprocess.run(args, stdout=stdout, stderr=stderr, env=env, timeout=RUN_TIMEOUT_S)
-    if done.returncode != 0:
-        tail = (out / "accelbench.log").read_text(errors="replace").strip().splitlines()[-2:]
-        raise RuntimeError(f"accelbench run exited {done.returncode}: {' | '.join(tail)}")
+    accelbench_run(args, out, REPO)
     found, own, document = read_accelbench(out, store, work.concurrency)
     cell_seed = int(document["results"][0]["settings"]["input_seed"])
     write_prompts(out / "peer-prompts.jsonl", work, cell_seed)
@@ -298,7 +291,11 @@ def reread(out: Path, clients: Sequence[str]) -> dict[int, list[dict[str, Any]]]
                 folder = point / f"{name}-{round_}"
                 if name not in readers or not folder.is_dir():
                     continue
-                requests, own = readers[name](folder, concurrency)
+                try:
+                    requests, own = readers[name](folder, concurrency)
+                except (OSError, ValueError, KeyError, RuntimeError) as err:  # a round that failed
+                    rows.append({"client": name, "round": round_, "error": f"not read: {str(err)[:200]}"})
+                    continue
                 row = {"client": name, "round": round_, "requests": len(requests), "own": own, "input": "?"}
                 rows.append(row | (figures(requests) if requests else {}))
         by_point[concurrency] = rows

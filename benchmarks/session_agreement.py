@@ -34,7 +34,6 @@ import json
 import os
 import secrets
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -47,7 +46,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from _peers import RUN_TIMEOUT_S, ensure_peer, run  # noqa: E402
+from _peers import accelbench_run, aiperf_records, ensure_peer, run  # noqa: E402
 from llm_endpoint_agreement import _length_body, _warm_up, server  # noqa: E402
 
 from accelbench.endpoint.figures import median_interval  # noqa: E402
@@ -110,40 +109,12 @@ def run_accelbench(
 ) -> list[TurnTime]:
     """``accelbench run`` replaying ``trace`` at ``sessions`` at once: its turns (``turns.jsonl``)."""
     args = [
-        sys.executable,
-        "-m",
-        "accelbench",
-        "run",
-        "--workloads",
-        "smollm2-135m",
-        "--stacks",
-        "llm@url",
-        "--serve-url",
-        url,
-        "--sessions",
-        str(sessions),
-        "--session-trace",
-        str(trace),
-        "--output-tokens",
-        str(tokens),
-        "--no-probe",
-        "--rules",
-        "quick",
-        "--json",
-        "--store",
-        str(store),
-        "--input-seed",
-        str(secrets.randbelow(2**62)),
-        "--timeout-s",
-        "3000",
-    ]
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "accelbench.json", "w") as stdout, open(out / "accelbench.log", "w") as stderr:
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
-        done = subprocess.run(args, stdout=stdout, stderr=stderr, env=env, timeout=RUN_TIMEOUT_S)
-    if done.returncode != 0:
-        tail = (out / "accelbench.log").read_text(errors="replace").strip().splitlines()[-2:]
-        raise RuntimeError(f"accelbench run exited {done.returncode}: {' | '.join(tail)}")
+        "--workloads", "smollm2-135m", "--stacks", "llm@url", "--serve-url", url,
+        "--sessions", str(sessions), "--session-trace", str(trace), "--output-tokens", str(tokens),
+        "--no-probe", "--rules", "quick", "--json", "--store", str(store),
+        "--input-seed", str(secrets.randbelow(2**62)), "--timeout-s", "3000",
+    ]  # fmt: skip
+    accelbench_run(args, out, REPO)
     return read_accelbench(out, store)
 
 
@@ -225,11 +196,7 @@ def run_aiperf(
 def read_aiperf(out: Path) -> list[TurnTime]:
     """AIPerf's per-turn records (``profile_export.jsonl``), warm-up left out."""
     found = []
-    for line in (out / "profile_export.jsonl").read_text().splitlines():
-        record = json.loads(line)
-        meta, metrics = record["metadata"], record.get("metrics") or {}
-        if meta.get("benchmark_phase") == "warmup" or "time_to_first_token" not in metrics:
-            continue
+    for meta, metrics in aiperf_records(out):
         send_s = meta["request_start_ns"] / 1e9
         found.append(
             TurnTime(
