@@ -109,11 +109,29 @@ def run_accelbench(
 ) -> list[TurnTime]:
     """``accelbench run`` replaying ``trace`` at ``sessions`` at once: its turns (``turns.jsonl``)."""
     args = [
-        "--workloads", "smollm2-135m", "--stacks", "llm@url", "--serve-url", url,
-        "--sessions", str(sessions), "--session-trace", str(trace), "--output-tokens", str(tokens),
-        "--no-probe", "--rules", "quick", "--json", "--store", str(store),
-        "--input-seed", str(secrets.randbelow(2**62)), "--timeout-s", "3000",
-    ]  # fmt: skip
+        "--workloads",
+        "smollm2-135m",
+        "--stacks",
+        "llm@url",
+        "--serve-url",
+        url,
+        "--sessions",
+        str(sessions),
+        "--session-trace",
+        str(trace),
+        "--output-tokens",
+        str(tokens),
+        "--no-probe",
+        "--rules",
+        "quick",
+        "--json",
+        "--store",
+        str(store),
+        "--input-seed",
+        str(secrets.randbelow(2**62)),
+        "--timeout-s",
+        "3000",
+    ]
     accelbench_run(args, out, REPO)
     return read_accelbench(out, store)
 
