@@ -80,8 +80,6 @@ class RunConfig:
     ``stacks`` that generate. Setting ``stacks`` (CLI, TOML) empties it, so the user's choice wins."""
     generation_scenarios: tuple[str, ...] = ()
     """The scenarios of the generative workloads; empty: ``scenarios``. Setting ``scenarios`` empties it."""
-    output_tokens: int = 0
-    """``--output-tokens``: tokens per reply of an endpoint cell (0: 128)."""
     served: ServedOptions = dataclasses.field(default_factory=ServedOptions)
     """``--serve-url``, ``--serve-hardware``, ``--api-key-env``, ``--serve-cluster``: where the served
     stacks' requests go and what serves them (stored flat, ``served_options.STORED``)."""
@@ -130,9 +128,7 @@ class RunConfig:
             raise UserError(together)
 
     def _check_serving(self) -> None:
-        """The served and endpoint cells' options: tokens per reply, the server and its address."""
-        if self.output_tokens < 0:
-            raise UserError("endpoint_requests and output_tokens must be >= 0")
+        """The served and endpoint cells' options: the server and its address."""
         self.served.check()
         remote = [stack for stack in self.stacks if stack.endswith("@url")]
         if remote and self.served.url is None:
@@ -209,8 +205,7 @@ SUITES: Mapping[str, RunConfig] = {
         generation_stacks=(*DEFAULT_GENERATION_STACKS, "llm@transformers-cb"),
         generation_scenarios=("single-stream",),
         # the served curve (issue 31): transformers serve with continuous batching, 4 points
-        knobs=default_knobs({"concurrency": (1, 2, 4, 8), "endpoint_requests": 8}),
-        output_tokens=64,
+        knobs=default_knobs({"concurrency": (1, 2, 4, 8), "endpoint_requests": 8, "output_tokens": 64}),
     ),
     # agentic multi-turn sessions (issue 44, docs/sessions.md): smollm2-135m on transformers serve with
     # continuous batching, 1-8 sessions at once, the defaults that fit 2 cores (3 turns, 16 tokens)
@@ -221,8 +216,7 @@ SUITES: Mapping[str, RunConfig] = {
         ("single-stream",),
         "standard",
         "quick",
-        knobs=default_knobs({"sessions": (1, 2, 4, 8), "session_turns": 3}),
-        output_tokens=16,
+        knobs=default_knobs({"sessions": (1, 2, 4, 8), "session_turns": 3, "output_tokens": 16}),
         # the cell took ~560 s of the default 600 at load 4-6 on 2 shared cores (2026-12-05): room to finish
         timeout_s=1200.0,
     ),

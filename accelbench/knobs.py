@@ -9,6 +9,10 @@ flat) and the settings record its value (``accelbench.settings.knob_values``). A
 here and the code that reads it::
 
     turns: int = knob(3, flag="--session-turns", help="Served LLMs: turns per session (3).")
+
+A knob that two drivers read (``--output-tokens``: a request's reply on the curve, a turn's in a session)
+is one ``Knob`` that each record's field takes with ``shared`` and its own default; its ``unset`` value
+stands for that default, so the run stores one setting and each driver resolves it.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from typing import Any, TypeVar
 
 KNOB = "accelbench.knob"
 """The key of a knob's declaration in its field's metadata."""
+SHARED = "accelbench.knob.shared"
+"""The key, in a field's metadata, marking a knob taken with ``shared`` (other records take it too)."""
 ABSENT: Any = object()
 """``Knob.unset`` when the run's value is the field's own (no value stands for the default)."""
 
@@ -68,6 +74,15 @@ def knob(
     return field
 
 
+def shared(declaration: Knob, default: Value) -> Value:
+    """A settings record's field that takes the knob ``declaration`` (one that other records take too)
+    with this record's ``default``; the declaration's ``unset`` stands for it."""
+    if declaration.unset is ABSENT:
+        raise TypeError(f"the shared knob {declaration.name} needs an unset value (each record's default)")
+    field: Value = dataclasses.field(default=default, metadata={KNOB: declaration, SHARED: True})
+    return field
+
+
 @dataclass(frozen=True, slots=True)
 class Declared:
     """One knob as its settings record declares it."""
@@ -78,6 +93,8 @@ class Declared:
     """The field's type as written (``int``, ``tuple[int, ...]``, ``int | None``)."""
     default: Any
     knob: Knob
+    shared: bool = False
+    """Taken with ``shared``: other records may take the same ``Knob`` (each with its own default)."""
 
     @property
     def name(self) -> str:
@@ -97,7 +114,7 @@ class Declared:
 def declared(record: type) -> tuple[Declared, ...]:
     """The knobs of the settings record ``record`` (a dataclass), in field order."""
     return tuple(
-        Declared(f.name, str(f.type), f.default, f.metadata[KNOB])
+        Declared(f.name, str(f.type), f.default, f.metadata[KNOB], shared=f.metadata.get(SHARED, False))
         for f in dataclasses.fields(record)
         if KNOB in f.metadata
     )

@@ -55,13 +55,16 @@ def record_type(driver: str) -> type[DriverSettings]:
 
 def declared_knobs() -> dict[str, Declared]:
     """Every driver's knobs by run-setting name (``accelbench.knobs``), in the drivers' order; TypeError
-    when two records declare one name (a knob is declared once)."""
+    when two records declare one name (a knob is declared once: records that share one take the same
+    ``Knob``, ``accelbench.knobs.shared``, and the first record's declaration stands for it)."""
     found: dict[str, Declared] = {}
     for driver in registry.SETTINGS:
         for knob in declared(record_type(driver)):
-            if knob.name in found:
+            first = found.get(knob.name)
+            one = first is None or (first.shared and knob.shared and first.knob is knob.knob)
+            if not one or (first is not None and first.annotation != knob.annotation):
                 raise TypeError(f"the knob {knob.name} is declared twice (driver {driver})")
-            found[knob.name] = knob
+            found.setdefault(knob.name, knob)
     return found
 
 

@@ -94,7 +94,6 @@ def run(
     serve_url: cli_serving.ServeUrlOption = None,
     serve_hardware: cli_serving.ServeHardwareOption = None,
     serve_cluster: cli_serving.ServeClusterOption = None,
-    output_tokens: cli_serving.OutputTokensOption = None,
     api_key_env: cli_serving.ApiKeyEnvOption = None,
     store_path: StoreOption = None,
     as_json: JsonOption = False,
@@ -107,13 +106,7 @@ def run(
     scalars = {"rules": rules, "size": size, "threads": threads, "seed": seed, "timeout_s": timeout_s}
     per_run = {"variants": variants, "variant_seed": variant_seed, "input_seed": input_seed}
     named = {k: _names(v) for k, v in listed.items()}
-    served = cli_serving.served_settings(
-        serve_url,
-        serve_cluster,
-        api_key_env,
-        output_tokens,
-        serve_hardware,
-    )
+    served = cli_serving.served_settings(serve_url, serve_cluster, api_key_env, serve_hardware)
     drivers = cli_serving.session_loads(cli_knobs.parsed(knobs))  # the drivers' knobs (accelbench.knobs)
     given = _overrides({**named, **scalars, **per_run, **drivers, **served}, config_file)
     overrides = cli_serving.with_trace(given)

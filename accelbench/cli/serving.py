@@ -35,9 +35,6 @@ ServeHardwareOption = Annotated[
         "--json` run on the server (declared, for per-chip figures).",
     ),
 ]
-OutputTokensOption = Annotated[
-    int | None, typer.Option("--output-tokens", help="Served LLMs: tokens per reply (default 128).")
-]
 ApiKeyEnvOption = Annotated[
     str | None,
     typer.Option("--api-key-env", help="Served LLMs: env variable with the API key (ACCELBENCH_API_KEY)."),
@@ -76,7 +73,6 @@ def served_settings(
     serve_url: str | None,
     serve_cluster: str | None,
     api_key_env: str | None,
-    output_tokens: int | None,
     serve_hardware: str | None = None,
 ) -> dict[str, Any]:
     """The run settings of ``--serve-url``, ``--serve-cluster`` and the served-LLM options that are not a
@@ -93,7 +89,6 @@ def served_settings(
         "serve_url": serve_url,
         "serve_cluster": serve_cluster,
         "api_key_env": api_key_env,
-        "output_tokens": output_tokens,
     }
 
 

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from accelbench.errors import UserError
-from accelbench.knobs import knob
+from accelbench.knobs import Knob, knob, shared
 from accelbench.scenarios.rules import get_rules
 from accelbench.settings import knob_values
 
@@ -46,7 +46,21 @@ def _ladder_problem(ladder: tuple[int, ...]) -> str | None:
 
 
 def _requests_problem(requests: int) -> str | None:
-    return "endpoint_requests and output_tokens must be >= 0" if requests < 0 else None
+    return "endpoint_requests must be >= 0" if requests < 0 else None
+
+
+def _output_tokens_problem(tokens: int) -> str | None:
+    return "output_tokens must be >= 0" if tokens < 0 else None
+
+
+OUTPUT_TOKENS = Knob(
+    flag="--output-tokens",
+    help=f"Served LLMs: tokens per reply (default {DEFAULT_OUTPUT_TOKENS}; a session turn's 16).",
+    check=_output_tokens_problem,
+    unset=0,
+)
+"""``--output-tokens``: read by the endpoint driver (a request's reply) and the sessions driver (a turn's
+reply), each with its own default (``accelbench.knobs.shared``); the run's 0 stands for it."""
 
 
 def _choice_problem(name: str, known: tuple[str, ...]) -> Callable[[str], str | None]:
@@ -79,7 +93,7 @@ class EndpointSettings:
         check=_requests_problem,
     )
     """Requests per point at least (0: max(10, 2 x concurrency)); never fewer than the concurrency."""
-    max_tokens: int = DEFAULT_OUTPUT_TOKENS
+    max_tokens: int = shared(OUTPUT_TOKENS, DEFAULT_OUTPUT_TOKENS)
     """Tokens per reply (``--output-tokens``)."""
     api: str = knob(
         DEFAULT_API,
@@ -112,7 +126,6 @@ class EndpointSettings:
         """The settings the run ``config`` asks for, its defaults resolved."""
         return cls(
             **knob_values(cls, config),
-            max_tokens=config.output_tokens or DEFAULT_OUTPUT_TOKENS,
             api_key_env=config.served.api_key_env or DEFAULT_API_KEY_ENV,
             serve_url=config.served.url,
             point_max_s=_point_max_s(getattr(config, "rules", None)),

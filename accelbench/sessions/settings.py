@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from accelbench.endpoint.settings import DEFAULT_API_KEY_ENV, concurrencies
+from accelbench.endpoint.settings import DEFAULT_API_KEY_ENV, OUTPUT_TOKENS, concurrencies
 from accelbench.errors import UserError
-from accelbench.knobs import Knobs, knob
+from accelbench.knobs import Knobs, knob, shared
 from accelbench.sessions.load import DEFAULT_IN_FLIGHT_CAP, DEFAULT_RATE_SESSIONS, Load
 from accelbench.settings import knob_values
 
@@ -94,7 +94,7 @@ class SessionSettings:
         unset=0,
     )
     """Turns per session of the synthetic workload."""
-    max_tokens: int = DEFAULT_OUTPUT_TOKENS
+    max_tokens: int = shared(OUTPUT_TOKENS, DEFAULT_OUTPUT_TOKENS)
     """Tokens per reply (``--output-tokens``)."""
     api_key_env: str = DEFAULT_API_KEY_ENV
     """The environment variable holding the API key (``--api-key-env``); the key is never stored."""
@@ -118,7 +118,6 @@ class SessionSettings:
         """The settings the run ``config`` asks for, its defaults resolved."""
         return cls(
             **knob_values(cls, config),
-            max_tokens=config.output_tokens or DEFAULT_OUTPUT_TOKENS,
             api_key_env=config.served.api_key_env or DEFAULT_API_KEY_ENV,
             serve_url=config.served.url,
         )

@@ -20,7 +20,7 @@ def test_suites_plan_what_the_readme_says() -> None:
     assert suite("llm").workloads == ("smollm2-135m",)
     assert suite("llm").generation_scenarios == ("single-stream",)
     assert suite("llm").generation_stacks == ("torch-eager", "llm@transformers-cb")  # in process, served
-    assert (suite("llm").knobs["concurrency"], suite("llm").output_tokens) == ((1, 2, 4, 8), 64)
+    assert (suite("llm").knobs["concurrency"], suite("llm").knobs["output_tokens"]) == ((1, 2, 4, 8), 64)
     tiny = suite("tiny")
     assert tiny.size == "tiny" and tiny.generation_stacks == tuple(registry.GENERATING_STACKS)
 

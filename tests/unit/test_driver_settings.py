@@ -39,9 +39,8 @@ CONFIG = RunConfig(
             "endpoint_api": "completions",
             "arrivals": "poisson",
         }
-        | {"sessions": (1, 2), "session_turns": 3}
+        | {"sessions": (1, 2), "session_turns": 3, "output_tokens": 16}
     ),
-    output_tokens=16,
 )
 
 

@@ -175,3 +175,39 @@ def test_a_knob_options_text_goes_through_its_parse() -> None:
     }
     with pytest.raises(UserError, match=r"^--batch-sweep takes comma-separated whole numbers, got 'x'$"):
         knob_options.parsed({"batch_sweep": "x"})
+
+
+def test_a_shared_knob_is_one_option_that_each_driver_resolves_to_its_own_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from accelbench.endpoint.settings import OUTPUT_TOKENS, EndpointSettings
+    from accelbench.sessions.settings import SessionSettings
+
+    app, seen = _run_command(monkeypatch)
+    assert _options(app)["--output-tokens"] == OUTPUT_TOKENS.help  # one option for both drivers
+    assert CliRunner().invoke(app, ["--output-tokens", "9", "--no-probe"]).exit_code == 0
+    given = seen["config"]
+    assert (given.knobs["output_tokens"], given.to_dict()["output_tokens"]) == (9, 9)  # stored once
+    endpoint, sessions = EndpointSettings.from_config(given), SessionSettings.from_config(given)
+    assert endpoint.max_tokens == sessions.max_tokens == 9
+    assert CliRunner().invoke(app, ["--no-probe"]).exit_code == 0
+    unset = seen["config"]
+    assert unset.knobs["output_tokens"] == 0  # the run's 0 stands for each record's default
+    endpoint, sessions = EndpointSettings.from_config(unset), SessionSettings.from_config(unset)
+    assert (endpoint.max_tokens, sessions.max_tokens) == (128, 16)
+    refused = CliRunner().invoke(app, ["--output-tokens", "-1", "--no-probe"])
+    assert str(refused.exception) == "output_tokens must be >= 0"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class OwnOutputTokens(TrainingSettings):
+    """A record that declares ``output_tokens`` again instead of taking the shared declaration."""
+
+    tokens: int = knob(0, flag="--output-tokens", help="another declaration", unset=0)
+
+
+def test_a_shared_knob_declared_again_rather_than_shared_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    reference = f"{__name__}:OwnOutputTokens"
+    monkeypatch.setattr(registry, "SETTINGS", {**registry.SETTINGS, "train-to-quality": reference})
+    with pytest.raises(TypeError, match="output_tokens is declared twice"):
+        settings.declared_knobs()

@@ -112,7 +112,7 @@ def test_an_llm_run_gets_the_endpoint_stacks_of_its_servers() -> None:
     [
         ({"concurrency": (0, 2)}, "concurrency values must be in"),
         ({"api_key_env": "A B"}, "api_key_env must be an environment variable name"),
-        ({"output_tokens": -1}, "endpoint_requests and output_tokens must be >= 0"),
+        ({"output_tokens": -1}, "output_tokens must be >= 0"),
         ({"endpoint_api": "responses"}, "endpoint_api must be one of chat, completions, got 'responses'"),
         ({"arrivals": "uniform"}, "arrivals must be one of concurrency, poisson, got 'uniform'"),
     ],

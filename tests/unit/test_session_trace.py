@@ -305,7 +305,7 @@ def test_the_agentic_suite_plans_the_session_ladder_on_transformers_cb() -> None
     agentic = suite("agentic")
     assert (agentic.workloads, agentic.stacks) == (("smollm2-135m",), ("llm@transformers-cb",))
     knobs = agentic.knobs
-    assert (knobs["sessions"], knobs["session_turns"], agentic.output_tokens) == ((1, 2, 4, 8), 3, 16)
+    assert (knobs["sessions"], knobs["session_turns"], knobs["output_tokens"]) == ((1, 2, 4, 8), 3, 16)
     assert agentic.timeout_s == 1200.0  # the cell's cap: ~560 s measured on a loaded 2-core machine
     (cell,) = runner.plan(agentic)
     assert (cell.cell.workload, cell.cell.stack) == ("smollm2-135m", "llm@transformers-cb")
