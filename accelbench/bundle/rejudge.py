@@ -97,10 +97,15 @@ def unstable_reason(
 
 
 def status(
-    verdicts: Sequence[Verdict], failures: Sequence[str], invalid: Sequence[str], unstable: str
+    verdicts: Sequence[Verdict],
+    failures: Sequence[str],
+    invalid: Sequence[str],
+    unstable: str,
+    outside: str = "",
 ) -> tuple[str, str]:
-    """The cell's status from the judged verdicts, quality failures, INVALID trials and disturbance."""
-    return cell_status(verdicts, failures, invalid, unstable)
+    """The cell's status from the judged verdicts, quality failures, INVALID trials and disturbance (and
+    its part from outside the run, ``outside_reason``)."""
+    return cell_status(verdicts, failures, invalid, unstable, outside)
 
 
 def _output(entry: AuditEntry) -> str:
@@ -239,18 +244,17 @@ def _evidence(name: str, entry: AuditEntry) -> dict[str, Any]:
 
 
 def _disturbance(record: NoiseProbe, cores: int | None) -> str:
-    before, after = float(record.before_s), float(record.after_s)
-    shift = record.samples_shift
-    evidence = noise.Evidence(
-        other_cores=float(record.other_load_cores),
-        steal_cores=float(record.steal_cores),
-        drift=abs(after - before) / before if before > 0 else 0.0,
-        threshold=float(record.threshold),
-        shift=None if shift is None else noise.Shift(float(shift), record.samples_shifted),
-        probe_slower=after > before,
-        other_limit_cores=noise.other_load_limit_cores(cores) if cores else noise.OTHER_LOAD_LIMIT_CORES,
-    )
-    return noise.disturbance(evidence)
+    return noise.disturbance(noise.recorded(record, _other_limit_cores(cores)))
+
+
+def outside_reason(record: NoiseProbe | None, cores: int | None) -> str:
+    """The part of the noise record's disturbance from outside the run (``noise.outside_disturbance``),
+    judged again with the machine's limit, or ""."""
+    return noise.outside_reason(record, _other_limit_cores(cores))
+
+
+def _other_limit_cores(cores: int | None) -> float:
+    return noise.other_load_limit_cores(cores) if cores else noise.OTHER_LOAD_LIMIT_CORES
 
 
 def _number(evidence: Mapping[str, Any], key: str) -> float:

@@ -142,12 +142,13 @@ def _status(
     figures = rederive.with_sut_timer(found.figures, result.figures)
     try:
         unstable = rejudge.unstable_reason(head.noise, figures, cores, computes)
+        outside = rejudge.outside_reason(head.noise, cores)
         failures = rejudge.quality_failures(
             head.quality, head.sanity, head.effective_precision, result.cell.workload, result.cell.size
         )
     except (TypeError, ValueError, AttributeError, KeyError) as exc:
         return Finding(key, "status", False, f"noise or quality record unreadable: {exc}")
-    status, why = rejudge.status(verdicts, failures, found.invalid_reasons, unstable)
+    status, why = rejudge.status(verdicts, failures, found.invalid_reasons, unstable, outside)
     detail = f"{status} from the evidence ({why or 'every audit passed'}); stored {head.status}"
     return Finding(key, "status", status == head.status, detail)
 

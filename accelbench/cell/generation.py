@@ -258,7 +258,10 @@ def _judge(
     if measured.search and measured.search.max_qps <= 0:
         ttft = f"{run.bounds.ttft_s * 1e3:g} ms" if run.bounds else "?"
         invalid.append(f"no target QPS met p99 TTFT {ttft} and TPOT bounds")
-    status, why = audits.cell_status(verdicts, failures, invalid, noise.unstable_reason(measured.probe))
+    probe = measured.probe
+    status, why = audits.cell_status(
+        verdicts, failures, invalid, noise.unstable_reason(probe), noise.outside_reason(probe)
+    )
     return _Judgement(quality, len(replies), checks, verdicts, status, why)
 
 

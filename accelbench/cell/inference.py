@@ -70,9 +70,9 @@ def measure(spec: CellSpec) -> Outcome:
     failures = [failure(q) for q in (judged.quality, sanity) if q is not None and not q.passed]
     drift = noise.unstable_reason(probe)
     disagreement = figures.timer_disagreement(found) if computes else None
-    status, why = audits.cell_status(
-        judged.verdicts, failures, _invalid_reasons(computes, measurements), drift or disagreement or ""
-    )
+    invalid = _invalid_reasons(computes, measurements)
+    outside = noise.outside_reason(probe)
+    status, why = audits.cell_status(judged.verdicts, failures, invalid, drift or disagreement or "", outside)
     measured = _head(spec, computes, evidence, probe)
     head = dataclasses.replace(
         measured,

@@ -115,7 +115,7 @@ def outcome(setup: Setup, found: Found) -> Outcome:
     invalid = invalid_reasons(found.curve, found.timed, found.stopped)
     probe = found.probe
     unstable = noise.unstable_reason(probe) if probe is not None else ""
-    status, reason = audits.cell_status(verdicts, failures, invalid, unstable)
+    status, reason = audits.cell_status(verdicts, failures, invalid, unstable, noise.outside_reason(probe))
     warned = noise.guard_warnings(probe) if probe is not None else []
     stack = setup.stack
     head = Head(

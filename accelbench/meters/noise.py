@@ -70,7 +70,10 @@ __all__ = [
     "guard_warnings",
     "other_load_cores",
     "other_load_limit_cores",
+    "outside_disturbance",
+    "outside_reason",
     "probe_s",
+    "recorded",
     "rejudged",
     "runs_shift",
     "samples_shift",
@@ -260,6 +263,45 @@ def end(start: ProbeStart, samples_s: Sequence[float] = ()) -> NoiseProbe:
     )
 
 
+def outside_disturbance(evidence: Evidence) -> str:
+    """The part of ``disturbance`` that only something outside the run causes: other processes' load,
+    the hypervisor's steal; or "". Not the probe's drift nor the samples' shift, which the stack's own
+    work moves too. A timing audit's failure is weighed against it (``accelbench.audits.status``)."""
+    other, steal, limit = evidence.other_cores, evidence.steal_cores, evidence.other_limit_cores
+    if other >= limit:
+        return f"unstable: other processes kept {other:.2f} cores busy while it ran (limit {limit:.2f})"
+    limit = max(STEAL_LIMIT_CORES, limit)
+    if steal >= limit and (steal >= STEAL_SURE_CORES * limit / STEAL_LIMIT_CORES or _moved(evidence)):
+        stole = f"the hypervisor stole {steal:.2f} cores while it ran (limit {limit:.2f})"
+        return f"unstable: {stole}{_how(evidence)}"
+    return ""
+
+
+def recorded(record: NoiseProbe, other_limit_cores: float) -> Evidence:
+    """The evidence a stored noise record was judged by, with the other-load limit ``other_limit_cores``
+    (``other_load_limit_cores`` of the machine's usable cores)."""
+    before, after = float(record.before_s), float(record.after_s)
+    shift = record.samples_shift
+    return Evidence(
+        other_cores=float(record.other_load_cores),
+        steal_cores=float(record.steal_cores),
+        drift=abs(after - before) / before if before > 0 else 0.0,
+        threshold=float(record.threshold),
+        shift=None if shift is None else Shift(float(shift), record.samples_shifted),
+        probe_slower=after > before,
+        other_limit_cores=other_limit_cores,
+    )
+
+
+def outside_reason(record: NoiseProbe | None, other_limit_cores: float | None = None) -> str:
+    """``outside_disturbance`` of a noise record judged again from its numbers (None: the limit of this
+    process's usable cores, as ``end`` judged it), or "" without a record."""
+    if record is None:
+        return ""
+    limit = other_load_limit_cores() if other_limit_cores is None else other_limit_cores
+    return outside_disturbance(recorded(record, limit))
+
+
 def _with_gone(clock: CpuClock, gone_s: float) -> CpuClock:
     """``clock`` with the run's auto-reaped children's time added to its own time."""
     return dataclasses.replace(clock, own_s=clock.own_s + gone_s)
@@ -282,13 +324,9 @@ class Evidence:
 
 def disturbance(evidence: Evidence) -> str:
     """Why the evidence says the measurement was disturbed, or "" (see the module text)."""
-    other, steal, limit = evidence.other_cores, evidence.steal_cores, evidence.other_limit_cores
-    if other >= limit:
-        return f"unstable: other processes kept {other:.2f} cores busy while it ran (limit {limit:.2f})"
-    limit = max(STEAL_LIMIT_CORES, limit)
-    if steal >= limit and (steal >= STEAL_SURE_CORES * limit / STEAL_LIMIT_CORES or _moved(evidence)):
-        stole = f"the hypervisor stole {steal:.2f} cores while it ran (limit {limit:.2f})"
-        return f"unstable: {stole}{_how(evidence)}"
+    outside = outside_disturbance(evidence)
+    if outside:
+        return outside
     drift, shift = evidence.drift, evidence.shift
     if drift <= evidence.threshold:
         return ""

@@ -93,8 +93,7 @@ def measure(spec: CellSpec) -> Outcome:
         probe, drift_notes = noise.drift_as_warning(noise.end(guard))
         full_length = bool(target.extra_body)  # the server's own fields make every reply its full length
     checked = inline_accuracy(model, tokenizer, spec, (records, source), settings.max_tokens, full_length)
-    judged = (checked, noise.unstable_reason(probe))
-    (status, why), section = status_of(records, ladder, stopped, source.max_tokens, judged)
+    (status, why), section = status_of(records, ladder, stopped, source.max_tokens, (checked, probe))
     head = Head(
         status,
         why,

@@ -24,6 +24,8 @@ from accelbench.audits.verdict import FAIL, PASS, Verdict
 from accelbench.endpoint.accuracy import Accuracy
 from accelbench.endpoint.audits import padding, token_count
 from accelbench.endpoint.outcome import accuracy_failure
+from accelbench.head import NoiseProbe
+from accelbench.meters import noise
 from accelbench.session_figures import SessionFigures, SessionPoint
 from accelbench.sessions import forbidden
 from accelbench.sessions.driver import TURN
@@ -92,12 +94,14 @@ def status_of(
     ladder: Sequence[SessionPoint],
     stopped: str,
     max_tokens: int,
-    judged: tuple[Accuracy | None, str] = (None, ""),
+    judged: tuple[Accuracy | None, NoiseProbe | None] = (None, None),
 ) -> tuple[tuple[str, str], AuditSection]:
     """The cell's (status, reason) and its audit section. ``judged``: the inline check (its padding audit
-    and quality failure; None: not made) and the noise guard's unstable reason ("": quiet)."""
-    accuracy, unstable = judged
+    and quality failure; None: not made) and the noise guard's record (None: none was kept)."""
+    accuracy, probe = judged
     found = verdicts(records, max_tokens) + ((padding(accuracy),) if accuracy is not None else ())
     failures = [] if accuracy is None or accuracy.passed else [accuracy_failure(accuracy)]
-    status = audits.cell_status(found, failures, invalid_reasons(ladder, records, stopped), unstable)
+    invalid = invalid_reasons(ladder, records, stopped)
+    unstable = noise.unstable_reason(probe) if probe is not None else ""
+    status = audits.cell_status(found, failures, invalid, unstable, noise.outside_reason(probe))
     return status, audits.section(found)

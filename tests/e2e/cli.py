@@ -73,6 +73,18 @@ def measured_ok(result: Mapping[str, object]) -> bool:
     return result["status"] == "unstable" and (drifted or busy)
 
 
+def disturbed(result: Mapping[str, Any]) -> bool:
+    """The cell's measurement was disturbed from outside the run (other processes' load or the
+    hypervisor's steal, ``accelbench.meters.noise.outside_disturbance``), so it ended ``unstable`` for that,
+    or ``unverified`` because a timing audit failed on it (``accelbench.audits.status``). Neither ranks;
+    a test asserts the audit's verdict on a quiet machine only."""
+    reason = str(result.get("reason") or "")
+    if result["status"] == "unverified":
+        return "failed on a disturbed measurement (" in reason
+    outside = ("unstable: other processes kept", "unstable: the hypervisor stole")
+    return result["status"] == "unstable" and reason.startswith(outside)
+
+
 def result_ok(result: Result) -> bool:
     """``measured_ok`` for a ``Result`` record."""
     return result.head.status == "ok" or (

@@ -8,11 +8,18 @@ plugins (the ``accelbench.generation_stacks`` entry point), as a third party wou
   comes again, then does the work (prefill and decode) as usual: TTFT near zero, reply exact.
 * ``planted-llm-prefix-kv``: keeps the KV cache after each prefill and starts a prompt from the longest
   prefix it shares with a prompt seen before (only the tokens after it are prefilled).
+* ``planted-llm-noisy-cache``: the reply cache, and a process it detaches (a new session, its parent
+  gone) that keeps a core busy while the SUT process lives, so that its run looks disturbed from outside
+  and its timing audits' failure would not convict (``accelbench.audits.status``). The orphan is the
+  run's own (re-parented to the cell, ``accelbench.meters.cputime.adopt_orphans``): still disqualified.
 """
 
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,7 +31,22 @@ LLM_CHEATS = {
     "planted-llm-reply-cache": "tests.e2e.planted_llm:ReplyCacheStack",
     "planted-llm-early-token": "tests.e2e.planted_llm:EarlyTokenStack",
     "planted-llm-prefix-kv": "tests.e2e.planted_llm:PrefixKvStack",
+    "planted-llm-noisy-cache": "tests.e2e.planted_llm:NoisyCacheStack",
 }
+
+SPIN = """
+import os, sys, time
+sut, until = int(sys.argv[1]), time.monotonic() + 900
+while time.monotonic() < until:
+    try:
+        os.kill(sut, 0)
+    except OSError:
+        break
+    spun = time.monotonic() + 0.05
+    while time.monotonic() < spun:
+        pass
+"""
+"""The detached load: spins on one core until the SUT process is gone (900 s at most)."""
 
 
 class ReplyCache(TorchEagerGenerator):
@@ -131,3 +153,14 @@ class EarlyTokenStack(_Planted):
 class PrefixKvStack(_Planted):
     name = "planted-llm-prefix-kv"
     generator = PrefixKv
+
+
+class NoisyCacheStack(_Planted):
+    name = "planted-llm-noisy-cache"
+    generator = ReplyCache
+
+    def prepare(self, model: LlmModel, ctx: GenerationContext) -> Generator:
+        # a shell in a new session starts the spinner in the background and exits: an orphan
+        spin = f"{sys.executable} -c '{SPIN}' {os.getpid()} >/dev/null 2>&1 &"
+        subprocess.run(["sh", "-c", spin], start_new_session=True, check=True)
+        return super().prepare(model, ctx)

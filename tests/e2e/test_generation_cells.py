@@ -20,6 +20,7 @@ from accelbench.generation.models import LlmModel, missing_packages
 from accelbench.generation.torch_stacks import TorchEager
 from accelbench.registry import GENERATING_STACKS, WORKLOADS
 from accelbench.results import Cell
+from tests.e2e.cli import disturbed
 
 pytestmark = pytest.mark.skipif(bool(missing_packages()), reason=f"llm extra missing: {missing_packages()}")
 
@@ -99,16 +100,22 @@ def _measure(tmp_path: Path, stack_ref: str, name: str) -> dict[str, Any]:
 @pytest.mark.slow
 def test_honest_reference_passes_and_planted_stacks_never_rank(tmp_path: Path) -> None:
     honest = _measure(tmp_path, GENERATING_STACKS["torch-eager"], "torch-eager")
-    assert honest["status"] in ("ok", "unstable"), honest["reason"]
-    assert [honest["audit"][a]["verdict"] for a in ("prefix_cache", "repeat", "first_token")] == ["pass"] * 3
+    assert honest["status"] in ("ok", "unstable") or disturbed(honest), honest["reason"]
+    audits = [honest["audit"][a]["verdict"] for a in ("prefix_cache", "repeat", "first_token")]
+    assert audits == ["pass"] * 3 or disturbed(honest), honest["reason"]
     assert honest["quality"]["samples_checked"] >= 16 and honest["quality"]["passed"]
     used = honest["settings"]["sut_process"]  # the stack ran in a SUT process, its CPU read from here
     assert 0 < used["in_calls_s"] <= used["cpu_s"]
     cached = _measure(tmp_path, f"{__name__}:CachingStack", "caching")
-    assert cached["status"] == "disqualified", cached["reason"]
-    assert cached["reason"].startswith("repeat audit") and "prefix_cache" in cached["reason"], cached[
-        "reason"
-    ]
     lying = _measure(tmp_path, f"{__name__}:LyingStack", "lying")
-    assert lying["status"] == "disqualified" and "first_token" in lying["reason"], lying["reason"]
+    # a cheat measured beside outside load is unverified (never ranks); on a quiet machine, disqualified
+    if not disturbed(cached):
+        assert cached["status"] == "disqualified", cached["reason"]
+        assert cached["reason"].startswith("repeat audit") and "prefix_cache" in cached["reason"], cached[
+            "reason"
+        ]
+    assert cached["status"] != "ok" and cached["audit"]["prefix_cache"]["verdict"] == "fail"
+    if not disturbed(lying):
+        assert lying["status"] == "disqualified" and "first_token" in lying["reason"], lying["reason"]
+    assert lying["status"] != "ok"
     assert not lying["generation"]["checks"]["test06"]["passed"]

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from accelbench.generation.models import missing_packages
-from tests.e2e.cli import installed_plugins
+from tests.e2e.cli import disturbed, installed_plugins
 from tests.e2e.planted_llm import LLM_CHEATS
 
 pytestmark = pytest.mark.skipif(bool(missing_packages()), reason=f"llm extra missing: {missing_packages()}")
@@ -28,6 +28,7 @@ REPO = Path(__file__).parents[2]
 REASONS = {
     "planted-llm-reply-cache": ("repeat audit: ",),
     "planted-llm-early-token": ("repeat audit: ", "first_token audit: "),
+    "planted-llm-noisy-cache": ("repeat audit: ",),
 }
 """The first audit each cheat fails, as its reason begins (the early first token fails both)."""
 
@@ -76,9 +77,13 @@ def test_llm_cheaters_are_disqualified_and_never_rank(tmp_path: Path) -> None:
     document = run(env, tmp_path / "store", "tiny-llama", ("torch-eager", *cheats))
     results = by_stack(document)
     honest = results["torch-eager"]
-    assert honest["status"] in ("ok", "unstable"), (honest["status"], honest["reason"])
+    assert honest["status"] in ("ok", "unstable") or disturbed(honest), (honest["status"], honest["reason"])
+    blurred = [stack for stack in REASONS if disturbed(results[stack])]  # load beside the run: never ranks
+    assert len(blurred) < len(REASONS), [results[stack]["reason"] for stack in blurred]
     for stack, starts in REASONS.items():
         result = results[stack]
+        if stack in blurred:
+            continue
         assert result["status"] == "disqualified", (stack, result["status"], result["reason"])
         assert result["reason"].startswith(starts), (stack, result["reason"])
         assert re.search(r"TTFT ratio 0\.[0-4]\d", result["reason"]) or "TTFT/TPOT 0.0" in result["reason"]
@@ -87,3 +92,5 @@ def test_llm_cheaters_are_disqualified_and_never_rank(tmp_path: Path) -> None:
     busy = (early.get("noise") or {}).get("other_load_cores", 0.0) >= 0.1  # a timing audit blurred by load
     assert early["audit"]["first_token"]["verdict"] == "fail" or busy, early["audit"]["first_token"]
     assert ranked(document) <= {"torch-eager"}
+    noisy = results["planted-llm-noisy-cache"]  # its own spinner is not outside load: it still convicts
+    assert noisy["noise"]["other_load_cores"] < 0.5, noisy["noise"]

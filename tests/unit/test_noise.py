@@ -235,8 +235,19 @@ SLOWER = noise.Shift(0.12, True)
 def test_the_verdict_follows_the_evidence(
     other: float, steal: float, drift: float, shift: noise.Shift | None, slower: bool, words: str
 ) -> None:
-    reason = noise.disturbance(noise.Evidence(other, steal, drift, 0.10, shift, slower))
+    evidence = noise.Evidence(other, steal, drift, 0.10, shift, slower)
+    reason = noise.disturbance(evidence)
     assert (reason == "") == (words == "") and words in reason
+    outside = noise.outside_disturbance(evidence)  # what a timing audit's failure is weighed against
+    assert outside == (reason if other >= 0.1 or "stole" in reason else "")
+
+
+def test_the_outside_part_is_judged_again_from_a_stored_record_with_the_machines_limit() -> None:
+    busy = _probe(other_load_cores=0.5, after_s=0.02, drift=1.0, unstable=True)
+    assert noise.outside_reason(busy, 0.1).startswith("unstable: other processes kept 0.50 cores busy")
+    assert noise.outside_reason(busy, 0.8) == ""  # a big machine's limit
+    drifted = _probe(after_s=0.02, drift=1.0, unstable=True, reason="unstable: reference probe drifted")
+    assert noise.outside_reason(drifted, 0.1) == "" and noise.outside_reason(None) == ""  # the stack's own
 
 
 def test_the_other_load_limit_is_a_share_of_a_big_machine() -> None:

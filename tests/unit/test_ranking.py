@@ -46,6 +46,35 @@ def test_status_precedence(
     assert cell_status(verdicts, quality, invalid, unstable)[0] == expected
 
 
+OUTSIDE = "unstable: other processes kept 1.20 cores busy while it ran (limit 0.10)"
+
+
+@pytest.mark.parametrize("audit", ["repeat", "first_token", "prefix_cache", "caching", "copied_session"])
+def test_a_timing_audit_failed_on_a_measurement_disturbed_from_outside_does_not_convict(audit: str) -> None:
+    status, reason = cell_status([verdict(audit, FAIL), verdict("output", PASS)], [], [], OUTSIDE, OUTSIDE)
+    assert status == "unverified"
+    assert reason == (
+        f"{audit} audit failed on a disturbed measurement (other processes kept 1.20 cores busy while it "
+        f"ran (limit 0.10)): times beside other work do not convict; {audit} said fail"
+    )
+    assert cell_status([verdict(audit, FAIL)], [], [], "unstable: drift")[0] == "disqualified"  # inside
+    assert cell_status([verdict(audit, FAIL)], ["top1"], [], OUTSIDE, OUTSIDE)[0] == "quality_failed"
+
+
+@pytest.mark.parametrize(
+    "verdicts",
+    [
+        [verdict("repeat", FAIL), verdict("output", FAIL)],  # the outputs convict whatever the times
+        [verdict("first_token", FAIL), verdict("alternate_seed", FAIL)],  # memorised: quality passed
+        [verdict("session_salts", FAIL)],
+        [verdict("first_chunk", FAIL)],
+        [verdict("padding", FAIL)],
+    ],
+)
+def test_an_audit_of_content_still_disqualifies_on_a_disturbed_measurement(verdicts: list[Verdict]) -> None:
+    assert cell_status(verdicts, [], [], OUTSIDE, OUTSIDE)[0] == "disqualified"
+
+
 def result(
     stack: str, qps: float, status: str = "ok", precision: str = "fp32", scenario: str = "offline"
 ) -> Result:

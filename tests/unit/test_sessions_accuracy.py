@@ -80,13 +80,13 @@ def test_a_failed_check_is_quality_failed_and_a_padded_reply_disqualifies() -> N
     wrong = judge(chosen, ["something else entirely"] * 4, full_length=True)
     assert not wrong.passed
     turns = [dataclasses.replace(r) for r in RECORDS]
-    (status, reason), _ = status_of(turns, [], "", 8, (wrong, ""))
+    (status, reason), _ = status_of(turns, [], "", 8, (wrong, None))
     assert status == "quality_failed" and "accuracy vs fp32 reference 0.00" in reason
     padded_reply = dataclasses.replace(chosen[0], text="reply 0.0 la la la la la la la la la la la la")
     padded = judge([padded_reply], ["reply 0.0 and then the model's own words"], full_length=False)
     assert padded.padded == 1
-    (status, reason), _ = status_of(turns, [], "", 8, (padded, ""))
+    (status, reason), _ = status_of(turns, [], "", 8, (padded, None))
     assert status == "disqualified" and reason.startswith("padding audit")
-    (status, _), _ = status_of(turns, [], "", 8, (good, ""))
+    (status, _), _ = status_of(turns, [], "", 8, (good, None))
     assert status in ("ok", "unverified")  # no forbidden-reuse pairs here: inconclusive at most
     assert isinstance(good, Accuracy)
