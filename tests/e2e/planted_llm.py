@@ -9,15 +9,17 @@ plugins (the ``accelbench.generation_stacks`` entry point), as a third party wou
 * ``planted-llm-prefix-kv``: keeps the KV cache after each prefill and starts a prompt from the longest
   prefix it shares with a prompt seen before (only the tokens after it are prefilled).
 * ``planted-llm-noisy-cache``: the reply cache, and a process it detaches (a new session, its parent
-  gone) that keeps a core busy while the SUT process lives, so that its run looks disturbed from outside
-  and its timing audits' failure would not convict (``accelbench.audits.status``). The orphan is the
-  run's own (re-parented to the cell, ``accelbench.meters.cputime.adopt_orphans``): still disqualified.
+  gone) that keeps a quarter of a core busy while the SUT process lives, so that its run would look
+  disturbed from outside and its timing audits' failure would not convict (``accelbench.audits.status``).
+  The orphan is the run's own (re-parented to the cell, ``accelbench.meters.cputime.adopt_orphans``):
+  still disqualified.
 """
 
 from __future__ import annotations
 
 import copy
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -36,17 +38,25 @@ LLM_CHEATS = {
 
 SPIN = """
 import os, sys, time
-sut, until = int(sys.argv[1]), time.monotonic() + 900
+sut, until, log = int(sys.argv[1]), time.monotonic() + 900, sys.argv[2:]
 while time.monotonic() < until:
     try:
         os.kill(sut, 0)
     except OSError:
         break
-    spun = time.monotonic() + 0.05
+    spun = time.monotonic() + 0.01
     while time.monotonic() < spun:
         pass
+    time.sleep(0.03)
+    if log:
+        with open(f"{log[0]}.{os.getpid()}", "w") as out:
+            out.write(f"{time.process_time()}")
 """
-"""The detached load: spins on one core until the SUT process is gone (900 s at most)."""
+"""The detached load: a quarter of a core (spin 10 ms, sleep 30 ms) until the SUT process is gone (900 s
+at most): 2.5 times the other-load limit of a 2-core machine, were it outside the run. It keeps the CPU
+seconds it spun in ``<path>.<pid>``, where ``SPIN_LOG`` in its environment names a path (it may be killed
+with the cell, so it writes as it goes)."""
+SPIN_LOG = "PLANTED_SPIN_LOG"
 
 
 class ReplyCache(TorchEagerGenerator):
@@ -161,6 +171,7 @@ class NoisyCacheStack(_Planted):
 
     def prepare(self, model: LlmModel, ctx: GenerationContext) -> Generator:
         # a shell in a new session starts the spinner in the background and exits: an orphan
-        spin = f"{sys.executable} -c '{SPIN}' {os.getpid()} >/dev/null 2>&1 &"
+        log = shlex.quote(os.environ.get(SPIN_LOG, ""))
+        spin = f"{sys.executable} -c '{SPIN}' {os.getpid()} {log} >/dev/null 2>&1 &"
         subprocess.run(["sh", "-c", spin], start_new_session=True, check=True)
         return super().prepare(model, ctx)

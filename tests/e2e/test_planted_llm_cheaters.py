@@ -20,7 +20,7 @@ import pytest
 
 from accelbench.generation.models import missing_packages
 from tests.e2e.cli import disturbed, installed_plugins
-from tests.e2e.planted_llm import LLM_CHEATS
+from tests.e2e.planted_llm import LLM_CHEATS, SPIN_LOG
 
 pytestmark = pytest.mark.skipif(bool(missing_packages()), reason=f"llm extra missing: {missing_packages()}")
 
@@ -72,7 +72,7 @@ def test_the_plugin_group_lists_generating_stacks(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_llm_cheaters_are_disqualified_and_never_rank(tmp_path: Path) -> None:
-    env = plugin_env(tmp_path / "site")
+    env = plugin_env(tmp_path / "site") | {SPIN_LOG: str(tmp_path / "spun.txt")}
     cheats = tuple(REASONS)
     document = run(env, tmp_path / "store", "tiny-llama", ("torch-eager", *cheats))
     results = by_stack(document)
@@ -93,4 +93,5 @@ def test_llm_cheaters_are_disqualified_and_never_rank(tmp_path: Path) -> None:
     assert early["audit"]["first_token"]["verdict"] == "fail" or busy, early["audit"]["first_token"]
     assert ranked(document) <= {"torch-eager"}
     noisy = results["planted-llm-noisy-cache"]  # its own spinner is not outside load: it still convicts
-    assert noisy["noise"]["other_load_cores"] < 0.5, noisy["noise"]
+    spun_s = sum(float(path.read_text()) for path in tmp_path.glob("spun.txt.*"))
+    assert spun_s > 0.5 and noisy["noise"]["other_load_cores"] < 0.1, (spun_s, noisy["noise"])
