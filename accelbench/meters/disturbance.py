@@ -36,7 +36,7 @@ class Shift:
     relative: float
     """``median(last) / median(first) - 1``: positive when the samples got slower."""
     significant: bool
-    """Beyond ``SHIFT_SIGMAS`` standard errors of the difference and at least ``SHIFT_MIN``."""
+    """Beyond ``noise.SHIFT_SIGMAS`` standard errors of the difference and at least ``noise.SHIFT_MIN``."""
 
 
 @dataclass(frozen=True, slots=True)
