@@ -8,6 +8,10 @@ assistant's message before its next turn. A turn's issue time is when its delay 
 think time); a failed turn ends its session (the turns after it cannot be sent honestly: their history
 would lack a reply). Nothing here raises for a failed request: the failure is the record's status.
 
+A closed-loop point of N sessions holds at most N requests in flight: a turn takes one of its slots, a
+forbidden-reuse audit pair two (``accelbench.sessions.slots``), so the pairs take the sessions' places
+instead of adding load beside the timed turns.
+
 A rate point (``accelbench.sessions.load``: an open loop) starts each session at its drawn arrival time
 instead (its first turn's issue is that time, so a late client counts against nobody but the point),
 stops starting sessions once one is due while the cap's sessions are in flight, and stores its requests
@@ -17,10 +21,11 @@ with ``concurrency`` 0 and ``target_qps`` its rate, as the endpoint curve's open
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -29,6 +34,7 @@ from accelbench.endpoint.records import RequestRecord
 from accelbench.sessions.forbidden import Audit, Form, forms
 from accelbench.sessions.load import Opened, Opening
 from accelbench.sessions.records import TurnRecord
+from accelbench.sessions.slots import PAIR_SLOTS, Slots
 from accelbench.sessions.workload import MAX_TURNS, Session
 
 TURN = "turn"
@@ -121,6 +127,8 @@ class _Load:
         """The sessions a rate point started."""
         self.placed = {(a.kind, a.session, a.turn) for a in audits}
         """The turns a pair of each kind holds (a moved pair takes a free one)."""
+        self.slots = Slots(len(sessions)) if opening is None and sessions else None
+        """A closed loop's slots, which its audit pairs take too (``sessions.slots``); None: an open loop."""
 
     def opened(self) -> Opened | None:
         """What the rate point did (None: a closed loop)."""
@@ -192,9 +200,10 @@ class _Load:
             await asyncio.sleep(turn.delay_s)
             messages.append({"role": "user", "content": turn.content})
             prompt = Prompt(session.salt, tuple(dict(m) for m in messages), "", session_id(session))
-            due_s = first_due_s if number == 0 and self.opening else time.perf_counter() - self.clock0
-            slot = Slot(self.concurrency, _index(session, number), TURN, due_s)
-            sent = await self._send(prompt, turn.max_tokens or self.max_tokens, slot)
+            async with self._held(1):
+                due_s = first_due_s if number == 0 and self.opening else time.perf_counter() - self.clock0
+                slot = Slot(self.concurrency, _index(session, number), TURN, due_s)
+                sent = await self._send(prompt, turn.max_tokens or self.max_tokens, slot)
             context = await self._counted(self.count_context, messages)  # the other turns stream on
             self.records.append(TurnRecord(session.number, number, turn.kind, turn.delay_s, context, sent))
             if not sent.ok:
@@ -223,13 +232,24 @@ class _Load:
         # drawing the forms tokenizes the history many times: off the event loop, which meanwhile reads
         # the chunks of the turns in flight (on it, their first chunks were read up to 90 ms late)
         pair_forms, contexts = await self._counted(self._forms, audit, source, history)
-        due_s = time.perf_counter() - self.clock0
-        slots = [Slot(self.concurrency, _index(source, audit.turn), f.role, due_s) for f in pair_forms]
         prompts = [Prompt(f.salt, f.messages, "", f.session_id) for f in pair_forms]
-        # at once, the first form the first to reach the server
-        both = await asyncio.gather(*(self._send(p, length, s) for p, s in zip(prompts, slots, strict=True)))
+        async with self._held(PAIR_SLOTS):  # in the sessions' places: the point's load stays N requests
+            due_s = time.perf_counter() - self.clock0
+            places = [Slot(self.concurrency, _index(source, audit.turn), f.role, due_s) for f in pair_forms]
+            # at once, the first form the first to reach the server
+            sends = (self._send(p, length, s) for p, s in zip(prompts, places, strict=True))
+            both = await asyncio.gather(*sends)
         for sent, context in zip(both, contexts, strict=True):
             self.records.append(TurnRecord(audit.session, audit.turn, kind, 0.0, context, sent))
+
+    @contextlib.asynccontextmanager
+    async def _held(self, wanted: int) -> AsyncIterator[None]:
+        """``wanted`` of a closed loop's slots while the body's requests are in flight (open: none)."""
+        if self.slots is None:
+            yield
+            return
+        async with self.slots.held(wanted):
+            yield
 
     async def _counted(self, work: Callable[..., T], *args: Any) -> T:
         """``work(*args)`` on the counting thread (on the loop when there is none)."""

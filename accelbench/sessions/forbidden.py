@@ -3,12 +3,13 @@ server must answer cold, timed against a cold control of the same token count.
 
 Two kinds, ``PAIRS`` pairs each, at places drawn with ``secrets`` over every load point's turns after
 the first of their session (the source turn); each pair is sent from its own task once the source turn
-has been answered, after a think delay drawn from the workload's range: the probe and its control *at
-once* (both in flight together, so a batching server prefills them in the same step and the load
-around them is the same for both), the one that reaches the server first drawn per pair, as many
-controls first as probes first over a kind's pairs (sent one after the other, the second of a pair was
-up to 10x faster as the load drained, and a coin per pair put the probe second in 5 of 6 pairs of an
-honest run):
+has been answered, after a think delay drawn from the workload's range, in two of the point's slots
+(``accelbench.sessions.slots``: a point of N sessions has no more than N requests in flight): the probe
+and its control *at once* (both in flight together, so a batching server prefills them in the same
+step and the load around them is the same for both), the one that reaches the server first drawn per
+pair, as many controls first as probes first over a kind's pairs (sent one after the other, the second
+of a pair was up to 10x faster as the load drained, and a coin per pair put the probe second in 5 of 6
+pairs of an honest run):
 - ``altered``: the source turn's history, in its own session (its salt, its ``X-Session-ID``: an agent
   resending an edited history), with one word of the first user message (the first after the salt, so
   the change sits before any cache page a server could have kept) replaced by another word of the same
