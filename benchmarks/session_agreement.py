@@ -7,7 +7,8 @@ same length as in ``llm_endpoint_agreement.py``), and each round, interleaved (A
   new user message of seeded words, ``delay`` 0, ``output_length`` K, a leading ``role: system`` turn
   (accelbench's declared shared system prompt; AIPerf hoists it into every request as accelbench sends it);
 * accelbench replays it (``run --serve-url URL --session-trace FILE --sessions N``): each session's first
-  message opens with its salt ``[<32 hex>] ``; its forbidden-reuse audits add their pairs to the point;
+  message opens with its salt ``[<32 hex>] ``; its forbidden-reuse audits' pairs take two of the
+  point's N slots (``accelbench.sessions.slots``), so it never has more than N requests in flight;
 * AIPerf (its own venv, ``--custom-dataset-type multi_turn --concurrency N``: N sessions hold N slots,
   each session's next turn after its reply) replays the same file with each session's first message
   opened by a new salt of the same form (same length, nothing a prefix cache could replay).
@@ -17,8 +18,9 @@ definition: TTFT = send to the first streamed content, TPOT = (end - first conte
 tokens counted by the client (the model's tokenizer), medians over all turns and by turn index, pooled over
 the rounds with the median's distribution-free 95% interval; the input tokens each tool reports per turn
 index (accelbench: the context it sent, chat template included; AIPerf: its ISL) show both sent one
-conversation. accelbench's audit pairs run beside its turns (AIPerf has none): the turns whose time
-overlaps an audit request are shown apart (``clean``: those that ran under the same load as AIPerf's).
+conversation. accelbench's audit pairs take the place of sessions (AIPerf has none): the turns whose
+time overlaps an audit request are shown apart too (``clean``). Until stop 55 the pairs ran beside the
+turns, and the turns they overlapped read 4-10x AIPerf's TTFT.
 
 Usage: ``python benchmarks/session_agreement.py [--sessions 1,4] [--turns 4] [--rounds 3]
 [--output-tokens 32] [--words 40] [--server transformers-cb|scripted]`` (``scripted``: a server of known
