@@ -192,6 +192,17 @@ def _variants(config: RunConfig, stack_ref: str) -> tuple[str, ...]:
     return (variants.CANONICAL, *names)
 
 
+def start_cells(config: RunConfig) -> None:
+    """Start the cell template (``accelbench.cell.isolation``) with the modules of ``config``'s workloads
+    and stacks and every driver, named in the registry's tables (nothing imported here: planning imports
+    the workloads meanwhile); a name the plan refuses was only a reference to a module never imported.
+    The local executor waits for it (``isolation.ready``) before its first measurement."""
+    names = {*config.workloads, *config.stacks, *config.generation_stacks}
+    kinds = ("workload", "stack", "generating stack", "endpoint stack")  # a name may be in several
+    refs = [ref for kind in kinds for name, ref in registry.table(kind).items() if name in names]
+    isolation.start_template([*refs, *registry.DRIVERS.values()])
+
+
 def start_run(store: Store, config: RunConfig, machine: Machine) -> str:
     """Register a new run in the store and return its id (the input seed is stored when the run ends)."""
     run_id = new_run_id()
@@ -238,6 +249,8 @@ class LocalExecutor:
         (measured, or an earlier run's on this host reused once fresh pairs agree:
         ``reference_probe.host_floor``), handed to every cell in its spec."""
         isolation.preload(ref for p in pending for ref in (p.workload_ref, p.stack_ref, p.driver_ref))
+        if pending:
+            isolation.ready()  # the template's imports (started with ``start_cells``) end before the floor
         floor = reference_probe.host_floor(reference_probe.user_cache()) if pending else None
         peak = run_fp32_peak(self.store.run_dir(run_id)) if pending else None  # read before any cell runs
         for planned in pending:

@@ -73,6 +73,30 @@ def preload(refs: Iterable[str]) -> None:
     _extra = tuple(dict.fromkeys(m for m in modules if m.startswith(PRELOAD_PREFIX) and m not in PRELOAD))
 
 
+def start_template(refs: Iterable[str]) -> None:
+    """Start the template process now with the modules of ``refs`` (``preload``), so its imports (torch,
+    ONNX Runtime, LoadGen, the run's own modules: 3-4 s here) run while the parent goes on planning;
+    ``ready`` waits for them before anything is measured."""
+    from multiprocessing import forkserver
+
+    preload(refs)
+    _fork_context()
+    forkserver.ensure_running()
+
+
+def ready() -> None:
+    """Wait until the template has imported what it preloads (one child forked from it and ended), so
+    none of its imports runs beside a measurement (the host's noise floor, the first cell); starts it
+    when it has not started."""
+    proc = _fork_context().Process(target=_nothing, daemon=True)
+    proc.start()
+    proc.join()
+
+
+def _nothing() -> None:
+    """The child ``ready`` forks: proof the template serves."""
+
+
 @dataclass(frozen=True, slots=True)
 class ChildOutcome:
     """What the parent observed: the child's outcome document (or a status it imposed) and stderr."""

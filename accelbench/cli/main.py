@@ -144,6 +144,8 @@ def _run_or_resume(
                 return
         else:
             config = with_variant_seed(with_overrides(chosen, overrides))
+        if executor is None:  # cells run here: their template imports while the run is planned
+            runner.start_cells(config)
         run_id = resume or _start(store, config, machine, probe=probe and executor is None, mode=mode)
         results = _execute_with_progress(store, run_id, config, machine, mode, executor)
         cli_summary.print_results(store, run_id, as_json, include_unverified)
