@@ -3,15 +3,17 @@
 ``accelbench.endpoint.cell.measure`` hands a cell here when the run asks for sessions (``--sessions``).
 1. The server, as the endpoint curve has it (``endpoint.cell.serving``: ``--serve-url`` or a server
    started on loopback, the reply length forced where the server allows).
-2. One warm-up session of one turn (its own pass: its salt is not the measured sessions'); a failure
-   makes the cell ``unavailable`` with the one-line reason.
+2. The warm-up pass: one session of the workload sent whole (its own pass: its salt is not the
+   measured sessions'; the first point's copied-audit decoys replay it); a failure makes the cell
+   ``unavailable`` with the one-line reason.
 3. The ladder: for each load (``--sessions 1,2,4``) that many sessions at once (or, ``--session-rate``,
    sessions arriving at each rate: ``accelbench.sessions.load``), fresh from the synthetic
    generator (``accelbench.sessions.workload``, pass ``load-<n>``) or replayed from ``--session-trace``
    (``accelbench.sessions.trace``; both made before the server starts: ``accelbench.sessions.source``),
    each turn with the conversation so
-   far (``accelbench.sessions.driver``), with the forbidden-reuse audits' pairs slipped in at places
-   drawn with ``secrets`` (``accelbench.sessions.forbidden``); the point's figures
+   far (``accelbench.sessions.driver``), with the forbidden-reuse audits slipped in
+   (``accelbench.sessions.forbidden``: altered pairs at places drawn with ``secrets``, and a decoy pair
+   replaying a session of the pass before); the point's figures
    (``accelbench.sessions.figures``, of the sessions' turns only). A point
    where every turn failed ends the ladder. Every turn is a line of ``turns.jsonl`` in the cell's folder,
    written point by point.
@@ -32,6 +34,7 @@ training cell's).
 from __future__ import annotations
 
 import json
+import random
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -63,7 +66,6 @@ from accelbench.sessions.outcome import SessionsBody, status_of
 from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.settings import SessionSettings
 from accelbench.sessions.source import Source, source_of
-from accelbench.sessions.workload import Shape, make_sessions
 from accelbench.settings import expect
 
 TURNS_FILE = "turns.jsonl"
@@ -80,7 +82,7 @@ def measure(spec: CellSpec) -> Outcome:
     path.unlink(missing_ok=True)
     with serving(stack, spec, model, _served(settings, source)) as target:
         started = time.perf_counter()
-        warm_up(target, spec.input_seed, settings, counters)
+        warm_up(target, source, counters)
         guard, meter = watch(spec, stack, settings.serve_url)
         try:
             ladder, records, stopped = run_ladder(
@@ -202,13 +204,14 @@ def reuse_probe(
     return reuse.figures(sent)
 
 
-def warm_up(target: Target, input_seed: int, settings: SessionSettings, counters: Counters) -> None:
-    """One session of one turn of its own pass; Unavailable with its one-line reason when it fails."""
-    (session,) = make_sessions(input_seed, "warm-up", 1, Shape(turns=1))
-    (record,) = run_load(target, [session], min(settings.max_tokens, 8), *counters)
-    if not record.request.ok:
-        failed = record.request
-        raise Unavailable(f"{target.endpoint}: {failed.status}: {failed.error}".rstrip(": "))
+def warm_up(target: Target, source: Source, counters: Counters) -> None:
+    """The warm-up pass's session whole (``Source.warm``: the first point's decoys replay it);
+    Unavailable with its first failure's one-line reason when a turn of it fails."""
+    records = run_load(target, list(source.warm), source.max_tokens, *counters)
+    failed = next((r.request for r in records if not r.request.ok), None)
+    if failed is not None or not records:
+        why = f"{failed.status}: {failed.error}" if failed else "no warm-up turn was sent"
+        raise Unavailable(f"{target.endpoint}: {why}".rstrip(": "))
 
 
 def run_ladder(
@@ -227,14 +230,19 @@ def run_ladder(
     records: list[TurnRecord] = []
     counts = {load: [len(s.turns) for s in sessions] for load, sessions in source.passes.items()}
     planned = forbidden.plan_turns(counts, source.delay_s)
+    answered = list(source.warm)  # the sessions of the pass before: the decoys' sources
     for number, (load, sessions) in enumerate(source.passes.items()):
+        sources = random.SystemRandom().sample(answered, min(forbidden.DECOYS, len(answered)))
+        decoys = [forbidden.decoys(s, counters[1], i) for i, s in enumerate(sources)]
         meter.begin(number)
         opening = source.openings.get(load)
-        done, opened = run_point(target, sessions, max_tokens, counters, planned[load], opening)
+        done, opened = run_point(target, sessions, max_tokens, counters, planned[load], opening, decoys)
         energy = meter.end(number)
         append_turns(path, done)
         records += done
         turns = [r for r in done if r.request.role == TURN]
+        whole = {r.session for r in turns if r.request.ok} - {r.session for r in turns if not r.request.ok}
+        answered = [s for s in sessions if s.number in whole]  # every turn answered: a source to replay
         ladder.append(point(opened.started if opened else load.sessions, turns, slo, energy, opened))
         if not any(r.request.ok for r in turns):
             first = done[0].request if done else None

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 from accelbench.endpoint.client import Prompt, Slot, Target, send, sized
 from accelbench.endpoint.records import RequestRecord
-from accelbench.sessions.forbidden import Audit, Form, forms
+from accelbench.sessions.forbidden import CONTROL, COPIED, Audit, Form, forms
 from accelbench.sessions.load import Opened, Opening
 from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.slots import PAIR_SLOTS, Slots
@@ -39,6 +39,8 @@ from accelbench.sessions.workload import MAX_TURNS, Session
 
 TURN = "turn"
 """The role of a timed turn's request."""
+DECOY_ROLES = (COPIED, COPIED + CONTROL)
+"""The roles of a decoy pair's requests: the probe session's and the control session's."""
 
 Messages = Sequence[Mapping[str, str]]
 T = TypeVar("T")
@@ -67,11 +69,14 @@ def run_point(
     counters: Counters,
     audits: Sequence[Audit] = (),
     opening: Opening | None = None,
+    decoys: Sequence[tuple[Session, Session]] = (),
 ) -> tuple[list[TurnRecord], Opened | None]:
     """A load point: every session at once (a closed loop), or with ``opening`` each at its arrival
-    time, no more started once the point falls behind (``accelbench.sessions.load``); the records ordered
-    by session, then turn (a pair after the turn it copies), and what the rate point did (None: closed)."""
-    load = asyncio.run(_load(target, sessions, max_tokens, counters, audits, opening))
+    time, no more started once the point falls behind (``accelbench.sessions.load``), with the copied
+    audit's ``decoys`` (probe and control sessions, ``forbidden.decoys``) among them; the records ordered
+    by session, then turn (a pair after the turn it copies, the decoys last), and what the rate point did
+    (None: closed)."""
+    load = asyncio.run(_load(target, sessions, max_tokens, counters, (audits, decoys), opening))
     records = sorted(load.records, key=lambda r: (r.session, r.turn, r.request.role != TURN))
     return records, load.opened()
 
@@ -81,18 +86,22 @@ async def _load(
     sessions: Sequence[Session],
     max_tokens: int,
     counters: Counters,
-    audits: Sequence[Audit],
+    slipped: tuple[Sequence[Audit], Sequence[tuple[Session, Session]]],
     opening: Opening | None,
 ) -> _Load:
     import aiohttp
 
+    audits, decoys = slipped
     connector = aiohttp.TCPConnector(force_close=True, limit=0)
     timeout = aiohttp.ClientTimeout(total=target.timeout_s)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="session-counts") as counting:
         async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
             load = _Load(client, target, sessions, max_tokens, counters, opening, audits)
             load.counting = counting
-            await asyncio.gather(*(load.session(s) for s in sessions), *(load.pair(a) for a in audits))
+            starts = [load.session(s) for s in sessions]
+            starts += [load.decoy(d, r) for pair in decoys for d, r in zip(pair, DECOY_ROLES, strict=True)]
+            random.SystemRandom().shuffle(starts)  # the decoys wait for their slots among the sessions
+            await asyncio.gather(*starts, *(load.pair(a) for a in audits))
     return load
 
 
@@ -159,6 +168,16 @@ class _Load:
         rate = self.opening.rate_per_s if self.opening else None
         return sent if rate is None else dataclasses.replace(sent, target_qps=rate)
 
+    async def decoy(self, session: Session, role: str) -> None:
+        """A decoy session of the copied audit (``forbidden.decoys``): its turns as a session's, under
+        ``role``; in a closed loop from the point's start (in the slots' queue, among the sessions), in
+        an open loop from the arrival of one of the point's sessions drawn with ``secrets``."""
+        due_s = 0.0
+        if self.opening is not None:
+            due_s = random.SystemRandom().choice(self.opening.arrivals_s)
+            await asyncio.sleep(max(0.0, self.clock0 + due_s - time.perf_counter()))
+        await self._turns(session, due_s, role)
+
     async def session(self, session: Session) -> None:
         """Its turns in order, each after its delay, with the conversation so far (a rate point's: from
         its arrival time, unless the point fell behind)."""
@@ -194,7 +213,9 @@ class _Load:
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         return self.opening.arrivals_s[session.number] if self.opening else 0.0
 
-    async def _turns(self, session: Session, first_due_s: float) -> None:
+    async def _turns(self, session: Session, first_due_s: float, role: str = TURN) -> None:
+        """The session's turns in order, each with the conversation so far and the server's replies (a
+        timed session's answers open the pairs waiting on its turns; a decoy's, ``role``, open none)."""
         messages: list[dict[str, str]] = [{"role": "system", "content": session.system}]
         for number, turn in enumerate(session.turns):
             await asyncio.sleep(turn.delay_s)
@@ -202,14 +223,15 @@ class _Load:
             prompt = Prompt(session.salt, tuple(dict(m) for m in messages), "", session_id(session))
             async with self._held(1):
                 due_s = first_due_s if number == 0 and self.opening else time.perf_counter() - self.clock0
-                slot = Slot(self.concurrency, _index(session, number), TURN, due_s)
+                slot = Slot(self.concurrency, _index(session, number), role, due_s)
                 sent = await self._send(prompt, turn.max_tokens or self.max_tokens, slot)
             context = await self._counted(self.count_context, messages)  # the other turns stream on
             self.records.append(TurnRecord(session.number, number, turn.kind, turn.delay_s, context, sent))
             if not sent.ok:
                 return
-            self.sent_history[session.number, number] = tuple(dict(m) for m in messages)
-            self.answered[session.number, number].set()
+            if role == TURN:
+                self.sent_history[session.number, number] = tuple(dict(m) for m in messages)
+                self.answered[session.number, number].set()
             messages.append({"role": "assistant", "content": sent.text})
 
     async def pair(self, audit: Audit) -> None:

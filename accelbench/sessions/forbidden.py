@@ -1,41 +1,48 @@
-"""The audits of forbidden KV reuse (issue 44 scope 4): turns slipped into the load that an honest
-server must answer cold, timed against a cold control of the same token count.
+"""The audits of forbidden KV reuse (issue 44 scope 4): requests slipped into the load that an honest
+server must answer cold, timed against cold controls of the same token count.
 
-Two kinds, ``PAIRS`` pairs each, at places drawn with ``secrets`` over every load point's turns after
-the first of their session (the source turn); each pair is sent from its own task once the source turn
-has been answered, after a think delay drawn from the workload's range, in two of the point's slots
-(``accelbench.sessions.slots``: a point of N sessions has no more than N requests in flight): the probe
-and its control *at once* (both in flight together, so a batching server prefills them in the same
-step and the load around them is the same for both), the one that reaches the server first drawn per
-pair, as many controls first as probes first over a kind's pairs (sent one after the other, the second
-of a pair was up to 10x faster as the load drained, and a coin per pair put the probe second in 5 of 6
-pairs of an honest run):
-- ``altered``: the source turn's history, in its own session (its salt, its ``X-Session-ID``: an agent
-  resending an edited history), with one word of the first user message (the first after the salt, so
-  the change sits before any cache page a server could have kept) replaced by another word of the same
-  token count. An honest server, prefix cache included, reuses at most the system prompt and the salt
-  and computes the rest; a server that replays the stored reply of a history that changed by one
-  token answers at once.
-- ``copied``: the source turn's history as a fresh session: a new salt of the same token count, a new
-  session id, the history otherwise the same. An honest server cannot reuse past the system prompt; a
-  cache blind to the salt (reuse across sessions or passes) answers from the source session's entries.
-- the control of either: the history as a fresh session with a new salt and the words of every user
-  and tool message shuffled (the first word kept), redrawn until the client's token count is the
-  source's (it is stored with each record, and the largest gap in the evidence).
+``altered`` (``altered_history``): ``PAIRS`` pairs at places drawn with ``secrets`` over every load
+point's turns after the first of their session (the source turn). Each pair is sent from its own task
+once the source turn has been answered, after a think delay drawn from the workload's range, in two of
+the point's slots (``accelbench.sessions.slots``: a point of N sessions has no more than N requests in
+flight): the probe and its control *at once* (both in flight together, so a batching server prefills
+them in the same step and the load around them is the same for both), the one that reaches the server
+first drawn per pair, as many controls first as probes first (sent one after the other, the second of a
+pair was up to 10x faster as the load drained, and a coin per pair put the probe second in 5 of 6
+pairs of an honest run). The probe is the source turn's history in its own session (its salt, its
+``X-Session-ID``: an agent resending an edited history), with one word of the first user message (the
+first after the salt, so the change sits before any cache page a server could have kept) replaced by
+another word of the same token count. An honest server, prefix cache included, reuses at most the
+system prompt and the salt and computes the rest; a server that replays the stored reply of a history
+that changed by one token answers at once. Its control: the history as a fresh session with a new salt
+and the words of every user and tool message shuffled (the first word kept), redrawn until the client's
+token count is the source's (stored with each record; the largest gap is in the evidence).
+
+``copied`` (``copied_session``): a *decoy* pair a load point (``decoys``). The probe is a session of the
+pass before (the warm-up pass's at the first point; one whose every turn was answered, drawn with
+``secrets``) replayed whole under a new salt of the same token count, a session like any other of the
+point: a fresh session id, its first request one user message, each later turn with its own replies;
+the control is that session with a new salt and each message's words shuffled (the first word kept, the
+message's token count kept). Both start with the point's sessions, in the slots' queue in an order drawn
+with ``secrets`` (a rate point: at the arrival of one of its sessions, drawn), and their turns pair by
+turn index. An honest server cannot reuse past the system prompt in either (a session's own history
+within it); a cache blind to the salt answers the probe from the earlier pass's entries. Stop 54's
+copied probe was the source turn's history sent as a fresh session: a shape no timed turn has, so a
+salt-blind cache that spared that shape passed the audit while it replayed a replayed text trace's
+later passes (the same texts under new salts: ``tests/unit/session_stub.py``'s ``salt-blind-shy``). A
+decoy has the shape and the relation to earlier content of exactly the requests such a cache would
+replay.
 
 A kind fails like the served repeat audit (``accelbench.endpoint.repeat``): the probes' median TTFT
 below ``FAST_RATIO`` of the controls' AND the probe the faster in ``FASTER_SHARE`` of the pairs (one
-slow outlier cannot fail an honest server); fewer than 3 answered pairs is inconclusive. Replies equal
-to the source turn's are counted as evidence, not judged: a greedy model may answer a one-word change
-or a new salt with the same words.
-
-What a server can see: a probe is a request of a known session with its history edited, or a
-session's only request; the controls share the second shape, so a server cannot tell a copied probe
-from its control; the count of audits per point is drawn, not fixed.
+slow outlier cannot fail an honest server); fewer than 3 answered pairs is inconclusive. An altered
+probe's replies equal to the source turn's are counted as evidence, not judged: a greedy model may
+answer a one-word change with the same words.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 import secrets
@@ -48,6 +55,7 @@ from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS, Verdict
 from accelbench.endpoint.figures import ttft_s
 from accelbench.sessions.load import Load
 from accelbench.sessions.records import TurnRecord
+from accelbench.sessions.workload import Session
 
 ALTERED = "altered"
 COPIED = "copied"
@@ -58,6 +66,10 @@ FAST_RATIO = 0.25
 FASTER_SHARE = 0.8
 SALT_TRIES = 64
 VERDICT_NAMES = {ALTERED: "altered_history", COPIED: "copied_session"}
+DECOY_SESSION = 1_000_000
+"""The first decoy's session number in the records (the timed sessions' are 0 .. N-1)."""
+DECOYS = 1
+"""Decoy pairs a load point (each adds two sessions to the point's slots' queue)."""
 
 Messages = Sequence[Mapping[str, str]]
 K = TypeVar("K", bound=Hashable)
@@ -86,20 +98,20 @@ class Form:
 
 
 def plan(ladder: Sequence[int], turns: int, delay_s: tuple[float, float]) -> dict[int, list[Audit]]:
-    """The pairs of each load point of ``ladder`` whose every session has ``turns`` turns (``plan_turns``)."""
+    """The altered pairs of each point of ``ladder``, every session ``turns`` turns long (``plan_turns``)."""
     return plan_turns({load: [turns] * load for load in ladder}, delay_s)
 
 
 def plan_turns(turns: Mapping[K, Sequence[int]], delay_s: tuple[float, float]) -> dict[K, list[Audit]]:
-    """The pairs of each load point (``turns``: each point's sessions' turn counts, by its load):
-    ``PAIRS`` of each kind at distinct source turns drawn with ``secrets`` over every point's turns after
+    """The altered pairs of each load point (``turns``: each point's sessions' turn counts, by its load):
+    ``PAIRS`` at distinct source turns drawn with ``secrets`` over every point's turns after
     the first of their session (fewer when there are fewer such turns)."""
     draw = random.SystemRandom()
     slots = [
         (load, s, t) for load, counts in turns.items() for s, n in enumerate(counts) for t in range(1, n)
     ]
     planned: dict[K, list[Audit]] = {load: [] for load in turns}
-    for kind in KINDS:
+    for kind in (ALTERED,):  # the copied audit is the decoys' (``decoys``)
         chosen = draw.sample(slots, min(PAIRS, len(slots)))
         firsts = [i % 2 == 1 for i in range(len(chosen))]  # as many controls first as probes first
         draw.shuffle(firsts)
@@ -124,6 +136,30 @@ def forms(
         audit.kind + CONTROL, new, new[:16], matched_shuffle(resalted(history, salt, new), count, base)
     )
     return [control, probe] if audit.control_first else [probe, control]
+
+
+def decoys(source: Session, count: Callable[[Messages], int], index: int) -> tuple[Session, Session]:
+    """The copied audit's two decoy sessions of ``source`` (a session of an earlier pass the server
+    answered), each numbered ``DECOY_SESSION + index``: the probe replays ``source`` whole under a new salt
+    (of the same token count); the control has a new salt and the words of every message shuffled (the
+    first word kept), each message of its source's token count (``count`` of it alone)."""
+    head = [
+        {"role": "system", "content": source.system},
+        {"role": "user", "content": source.turns[0].content},
+    ]
+    new = matched_salt(head, source.salt, count, count(head))
+    probe = [dataclasses.replace(t, content=t.content.replace(source.salt, new)) for t in source.turns]
+    other = matched_salt(head, source.salt, count, count(head))
+    control = []
+    for turn in source.turns:
+        message = ({"role": "user", "content": turn.content.replace(source.salt, other)},)
+        shuffled_turn = matched_shuffle(message, count, count(message))
+        control.append(dataclasses.replace(turn, content=shuffled_turn[0]["content"]))
+    number = DECOY_SESSION + index
+    return (
+        Session(number, new, tuple(probe), source.system),
+        Session(number, other, tuple(control), source.system),
+    )
 
 
 def resalted(history: Messages, salt: str, new: str) -> tuple[Mapping[str, str], ...]:
@@ -206,11 +242,13 @@ def verdict(kind: str, records: Sequence[TurnRecord]) -> Verdict:
     judged = outcome(len(both), ratio, faster)
     reason = (
         f"{kind} turns' median TTFT {probe_s * 1e3:.1f} ms vs cold controls {control_s * 1e3:.1f} ms "
-        f"(x{ratio:.2f}, bar x{FAST_RATIO}); {kind} faster in {faster:.0%} of {len(both)} pairs; "
-        f"{replayed} replies equal to the source turn's"
+        f"(x{ratio:.2f}, bar x{FAST_RATIO}); {kind} faster in {faster:.0%} of {len(both)} pairs"
     )
     evidence = {"ratio": round(ratio, 4), "faster_share": round(faster, 4), "pairs": len(both)}
-    evidence |= {"bar": FAST_RATIO, "source_replies": replayed, "token_gap": gap}
+    evidence |= {"bar": FAST_RATIO, "token_gap": gap}
+    if kind == ALTERED:  # a decoy's source is an earlier pass's session, not a turn of its point
+        reason += f"; {replayed} replies equal to the source turn's"
+        evidence["source_replies"] = replayed
     return Verdict(name, judged, reason, evidence)
 
 

@@ -17,6 +17,7 @@ from accelbench.sessions.trace import read_trace, replay
 from accelbench.sessions.workload import SYSTEM_PROMPT, Session, describe, make_sessions
 
 WORKLOAD = "synthetic-agentic"
+WARM_PASS = "warm-up"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,9 @@ class Source:
     system: str = SYSTEM_PROMPT
     """The declared shared prefix: the system message every session opens with (a replayed trace's
     longest: its sessions' shared ``hash_ids`` blocks follow the system message)."""
+    warm: tuple[Session, ...] = ()
+    """The warm-up pass (``warm-up``): one session of the workload, sent whole before the ladder; the
+    first point's copied-audit decoys replay it (``accelbench.sessions.forbidden.decoys``)."""
 
 
 def source_of(settings: SessionSettings, input_seed: int, count_tokens: Callable[[str], int]) -> Source:
@@ -61,6 +65,7 @@ def source_of(settings: SessionSettings, input_seed: int, count_tokens: Callable
             max_tokens=settings.max_tokens,
             delay_s=shape.delay_s,
             openings=openings,
+            warm=tuple(make_sessions(input_seed, WARM_PASS, 1, shape)),
         )
     try:
         trace = read_trace(Path(settings.trace))
@@ -86,4 +91,5 @@ def source_of(settings: SessionSettings, input_seed: int, count_tokens: Callable
         trace=name,
         openings=openings,
         system=max(systems, key=len, default=trace.system or SYSTEM_PROMPT),
+        warm=tuple(replay(trace, input_seed, WARM_PASS, 1, count_tokens, settings.max_tokens)),
     )

@@ -8,7 +8,13 @@ dishonest modes answer at once from a reply cache:
 - ``salt-blind``: keyed on the conversation with every run of 8+ hex digits stripped (a cache that
   reuses across sessions and passes);
 - ``replay``: keyed on the ``X-Session-ID`` and the number of messages (a server that replays the
-  stored reply to a turn whose history changed).
+  stored reply to a turn whose history changed);
+- ``salt-blind-shy``: the salt-blind cache, except that a request of a session it has not seen carrying
+  more than one user message is answered honestly and not stored: it spares the shape of stop 54's copied
+  probe (a fresh session with a history, which no timed turn has) and replays everything else.
+
+``audited_ladder`` runs a ladder as the sessions cell does (``sessions.cell``: the warm-up session, then
+each point with its audit pairs and decoys), against one of them.
 """
 
 from __future__ import annotations
@@ -18,13 +24,22 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
+from accelbench.endpoint.client import Target
+from accelbench.sessions.cell import run_ladder, warm_up
+from accelbench.sessions.driver import Counters
+from accelbench.sessions.load import Load, Opening
+from accelbench.sessions.records import TurnRecord
+from accelbench.sessions.source import Source
+from accelbench.sessions.workload import Session
+
 WORDS = ("read", "the", "file", "then", "run", "tests", "grep", "for", "it", "fix", "done", "ok")
-HONEST, SALT_BLIND, REPLAY = "honest", "salt-blind", "replay"
+HONEST, SALT_BLIND, REPLAY, SHY = "honest", "salt-blind", "replay", "salt-blind-shy"
 
 
 def reply_of(text: str) -> list[str]:
@@ -72,7 +87,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"data: [DONE]\n\n")
 
     def _key(self, messages: list[dict[str, str]]) -> str:
-        if self.server.mode == SALT_BLIND:
+        if self.server.mode == SHY:
+            session = self.headers.get("X-Session-ID", "")
+            with self.server.lock:
+                fresh = session not in self.server.sessions
+                self.server.sessions.add(session)
+            if fresh and sum(m["role"] == "user" for m in messages) > 1:
+                return ""  # the shape of an audit: answered honestly
+        if self.server.mode in (SALT_BLIND, SHY):
             return re.sub(r"[0-9a-f]{8,}", "", json.dumps(messages))
         if self.server.mode == REPLAY:
             return f"{self.headers.get('X-Session-ID', '')}/{len(messages)}"
@@ -100,6 +122,7 @@ class _Server(ThreadingHTTPServer):
     lock: threading.Lock
     texts: list[str]
     replies: dict[str, Any]
+    sessions: set[str]
 
 
 @contextmanager
@@ -107,7 +130,7 @@ def session_stub(mode: str = HONEST, base_s: float = 0.02, per_char_s: float = 2
     """A running server of ``mode``; yields its base URL."""
     server = _Server(("127.0.0.1", 0), _Handler)
     server.mode, server.base_s, server.per_char_s = mode, base_s, per_char_s
-    server.lock, server.texts, server.replies = threading.Lock(), [], {}
+    server.lock, server.texts, server.replies, server.sessions = threading.Lock(), [], {}, set()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -115,3 +138,28 @@ def session_stub(mode: str = HONEST, base_s: float = 0.02, per_char_s: float = 2
     finally:
         server.shutdown()
         server.server_close()
+
+
+def audited_ladder(
+    url: str,
+    passes: Mapping[Load, Sequence[Session]],
+    warm: Sequence[Session],
+    counters: Counters,
+    folder: Path,
+    openings: Mapping[Load, Opening] | None = None,
+) -> list[TurnRecord]:
+    """Every turn of the ladder ``passes`` (each point's sessions) run as the cell runs it against the
+    server at ``url``: the warm-up pass ``warm`` whole, then each point with its altered-history pairs and
+    its copied-session decoys (``sessions.cell.run_ladder``), 6 tokens a reply."""
+    source = Source(
+        passes={load: tuple(sessions) for load, sessions in passes.items()},
+        workload="test",
+        turns=max(len(s.turns) for sessions in passes.values() for s in sessions),
+        max_tokens=6,
+        delay_s=(0.0, 0.02),
+        openings=openings or {},
+        warm=tuple(warm),
+    )
+    target = Target(url, "stub", timeout_s=30.0)
+    warm_up(target, source, counters)
+    return run_ladder(target, source, 6, counters, folder / "turns.jsonl")[1]

@@ -6,18 +6,19 @@ replies are each caught by their audit."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import pytest
 
 from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS
-from accelbench.endpoint.client import Target
 from accelbench.sessions import forbidden
-from accelbench.sessions.driver import TURN, run_load
+from accelbench.sessions.driver import TURN
 from accelbench.sessions.forbidden import ALTERED, COPIED, Audit
+from accelbench.sessions.load import Load
 from accelbench.sessions.outcome import verdicts
 from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.workload import SYSTEM_PROMPT, Shape, make_sessions
-from tests.unit.session_stub import HONEST, REPLAY, SALT_BLIND, session_stub
+from tests.unit.session_stub import HONEST, REPLAY, SALT_BLIND, SHY, audited_ladder, session_stub
 
 SHAPE = Shape(turns=3, delay_s=(0.0, 0.02))
 LADDER = (1, 2, 4)
@@ -65,8 +66,8 @@ def test_a_pair_is_a_probe_and_a_cold_control_of_the_same_count(kind: str) -> No
 def test_the_plan_draws_distinct_source_turns_after_the_first() -> None:
     planned = forbidden.plan(LADDER, 3, (0.0, 0.5))
     pairs = [(load, a) for load, audits in planned.items() for a in audits]
-    assert len(pairs) == 2 * forbidden.PAIRS
-    for kind in (ALTERED, COPIED):
+    assert len(pairs) == forbidden.PAIRS  # the altered pairs: the copied audit is the decoys'
+    for kind in (ALTERED,):
         mine = [(load, a.session, a.turn) for load, a in pairs if a.kind == kind]
         assert len(set(mine)) == len(mine) == forbidden.PAIRS
         firsts = [a.control_first for _, a in pairs if a.kind == kind]
@@ -82,7 +83,24 @@ def test_the_plan_draws_distinct_source_turns_after_the_first() -> None:
         )
     }
     assert len(draws) > 1  # drawn with secrets: not the same places run after run
-    assert len(forbidden.plan((1,), 2, (0.0, 0.0))[1]) == 2  # one turn after the first: one pair a kind
+    assert len(forbidden.plan((1,), 2, (0.0, 0.0))[1]) == 1  # one turn after the first: one pair
+
+
+def test_a_decoy_pair_replays_its_source_whole_and_a_shuffled_control_of_the_same_counts() -> None:
+    (source,) = make_sessions(5, "load-1", 1, Shape(turns=3))
+    probe, control = forbidden.decoys(source, words, 2)
+    assert probe.number == control.number == forbidden.DECOY_SESSION + 2
+    assert len({source.salt, probe.salt, control.salt}) == 3
+    assert [t.content for t in probe.turns] == [
+        t.content.replace(source.salt, probe.salt) for t in source.turns
+    ]  # the whole session again, a new salt: the shape and content of a replayed pass's session
+    assert probe.turns[0].content.startswith(f"[{probe.salt}] ")
+    for mine, theirs in zip(control.turns, source.turns, strict=True):
+        assert sorted(mine.content.split(" ")[1:]) == sorted(theirs.content.split(" ")[1:])
+        assert words([{"role": "user", "content": mine.content}]) == words(
+            [{"role": "user", "content": theirs.content}]
+        )
+    assert control.turns[0].content.startswith(f"[{control.salt}] ")
 
 
 @pytest.mark.parametrize(
@@ -102,37 +120,45 @@ def test_the_rule_needs_both_a_low_ratio_and_a_high_share(
     assert forbidden.outcome(pairs, ratio, share) == expected
 
 
-def ladder_records(mode: str) -> list[TurnRecord]:
-    """The session ladder with the audits slipped in, against a planted server of ``mode``."""
-    planned = forbidden.plan(LADDER, SHAPE.turns, SHAPE.delay_s)
-    records: list[TurnRecord] = []
+def ladder_records(mode: str, folder: Path) -> list[TurnRecord]:
+    """The session ladder with the audits slipped in, run as the cell runs it (the warm-up session, the
+    altered pairs, a decoy pair a point), against a planted server of ``mode``."""
+    passes = {Load(n): make_sessions(9, Load(n).pass_name, n, SHAPE) for n in LADDER}
+    warm = make_sessions(9, "warm-up", 1, SHAPE)
     with session_stub(mode, base_s=0.05) as url:
-        target = Target(url, "stub", timeout_s=30.0)
-        for load in LADDER:
-            sessions = make_sessions(9, f"load-{load}", load, SHAPE)
-            records += run_load(target, sessions, 6, lambda t: len(t.split()), words, planned[load])
-    return records
+        return audited_ladder(url, passes, warm, (lambda t: len(t.split()), words), folder)
 
 
 @pytest.mark.parametrize(
-    ("mode", "caught"), [(HONEST, ()), (SALT_BLIND, ("copied_session",)), (REPLAY, ("altered_history",))]
+    ("mode", "caught"),
+    [
+        (HONEST, ()),
+        (SALT_BLIND, ("copied_session",)),
+        (SHY, ("copied_session",)),
+        (REPLAY, ("altered_history",)),
+    ],
 )
-def test_planted_servers_are_caught_and_the_honest_cache_passes(mode: str, caught: tuple[str, ...]) -> None:
-    records = ladder_records(mode)
+def test_planted_servers_are_caught_and_the_honest_cache_passes(
+    mode: str, caught: tuple[str, ...], tmp_path: Path
+) -> None:
+    records = ladder_records(mode, tmp_path)
     turns = [r for r in records if r.request.role == TURN]
     assert len(turns) == SHAPE.turns * sum(LADDER) and all(r.request.ok for r in records)
+    decoy_turns = SHAPE.turns * len(LADDER)  # a decoy pair a point, each replaying a whole session
     assert sorted(r.request.role for r in records if r.request.role != TURN) == sorted(
-        [ALTERED, COPIED, ALTERED + "-control", COPIED + "-control"] * forbidden.PAIRS
+        [ALTERED, ALTERED + "-control"] * forbidden.PAIRS + [COPIED, COPIED + "-control"] * decoy_turns
     )
     found = {v.audit: v for v in verdicts(records, 6)}
-    for name in ("altered_history", "copied_session"):
+    for name, pairs in (("altered_history", forbidden.PAIRS), ("copied_session", decoy_turns)):
         v = found[name]
-        assert v.evidence["pairs"] == forbidden.PAIRS and v.evidence["token_gap"] == 0, v.reason
+        assert v.evidence["pairs"] == pairs and v.evidence["token_gap"] == 0, v.reason
         assert v.outcome == (FAIL if name in caught else PASS), v.reason
-        if name in caught:  # at once, with the source turn's reply
-            assert float(v.evidence["ratio"]) < 0.3 and v.evidence["source_replies"] == forbidden.PAIRS
+        if name in caught:  # at once, from the reply cache
+            assert float(v.evidence["ratio"]) < 0.3
         else:
             assert float(v.evidence["ratio"]) > forbidden.FAST_RATIO
+    if "altered_history" in caught:  # with the source turn's reply
+        assert found["altered_history"].evidence["source_replies"] == forbidden.PAIRS
     assert found["session_salts"].outcome == PASS
 
 

@@ -29,7 +29,7 @@ from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.settings import SessionSettings, rates
 from accelbench.sessions.source import source_of
 from accelbench.sessions.workload import Shape, make_sessions
-from tests.unit.session_stub import HONEST, REPLAY, SALT_BLIND, session_stub
+from tests.unit.session_stub import HONEST, REPLAY, SALT_BLIND, SHY, audited_ladder, session_stub
 
 SHAPE = Shape(turns=3, delay_s=(0.0, 0.02))
 
@@ -103,7 +103,7 @@ def test_a_point_that_falls_behind_stops_at_the_cap_and_is_marked_not_hung() -> 
     assert "with 2 in flight (the cap 2): 2 of 12 started" in opened.behind
     assert {r.session for r in records} <= {0, 1} and len([r for r in records if r.request.role == TURN]) == 6
     assert elapsed_s < 6.0  # the 10 sessions never started cost nothing
-    for kind in forbidden.KINDS:  # a pair planned on a session never started moved to a started one's turn
+    for kind in (forbidden.ALTERED,):  # a pair planned on a session never started moved to a started one's
         probes = [(r.session, r.turn) for r in records if r.request.role == kind]
         controls = [(r.session, r.turn) for r in records if r.request.role == kind + forbidden.CONTROL]
         assert sorted(probes) == sorted(controls) == [(0, 1), (0, 2), (1, 1), (1, 2)]  # each free turn once
@@ -120,36 +120,37 @@ def test_a_closed_point_is_stored_as_before_rate_points() -> None:
     assert not {"rate_per_s", "achieved_rate_per_s", "peak_in_flight", "behind"} & set(stored)
 
 
-def rate_records(mode: str) -> list[TurnRecord]:
-    """A rate ladder with the audits slipped in, against a planted server of ``mode``."""
+def rate_records(mode: str, folder: Path) -> list[TurnRecord]:
+    """A rate ladder with the audits slipped in (run as the cell runs it), against a planted server of
+    ``mode``."""
     loads = (Load(0, 8.0), Load(0, 16.0))
     passes = {load: make_sessions(9, load.pass_name, 4, SHAPE) for load in loads}
-    planned = forbidden.plan_turns({load: [3] * 4 for load in loads}, SHAPE.delay_s)
-    records: list[TurnRecord] = []
+    openings = {load: opened for load in loads if (opened := opening(9, load, 4, 8)) is not None}
+    warm = make_sessions(9, "warm-up", 1, SHAPE)
     with session_stub(mode, base_s=0.05) as url:
-        target = Target(url, "stub", timeout_s=30.0)
-        for load in loads:
-            plan = opening(9, load, 4, 8)
-            records += run_point(target, passes[load], 6, COUNTERS, planned[load], plan)[0]
-    return records
+        return audited_ladder(url, passes, warm, COUNTERS, folder, openings)
 
 
 @pytest.mark.parametrize(
-    ("mode", "caught"), [(HONEST, ()), (SALT_BLIND, ("copied_session",)), (REPLAY, ("altered_history",))]
+    ("mode", "caught"),
+    [
+        (HONEST, ()),
+        (SALT_BLIND, ("copied_session",)),
+        (SHY, ("copied_session",)),
+        (REPLAY, ("altered_history",)),
+    ],
 )
 def test_the_audits_run_on_rate_points_and_catch_the_planted_servers(
-    mode: str, caught: tuple[str, ...]
+    mode: str, caught: tuple[str, ...], tmp_path: Path
 ) -> None:
-    records = rate_records(mode)
+    records = rate_records(mode, tmp_path)
     assert len([r for r in records if r.request.role == TURN]) == 24 and all(r.request.ok for r in records)
     assert all(r.request.concurrency == 0 and r.request.target_qps in (8.0, 16.0) for r in records)
     found = {v.audit: v for v in verdicts(records, 6)}
     assert found["session_salts"].outcome == PASS  # 8 sessions, 8 salts: two rate points never share one
-    for name in ("altered_history", "copied_session"):
+    for name, pairs in (("altered_history", forbidden.PAIRS), ("copied_session", 2 * SHAPE.turns)):
         v = found[name]
-        assert v.evidence["pairs"] == forbidden.PAIRS and v.outcome == (FAIL if name in caught else PASS), (
-            v.reason
-        )
+        assert v.evidence["pairs"] == pairs and v.outcome == (FAIL if name in caught else PASS), v.reason
 
 
 def test_a_judged_turn_of_a_rate_point_is_rebuilt_from_its_own_pass() -> None:

@@ -18,7 +18,7 @@ from accelbench.config import RunConfig, suite, with_overrides
 from accelbench.endpoint.client import Target, sized
 from accelbench.errors import Unavailable, UserError
 from accelbench.sessions import forbidden
-from accelbench.sessions.driver import TURN, run_load
+from accelbench.sessions.driver import TURN
 from accelbench.sessions.load import Load
 from accelbench.sessions.outcome import verdicts
 from accelbench.sessions.settings import SessionSettings
@@ -33,7 +33,7 @@ from accelbench.sessions.trace import (
     replay,
 )
 from accelbench.sessions.workload import SYSTEM_PROMPT
-from tests.unit.session_stub import HONEST, SALT_BLIND, session_stub
+from tests.unit.session_stub import HONEST, SALT_BLIND, SHY, audited_ladder, session_stub
 from tests.unit.test_forbidden_reuse import words
 
 SAMPLE = Path(__file__).parents[1] / "data" / "agentic_trace.jsonl"
@@ -243,24 +243,24 @@ def _sharing_a_block(trace: str) -> str:
 
 
 @pytest.mark.parametrize("shared", [False, True])
-@pytest.mark.parametrize(("mode", "caught"), [(HONEST, ()), (SALT_BLIND, ("copied_session",))])
+@pytest.mark.parametrize(
+    ("mode", "caught"), [(HONEST, ()), (SALT_BLIND, ("copied_session",)), (SHY, ("copied_session",))]
+)
 def test_replayed_sessions_with_the_audits_slipped_in_against_planted_servers(
-    mode: str, caught: tuple[str, ...], shared: bool
+    mode: str, caught: tuple[str, ...], shared: bool, tmp_path: Path
 ) -> None:
     """The forbidden-reuse audits on replayed sessions: a salt-blind cache caught, an honest prefix cache
     not; so too when the sessions share a declared prefix block (``shared``), which the honest server
     reuses across sessions as the trace declares."""
     trace = parse_trace(_sharing_a_block(TRACE) if shared else TRACE, "t")
-    passes = {load: replay(trace, 3, f"load-{load}", load, count, 6) for load in (1, 2, 4)}
+    passes = {Load(n): replay(trace, 3, Load(n).pass_name, n, count, 6) for n in (1, 2, 4)}
     systems = {s.system for p in passes.values() for s in p}
     assert all((len(system) > len(SYSTEM_PROMPT)) == shared for system in systems)
     planned = forbidden.plan_turns({n: [len(s.turns) for s in p] for n, p in passes.items()}, (0.0, 0.02))
     assert all(a.turn < len(passes[n][a.session].turns) for n, p in planned.items() for a in p)
-    records = []
+    warm = replay(trace, 3, "warm-up", 1, count, 6)
     with session_stub(mode, base_s=0.1) as url:
-        target = Target(url, "stub", timeout_s=30.0)
-        for load, sessions in passes.items():
-            records += run_load(target, sessions, 6, count, words, planned[load])
+        records = audited_ladder(url, passes, warm, (count, words), tmp_path)
     turns = [r for r in records if r.request.role == TURN]
     assert all(r.request.ok for r in records) and len(turns) == 3 + 5 + 11
     for r in turns:  # each turn's reply as long as its row asks (the stub holds max_tokens)
@@ -268,11 +268,10 @@ def test_replayed_sessions_with_the_audits_slipped_in_against_planted_servers(
         assert r.request.usage_output_tokens == min(row.max_tokens, 6)
     found = {v.audit: v for v in verdicts(records, 6)}
     assert found["session_salts"].outcome == PASS
-    for name in ("altered_history", "copied_session"):
+    decoy_turns = len([r for r in records if r.request.role == forbidden.COPIED])
+    for name, pairs in (("altered_history", forbidden.PAIRS), ("copied_session", decoy_turns)):
         v = found[name]
-        assert v.evidence["pairs"] == forbidden.PAIRS and v.outcome == (FAIL if name in caught else PASS), (
-            v.reason
-        )
+        assert v.evidence["pairs"] == pairs >= 3 and v.outcome == (FAIL if name in caught else PASS), v.reason
 
 
 def test_the_settings_carry_the_traces_path_and_sha256(tmp_path: Path) -> None:
