@@ -111,29 +111,25 @@ def plan_turns(turns: Mapping[K, Sequence[int]], delay_s: tuple[float, float]) -
         (load, s, t) for load, counts in turns.items() for s, n in enumerate(counts) for t in range(1, n)
     ]
     planned: dict[K, list[Audit]] = {load: [] for load in turns}
-    for kind in (ALTERED,):  # the copied audit is the decoys' (``decoys``)
-        chosen = draw.sample(slots, min(PAIRS, len(slots)))
-        firsts = [i % 2 == 1 for i in range(len(chosen))]  # as many controls first as probes first
-        draw.shuffle(firsts)
-        for (load, s, t), control_first in zip(chosen, firsts, strict=True):
-            planned[load].append(Audit(kind, s, t, draw.uniform(*delay_s), control_first))
+    chosen = draw.sample(slots, min(PAIRS, len(slots)))  # the copied audit is the decoys' (``decoys``)
+    firsts = [i % 2 == 1 for i in range(len(chosen))]  # as many controls first as probes first
+    draw.shuffle(firsts)
+    for (load, s, t), control_first in zip(chosen, firsts, strict=True):
+        planned[load].append(Audit(ALTERED, s, t, draw.uniform(*delay_s), control_first))
     return planned
 
 
 def forms(
     audit: Audit, salt: str, history: Messages, count: Callable[[Messages], int], session_id: str
 ) -> list[Form]:
-    """The probe and the control of ``audit`` in their sending order (``history``: the source turn's
-    conversation as sent, ``salt`` and ``session_id`` its session's)."""
+    """The probe and the control of the altered ``audit`` in their sending order (``history``: the
+    source turn's conversation as sent, ``salt`` and ``session_id`` its session's; the copied audit's
+    are sessions: ``decoys``)."""
     base = count(history)
-    if audit.kind == ALTERED:
-        probe = Form(ALTERED, salt, session_id, altered(history, salt, count, base))
-    else:
-        new = matched_salt(history, salt, count, base)
-        probe = Form(COPIED, new, new[:16], resalted(history, salt, new))
+    probe = Form(ALTERED, salt, session_id, altered(history, salt, count, base))
     new = matched_salt(history, salt, count, base)
     control = Form(
-        audit.kind + CONTROL, new, new[:16], matched_shuffle(resalted(history, salt, new), count, base)
+        ALTERED + CONTROL, new, new[:16], matched_shuffle(resalted(history, salt, new), count, base)
     )
     return [control, probe] if audit.control_first else [probe, control]
 
@@ -147,9 +143,10 @@ def decoys(source: Session, count: Callable[[Messages], int], index: int) -> tup
         {"role": "system", "content": source.system},
         {"role": "user", "content": source.turns[0].content},
     ]
-    new = matched_salt(head, source.salt, count, count(head))
+    tokens = count(head)
+    new = matched_salt(head, source.salt, count, tokens)
     probe = [dataclasses.replace(t, content=t.content.replace(source.salt, new)) for t in source.turns]
-    other = matched_salt(head, source.salt, count, count(head))
+    other = matched_salt(head, source.salt, count, tokens)
     control = []
     for turn in source.turns:
         message = ({"role": "user", "content": turn.content.replace(source.salt, other)},)
@@ -232,12 +229,6 @@ def verdict(kind: str, records: Sequence[TurnRecord]) -> Verdict:
     control_s = statistics.median(b for _, b in both)
     ratio = probe_s / control_s if control_s > 0 else 1.0
     faster = sum(a < b for a, b in both) / len(both)
-    sources = {(Load.of(r.request), r.session, r.turn): r for r in records if r.request.role == "turn"}
-    replayed = sum(
-        p.request.text == s.request.text
-        for _, _, p, _ in timed
-        if (s := sources.get((Load.of(p.request), p.session, p.turn))) is not None
-    )
     gap = max(abs(p.context_tokens - c.context_tokens) for _, _, p, c in timed)
     judged = outcome(len(both), ratio, faster)
     reason = (
@@ -247,9 +238,20 @@ def verdict(kind: str, records: Sequence[TurnRecord]) -> Verdict:
     evidence = {"ratio": round(ratio, 4), "faster_share": round(faster, 4), "pairs": len(both)}
     evidence |= {"bar": FAST_RATIO, "token_gap": gap}
     if kind == ALTERED:  # a decoy's source is an earlier pass's session, not a turn of its point
+        replayed = _source_replies([p for _, _, p, _ in timed], records)
         reason += f"; {replayed} replies equal to the source turn's"
         evidence["source_replies"] = replayed
     return Verdict(name, judged, reason, evidence)
+
+
+def _source_replies(probes: Sequence[TurnRecord], records: Sequence[TurnRecord]) -> int:
+    """How many of the altered ``probes`` were answered with their source turn's reply."""
+    sources = {(Load.of(r.request), r.session, r.turn): r for r in records if r.request.role == "turn"}
+    return sum(
+        p.request.text == s.request.text
+        for p in probes
+        if (s := sources.get((Load.of(p.request), p.session, p.turn))) is not None
+    )
 
 
 def outcome(pairs: int, ratio: float, faster_share: float) -> str:

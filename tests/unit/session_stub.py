@@ -40,6 +40,13 @@ from accelbench.sessions.workload import Session
 
 WORDS = ("read", "the", "file", "then", "run", "tests", "grep", "for", "it", "fix", "done", "ok")
 HONEST, SALT_BLIND, REPLAY, SHY = "honest", "salt-blind", "replay", "salt-blind-shy"
+PLANTED = (
+    (HONEST, ()),
+    (SALT_BLIND, ("copied_session",)),
+    (SHY, ("copied_session",)),
+    (REPLAY, ("altered_history",)),
+)
+"""Each mode and the audits that must catch it (none: the honest prefix cache passes both)."""
 
 
 def reply_of(text: str) -> list[str]:

@@ -29,7 +29,7 @@ from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.settings import SessionSettings, rates
 from accelbench.sessions.source import source_of
 from accelbench.sessions.workload import Shape, make_sessions
-from tests.unit.session_stub import HONEST, REPLAY, SALT_BLIND, SHY, audited_ladder, session_stub
+from tests.unit.session_stub import HONEST, PLANTED, audited_ladder, session_stub
 
 SHAPE = Shape(turns=3, delay_s=(0.0, 0.02))
 
@@ -131,15 +131,7 @@ def rate_records(mode: str, folder: Path) -> list[TurnRecord]:
         return audited_ladder(url, passes, warm, COUNTERS, folder, openings)
 
 
-@pytest.mark.parametrize(
-    ("mode", "caught"),
-    [
-        (HONEST, ()),
-        (SALT_BLIND, ("copied_session",)),
-        (SHY, ("copied_session",)),
-        (REPLAY, ("altered_history",)),
-    ],
-)
+@pytest.mark.parametrize(("mode", "caught"), PLANTED)
 def test_the_audits_run_on_rate_points_and_catch_the_planted_servers(
     mode: str, caught: tuple[str, ...], tmp_path: Path
 ) -> None:
