@@ -262,7 +262,13 @@ class Store:
     def _run_row(self, run_id: str, db: sqlite3.Connection) -> sqlite3.Row:
         row = db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:
-            raise UserError(_unknown_run_message(run_id, self.run_ids()))
+            known = self.run_ids()
+            if run_id in known:  # the lookup by key missed a run the table lists: a damaged index
+                raise UserError(
+                    f"result store {self.path / DB_NAME} cannot be read: run {run_id!r} is listed but its "
+                    "lookup finds nothing (a damaged index)"
+                )
+            raise UserError(_unknown_run_message(run_id, known))
         return row
 
 
