@@ -6,7 +6,13 @@ else is reached through the ``accelbench`` command line. The records load on fir
 reaches the CLI's error boundary.
 """
 
-from accelbench.errors import AccelbenchError, CellError, Unavailable, Unsupported, UserError
+import sys
+
+try:  # runs before ``__main__``'s own guard: a Ctrl-C while the errors load is one line here too
+    from accelbench.errors import AccelbenchError, CellError, Unavailable, Unsupported, UserError
+except KeyboardInterrupt:
+    sys.stderr.write("accelbench: error: interrupted\n")
+    sys.exit(130)
 
 __version__ = "0.1.0"
 

@@ -48,14 +48,15 @@ while time.monotonic() < until:
     while time.monotonic() < spun:
         pass
     time.sleep(0.03)
-    if log:
-        with open(f"{log[0]}.{os.getpid()}", "w") as out:
+    if log:  # written aside, then renamed: a kill mid-write never leaves an empty log
+        with open(f"{log[0]}-part-{os.getpid()}", "w") as out:
             out.write(f"{time.process_time()}")
+        os.replace(f"{log[0]}-part-{os.getpid()}", f"{log[0]}.{os.getpid()}")
 """
 """The detached load: a quarter of a core (spin 10 ms, sleep 30 ms) until the SUT process is gone (900 s
 at most): 2.5 times the other-load limit of a 2-core machine, were it outside the run. It keeps the CPU
 seconds it spun in ``<path>.<pid>``, where ``SPIN_LOG`` in its environment names a path (it may be killed
-with the cell, so it writes as it goes)."""
+with the cell, so it writes as it goes, each figure whole)."""
 SPIN_LOG = "PLANTED_SPIN_LOG"
 
 
