@@ -155,7 +155,8 @@ def _forbidden_reuse(entry: AuditEntry) -> str:
     pairs, ratio, share = (_number(entry.evidence, k) for k in ("pairs", "ratio", "faster_share"))
     if math.isnan(pairs):
         return INCONCLUSIVE
-    return forbidden.outcome(int(pairs), _or_zero(ratio), 1.0 if math.isnan(share) else share)
+    hits = int(_or_zero(_number(entry.evidence, "hits")))  # none stored: judged before the hit rule
+    return forbidden.outcome(int(pairs), _or_zero(ratio), 1.0 if math.isnan(share) else share, hits)
 
 
 def _caching(entry: AuditEntry) -> str:

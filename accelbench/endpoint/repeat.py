@@ -241,14 +241,15 @@ def pair_lows(records: Sequence[RequestRecord]) -> list[float]:
         if not (seen.ok and unseen.ok) or ttft_s(seen) is None or ttft_s(unseen) is None:
             continue
         ratios = [
-            _low(time_of(seen), time_of(unseen), m[seen.concurrency])
+            low_ratio(time_of(seen), time_of(unseen), m[seen.concurrency])
             for time_of, m in zip(times, medians, strict=True)
         ]
         lows.append(min(ratios))
     return lows
 
 
-def _low(seen_s: float | None, partner_s: float | None, median_s: float) -> float:
+def low_ratio(seen_s: float | None, partner_s: float | None, median_s: float) -> float:
+    """A probe's time over the lower of its partner's and its point's median (1.0 with no bar)."""
     bar_s = min(partner_s or 0.0, median_s)
     return (seen_s or 0.0) / bar_s if bar_s > 0 else 1.0
 

@@ -35,7 +35,15 @@ replay.
 
 A kind fails like the served repeat audit (``accelbench.endpoint.repeat``): the probes' median TTFT
 below ``FAST_RATIO`` of the controls' AND the probe the faster in ``FASTER_SHARE`` of the pairs (one
-slow outlier cannot fail an honest server); fewer than 3 answered pairs is inconclusive. An altered
+slow outlier cannot fail an honest server); or ``HITS`` *hits* or more, a hit being a probe whose TTFT,
+or whose time from issue to end per token, is under ``HIT_RATIO`` of its control's and of its point's
+median (the served repeat's hit). The hits close what pooling leaves open: a cache that replays some
+sessions only (those that start late in a point's queue, one point of the ladder, a share drawn at
+random) keeps the pooled share of faster probes under the bar while each decoy it replays is a run of
+hits (stop 55 measured a cache sparing late starters pooled at about 58% faster pairs). Honest hits,
+measured on the 32 runs of stop 55's false-alarm count (480 pairs): none; the lowest honest pair read
+x0.47 of the lower of its control and its point's median, against the hit bar x0.1. Fewer than 3
+answered pairs is inconclusive. An altered
 probe's replies equal to the source turn's are counted as evidence, not judged: a greedy model may
 answer a one-word change with the same words.
 """
@@ -53,6 +61,7 @@ from typing import TypeVar
 
 from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS, Verdict
 from accelbench.endpoint.figures import ttft_s
+from accelbench.endpoint.repeat import HIT_RATIO, HITS, low_ratio, per_token_s
 from accelbench.sessions.load import Load
 from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.workload import Session
@@ -230,13 +239,16 @@ def verdict(kind: str, records: Sequence[TurnRecord]) -> Verdict:
     ratio = probe_s / control_s if control_s > 0 else 1.0
     faster = sum(a < b for a, b in both) / len(both)
     gap = max(abs(p.context_tokens - c.context_tokens) for _, _, p, c in timed)
-    judged = outcome(len(both), ratio, faster)
+    lows = pair_lows([(p, c) for _, _, p, c in timed], records)
+    hits = sum(low < HIT_RATIO for low in lows)
+    judged = outcome(len(both), ratio, faster, hits)
     reason = (
         f"{kind} turns' median TTFT {probe_s * 1e3:.1f} ms vs cold controls {control_s * 1e3:.1f} ms "
-        f"(x{ratio:.2f}, bar x{FAST_RATIO}); {kind} faster in {faster:.0%} of {len(both)} pairs"
+        f"(x{ratio:.2f}, bar x{FAST_RATIO}); {kind} faster in {faster:.0%} of {len(both)} pairs; "
+        f"{hits} hit(s) under x{HIT_RATIO} of control and point (bar {HITS})"
     )
     evidence = {"ratio": round(ratio, 4), "faster_share": round(faster, 4), "pairs": len(both)}
-    evidence |= {"bar": FAST_RATIO, "token_gap": gap}
+    evidence |= {"bar": FAST_RATIO, "token_gap": gap, "hits": hits, "lowest": round(min(lows), 4)}
     if kind == ALTERED:  # a decoy's source is an earlier pass's session, not a turn of its point
         replayed = _source_replies([p for _, _, p, _ in timed], records)
         reason += f"; {replayed} replies equal to the source turn's"
@@ -254,12 +266,30 @@ def _source_replies(probes: Sequence[TurnRecord], records: Sequence[TurnRecord])
     )
 
 
-def outcome(pairs: int, ratio: float, faster_share: float) -> str:
+def outcome(pairs: int, ratio: float, faster_share: float, hits: int = 0) -> str:
     """The rule, from its stored evidence: fewer than 3 pairs is inconclusive; probes under
-    ``FAST_RATIO`` of the controls' TTFT and the faster in ``FASTER_SHARE`` of the pairs fail."""
+    ``FAST_RATIO`` of the controls' TTFT and the faster in ``FASTER_SHARE`` of the pairs fail, and so do
+    ``HITS`` hits or more. The run and ``verify`` both judge with it."""
     if pairs < 3:
         return INCONCLUSIVE
-    return FAIL if ratio < FAST_RATIO and faster_share >= FASTER_SHARE else PASS
+    faster = ratio < FAST_RATIO and faster_share >= FASTER_SHARE
+    return FAIL if faster or hits >= HITS else PASS
+
+
+def pair_lows(pairs: Sequence[tuple[TurnRecord, TurnRecord]], records: Sequence[TurnRecord]) -> list[float]:
+    """Each answered (probe, control) pair's lower hit ratio: the probe's TTFT, and its time per token,
+    each over the lower of its control's and its load point's median over every answered request."""
+    lows = []
+    for time_of in (ttft_s, per_token_s):
+        by_point: dict[Load, list[float]] = {}
+        for r in records:
+            if r.request.ok and (value := time_of(r.request)) is not None:
+                by_point.setdefault(Load.of(r.request), []).append(value)
+        medians = {load: statistics.median(values) for load, values in by_point.items()}
+        lows.append(
+            [low_ratio(time_of(p.request), time_of(c.request), medians[Load.of(p.request)]) for p, c in pairs]
+        )
+    return [min(by_time) for by_time in zip(*lows, strict=True)]
 
 
 def verdicts(records: Sequence[TurnRecord]) -> tuple[Verdict, ...]:

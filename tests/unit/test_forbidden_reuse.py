@@ -5,6 +5,7 @@ replies are each caught by their audit."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from accelbench.sessions.load import Load
 from accelbench.sessions.outcome import verdicts
 from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.workload import SYSTEM_PROMPT, Shape, make_sessions
-from tests.unit.session_stub import PLANTED, audited_ladder, session_stub
+from tests.unit.session_stub import HONEST, PLANTED, audited_ladder, session_stub
 
 SHAPE = Shape(turns=3, delay_s=(0.0, 0.02))
 LADDER = (1, 2, 4)
@@ -150,6 +151,38 @@ def test_planted_servers_are_caught_and_the_honest_cache_passes(
     assert found["session_salts"].outcome == PASS
 
 
+def replayed(record: TurnRecord) -> TurnRecord:
+    """``record`` as a reply cache answers it: the whole reply 1 ms after the issue."""
+    request = record.request
+    at_s = request.issue_s + 1e-3
+    chunks = tuple(at_s for _ in request.chunk_s)
+    request = dataclasses.replace(request, first_content_s=at_s, end_s=at_s, chunk_s=chunks)
+    return dataclasses.replace(record, request=request)
+
+
+def test_a_cache_that_replays_one_point_only_is_caught_by_its_hits(tmp_path: Path) -> None:
+    """A salt-blind cache that replays at the ladder's last point only (or any share of the decoys: one
+    started late in the slots' queue, a share drawn at random) keeps the pooled share of faster decoy
+    turns under ``FASTER_SHARE``: the pooled rule alone passes it, its decoy's turns are hits."""
+    records = ladder_records(HONEST, tmp_path)
+    last = Load(LADDER[-1])
+    cheated = [replayed(r) if r.request.role == COPIED and Load.of(r.request) == last else r for r in records]
+    honest = {v.audit: v for v in verdicts(records, 6)}["copied_session"]
+    found = {v.audit: v for v in verdicts(cheated, 6)}["copied_session"]
+    share, pairs = float(found.evidence["faster_share"]), int(found.evidence["pairs"])
+    assert pairs == SHAPE.turns * len(LADDER) and share < forbidden.FASTER_SHARE, found.reason
+    pooled = forbidden.outcome(pairs, float(found.evidence["ratio"]), share)
+    assert pooled == PASS and found.outcome == FAIL and found.evidence["hits"] == SHAPE.turns, found.reason
+    assert honest.outcome == PASS and honest.evidence["hits"] == 0, honest.reason
+    assert "3 hit(s)" in found.reason
+
+
+@pytest.mark.parametrize(("hits", "expected"), [(0, PASS), (1, PASS), (2, FAIL), (5, FAIL)])
+def test_two_hits_fail_whatever_the_pooled_figures(hits: int, expected: str) -> None:
+    assert forbidden.outcome(9, 0.9, 0.3, hits) == expected
+    assert forbidden.outcome(2, 0.9, 0.3, hits) == INCONCLUSIVE
+
+
 def test_verify_judges_a_stored_entry_again_by_this_codes_rule() -> None:
     from accelbench.audit_section import AuditEntry
     from accelbench.bundle.rejudge import verdict
@@ -158,6 +191,8 @@ def test_verify_judges_a_stored_entry_again_by_this_codes_rule() -> None:
     assert verdict("copied_session", AuditEntry.from_dict(doctored)).outcome == FAIL
     assert verdict("altered_history", AuditEntry.from_dict({**doctored, "ratio": 0.9})).outcome == PASS
     assert verdict("altered_history", AuditEntry("pass")).outcome == INCONCLUSIVE
+    hit = {**doctored, "ratio": 0.9, "faster_share": 0.3, "hits": 3}  # a partial replay's hits
+    assert verdict("copied_session", AuditEntry.from_dict(hit)).outcome == FAIL
 
 
 def test_the_servers_cache_is_a_label_and_compare_names_a_difference() -> None:
