@@ -12,20 +12,27 @@ refused, naming it):
   turn: the session's system message, as AIPerf hoists it); lines sharing a ``session_id`` are one
   session, in file order, as AIPerf groups them. Images, audio, video and ``extra`` fields are refused
   (accelbench sends text only);
-- ``messages``: an OpenAI chat conversation a line, ``{"messages": [{"role", "content"}, ...]}``: each
-  ``user`` message is a turn, each ``tool`` message a tool-result turn (sent as a user message naming its
-  tool, ``[tool:NAME] ...``, as the synthetic sessions' are), the file's ``assistant`` messages are
-  dropped (the server's real replies take their place), a leading ``system`` message is the session's
-  system message. No waits (each turn is sent once the reply before it is in) and no reply lengths
-  (``--output-tokens``).
+- ``messages``: an OpenAI chat conversation a line, ``{"messages": [{"role", "content"}, ...]}`` with
+  the tools it offered, ``"tools": [{"type": "function", "function": {"name", ...}}, ...]``, where it
+  has them (as a coding agent's log keeps them): each ``user`` message is a turn, each ``tool`` message a
+  tool-result turn (sent as a user message naming its tool, ``[tool:NAME] ...``, as the synthetic
+  sessions' are; the name is the message's ``name``, else that of the call its ``tool_call_id`` answers),
+  the file's ``assistant`` messages are dropped (the server's real replies take their place, and they
+  call no tool), a leading ``system`` message is the session's system message. No waits (each turn is
+  sent once the reply before it is in) and no reply lengths (``--output-tokens``).
 
 A system message is the declared shared prefix: every session of a file opens with the same one (a
 session without one gets the file's), and a file whose sessions state two different ones is refused. A
-file without one replays with accelbench's (``accelbench.sessions.workload.SYSTEM_PROMPT``).
+line's ``tools`` are part of it: their definitions, as JSON, close the system message under
+``TOOLS_HEADING`` (as the synthetic sessions' tool schema does), so every session sends them, the audits'
+forms and controls keep them, and the client counts them. They are not sent as the request's ``tools``
+field: the replies replace the log's, so no tool call the server makes would be answered. A file
+without a system message or tools replays with accelbench's (``accelbench.sessions.workload.SYSTEM_PROMPT``).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise
 from typing import Any
@@ -44,6 +51,9 @@ MESSAGE_FIELDS = ("role", "content", "name", "tool_call_id")
 """What a ``user``, ``tool`` or ``system`` message may hold (an ``assistant`` one is dropped whole)."""
 
 Row = tuple[int, dict[str, Any]]
+
+TOOLS_HEADING = "\n\n# Tools\n"
+"""What stands between a ``messages`` line's system message and its tools' definitions."""
 
 
 ROW_MARKS = ("input_length", "text_input", "output_length", "timestamp", "delay", "hash_ids")
@@ -91,8 +101,8 @@ def rows_of(
     if len(systems) > 1:
         first, second = sorted(systems.values())[:2]
         raise UserError(
-            f"{where} line {second}: a system message other than line {first}'s; a file declares one shared "
-            "prefix (the system message every session opens with)"
+            f"{where} line {second}: a system message (or tools) other than line {first}'s; a file declares "
+            "one shared prefix (the system message and tools every session opens with)"
         )
     return rows, next(iter(systems), "")
 
@@ -161,15 +171,15 @@ def _turn_text(turn: Mapping[str, Any], where: str) -> str:
 def _messages(line: Mapping[str, Any], where: str) -> tuple[list[dict[str, Any]], str]:
     """An OpenAI ``messages`` line's user and tool messages as rows (its assistant messages dropped),
     and its leading system message ("" for none)."""
-    unknown = sorted(set(line) - {"messages"})
+    unknown = sorted(set(line) - {"messages", "tools"})
     if unknown:
-        raise UserError(f"{where}: unknown field {unknown[0][:40]!r}; a messages line has messages only")
+        raise UserError(f"{where}: unknown field {unknown[0][:40]!r}; a messages line has messages, tools")
     messages = line.get("messages")
     if not isinstance(messages, list) or not messages:
         raise UserError(
             f"{where}: not a messages line (messages must be a non-empty list); one format a file"
         )
-    system, rows = "", list[dict[str, Any]]()
+    system, rows, called = "", list[dict[str, Any]](), dict[str, str]()
     for index, message in enumerate(messages):
         here = f"{where} message {index + 1}"
         if not isinstance(message, dict) or message.get("role") not in (
@@ -181,6 +191,7 @@ def _messages(line: Mapping[str, Any], where: str) -> tuple[list[dict[str, Any]]
             raise UserError(f"{here}: a message is an object with role system, user, assistant or tool")
         role = message["role"]
         if role == "assistant":
+            called |= _calls(message)
             continue  # dropped: the server's real reply takes its place
         unknown = sorted(set(message) - set(MESSAGE_FIELDS))
         if unknown:
@@ -195,13 +206,40 @@ def _messages(line: Mapping[str, Any], where: str) -> tuple[list[dict[str, Any]]
                 raise UserError(
                     f"{here}: a tool result before any user message (the first turn is the user's)"
                 )
-            name = str(message.get("name") or "")
+            name = str(message.get("name") or called.get(str(message.get("tool_call_id")), ""))
             rows.append({"text_input": f"[tool:{name}] {text}" if name else f"[tool] {text}", "kind": TOOL})
         else:
             rows.append({"text_input": text})
     if not rows:
         raise UserError(f"{where}: no user message (a conversation needs one to replay)")
+    if "tools" in line:
+        system += TOOLS_HEADING + _tools(line["tools"], where)
     return rows, system
+
+
+def _tools(tools: Any, where: str) -> str:
+    """A line's tool definitions as the JSON that closes its system message (keys sorted, one form)."""
+    if not isinstance(tools, list) or not tools:
+        raise UserError(f"{where}: tools must be a non-empty list of tool definitions")
+    for index, tool in enumerate(tools):
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            raise UserError(
+                f"{where}: tool {index + 1} is not a function definition "
+                '({"type": "function", "function": {"name": ...}})'
+            )
+    return json.dumps(tools, sort_keys=True, ensure_ascii=False)
+
+
+def _calls(message: Mapping[str, Any]) -> dict[str, str]:
+    """The tool names an assistant message's ``tool_calls`` name, by call id (a malformed call: none)."""
+    calls = message.get("tool_calls")
+    found = {}
+    for call in calls if isinstance(calls, list) else ():
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            found[str(call.get("id"))] = function["name"]
+    return found
 
 
 def _content(content: Any, where: str) -> str:

@@ -15,7 +15,7 @@ from accelbench.endpoint.client import Target
 from accelbench.errors import UserError
 from accelbench.sessions.driver import TURN, run_load
 from accelbench.sessions.trace import parse_trace, read_trace, replay
-from accelbench.sessions.trace_formats import MESSAGES, MULTI_TURN, ROWS, format_of
+from accelbench.sessions.trace_formats import MESSAGES, MULTI_TURN, ROWS, TOOLS_HEADING, format_of
 from accelbench.sessions.workload import SYSTEM_PROMPT, TOOL, USER
 from tests.unit.session_stub import HONEST, session_stub
 from tests.unit.test_forbidden_reuse import words
@@ -103,6 +103,30 @@ def _messages(*messages: dict[str, object]) -> str:
 
 
 USER_HI = {"role": "user", "content": "Fix the failing test please."}
+GREP = {"type": "function", "function": {"name": "grep", "parameters": {"type": "object"}}}
+
+
+def _tooled(tools: object, *messages: dict[str, object]) -> str:
+    return json.dumps({"messages": list(messages), "tools": tools})
+
+
+def test_a_messages_lines_tools_close_the_shared_system_message() -> None:
+    """An agent's log keeps the tools it offered: their definitions close the declared shared prefix (the
+    same in every session), and a tool result without a name takes the one its call id named."""
+    call = {"role": "assistant", "content": None, "tool_calls": [{"id": "c7", "function": {"name": "grep"}}]}
+    result = {"role": "tool", "tool_call_id": "c7", "content": "tests/test_rows.py:3"}
+    system = {"role": "system", "content": SYSTEM}
+    text = _tooled([GREP], system, USER_HI, call, result) + "\n" + _tooled([GREP], system, USER_HI)
+    trace = parse_trace(text, "t.jsonl")
+    assert trace.system == SYSTEM + TOOLS_HEADING + json.dumps([GREP], sort_keys=True)
+    first, second = trace.sessions
+    assert [(t.kind, t.text) for t in first] == [
+        (USER, USER_HI["content"]),
+        (TOOL, "[tool:grep] tests/test_rows.py:3"),
+    ]
+    assert [t.text for t in second] == [USER_HI["content"]]
+    untooled = parse_trace(_messages(system, USER_HI), "t.jsonl")
+    assert untooled.system == SYSTEM  # a file without tools: its system message as it is
 
 
 @pytest.mark.parametrize(
@@ -153,7 +177,7 @@ USER_HI = {"role": "user", "content": "Fix the failing test please."}
             _turns({"role": "system", "text": "s1"}, {"text": "a"})
             + "\n"
             + _turns({"role": "system", "text": "s2"}, {"text": "b"}),
-            "line 2: a system message other than line 1's; a file declares one shared prefix",
+            "line 2: a system message (or tools) other than line 1's; a file declares one shared prefix",
         ),
         (
             _turns({"text": "fix the test"}, {"text": "fix the test and run it"}, session_id="s"),
@@ -165,7 +189,15 @@ USER_HI = {"role": "user", "content": "Fix the failing test please."}
             + _turns({"text": "Fix the build."}, {"text": "Run it again."}),
             "line 2: its turns start with line 1's whole conversation: cumulative lines",
         ),
-        ('{"messages": [], "id": 3}', "unknown field 'id'; a messages line has messages only"),
+        ('{"messages": [], "id": 3}', "unknown field 'id'; a messages line has messages, tools"),
+        (_tooled([], USER_HI), "tools must be a non-empty list of tool definitions"),
+        (_tooled([{"type": "function"}], USER_HI), "tool 1 is not a function definition"),
+        (
+            _tooled([GREP], USER_HI)
+            + "\n"
+            + _tooled([{"type": "function", "function": {"name": "ls"}}], USER_HI),
+            "line 2: a system message (or tools) other than line 1's",
+        ),
         ('{"messages": []}', "not a messages line (messages must be a non-empty list)"),
         (_messages({"role": "developer", "content": "x"}), "message 1: a message is an object with role"),
         (
