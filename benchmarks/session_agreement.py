@@ -19,8 +19,10 @@ tokens counted by the client (the model's tokenizer), medians over all turns and
 the rounds with the median's distribution-free 95% interval; the input tokens each tool reports per turn
 index (accelbench: the context it sent, chat template included; AIPerf: its ISL) show both sent one
 conversation. accelbench's audit pairs take the place of sessions (AIPerf has none): the turns whose
-time overlaps an audit request are shown apart too (``clean``). Until stop 55 the pairs ran beside the
-turns, and the turns they overlapped read 4-10x AIPerf's TTFT.
+time overlaps an audit request are shown apart too (``clean``), and those that no audit request touched
+either, in flight or since the session's turn before (``untouched``: the server's prefix cache met no
+audit traffic between two turns of the session, as AIPerf's never does). Until stop 55 the pairs ran
+beside the turns, and the turns they overlapped read 4-10x AIPerf's TTFT.
 
 Usage: ``python benchmarks/session_agreement.py [--sessions 1,4] [--turns 4] [--rounds 3]
 [--output-tokens 32] [--words 40] [--server transformers-cb|scripted]`` (``scripted``: a server of known
@@ -72,6 +74,10 @@ class TurnTime:
     input_tokens: int
     overlapped: bool = False
     """accelbench only: an audit request of its point was in flight during this turn."""
+    after_audit: bool = False
+    """accelbench only: an audit request (a pair's, a decoy's) ended between the session's turn before
+    (the point's start for a first turn) and this turn's send: the server's cache saw audit traffic
+    since this session's last request, which AIPerf's sessions never meet."""
 
     @property
     def tpot_s(self) -> float | None:
@@ -150,10 +156,15 @@ def read_accelbench(out: Path, store: Path) -> list[TurnTime]:
     ]
     audits = [(r["send_s"], r["end_s"]) for r in records if r["role"] not in ("turn", "warm", "cold")]
     found = []
+    previous_end = {
+        (r["concurrency"], r["session"], r["turn"] + 1): r["end_s"] for r in records if r["role"] == "turn"
+    }
     for r in records:
         if r["role"] != "turn" or r["status"] != "ok" or r.get("first_content_s") is None:
             continue
         overlapped = any(send < r["end_s"] and r["send_s"] < end for send, end in audits)
+        since_s = previous_end.get((r["concurrency"], r["session"], r["turn"]), 0.0)
+        after_audit = any(since_s < end <= r["send_s"] for _, end in audits)
         found.append(
             TurnTime(
                 session=str(r["session"]),
@@ -164,6 +175,7 @@ def read_accelbench(out: Path, store: Path) -> list[TurnTime]:
                 output_tokens=int(r["output_tokens"]),
                 input_tokens=int(r["context_tokens"]),
                 overlapped=overlapped,
+                after_audit=after_audit,
             )
         )
     return found
@@ -249,15 +261,17 @@ def print_tables(turns: dict[str, list[TurnTime]], sessions: int, rounds: int) -
     clean = {
         "accelbench": turns["accelbench"],
         "accelbench (clean)": [t for t in turns["accelbench"] if not t.overlapped],
+        "accelbench (untouched)": [t for t in turns["accelbench"] if not (t.overlapped or t.after_audit)],
         "aiperf": turns["aiperf"],
     }
-    names = ["accelbench", "accelbench (clean)", "aiperf"]
+    names = ["accelbench", "accelbench (clean)", "accelbench (untouched)", "aiperf"]
     print(
         f"\n{sessions} sessions at once, {rounds} rounds; pooled turns per client: "
         + ", ".join(f"{n} {len(clean[n])}" for n in names)
     )
-    print("| turns | figure | " + " | ".join(names) + " | ratio aiperf/accelbench | ratio aiperf/clean |")
-    print("|---|---|" + "---|" * (len(names) + 2))
+    ratio_names = "ratio aiperf/accelbench | ratio aiperf/clean | ratio aiperf/untouched"
+    print("| turns | figure | " + " | ".join(names) + f" | {ratio_names} |")
+    print("|---|---|" + "---|" * (len(names) + 3))
     indices = sorted({t.turn for t in turns["aiperf"]} | {t.turn for t in turns["accelbench"]})
     for label, pick in [("all", None), *((f"turn {i}", i) for i in indices)]:
         chosen = {n: [t for t in clean[n] if pick is None or t.turn == pick] for n in names}
@@ -269,7 +283,7 @@ def print_tables(turns: dict[str, list[TurnTime]], sessions: int, rounds: int) -
         ):
             values = {n: [v for t in chosen[n] if (v := value(t)) is not None] for n in names}
             medians = {n: statistics.median(v) if v else float("nan") for n, v in values.items()}
-            ratios = [medians["aiperf"] / medians[b] if medians[b] else float("nan") for b in names[:2]]
+            ratios = [medians["aiperf"] / medians[b] if medians[b] else float("nan") for b in names[:3]]
             print(
                 f"| {label} | {figure} | "
                 + " | ".join(_median_ci(values[n]) for n in names)
