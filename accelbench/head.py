@@ -75,6 +75,9 @@ class NoiseProbe:
     outside_view: str = ""
     """What the guard could not watch: a served model on another machine (its load, steal and drift are
     not this machine's); "" when the whole measurement ran here."""
+    retried: str = ""
+    """Why the cell's first attempt was measured once more (its guard's reason, the attempt discarded);
+    "" when it was measured once (and in older records)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,6 +105,7 @@ def measure_with(spec: CellSpec, sut: SutProcess) -> Outcome:
     bounds = _bounds(workload, model)
     log_dir = Path(spec.folders.cell_dir) / "loadgen"
     meters = CellMeters(spec.cell.device, spec.measured_fp32_flops_per_s)
+    retried = ""
     for attempt in range(ATTEMPTS):
         probe_start = noise.begin(spec.noise_floor)
         meters.begin("scored")
@@ -116,10 +117,12 @@ def measure_with(spec: CellSpec, sut: SutProcess) -> Outcome:
         sut_cpu = SutCpu(cpu_s=sut.cpu_s() - cpu_start_s, in_calls_s=sut.cpu_in_calls_s - in_calls_start_s)
         # the guard's samples: each reply's TPOT in completion order (it hardly depends on the prompt)
         probe = noise.end(probe_start, [r.time_per_output_token_s for r in run.replies if len(r.tokens) > 1])
-        if not noise.worth_retrying(probe):
+        if not noise.worth_retrying(probe) or attempt == ATTEMPTS - 1:
             break
+        retried = noise.unstable_reason(probe)
         log_dir = Path(spec.folders.cell_dir) / f"loadgen-attempt{attempt + 2}"
     meters.close()
+    probe = dataclasses.replace(probe, retried=retried)
     measured = _Measured(run, search, probe, metered, prepare_s, log_dir, sut_cpu)
     return _outcome(spec, generator, model, prompts, feeds, keep, measured)
 
@@ -347,7 +350,7 @@ def _head(spec: CellSpec, generator: RemoteGenerator, judged: _Judgement, measur
         compile_s=measured.prepare_s,
         noise=measured.probe,
         energy=measured.metered.energy,
-        warnings=tuple(w for w in measured.metered.warnings if w),
+        warnings=tuple(w for w in (*measured.metered.warnings, *noise.retry_warnings(measured.probe)) if w),
         versions={**with_python(("accelbench", "numpy", "torch", "mlcommons-loadgen")), **generator.versions},
         settings={
             "threads": spec.threads,

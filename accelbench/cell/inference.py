@@ -54,13 +54,16 @@ def measure(spec: CellSpec) -> Outcome:
     """The outcome of a LoadGen cell: trials, figures, audits, status."""
     workload: Workload = instantiate(spec.refs.workload)
     rules = get_rules(spec.rules)
+    retried = ""
     for attempt in range(ATTEMPTS):
         start = noise.begin(spec.noise_floor, loadgen_settings(spec).serve_url)
         evidence, search, discarded = _trials(spec, rules, attempt)
         probe = noise.end(start, [s for e in evidence for s in e.timed.measurement.sut_latencies_s])
         if not noise.worth_retrying(probe) or attempt == ATTEMPTS - 1:
             break
-        log.info("%s; measuring it once more", noise.unstable_reason(probe))
+        retried = noise.unstable_reason(probe)
+        log.info("%s; measuring it once more", retried)
+    probe = dataclasses.replace(probe, retried=retried)
     measurements = [e.timed.measurement for e in evidence]
     found = _figures(evidence, search)
     # rounds discarded by a server back-off are judged too: a stack caught there never ranks

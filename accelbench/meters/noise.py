@@ -88,6 +88,7 @@ __all__ = [
     "probe_s",
     "recorded",
     "rejudged",
+    "retry_warnings",
     "runs_shift",
     "samples_shift",
     "unstable_reason",
@@ -311,9 +312,15 @@ def unstable_reason(probe: NoiseProbe) -> str:
     return f"unstable: reference probe drifted {probe.drift:.0%} during the measurement (limit {limit:.0%})"
 
 
+def retry_warnings(probe: NoiseProbe) -> list[str]:
+    """The warning of a cell measured twice: why its first attempt was discarded (none: measured once)."""
+    return [f"measured twice: the first attempt was discarded ({probe.retried})"] if probe.retried else []
+
+
 def guard_warnings(probe: NoiseProbe) -> list[str]:
     """Warnings a result keeps from its noise record: a busy machine, samples that moved on their own."""
     notes = [probe.outside_view] if probe.outside_view else []
+    notes += retry_warnings(probe)
     if probe.other_load_cores > OTHER_LOAD_WARNING_CORES:
         notes.append(f"machine busy: other processes used {probe.other_load_cores:.2f} cores meanwhile")
     shift = probe.samples_shift

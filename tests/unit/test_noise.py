@@ -4,6 +4,7 @@ time a child spent, which does not depend on how busy the machine is."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -13,6 +14,7 @@ import sys
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -476,3 +478,45 @@ def test_a_training_cell_keeps_a_drift_alone_as_a_warning_and_other_load_as_unst
     assert notes == [f"{drifted}, with no timed series to corroborate it (a warning)"]
     loaded = _drifted(other_cores=0.5)
     assert noise.drift_as_warning(loaded) == (loaded, []) and loaded.unstable
+
+
+def test_a_cell_measured_twice_keeps_why_its_first_attempt_was_discarded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The null cell measured as the runner measures it (``inference.measure``), its first attempt's
+    closing probe made unstable: the cell runs a second attempt (its own LoadGen folder), and the stored
+    noise record and the result's warnings say why the first was discarded; measured once, neither."""
+    from accelbench import registry
+    from accelbench.cell import inference, pipeline
+    from accelbench.cellspec import PlannedCell
+    from accelbench.config import RunConfig
+    from accelbench.results import Cell
+
+    cell = Cell("resnet50", "null", "offline", "cpu", "tiny")
+    config = RunConfig("tiny", ("resnet50",), ("null",), ("offline",), "tiny", "quick")
+    refs = (registry.table("workload")["resnet50"], registry.table("stack")["null"])
+    planned = PlannedCell(cell, *refs, registry.DRIVERS["loadgen"])
+    real_end, ends = noise.end, []
+
+    def first_unstable(*args: Any, **kwargs: Any) -> NoiseProbe:
+        probe = real_end(*args, **kwargs)
+        ends.append(probe)
+        first = len(ends) == 1  # the run's first closing probe only
+        return dataclasses.replace(
+            probe, unstable=first, reason="unstable: planted", other_load_after_cores=0.0
+        )
+
+    monkeypatch.setattr(noise, "end", first_unstable)
+    for run, measured in (("twice", 2), ("once", 1)):
+        spec = pipeline.cell_spec(f"20261206-1600{measured}0-abcd", config, planned, tmp_path / run)
+        outcome = inference.measure(spec)
+        attempts = sorted(p.name for p in (Path(spec.folders.cell_dir) / "loadgen").iterdir())
+        assert attempts == [f"a{a}-t0" for a in range(measured)]
+        retried = outcome.head.noise.retried if outcome.head.noise else None
+        warned = [w for w in outcome.head.warnings if w.startswith("measured twice")]
+        if measured == 2:
+            assert retried == "unstable: planted" and warned == [
+                "measured twice: the first attempt was discarded (unstable: planted)"
+            ]
+        else:
+            assert retried == "" and warned == []

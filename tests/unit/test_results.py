@@ -25,8 +25,8 @@ GOLDEN_V1 = Path(__file__).parent.parent / "golden" / "result_v1.json"
 
 
 NOISE_ADDED = ("steal_cores", "threshold", "floor", "samples_shift", "samples_shifted", "reason")
-NOISE_ADDED = (*NOISE_ADDED, "other_load_after_cores", "outside_view")
-"""Fields the noise record gained in version 7 (issue 34), with defaults for older records."""
+NOISE_ADDED = (*NOISE_ADDED, "other_load_after_cores", "outside_view", "retried")
+"""Fields the noise record gained in version 7 (issue 34; ``retried`` later), with defaults for older ones."""
 
 
 QUALITY_ADDED = ("wrong", "sample_budget", "worst_sample_error")
