@@ -162,15 +162,17 @@ def replayed(record: TurnRecord) -> TurnRecord:
 
 def test_a_cache_that_replays_one_point_only_is_caught_by_its_hits(tmp_path: Path) -> None:
     """A salt-blind cache that replays at the ladder's last point only (or any share of the decoys: one
-    started late in the slots' queue, a share drawn at random) keeps the pooled share of faster decoy
-    turns under ``FASTER_SHARE``: the pooled rule alone passes it, its decoy's turns are hits."""
+    started late in the slots' queue, a share drawn at random) keeps the pooled ratio of the decoy turns
+    near 1: the pooled rule alone passes it, while its decoy's turns are hits."""
     records = ladder_records(HONEST, tmp_path)
     last = Load(LADDER[-1])
     cheated = [replayed(r) if r.request.role == COPIED and Load.of(r.request) == last else r for r in records]
     honest = {v.audit: v for v in verdicts(records, 6)}["copied_session"]
     found = {v.audit: v for v in verdicts(cheated, 6)}["copied_session"]
     share, pairs = float(found.evidence["faster_share"]), int(found.evidence["pairs"])
-    assert pairs == SHAPE.turns * len(LADDER) and share < forbidden.FASTER_SHARE, found.reason
+    assert pairs == SHAPE.turns * len(LADDER), found.reason
+    # the two honest points' decoys hold the median: the pooled ratio stays near 1 (the faster share
+    # is a coin per honest pair, so it may reach the bar by chance; the ratio does not)
     pooled = forbidden.outcome(pairs, float(found.evidence["ratio"]), share)
     assert pooled == PASS and found.outcome == FAIL and found.evidence["hits"] == SHAPE.turns, found.reason
     assert honest.outcome == PASS and honest.evidence["hits"] == 0, honest.reason
