@@ -485,9 +485,9 @@ def test_a_cell_measured_twice_keeps_why_its_first_attempt_was_discarded(
 ) -> None:
     """The null cell measured as the runner measures it (``inference.measure``), its first attempt's
     closing probe made unstable: the cell runs a second attempt (its own LoadGen folder), and the stored
-    noise record and the result's warnings say why the first was discarded; measured once, neither."""
+    noise record and the result's warnings say why the first was discarded (measured once: neither)."""
     from accelbench import registry
-    from accelbench.cell import inference, pipeline
+    from accelbench.cell import inference, pipeline, trial
     from accelbench.cellspec import PlannedCell
     from accelbench.config import RunConfig
     from accelbench.results import Cell
@@ -501,22 +501,20 @@ def test_a_cell_measured_twice_keeps_why_its_first_attempt_was_discarded(
     def first_unstable(*args: Any, **kwargs: Any) -> NoiseProbe:
         probe = real_end(*args, **kwargs)
         ends.append(probe)
-        first = len(ends) == 1  # the run's first closing probe only
+        first = len(ends) == 1  # the first closing probe only: the second attempt is judged stable
         return dataclasses.replace(
             probe, unstable=first, reason="unstable: planted", other_load_after_cores=0.0
         )
 
     monkeypatch.setattr(noise, "end", first_unstable)
-    for run, measured in (("twice", 2), ("once", 1)):
-        spec = pipeline.cell_spec(f"20261206-1600{measured}0-abcd", config, planned, tmp_path / run)
-        outcome = inference.measure(spec)
-        attempts = sorted(p.name for p in (Path(spec.folders.cell_dir) / "loadgen").iterdir())
-        assert attempts == [f"a{a}-t0" for a in range(measured)]
-        retried = outcome.head.noise.retried if outcome.head.noise else None
-        warned = [w for w in outcome.head.warnings if w.startswith("measured twice")]
-        if measured == 2:
-            assert retried == "unstable: planted" and warned == [
-                "measured twice: the first attempt was discarded (unstable: planted)"
-            ]
-        else:
-            assert retried == "" and warned == []
+    monkeypatch.setattr(trial, "spawned", trial.run)  # the second attempt here too: no new interpreter
+    floor = reference_probe.floor_of([(1e-3, 1.01e-3)] * reference_probe.FLOOR_PAIRS)  # the runner's part
+    spec = pipeline.cell_spec("20261206-160000-abcd", config, planned, tmp_path, noise_floor=floor)
+    outcome = inference.measure(spec)
+    attempts = sorted(p.name for p in (Path(spec.folders.cell_dir) / "loadgen").iterdir())
+    assert attempts == ["a0-t0", "a1-t0"] and len(ends) == 2
+    assert outcome.head.noise is not None and outcome.head.noise.retried == "unstable: planted"
+    assert [w for w in outcome.head.warnings if w.startswith("measured twice")] == [
+        "measured twice: the first attempt was discarded (unstable: planted)"
+    ]
+    assert noise.retry_warnings(dataclasses.replace(outcome.head.noise, retried="")) == []
