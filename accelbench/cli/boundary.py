@@ -41,9 +41,25 @@ def guarded(entry: Callable[[], object]) -> None:
     except KeyboardInterrupt:
         _leave("interrupted", EXIT_INTERRUPTED)
     except BaseException as exc:  # the boundary: nothing escapes as a traceback
+        if interrupted(exc):
+            _leave("interrupted", EXIT_INTERRUPTED)
         message, code = describe(exc)
         _leave(message, code)
     sys.exit(0)
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether a Ctrl-C caused ``exc``: a KeyboardInterrupt in its chain of causes. Python 3.11 wraps one
+    raised in ``__set_name__`` (a class being made while a module imports: numpy's ``finfo``) in a
+    RuntimeError whose cause it is; that Ctrl-C is still exit 130, not an internal error."""
+    seen: set[int] = set()
+    found: BaseException | None = exc
+    while found is not None and id(found) not in seen:
+        if isinstance(found, KeyboardInterrupt):
+            return True
+        seen.add(id(found))
+        found = found.__cause__ or found.__context__
+    return False
 
 
 def describe(exc: BaseException) -> tuple[str, int]:

@@ -37,6 +37,27 @@ def test_an_internal_error_is_one_line_and_a_crash_file(tmp_path: Path) -> None:
     assert "Traceback" in crash.read_text() and "missing-key" in crash.read_text()
 
 
+def test_a_ctrl_c_python_wrapped_in_another_error_is_still_130(tmp_path: Path) -> None:
+    """A SIGINT while a class is made (``__set_name__``, numpy's ``finfo`` at import) reaches the boundary
+    as a RuntimeError caused by the KeyboardInterrupt (Python 3.11): one line, exit 130 (CI saw exit 1,
+    "internal error", in the Ctrl-C start-up test)."""
+    code = (
+        "import os, signal\n"
+        "from accelbench.cli.boundary import guarded\n"
+        "def boom():\n"
+        "    class Slow:\n"
+        "        def __set_name__(self, owner, name):\n"
+        "            os.kill(os.getpid(), signal.SIGINT)\n"
+        "            for _ in range(10**6): pass\n"
+        "    class Made:\n"
+        "        field = Slow()\n"
+        "guarded(boom)"
+    )
+    done = _child(code, tmp_path)
+    assert (done.returncode, done.stderr, done.stdout) == (130, "accelbench: error: interrupted\n", "")
+    assert not (tmp_path / "accelbench" / "crashes").exists()
+
+
 def test_exit_codes_by_class(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     assert describe(UserError("bad --x")) == ("bad --x", EXIT_BAD_INPUT)
