@@ -239,7 +239,7 @@ def verdict(kind: str, records: Sequence[TurnRecord]) -> Verdict:
     ratio = probe_s / control_s if control_s > 0 else 1.0
     faster = sum(a < b for a, b in both) / len(both)
     gap = max(abs(p.context_tokens - c.context_tokens) for _, _, p, c in timed)
-    lows = pair_lows([(p, c) for _, _, p, c in timed], records)
+    lows = pair_lows([(p, c) for a, b, p, c in timed if a is not None and b is not None], records)
     hits = sum(low < HIT_RATIO for low in lows)
     judged = outcome(len(both), ratio, faster, hits)
     reason = (
@@ -277,8 +277,9 @@ def outcome(pairs: int, ratio: float, faster_share: float, hits: int = 0) -> str
 
 
 def pair_lows(pairs: Sequence[tuple[TurnRecord, TurnRecord]], records: Sequence[TurnRecord]) -> list[float]:
-    """Each answered (probe, control) pair's lower hit ratio: the probe's TTFT, and its time per token,
-    each over the lower of its control's and its load point's median over every answered request."""
+    """Each (probe, control) pair's lower hit ratio (both answered with content: a pair without a first
+    token is no hit), the probe's TTFT and its time per token, each over the lower of its control's and
+    its load point's median over every answered request."""
     lows = []
     for time_of in (ttft_s, per_token_s):
         by_point: dict[Load, list[float]] = {}

@@ -177,6 +177,15 @@ def test_a_cache_that_replays_one_point_only_is_caught_by_its_hits(tmp_path: Pat
     assert pooled == PASS and found.outcome == FAIL and found.evidence["hits"] == SHAPE.turns, found.reason
     assert honest.outcome == PASS and honest.evidence["hits"] == 0, honest.reason
     assert "3 hit(s)" in found.reason
+    # a probe answered with no content (ok, no first token) makes no pair, and no hit
+    silent = [
+        dataclasses.replace(r, request=dataclasses.replace(r.request, first_content_s=None, chunk_s=()))
+        if r.request.role == COPIED and Load.of(r.request) == last
+        else r
+        for r in records
+    ]
+    quiet = {v.audit: v for v in verdicts(silent, 6)}["copied_session"]
+    assert quiet.evidence["hits"] == 0 and quiet.evidence["pairs"] == pairs - SHAPE.turns, quiet.reason
 
 
 @pytest.mark.parametrize(("hits", "expected"), [(0, PASS), (1, PASS), (2, FAIL), (5, FAIL)])
