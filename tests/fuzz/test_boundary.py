@@ -43,6 +43,7 @@ def test_a_ctrl_c_python_wrapped_in_another_error_is_still_130(tmp_path: Path) -
     "internal error", in the Ctrl-C start-up test)."""
     code = (
         "import os, signal\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)  # a suite in the background ignores it\n"
         "from accelbench.cli.boundary import guarded\n"
         "def boom():\n"
         "    class Slow:\n"
