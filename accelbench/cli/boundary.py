@@ -38,10 +38,8 @@ def guarded(entry: Callable[[], object]) -> None:
         entry()
     except SystemExit:
         raise
-    except KeyboardInterrupt:
-        _leave("interrupted", EXIT_INTERRUPTED)
     except BaseException as exc:  # the boundary: nothing escapes as a traceback
-        if interrupted(exc):
+        if interrupted(exc):  # a KeyboardInterrupt, or an error one caused
             _leave("interrupted", EXIT_INTERRUPTED)
         message, code = describe(exc)
         _leave(message, code)

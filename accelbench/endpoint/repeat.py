@@ -54,7 +54,7 @@ from __future__ import annotations
 import dataclasses
 import secrets
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -255,12 +255,15 @@ def low_ratio(seen_s: float | None, partner_s: float | None, median_s: float) ->
 
 
 def point_medians(
-    records: Sequence[RequestRecord], time_of: Callable[[RequestRecord], float | None]
-) -> dict[int, float]:
-    """The median of ``time_of`` over each point's answered requests (by concurrency), pairs included."""
-    by_point: dict[int, list[float]] = {}
+    records: Sequence[RequestRecord],
+    time_of: Callable[[RequestRecord], float | None],
+    point_of: Callable[[RequestRecord], Hashable] = lambda r: r.concurrency,
+) -> dict[Any, float]:
+    """The median of ``time_of`` over each point's answered requests (``point_of``: by concurrency),
+    pairs included."""
+    by_point: dict[Hashable, list[float]] = {}
     for record in records:
         value = time_of(record) if record.ok else None
         if value is not None:
-            by_point.setdefault(record.concurrency, []).append(value)
-    return {c: statistics.median(values) for c, values in by_point.items()}
+            by_point.setdefault(point_of(record), []).append(value)
+    return {point: statistics.median(values) for point, values in by_point.items()}

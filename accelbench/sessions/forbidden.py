@@ -61,7 +61,7 @@ from typing import TypeVar
 
 from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS, Verdict
 from accelbench.endpoint.figures import ttft_s
-from accelbench.endpoint.repeat import HIT_RATIO, HITS, low_ratio, per_token_s
+from accelbench.endpoint.repeat import HIT_RATIO, HITS, low_ratio, per_token_s, point_medians
 from accelbench.sessions.load import Load
 from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.workload import Session
@@ -280,13 +280,10 @@ def pair_lows(pairs: Sequence[tuple[TurnRecord, TurnRecord]], records: Sequence[
     """Each (probe, control) pair's lower hit ratio (both answered with content: a pair without a first
     token is no hit), the probe's TTFT and its time per token, each over the lower of its control's and
     its load point's median over every answered request."""
+    requests = [r.request for r in records]
     lows = []
     for time_of in (ttft_s, per_token_s):
-        by_point: dict[Load, list[float]] = {}
-        for r in records:
-            if r.request.ok and (value := time_of(r.request)) is not None:
-                by_point.setdefault(Load.of(r.request), []).append(value)
-        medians = {load: statistics.median(values) for load, values in by_point.items()}
+        medians = point_medians(requests, time_of, Load.of)
         lows.append(
             [low_ratio(time_of(p.request), time_of(c.request), medians[Load.of(p.request)]) for p, c in pairs]
         )
