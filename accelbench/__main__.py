@@ -3,10 +3,10 @@
 import sys
 
 try:
-    from accelbench.cli import main
+    from accelbench.cli import console
 except KeyboardInterrupt:
     sys.stderr.write("accelbench: error: interrupted\n")
     sys.exit(130)
 
 if __name__ == "__main__":
-    main()
+    console()

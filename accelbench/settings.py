@@ -40,6 +40,12 @@ class DriverSettings(Protocol):
         """The record's fields as plain JSON (without the tag)."""
         ...
 
+    @classmethod
+    def knobs_problem(cls, knobs: Knobs) -> str | None:
+        """Why the run's ``knobs`` do not go together for this driver (its checks across its own
+        knobs), or None."""
+        ...
+
 
 Wanted = TypeVar("Wanted")
 
@@ -70,12 +76,11 @@ def declared_knobs() -> dict[str, Declared]:
 
 def knobs_problem(values: Knobs) -> str | None:
     """Why the run's knob ``values`` do not go together: the first problem a settings record's
-    ``knobs_problem`` (its checks across its own knobs, when it has some) finds, or None."""
+    ``knobs_problem`` (its checks across its own knobs) finds, or None."""
     for driver in registry.SETTINGS:
-        together = getattr(record_type(driver), "knobs_problem", None)
-        problem = together(values) if together is not None else None
+        problem = record_type(driver).knobs_problem(values)
         if problem:
-            return str(problem)
+            return problem
     return None
 
 

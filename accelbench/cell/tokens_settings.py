@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from accelbench.knobs import Knobs
+
 if TYPE_CHECKING:  # config loads this record at run time (its knobs): no import back then
     from accelbench.config import RunConfig
 
@@ -25,6 +27,12 @@ class TokensSettings:
     def from_dict(cls, data: Mapping[str, Any]) -> TokensSettings:
         """Inverse of ``to_dict``."""
         return cls(**data)
+
+    @classmethod
+    def knobs_problem(cls, knobs: Knobs) -> str | None:
+        """None: each of its knobs is checked on its own (``accelbench.knobs.Knob.check``), none
+        against another."""
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form (empty)."""

@@ -9,14 +9,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from accelbench.cli.boundary import guarded
+from accelbench.cli.boundary import guarded, leave
 
-__all__ = ["app", "main"]
+__all__ = ["app", "console", "main"]
 
 
 def main() -> None:
-    """Console entry point: the typer app inside the error boundary (one line, exit 2/1/130)."""
+    """The typer app inside the error boundary (one line, exit 2/1/130), raising ``SystemExit``: for
+    callers in their own process (tests)."""
     guarded(_run_app)
+
+
+def console() -> None:
+    """The console script and ``python -m accelbench``: ``main``, then out without the interpreter's
+    teardown (``boundary.leave``)."""
+    leave(_run_app)
 
 
 _ENTRY = main

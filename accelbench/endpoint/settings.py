@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from accelbench.errors import UserError
-from accelbench.knobs import Knob, knob, shared
+from accelbench.knobs import Knob, Knobs, knob, shared
 from accelbench.scenarios.rules import get_rules
 from accelbench.settings import knob_values
 
@@ -135,6 +135,12 @@ class EndpointSettings:
     def from_dict(cls, data: Mapping[str, Any]) -> EndpointSettings:
         """Inverse of ``to_dict``."""
         return cls(**{**data, "ladder": tuple(data.get("ladder", ()))})
+
+    @classmethod
+    def knobs_problem(cls, knobs: Knobs) -> str | None:
+        """None: each of its knobs is checked on its own (``accelbench.knobs.Knob.check``), none
+        against another."""
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form."""

@@ -59,6 +59,12 @@ class TrainingSettings:
         """Inverse of ``to_dict``."""
         return cls(**data)
 
+    @classmethod
+    def knobs_problem(cls, knobs: Knobs) -> str | None:
+        """None: each of its knobs is checked on its own (``accelbench.knobs.Knob.check``), none
+        against another."""
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form."""
         return asdict(self)

@@ -18,8 +18,10 @@ from accelbench.errors import Unsupported, UserError
 ROOT = Path(__file__).parents[2]
 
 
-def _child(code: str, state: Path) -> subprocess.CompletedProcess[str]:
+def _child(code: str, state: Path, buffered: bool = False) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_STATE_HOME": str(state)}
+    if buffered:  # stdout buffered as a user's shell has it (this machine sets PYTHONUNBUFFERED)
+        env.pop("PYTHONUNBUFFERED", None)
     return subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=False
     )
@@ -57,6 +59,47 @@ def test_a_ctrl_c_python_wrapped_in_another_error_is_still_130(tmp_path: Path) -
     done = _child(code, tmp_path)
     assert (done.returncode, done.stderr, done.stdout) == (130, "accelbench: error: interrupted\n", "")
     assert not (tmp_path / "accelbench" / "crashes").exists()
+
+
+LEAVE = """
+import atexit, sys, threading, time
+from accelbench.cli.boundary import leave
+def entry():
+    atexit.register(lambda: sys.stdout.write("atexit ran\\n"))
+    sys.stdout.write("x" * 200_000)  # more than a pipe holds: still in the buffer when leave starts
+    {body}
+leave(entry)
+sys.stdout.write("never printed\\n")
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "stderr"),
+    [
+        ("pass", 0, ""),
+        ("sys.exit(3)", 3, ""),
+        ("sys.exit('a word')", 1, "a word\n"),
+        ("raise KeyError('k')", EXIT_FAILED, "accelbench: error: internal error KeyError"),
+    ],
+)
+def test_leave_runs_the_exit_handlers_and_flushes_before_it_goes(
+    body: str, code: int, stderr: str, tmp_path: Path
+) -> None:
+    """The console's way out skips the interpreter's teardown but nothing a normal exit does for the
+    user: every byte written reaches the pipe, the atexit handlers run, the exit status is the one a
+    normal exit gives, and nothing after ``leave`` runs."""
+    done = _child(LEAVE.format(body=body), tmp_path, buffered=True)
+    assert done.returncode == code
+    assert done.stdout == "x" * 200_000 + "atexit ran\n"
+    assert done.stderr.startswith(stderr) and (stderr or done.stderr == "")
+
+
+def test_leave_waits_for_a_thread_a_normal_exit_waits_for(tmp_path: Path) -> None:
+    """A thread that is not a daemon keeps the normal exit: it finishes its work first."""
+    late = "threading.Thread(target=lambda: (time.sleep(0.5), print('thread done'))).start()"
+    done = _child(LEAVE.format(body=late), tmp_path, buffered=True)
+    assert done.returncode == 0
+    assert done.stdout.endswith("thread done\natexit ran\n"), done.stdout[-100:]
 
 
 def test_exit_codes_by_class(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
