@@ -87,6 +87,11 @@ class SessionPoint:
     behind: str = ""
     """A rate point that fell behind (a session due while the cap's sessions were in flight): why it
     stopped starting sessions; "" otherwise."""
+    audit_input_tokens: int | None = None
+    """Context tokens the point's audit requests sent (the forbidden-reuse audits' altered pairs, decoys
+    and their controls) while its sessions ran: prefill a server's prefix cache stores beside the
+    sessions' ``input_tokens``, and on a small cache can evict their history (docs/sessions.md); None:
+    a point stored before it was counted."""
 
     @property
     def joules_per_output_token(self) -> float | None:
@@ -104,7 +109,7 @@ class SessionPoint:
         """The stored point (the goodput keys left out where not measured, as in points stored before)."""
         document = dataclasses.asdict(self)
         document["by_turn"] = [dataclasses.asdict(t) for t in self.by_turn]
-        for name in ("goodput_turns_per_s", "good_sessions", "energy_j", "rate_per_s"):
+        for name in ("goodput_turns_per_s", "good_sessions", "energy_j", "rate_per_s", "audit_input_tokens"):
             if document[name] is None:
                 del document[name]
         for name in ("energy_provenance", "behind"):

@@ -36,6 +36,7 @@ COLUMNS = (
     "in tok/s",
     "out tok/s",
     "cached tok",
+    "audit in tok",
     "failed",
 )
 COST_TITLE = "Agentic sessions: energy, cost and chips per load point"
@@ -85,6 +86,7 @@ def _row(result: Result, point: SessionPoint) -> list[str]:
         f"{point.input_tokens_per_s:.1f}",
         f"{point.output_tokens_per_s:.2f}",
         cached,
+        "-" if point.audit_input_tokens is None else str(point.audit_input_tokens),
         str(point.failed_turns),
     ]
 

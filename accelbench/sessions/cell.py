@@ -243,7 +243,8 @@ def run_ladder(
         turns = [r for r in done if r.request.role == TURN]
         whole = {r.session for r in turns if r.request.ok} - {r.session for r in turns if not r.request.ok}
         answered = [s for s in sessions if s.number in whole]  # every turn answered: a source to replay
-        ladder.append(point(opened.started if opened else load.sessions, turns, slo, energy, opened))
+        audits = [r for r in done if r.request.role != TURN]
+        ladder.append(point(opened.started if opened else load.sessions, turns, slo, energy, opened, audits))
         if not any(r.request.ok for r in turns):
             first = done[0].request if done else None
             why = f"{first.status}: {first.error}" if first else "no session started"

@@ -74,10 +74,12 @@ def point(
     slo: Bounds = UNBOUNDED,
     energy: PointEnergy | None = None,
     opened: Opened | None = None,
+    audits: Sequence[TurnRecord] = (),
 ) -> SessionPoint:
     """The ``SessionPoint`` of the load of ``sessions`` sessions whose turns are ``records``, its goodput
     under the per-turn ``slo``, its window having consumed ``energy`` (``opened``: a rate point's
-    arrivals, ``accelbench.sessions.load``; its ``sessions`` are the sessions it started)."""
+    arrivals, ``accelbench.sessions.load``; its ``sessions`` are the sessions it started; ``audits``:
+    the audit requests sent while it ran, counted apart)."""
     requests = [r.request for r in records]
     ok = [r for r in records if r.request.ok]
     span_s = (max(q.end_s for q in requests) - min(q.issue_s for q in requests)) if requests else 0.0
@@ -116,6 +118,7 @@ def point(
         achieved_rate_per_s=opened.achieved_rate_per_s if opened else None,
         peak_in_flight=opened.peak_in_flight if opened else None,
         behind=opened.behind if opened else "",
+        audit_input_tokens=sum(r.context_tokens for r in audits),
     )
 
 

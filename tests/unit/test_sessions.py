@@ -103,6 +103,8 @@ def test_a_points_figures_on_hand_made_turns() -> None:
     assert (first.turn, first.turns, first.context_tokens_p50, first.ttft_p50_s) == (0, 2, 110.0, 1.5)
     assert (second.turn, second.turns, second.context_tokens_p50) == (1, 1, 200.0)  # the failed one left out
     assert point(2, TURNS[2:3]).cached_tokens is None  # the server reported none
+    assert p.audit_input_tokens == 0 and point(2, TURNS[:2], audits=TURNS[2:]).audit_input_tokens == 380
+    assert point(2, TURNS[:2], audits=TURNS[2:]).input_tokens == 300  # the audits' tokens counted apart
     assert p.goodput_turns_per_s == pytest.approx(3 / 8) and p.good_sessions == 1  # unbounded: ok turns
     slo = point(2, TURNS, Bounds(1.2, 0.6))  # TTFT 1.0, 0.5, 2.0; TPOT 0.5, 0.5, 0.25
     assert slo.goodput_turns_per_s == pytest.approx(2 / 8) and slo.good_sessions == 1  # session 1: 2.0 s
