@@ -13,7 +13,8 @@ from accelbench.errors import UserError
 
 def test_suites_plan_what_the_readme_says() -> None:
     default = suite("default")
-    assert default.workloads == ("resnet50", "bert-base", "minilm-l6")  # smollm2: the llm suite
+    assert default.workloads == ("resnet50", "minilm-l6")  # bert-base: quick; smollm2: the llm suite
+    assert suite("quick").workloads == ("resnet50", "bert-base", "minilm-l6")
     assert default.stacks == ("torch-eager", "onnxruntime")  # inductor: quick and tiny suites
     assert "torch-inductor" in suite("quick").stacks
     assert default.scenarios == ("single-stream", "offline") and default.size == "standard"
