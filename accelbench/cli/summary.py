@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from accelbench.meters.cost import HourlyRate
-from accelbench.normalize import ranking
 from accelbench.normalize.expressiveness import expressiveness_matrix
-from accelbench.normalize.serving import serving_comparisons, serving_document
+from accelbench.normalize.serving import serving_comparisons
 from accelbench.report import endpoint as endpoint_report
 from accelbench.report import generation as generation_report
 from accelbench.report import serving as serving_report
 from accelbench.report import sessions as sessions_report
 from accelbench.report import terminal
 from accelbench.report import training as training_report
+from accelbench.report.show_json import leaderboard_document, serving_document
 from accelbench.results import Result, to_dict
 from accelbench.store import Store
 
@@ -49,7 +49,7 @@ def print_results(
         peaks_doc = peaks.to_dict() if peaks else None
         expressive = _expressiveness_section(results)
         document = {"run_id": run_id, "peaks": peaks_doc, "results": documents, **expressive}
-        document.update(ranking.leaderboard_document(results, include_unverified))
+        document.update(leaderboard_document(results, include_unverified))
         document.update(_generalization_section(results))
         document.update(serving_document(results))
         document.update(endpoint_report.cost_document(results, rate) if rate is not None else {})

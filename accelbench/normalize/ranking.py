@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from accelbench.results import UNVERIFIED_STATUSES, Result
 
@@ -81,45 +80,3 @@ def order_key(result: Result) -> tuple[float, str]:
 def unverified(results: Sequence[Result]) -> list[Result]:
     """Measured cells that do not rank, in key order (``disqualified``, ``unverified``, ...)."""
     return sorted((r for r in results if r.head.status in UNVERIFIED_STATUSES), key=lambda r: r.cell.key)
-
-
-def leaderboard_document(results: Sequence[Result], include_unverified: bool = False) -> dict[str, Any]:
-    """``leaderboard`` and ``unverified`` sections of ``show --json``."""
-    boards = [
-        {
-            "workload": board.workload,
-            "size": board.size,
-            "variant": board.variant,
-            "scenario": board.scenario,
-            "entries": [_entry_document(entry) for entry in board.entries],
-        }
-        for board in leaderboards(results, include_unverified)
-    ]
-    listed = [
-        {
-            "cell": r.cell.key,
-            "stack": r.cell.stack,
-            "status": r.head.status,
-            "reason": r.head.reason,
-            "qps": r.qps,
-        }
-        for r in unverified(results)
-    ]
-    return {"leaderboard": boards, "unverified": listed, "include_unverified": include_unverified}
-
-
-def _entry_document(entry: Entry) -> dict[str, Any]:
-    result = entry.result
-    latency = result.latency
-    return {
-        "rank": entry.rank,
-        "stack": result.cell.stack,
-        "device": result.cell.device,
-        "cell": result.cell.key,
-        "qps": result.qps,
-        "headline": dict(zip(("metric", "value"), result.headline, strict=True)) if result.headline else None,
-        "p50_s": latency.p50_s if latency else None,
-        "p99_s": latency.p99_s if latency else None,
-        "status": result.head.status,
-        "verified": entry.verified,
-    }

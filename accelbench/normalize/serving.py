@@ -118,9 +118,3 @@ def serving_comparisons(results: Sequence[Result]) -> tuple[Comparison, ...]:
 def _cell_without_stack(result: Result) -> tuple[str, ...]:
     cell = result.cell
     return (cell.workload, cell.size, cell.variant, cell.device, cell.scenario)
-
-
-def serving_document(results: Sequence[Result]) -> dict[str, Any]:
-    """``{"serving": [...]}`` for ``show --json`` when the results hold served stacks, else empty."""
-    comparisons = serving_comparisons(results)
-    return {"serving": [c.to_dict() for c in comparisons]} if comparisons else {}

@@ -7,9 +7,10 @@ import dataclasses
 import pytest
 from rich.console import Console
 
-from accelbench.normalize.serving import serving_comparisons, serving_document
+from accelbench.normalize.serving import serving_comparisons
 from accelbench.report.html_sections import RunData, serving_section
 from accelbench.report.serving import serving_table
+from accelbench.report.show_json import serving_document
 from accelbench.results import Result
 from accelbench.store import RunRecord
 from tests.unit.report_cases import result
