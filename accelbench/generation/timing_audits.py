@@ -61,7 +61,11 @@ REPEAT_HIT_SHARE = 0.25
 MIN_PAIRS = 5
 TPOT_NEIGHBOURS = 5
 LENGTH_GAP = 2
-FIRST_TOKEN_FLOOR = 0.1
+FIRST_TOKEN_FLOOR = 0.2
+"""0.1 until 2026-12-06, when ``make test`` saw ``planted-llm-early-token`` (a remembered first token
+reported at once) read 0.08-0.12 at its five lowest on the slow 2-vCPU VM, 2 replies under 0.1: a pass.
+Honest replies (tiny-llama, torch-eager, ort-genai, torch-compiled, 18 cells of 6 runs the same day,
+about 1,500 replies): lowest 0.46, none under 0.2; the bar is 3 replies and 5% under it."""
 EARLY_REPLIES = 3
 EARLY_SHARE = 0.05
 MIN_REPLIES = 20
