@@ -20,6 +20,9 @@ from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.workload import SYSTEM_PROMPT, Shape, make_sessions
 from tests.e2e.cli import BUSY, accelbench, measured_ok, run_document
 
+PLAIN = ("turn", "warm", "cold")
+"""The roles of a session's own turns and of the reuse probe's requests: no audit's."""
+
 REASON = TransformersCbServer().unavailable_reason() or (missing_packages() and "llm extra missing")
 pytestmark = pytest.mark.skipif(bool(REASON), reason=str(REASON))
 ARGS = ("--workloads", "tiny-llama", "--stacks", "llm@transformers-cb", "--sessions", "1,2")
@@ -55,6 +58,10 @@ def test_the_ladder_has_a_point_per_load_with_every_figure(ran: tuple[Path, dict
         good = [r for r in mine if r.ok and ttft_s(r) <= slo[0] and (tpot_s(r) or 0.0) <= slo[1]]  # type: ignore[operator]
         assert p["goodput_turns_per_s"] == pytest.approx(len(good) / p["duration_s"])
         assert 0 <= p["good_sessions"] <= p["sessions"]
+        audits = [  # the point's audit requests: counted apart from its sessions' input
+            r for r in records if r.request.concurrency == p["sessions"] and r.request.role not in PLAIN
+        ]
+        assert p["audit_input_tokens"] == sum(r.context_tokens for r in audits) > 0
         assert p["energy_j"] > 0 and p["energy_provenance"] in (
             "measured",
             "estimated",
