@@ -47,6 +47,18 @@ class DriverSettings(Protocol):
         ...
 
 
+class KnobsAlone:
+    """The ``knobs_problem`` of a settings record whose knobs have no check across each other: each is
+    checked on its own (``accelbench.knobs.Knob.check``). A base of the frozen, slotted records."""
+
+    __slots__ = ()
+
+    @classmethod
+    def knobs_problem(cls, knobs: Knobs) -> str | None:
+        """None: no check across this record's knobs."""
+        return None
+
+
 Wanted = TypeVar("Wanted")
 
 

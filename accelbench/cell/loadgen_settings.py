@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from accelbench.cellspec import CellSpec
 from accelbench.errors import UserError
 from accelbench.inputs import check_names, range_problem
-from accelbench.knobs import Knobs, knob
-from accelbench.settings import expect, knob_values
+from accelbench.knobs import knob
+from accelbench.settings import KnobsAlone, expect, knob_values
 
 if TYPE_CHECKING:  # config loads this record at run time (its knobs): no import back at run time
     from accelbench.config import RunConfig
@@ -40,7 +40,7 @@ def _batches(text: str) -> tuple[int, ...] | None:
 
 
 @dataclass(frozen=True, slots=True)
-class LoadgenSettings:
+class LoadgenSettings(KnobsAlone):
     """How a LoadGen cell is run (``accelbench.settings``)."""
 
     driver: ClassVar[str] = "loadgen"
@@ -75,12 +75,6 @@ class LoadgenSettings:
     def from_dict(cls, data: Mapping[str, Any]) -> LoadgenSettings:
         """Inverse of ``to_dict``."""
         return cls(**{**data, "batch_sweep": tuple(data.get("batch_sweep", ()))})
-
-    @classmethod
-    def knobs_problem(cls, knobs: Knobs) -> str | None:
-        """None: each of its knobs is checked on its own (``accelbench.knobs.Knob.check``), none
-        against another."""
-        return None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form."""

@@ -6,14 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from accelbench.knobs import Knobs
+from accelbench.settings import KnobsAlone
 
 if TYPE_CHECKING:  # config loads this record at run time (its knobs): no import back then
     from accelbench.config import RunConfig
 
 
 @dataclass(frozen=True, slots=True)
-class TokensSettings:
+class TokensSettings(KnobsAlone):
     """A decode cell's settings: none beyond the spec's common head (``accelbench.settings``)."""
 
     driver: ClassVar[str] = "tokens"
@@ -27,12 +27,6 @@ class TokensSettings:
     def from_dict(cls, data: Mapping[str, Any]) -> TokensSettings:
         """Inverse of ``to_dict``."""
         return cls(**data)
-
-    @classmethod
-    def knobs_problem(cls, knobs: Knobs) -> str | None:
-        """None: each of its knobs is checked on its own (``accelbench.knobs.Knob.check``), none
-        against another."""
-        return None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form (empty)."""

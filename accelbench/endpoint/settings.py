@@ -11,9 +11,9 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from accelbench.errors import UserError
-from accelbench.knobs import Knob, Knobs, knob, shared
+from accelbench.knobs import Knob, knob, shared
 from accelbench.scenarios.rules import get_rules
-from accelbench.settings import knob_values
+from accelbench.settings import KnobsAlone, knob_values
 
 if TYPE_CHECKING:  # config loads this record at run time (its knobs): no import back then
     from accelbench.config import RunConfig
@@ -73,7 +73,7 @@ def _choice_problem(name: str, known: tuple[str, ...]) -> Callable[[str], str | 
 
 
 @dataclass(frozen=True, slots=True)
-class EndpointSettings:
+class EndpointSettings(KnobsAlone):
     """How the curve is measured (``accelbench.settings``; stored in the result's settings)."""
 
     driver: ClassVar[str] = "endpoint"
@@ -135,12 +135,6 @@ class EndpointSettings:
     def from_dict(cls, data: Mapping[str, Any]) -> EndpointSettings:
         """Inverse of ``to_dict``."""
         return cls(**{**data, "ladder": tuple(data.get("ladder", ()))})
-
-    @classmethod
-    def knobs_problem(cls, knobs: Knobs) -> str | None:
-        """None: each of its knobs is checked on its own (``accelbench.knobs.Knob.check``), none
-        against another."""
-        return None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form."""

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Protocol
 
 from accelbench.inputs import range_problem
 from accelbench.knobs import Knobs, knob
-from accelbench.settings import knob_values
+from accelbench.settings import KnobsAlone, knob_values
 
 
 class Configured(Protocol):
@@ -35,7 +35,7 @@ def _at_least_one(name: str) -> Callable[[Any], str | None]:
 
 
 @dataclass(frozen=True, slots=True)
-class TrainingSettings:
+class TrainingSettings(KnobsAlone):
     """How a training cell is run (``accelbench.settings``)."""
 
     driver: ClassVar[str] = "train-to-quality"
@@ -58,12 +58,6 @@ class TrainingSettings:
     def from_dict(cls, data: Mapping[str, Any]) -> TrainingSettings:
         """Inverse of ``to_dict``."""
         return cls(**data)
-
-    @classmethod
-    def knobs_problem(cls, knobs: Knobs) -> str | None:
-        """None: each of its knobs is checked on its own (``accelbench.knobs.Knob.check``), none
-        against another."""
-        return None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form."""
