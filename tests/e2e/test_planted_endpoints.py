@@ -230,7 +230,9 @@ def test_place_finding_caches_are_disqualified_or_serve_next_to_nothing(upstream
     the requests at one kind of place still replays the seen prompts elsewhere, and each replay is a hit
     the audit counts; one that hides everywhere the pairs may be serves under ``HITS`` of them."""
     modes = ("honest", "cache", *PLACING)
-    with concurrent.futures.ThreadPoolExecutor(len(modes)) as pool:
+    # three ladders at a time: six at once in this one process (each with its proxy's and its client's
+    # event loops) stalled a replay past x0.1 of its partner on a loaded CI machine, a hit unseen
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
         runs = dict(zip(modes, pool.map(lambda mode: _through(upstream.url, mode), modes), strict=True))
     honest, _ = runs["honest"]
     assert honest.outcome == "pass" and honest.evidence["hits"] == 0, honest.reason
