@@ -57,11 +57,7 @@ def plan(config: RunConfig) -> list[PlannedCell]:
     left out (a training workload outside train-to-quality, an LLM without a generating stack); a plan
     without any cell is a UserError.
     """
-    workloads = registry.resolve("workload", config.workloads)
-    registry.resolve_any_stack(config.stacks + config.generation_stacks)
-    bad = [d for d in config.devices if not _DEVICE.match(d)]
-    if bad:
-        raise UserError(f"unknown device {', '.join(bad)}; use cpu or cuda:N")
+    workloads = resolve_names(config)
     cells: list[PlannedCell] = []
     declared = {name: _declared(ref) for name, ref in workloads.items()}
     for name, ref in workloads.items():
@@ -70,6 +66,18 @@ def plan(config: RunConfig) -> list[PlannedCell]:
         why = "; ".join(f"{name}: {_why_none(config, d)}" for name, d in declared.items())
         raise UserError(f"no cell to run ({why})")
     return cells
+
+
+def resolve_names(config: RunConfig) -> dict[str, str]:
+    """The workloads of ``config`` by name (their references), once every workload, stack and device
+    name is known: an unknown one is a UserError. Nothing is imported: the CLI checks the names before it
+    starts the cell template, whose imports a refused run would otherwise wait for."""
+    workloads = registry.resolve("workload", config.workloads)
+    registry.resolve_any_stack(config.stacks + config.generation_stacks)
+    bad = [d for d in config.devices if not _DEVICE.match(d)]
+    if bad:
+        raise UserError(f"unknown device {', '.join(bad)}; use cpu or cuda:N")
+    return workloads
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +209,12 @@ def start_cells(config: RunConfig) -> None:
     kinds = ("workload", "stack", "generating stack", "endpoint stack")  # a name may be in several
     refs = [ref for kind in kinds for name, ref in registry.table(kind).items() if name in names]
     isolation.start_template([*refs, *registry.DRIVERS.values()])
+
+
+def cells_ready() -> None:
+    """Wait until the cell template started by ``start_cells`` has imported its modules, so that none
+    of its imports runs beside what is measured next (the roofline probes, the host's noise floor)."""
+    isolation.ready()
 
 
 def start_run(store: Store, config: RunConfig, machine: Machine) -> str:

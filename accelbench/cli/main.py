@@ -145,6 +145,7 @@ def _run_or_resume(
         else:
             config = with_variant_seed(with_overrides(chosen, overrides))
         if executor is None:  # cells run here: their template imports while the run is planned
+            runner.resolve_names(config)  # a refused name ends the run before the template starts
             runner.start_cells(config)
         run_id = resume or _start(store, config, machine, probe=probe and executor is None, mode=mode)
         results = _execute_with_progress(store, run_id, config, machine, mode, executor)
@@ -159,6 +160,7 @@ def _start(store: Store, config: RunConfig, machine: Machine, probe: bool, mode:
     runner.plan(config)
     run_id = runner.start_run(store, config, machine)
     if probe:
+        runner.cells_ready()  # the template's imports (``runner.start_cells``) end before the probes measure
         _probe(store.run_dir(run_id), config, machine, mode)
     return run_id
 

@@ -4,11 +4,15 @@ only (a plugin's import-time code never runs in the process every cell is forked
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from accelbench import registry, runner
 from accelbench.cell import isolation
 from accelbench.config import RunConfig
+from accelbench.errors import UserError
 
 
 def test_start_cells_names_the_runs_modules_and_every_driver(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -34,3 +38,44 @@ def test_the_template_preloads_accelbench_modules_only(monkeypatch: pytest.Monke
     monkeypatch.setattr(isolation, "_extra", ())
     isolation.preload(["vendor_stack.fast:Stack", "accelbench.workloads.resnet50:ResNet50", "torch:x"])
     assert isolation._extra == ("accelbench.workloads.resnet50",)
+
+
+def _run_cli(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *args: str
+) -> tuple[BaseException | None, list[str]]:
+    """``accelbench run ARGS`` in this process (what it raised, None if nothing) and the order of the
+    template's start, the wait for it, the roofline probes and the cells (recorded, none started)."""
+    from typer.testing import CliRunner
+
+    from accelbench.cli import app
+
+    cli_main = sys.modules["accelbench.cli.main"]  # the package's ``main`` is the console entry point
+    events: list[str] = []
+    monkeypatch.setattr(isolation, "start_template", lambda refs: events.append("template"))
+    monkeypatch.setattr(isolation, "ready", lambda: events.append("ready"))
+    monkeypatch.setattr(cli_main, "_probe", lambda *a, **k: events.append("probe"))
+    monkeypatch.setattr(cli_main, "_execute_with_progress", lambda *a, **k: events.append("cells") or [1])
+    monkeypatch.setattr(cli_main.cli_summary, "print_results", lambda *a, **k: None)
+    result = CliRunner().invoke(app, ["run", "--suite", "tiny", *args, "--store", str(tmp_path / "s")])
+    return result.exception if result.exit_code else None, events
+
+
+@pytest.mark.parametrize(
+    "refused",
+    [("--stacks", "nosuchstack"), ("--workloads", "nosuchnet"), ("--devices", "tpu")],
+)
+def test_a_refused_name_ends_the_run_before_the_template_starts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, refused: tuple[str, str]
+) -> None:
+    """A refused run used to wait for the template's imports (3-7 s) before its error line came out."""
+    raised, events = _run_cli(monkeypatch, tmp_path, *refused)
+    assert isinstance(raised, UserError) and refused[1] in str(raised) and events == []
+
+
+def test_the_roofline_probes_wait_for_the_templates_imports(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    chosen = ("--workloads", "resnet50", "--stacks", "null")
+    assert _run_cli(monkeypatch, tmp_path, *chosen) == (None, ["template", "ready", "probe", "cells"])
+    unprobed = _run_cli(monkeypatch, tmp_path, *chosen, "--no-probe")
+    assert unprobed == (None, ["template", "cells"])  # the executor waits for it before the floor
