@@ -27,6 +27,7 @@ from accelbench.serving.torchserve import TorchServe
 from accelbench.serving.triton import Triton
 from accelbench.stacks.base import CellContext, ModelSpec
 from tests.e2e.cli import accelbench, measured_ok
+from tests.e2e.shared_run import TinyRun
 from tests.e2e.tiny_models import conv_case, normalised_error
 from tests.unit.test_serving_process import pids_running
 
@@ -152,18 +153,18 @@ def test_torchserve_cells_are_verified_and_show_their_overhead(tmp_path: Path) -
 
 
 @needs_ray
-def test_serve_url_sends_the_requests_to_a_server_someone_else_runs(tmp_path: Path) -> None:
-    """``--serve-url``: a Ray Serve started here by hand (not by accelbench) serving seed 1's ONNX file.
-    A run with seed 1 is verified through it; a run with seed 0 gets another model's replies from it and
-    fails the quality gate. accelbench leaves the server running; the test stops it."""
-    store = tmp_path / "store"
+def test_serve_url_sends_the_requests_to_a_server_someone_else_runs(
+    tiny_run: TinyRun, tmp_path: Path
+) -> None:
+    """``--serve-url``: a Ray Serve started here by hand (not by accelbench) serving seed 0's ONNX file
+    (the shared tiny run's, which the server only reads). A run with seed 0 is verified through it; a run
+    with seed 1 gets another model's replies from it and fails the quality gate. accelbench leaves the
+    server running; the test stops it."""
     base = ["--suite", "tiny", "--workloads", "resnet50", "--scenarios", "single-stream", "--no-probe"]
-    done = accelbench("run", *base, "--stacks", "onnxruntime", "--seed", "1", "--store", str(store))
-    assert done.returncode == 0, done.stderr[-3000:]
-    (onnx,) = store.glob("runs/*/cache/onnx/resnet50-tiny-canonical-1.onnx")
+    (onnx,) = tiny_run.store.glob("runs/*/cache/onnx/resnet50-tiny-canonical-0.onnx")
     server, url = _ray_server(onnx, tmp_path)
     try:
-        for seed, expected in (("1", "ok"), ("0", "quality_failed")):
+        for seed, expected in (("0", "ok"), ("1", "quality_failed")):
             remote = tmp_path / f"remote-{seed}"
             done = accelbench(
                 "run", *base, "--stacks", "onnxruntime@url", "--serve-url", url, "--seed", seed,
