@@ -202,13 +202,28 @@ def _variants(config: RunConfig, stack_ref: str) -> tuple[str, ...]:
 
 def start_cells(config: RunConfig) -> None:
     """Start the cell template (``accelbench.cell.isolation``) with the modules of ``config``'s workloads
-    and stacks and every driver, named in the registry's tables (nothing imported here: planning imports
-    the workloads meanwhile); a name the plan refuses was only a reference to a module never imported.
+    and stacks and every driver, named in the registry's tables (no workload imported here: planning
+    imports them meanwhile; accelbench's own stack classes are, to ask whether one reads the ONNX file),
+    and the ONNX exporter's modules when one does.
     The local executor waits for it (``isolation.ready``) before its first measurement."""
     names = {*config.workloads, *config.stacks, *config.generation_stacks}
     kinds = ("workload", "stack", "generating stack", "endpoint stack")  # a name may be in several
     refs = [ref for kind in kinds for name, ref in registry.table(kind).items() if name in names]
-    isolation.start_template([*refs, *registry.DRIVERS.values()])
+    stacks = [ref for name, ref in registry.table("stack").items() if name in names]
+    isolation.start_template([*refs, *registry.DRIVERS.values()], exporter=_reads_onnx(stacks))
+
+
+def _reads_onnx(stack_refs: list[str]) -> bool:
+    """Whether one of accelbench's own stacks among ``stack_refs`` reads the model's ONNX file (its
+    module is light; a plugin's is never imported here: its import-time code runs in its cells only)."""
+    for ref in stack_refs:
+        if ref.startswith(isolation.PRELOAD_PREFIX):
+            try:
+                if registry.load(ref).reads_onnx:
+                    return True
+            except Exception:  # a stack that does not load is recorded per cell when it runs
+                continue
+    return False
 
 
 def cells_ready() -> None:

@@ -37,6 +37,7 @@ from accelbench.cellspec import CellSpec
 from accelbench.meters import cputime
 from accelbench.meters.cputime import RUNNER_PID_VARIABLE
 from accelbench.outputs import write_json_atomic
+from accelbench.stacks.onnx_export import EXPORTER_MODULES
 from accelbench.sut import hardening, launcher
 
 POLL_S = 0.25
@@ -62,6 +63,7 @@ in the cell that uses it, never in the template every cell is forked from."""
 
 _context: ForkServerContext | None = None
 _extra: tuple[str, ...] = ()
+_libraries: tuple[str, ...] = ()
 
 
 def preload(refs: Iterable[str]) -> None:
@@ -73,12 +75,16 @@ def preload(refs: Iterable[str]) -> None:
     _extra = tuple(dict.fromkeys(m for m in modules if m.startswith(PRELOAD_PREFIX) and m not in PRELOAD))
 
 
-def start_template(refs: Iterable[str]) -> None:
+def start_template(refs: Iterable[str], exporter: bool = False) -> None:
     """Start the template process now with the modules of ``refs`` (``preload``), so its imports (torch,
     ONNX Runtime, LoadGen, the run's own modules: 3-4 s here) run while the parent goes on planning;
-    ``ready`` waits for them before anything is measured."""
+    ``ready`` waits for them before anything is measured. ``exporter``: one of the run's stacks reads
+    the model's ONNX file, and the template imports the exporter's modules too (``EXPORTER_MODULES``:
+    each such cell's SUT process imported them again in ``unavailable_reason``, 0.5-0.9 s here)."""
     from multiprocessing import forkserver
 
+    global _libraries
+    _libraries = EXPORTER_MODULES if exporter else ()
     preload(refs)
     _fork_context()
     forkserver.ensure_running()
@@ -181,7 +187,7 @@ def _fork_context() -> ForkServerContext:
         # of other load without it: benchmarks/noise_guard.py, issue 45).
         cputime.adopt_orphans()
         _context = multiprocessing.get_context("forkserver")
-        _context.set_forkserver_preload([*PRELOAD, *_extra])
+        _context.set_forkserver_preload(list(dict.fromkeys([*PRELOAD, *_libraries, *_extra])))
     return _context
 
 

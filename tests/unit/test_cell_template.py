@@ -17,7 +17,7 @@ from accelbench.errors import UserError
 
 def test_start_cells_names_the_runs_modules_and_every_driver(monkeypatch: pytest.MonkeyPatch) -> None:
     handed: list[str] = []
-    monkeypatch.setattr(isolation, "start_template", lambda refs: handed.extend(refs))
+    monkeypatch.setattr(isolation, "start_template", lambda refs, exporter: handed.extend(refs))
     config = RunConfig(
         suite="t",
         workloads=("resnet50", "smollm2-135m"),
@@ -32,6 +32,41 @@ def test_start_cells_names_the_runs_modules_and_every_driver(monkeypatch: pytest
     named += [registry.table("generating stack")["torch-eager"]]  # one name, two tables: both modules
     assert set(named) <= set(handed)
     assert set(registry.DRIVERS.values()) <= set(handed)
+
+
+@pytest.mark.parametrize(
+    ("stacks", "exporter"),
+    [(("null", "torch-eager"), False), (("torch-eager", "onnxruntime"), True), (("tvm",), True)],
+)
+def test_the_template_imports_the_exporter_when_a_stack_reads_the_onnx_file(
+    monkeypatch: pytest.MonkeyPatch, stacks: tuple[str, ...], exporter: bool
+) -> None:
+    asked: list[bool] = []
+    monkeypatch.setattr(isolation, "start_template", lambda refs, exporter: asked.append(exporter))
+    config = RunConfig("t", ("resnet50",), stacks, ("single-stream",), "tiny", "quick")
+    runner.start_cells(config)
+    assert asked == [exporter]
+
+
+def test_the_exporter_is_preloaded_beside_the_modules_of_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    preloaded: list[list[str]] = []
+    monkeypatch.setattr(isolation, "_context", None)
+    monkeypatch.setattr(isolation.hardening, "make_undumpable", lambda: None)
+    monkeypatch.setattr(isolation.cputime, "adopt_orphans", lambda: None)
+    monkeypatch.setattr("multiprocessing.forkserver.ensure_running", lambda: None)
+    monkeypatch.setattr(
+        "multiprocessing.context.ForkServerContext.set_forkserver_preload",
+        lambda self, names: preloaded.append(names),
+    )
+    isolation.start_template(
+        ["accelbench.stacks.onnxruntime:OnnxRuntime", "vendor.fast:Stack"], exporter=True
+    )
+    (names,) = preloaded
+    assert {"onnx", "onnxscript", "accelbench.stacks.onnxruntime"} <= set(names)
+    assert "vendor.fast" not in names and len(names) == len(set(names))
+    monkeypatch.setattr(isolation, "_context", None)
+    isolation.start_template(["accelbench.stacks.null:NullStack"])
+    assert not {"onnx", "onnxscript"} & set(preloaded[1])
 
 
 def test_the_template_preloads_accelbench_modules_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -51,7 +86,7 @@ def _run_cli(
 
     cli_main = sys.modules["accelbench.cli.main"]  # the package's ``main`` is the console entry point
     events: list[str] = []
-    monkeypatch.setattr(isolation, "start_template", lambda refs: events.append("template"))
+    monkeypatch.setattr(isolation, "start_template", lambda refs, exporter: events.append("template"))
     monkeypatch.setattr(isolation, "ready", lambda: events.append("ready"))
     monkeypatch.setattr(cli_main, "_probe", lambda *a, **k: events.append("probe"))
     monkeypatch.setattr(cli_main, "_execute_with_progress", lambda *a, **k: events.append("cells") or [1])
