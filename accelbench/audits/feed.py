@@ -164,9 +164,15 @@ class AuditFeed:
         guaranteed = max(1, guaranteed_samples)
         planned = {kind: len(found) for kind, found in targets.items()}
         self.trial = TrialState(
-            self.trials, guaranteed, duration_s, self.clock(), targets, cold=cold[::-1], planned=planned,
+            self.trials,
+            guaranteed,
+            duration_s,
+            self.clock(),
+            targets,
+            cold=cold[::-1],
+            planned=planned,
             placed=dict.fromkeys(targets, 0),
-        )  # fmt: skip
+        )
         self.trials += 1
 
     def sample(self, index: int) -> Inputs:

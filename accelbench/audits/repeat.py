@@ -278,9 +278,12 @@ def _probe_verdict(pairs: Sequence[Pair], seed: int) -> Verdict:
     below = floor_beaters(ordered)
     groups = len({(p.trial, p.hot_group) for p in below})
     evidence["floor"] = {
-        "factor": FLOOR_FACTOR, "pairs": len(below), "groups": groups,
-        "fail_pairs": FLOOR_PAIRS, "fail_groups": FLOOR_GROUPS,
-    }  # fmt: skip
+        "factor": FLOOR_FACTOR,
+        "pairs": len(below),
+        "groups": groups,
+        "fail_pairs": FLOOR_PAIRS,
+        "fail_groups": FLOOR_GROUPS,
+    }
     outcome = probe_outcome(
         len(pairs), [(w.ratio_low, w.limit) for w in [*windows, *ranges]], len(below), groups
     )

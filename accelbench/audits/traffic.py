@@ -114,17 +114,30 @@ class TrafficPairs:
         hot, cold = (last, current) if last.novel < current.novel else (current, last)
         self.pairs.append(
             Pair(
-                trial, last.start, hot.latency_s, cold.latency_s, self.batch - hot.novel,
-                hot_group=hot.first_index, traffic=True, hot_first=hot is last,
+                trial,
+                last.start,
+                hot.latency_s,
+                cold.latency_s,
+                self.batch - hot.novel,
+                hot_group=hot.first_index,
+                traffic=True,
+                hot_first=hot is last,
             )
-        )  # fmt: skip
+        )
 
     def _order(self, trial: int, first: _Batch, second: _Batch) -> None:
         """Keep an order pair if it is decisive (``hot_s``: the first call's latency)."""
         if max(first.latency_s, second.latency_s) > DECISIVE * min(first.latency_s, second.latency_s):
             self.pairs.append(
                 Pair(
-                    trial, first.start, first.latency_s, second.latency_s, self.batch - first.novel,
-                    hot_group=first.first_index, traffic=True, order=True, hot_first=True,
+                    trial,
+                    first.start,
+                    first.latency_s,
+                    second.latency_s,
+                    self.batch - first.novel,
+                    hot_group=first.first_index,
+                    traffic=True,
+                    order=True,
+                    hot_first=True,
                 )
-            )  # fmt: skip
+            )

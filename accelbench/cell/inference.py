@@ -112,10 +112,13 @@ def _trials(
         summary = failed[0]
         search = search.backed_off(
             server_search.Probe(
-                search.max_qps, False, summary.latency_percentiles_s.get(99.0, 0.0), summary.qps,
+                search.max_qps,
+                False,
+                summary.latency_percentiles_s.get(99.0, 0.0),
+                summary.qps,
                 summary.invalid_reasons,
             )
-        )  # fmt: skip
+        )
         backoff += 1
         log.info("server: a scored trial was INVALID; every trial again at %.1f QPS", search.max_qps)
         discarded, evidence = [*discarded, *evidence], []

@@ -77,9 +77,15 @@ class Accuracy:
     def record(self) -> EndpointAccuracy:
         """The stored record (the ``generation`` section's ``accuracy``), shares rounded to 4 digits."""
         return EndpointAccuracy(
-            round(self.mean_share, 4), tuple(round(s, 4) for s in self.shares), self.concurrencies,
-            MIN_AGREEMENT, self.passed, REFERENCE, self.fillers, self.fake_fillers,
-        )  # fmt: skip
+            round(self.mean_share, 4),
+            tuple(round(s, 4) for s in self.shares),
+            self.concurrencies,
+            MIN_AGREEMENT,
+            self.passed,
+            REFERENCE,
+            self.fillers,
+            self.fake_fillers,
+        )
 
 
 def judged_count(params: int) -> int:

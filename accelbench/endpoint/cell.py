@@ -139,9 +139,15 @@ def _search(
     spec, limits = setup.spec, setup.limits
     path = Path(spec.folders.cell_dir) / RECORDS_FILE
     probing = Probing(
-        target, tokenizer, spec.input_seed, setup.lengths, setup.settings.max_tokens, count, limits,
+        target,
+        tokenizer,
+        spec.input_seed,
+        setup.lengths,
+        setup.settings.max_tokens,
+        count,
+        limits,
         lambda done: append_records(path, done),
-    )  # fmt: skip
+    )
     return search_max_qps(probing, min(curve, key=lambda p: p.concurrency).requests_per_s)
 
 

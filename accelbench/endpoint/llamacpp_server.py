@@ -83,15 +83,31 @@ class LlamaCppServer(EndpointServer):
         port = process.free_port()
         url = f"http://{HOST}:{port}"
         argv = [
-            sys.executable, "-m", "accelbench.endpoint.llamacpp_server",
-            "--gguf", str(smollm2_gguf()), "--port", str(port), "--threads", str(threads),
-            "--slots", str(slots), "--context-tokens", str(context),
-            "--owner", str(os.getpid()),
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "accelbench.endpoint.llamacpp_server",
+            "--gguf",
+            str(smollm2_gguf()),
+            "--port",
+            str(port),
+            "--threads",
+            str(threads),
+            "--slots",
+            str(slots),
+            "--context-tokens",
+            str(context),
+            "--owner",
+            str(os.getpid()),
+        ]
         self._server = process.start(
-            self.name, argv, [port], log_dir / f"{self.name}.log", lambda: _healthy(url), READY_TIMEOUT_S,
+            self.name,
+            argv,
+            [port],
+            log_dir / f"{self.name}.log",
+            lambda: _healthy(url),
+            READY_TIMEOUT_S,
             env=_env(threads),
-        )  # fmt: skip
+        )
         return url, MODEL_ID
 
     def stop(self) -> None:

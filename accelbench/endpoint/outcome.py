@@ -119,10 +119,14 @@ def outcome(setup: Setup, found: Found) -> Outcome:
     warned = noise.guard_warnings(probe) if probe is not None else []
     stack = setup.stack
     head = Head(
-        status, reason, effective_precision=stack.precision, noise=probe, versions=dict(stack.versions),
+        status,
+        reason,
+        effective_precision=stack.precision,
+        noise=probe,
+        versions=dict(stack.versions),
         settings=_settings(setup),
         warnings=(*warned, *length_warnings(found.timed, setup.settings.max_tokens)),
-    )  # fmt: skip
+    )
     body = EndpointBody(
         audits.section(verdicts, salt_bits=SALT_BITS),
         figures(setup, found),

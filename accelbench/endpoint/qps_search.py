@@ -80,10 +80,21 @@ def judged(qps: float, measured: CurvePoint, bounds: point_figures.Bounds) -> Qp
         reasons.append(f"p99 TPOT {measured.tpot_p99_s * 1e3:.0f} ms > {bounds.tpot_s * 1e3:.0f} ms")
     m = measured
     return QpsProbe(
-        qps, m.requests, m.requests_per_s, m.output_tokens_per_s,
-        m.ttft_p50_s, m.ttft_p90_s, m.ttft_p99_s, m.tpot_p50_s, m.tpot_p90_s, m.tpot_p99_s,
-        m.goodput_requests_per_s, m.error_rate, not reasons, "; ".join(reasons),
-    )  # fmt: skip
+        qps,
+        m.requests,
+        m.requests_per_s,
+        m.output_tokens_per_s,
+        m.ttft_p50_s,
+        m.ttft_p90_s,
+        m.ttft_p99_s,
+        m.tpot_p50_s,
+        m.tpot_p90_s,
+        m.tpot_p99_s,
+        m.goodput_requests_per_s,
+        m.error_rate,
+        not reasons,
+        "; ".join(reasons),
+    )
 
 
 def search_max_qps(
@@ -122,9 +133,15 @@ def searched(
         ended = f"bracketed within {RESOLUTION:.0%}" if bracketed else f"budget of {budget} probes spent"
         ended += "" if best else "; no probe met the bounds"
     return QpsSearch(
-        bounds.ttft_s, bounds.tpot_s, best.target_qps if best else 0.0,
-        best.goodput_requests_per_s if best else 0.0, tuple(probes), RESOLUTION, budget, ended,
-    )  # fmt: skip
+        bounds.ttft_s,
+        bounds.tpot_s,
+        best.target_qps if best else 0.0,
+        best.goodput_requests_per_s if best else 0.0,
+        tuple(probes),
+        RESOLUTION,
+        budget,
+        ended,
+    )
 
 
 def start_problem(curve: Sequence[CurvePoint], stopped: str, bounds: point_figures.Bounds) -> str:

@@ -134,9 +134,14 @@ class TransformersServer(EndpointServer):
         ]
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(max(1, settings.threads))}
         self._process = process.start(
-            self.name, argv, [port], log_dir / f"{self.name}.log", lambda: metrics.http_ok(f"{url}/health"),
-            READY_TIMEOUT_S, env=env,
-        )  # fmt: skip
+            self.name,
+            argv,
+            [port],
+            log_dir / f"{self.name}.log",
+            lambda: metrics.http_ok(f"{url}/health"),
+            READY_TIMEOUT_S,
+            env=env,
+        )
         return url, model_folder.name
 
     def _batching(self, settings: ServerSettings) -> list[str]:

@@ -62,12 +62,20 @@ _AMX = frozenset({"Sapphire Rapids", "Emerald Rapids", "Granite Rapids"})
 """Microarchitectures with AMX: a CPUID row outside this set on a CPU with ``amx_tile`` is not believed."""
 
 _CODENAMES = {  # a codename in the model string (spaces, hyphens and case ignored) -> microarchitecture
-    "skylake": "Skylake-SP", "cascadelake": "Cascade Lake", "cooperlake": "Cooper Lake",
-    "icelake": "Ice Lake-SP", "sapphirerapids": "Sapphire Rapids", "emeraldrapids": "Emerald Rapids",
-    "graniterapids": "Granite Rapids", "sierraforest": "Sierra Forest", "rome": "Zen 2 (Rome)",
-    "milan": "Zen 3 (Milan)", "genoa": "Zen 4 (Genoa)", "bergamo": "Zen 4c (Bergamo)",
+    "skylake": "Skylake-SP",
+    "cascadelake": "Cascade Lake",
+    "cooperlake": "Cooper Lake",
+    "icelake": "Ice Lake-SP",
+    "sapphirerapids": "Sapphire Rapids",
+    "emeraldrapids": "Emerald Rapids",
+    "graniterapids": "Granite Rapids",
+    "sierraforest": "Sierra Forest",
+    "rome": "Zen 2 (Rome)",
+    "milan": "Zen 3 (Milan)",
+    "genoa": "Zen 4 (Genoa)",
+    "bergamo": "Zen 4c (Bergamo)",
     "turin": "Zen 5 (Turin)",
-}  # fmt: skip
+}
 
 
 def microarchitecture(vendor: str, family: int, model: int, stepping: int | None = None) -> str:

@@ -304,9 +304,14 @@ def machine_from_dict(doc: Mapping[str, Any]) -> Machine:
     machine = Machine(**data)
     if version == 1:  # identified again: version 2 splits model 0x55 and believes flags over odd models
         name, basis = identify_microarchitecture(
-            machine.cpu_vendor, machine.cpu_family, machine.cpu_model_number, machine.cpu_stepping,
-            machine.cpu_model, machine.isa_flags, machine.caches,
-        )  # fmt: skip
+            machine.cpu_vendor,
+            machine.cpu_family,
+            machine.cpu_model_number,
+            machine.cpu_stepping,
+            machine.cpu_model,
+            machine.isa_flags,
+            machine.caches,
+        )
         machine = dataclasses.replace(machine, microarchitecture=name, microarchitecture_basis=basis)
     return machine
 

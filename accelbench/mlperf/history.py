@@ -30,11 +30,31 @@ from accelbench.errors import UserError
 from accelbench.files import number_problem
 
 COLUMNS = (
-    "round", "round_published_approx", "role_in_table", "submitter", "division", "availability",
-    "system_name", "system_dir", "chip_key", "accelerator_model_raw", "accelerator_count", "num_nodes",
-    "host_cpu", "host_cpu_sockets_total", "framework", "time_min_from_logs", "official_time_min",
-    "accelerator_minutes", "runs_converged", "runs_total", "run_dates", "value_status", "notes", "source",
-)  # fmt: skip
+    "round",
+    "round_published_approx",
+    "role_in_table",
+    "submitter",
+    "division",
+    "availability",
+    "system_name",
+    "system_dir",
+    "chip_key",
+    "accelerator_model_raw",
+    "accelerator_count",
+    "num_nodes",
+    "host_cpu",
+    "host_cpu_sockets_total",
+    "framework",
+    "time_min_from_logs",
+    "official_time_min",
+    "accelerator_minutes",
+    "runs_converged",
+    "runs_total",
+    "run_dates",
+    "value_status",
+    "notes",
+    "source",
+)
 """The bundled file's columns, in order."""
 REQUIRED_COLUMNS = (
     "round",
@@ -198,16 +218,30 @@ def _entry(row: Mapping[str, str], where: str, origin: str, shared: Mapping[str,
     base = _base_id(text)
     entry_id = f"{base}~{_slug(text['system_name'])}" if shared.get(base, 0) > 1 else base
     return HistoryEntry(
-        id=entry_id, benchmark=benchmark, round=text["round"], submitter=text["submitter"],
-        division=text["division"], availability=text["availability"], system_name=text["system_name"],
-        system_dir=text["system_dir"], chip_key=text["chip_key"], accelerator_count=count,
+        id=entry_id,
+        benchmark=benchmark,
+        round=text["round"],
+        submitter=text["submitter"],
+        division=text["division"],
+        availability=text["availability"],
+        system_name=text["system_name"],
+        system_dir=text["system_dir"],
+        chip_key=text["chip_key"],
+        accelerator_count=count,
         time_s_from_logs=None if logs_min is None else logs_min * 60.0,
         official_time_s=None if official_min is None else official_min * 60.0,
-        source=text["source"], origin=origin, role=text["role_in_table"], framework=text["framework"],
-        host_cpu=text["host_cpu"], runs_converged=converged, runs_total=total, run_dates=text["run_dates"],
-        value_status=text["value_status"], notes=text["notes"],
+        source=text["source"],
+        origin=origin,
+        role=text["role_in_table"],
+        framework=text["framework"],
+        host_cpu=text["host_cpu"],
+        runs_converged=converged,
+        runs_total=total,
+        run_dates=text["run_dates"],
+        value_status=text["value_status"],
+        notes=text["notes"],
         row={k: v for k, v in {**text, "benchmark": benchmark}.items() if v},
-    )  # fmt: skip
+    )
 
 
 def _text(row: Mapping[str, str], name: str, where: str) -> str:

@@ -28,8 +28,13 @@ from accelbench.inputs import read_input
 FORMATS = {":::MLPv0.5.0": "v0.5", ":::MLL ": "v0.6", ":::MLLOG ": "v0.7+"}
 MIN_RUNS = 3
 _V05_LINE = re.compile(r":::MLPv0\.5\.0 (\S+) ([\d.]+) \(([^)]*)\) (\w+)(?::\s*(.*))?$")
-_SUBMISSION_KEYS = ("submission_benchmark", "submission_org", "submission_platform", "submission_division",
-                    "submission_status")  # fmt: skip
+_SUBMISSION_KEYS = (
+    "submission_benchmark",
+    "submission_org",
+    "submission_platform",
+    "submission_division",
+    "submission_status",
+)
 
 
 @dataclass(frozen=True, slots=True)

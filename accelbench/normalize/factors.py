@@ -194,9 +194,15 @@ def chip_node_credit(old: Chip, new: Chip, quantity: str = "gate_latency_ps") ->
     credit = node_credit(old.process_node_nm.value, new.process_node_nm.value, quantity)
     provenance = weakest(credit.provenance, old.process_node_nm.provenance, new.process_node_nm.provenance)
     return NodeCredit(
-        credit.quantity, credit.old_nm, credit.new_nm, credit.value, credit.old, credit.new, provenance,
+        credit.quantity,
+        credit.old_nm,
+        credit.new_nm,
+        credit.value,
+        credit.old,
+        credit.new,
+        provenance,
         credit.source,
-    )  # fmt: skip
+    )
 
 
 def _count(subject: Subject) -> Range:

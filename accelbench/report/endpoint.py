@@ -127,11 +127,14 @@ def cost_document(results: Sequence[Result], rate: HourlyRate) -> dict[str, Any]
     """``show --json``'s served-LLM cost: the rate and, per point of each curve, $ per million output
     tokens (null for a point without tokens)."""
     points = [
-        {"cell_key": r.cell.key, "concurrency": p.concurrency,
-         "usd_per_million_output_tokens": usd_per_million_output_tokens(rate, p)}
+        {
+            "cell_key": r.cell.key,
+            "concurrency": p.concurrency,
+            "usd_per_million_output_tokens": usd_per_million_output_tokens(rate, p),
+        }
         for r, section in sorted(curves_of(results), key=lambda pair: pair[0].cell.key)
         for p in section.curve
-    ]  # fmt: skip
+    ]
     return {"served_llm_cost": {"usd_per_hour": rate.usd_per_hour, "basis": rate.basis, "points": points}}
 
 

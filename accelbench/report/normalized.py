@@ -24,10 +24,19 @@ from accelbench.normalize.factors import Figure
 from accelbench.normalize.subjects import Subject
 from accelbench.ranges import Range, range_document, weakest
 
-HISTORY_PER = {"chip": ("chip",), "transistor": ("transistor",), "mm2": ("mm2",), "watt": ("tdp_w",),
-               "dollar": ("usd_cloud", "usd")}  # fmt: skip
-_AFTER = {"chips": "per chip", "transistors per chip": "per transistor", "die area per chip": "per mm²",
-          "TDP per chip": "per TDP watt"}  # fmt: skip
+HISTORY_PER = {
+    "chip": ("chip",),
+    "transistor": ("transistor",),
+    "mm2": ("mm2",),
+    "watt": ("tdp_w",),
+    "dollar": ("usd_cloud", "usd"),
+}
+_AFTER = {
+    "chips": "per chip",
+    "transistors per chip": "per transistor",
+    "die area per chip": "per mm²",
+    "TDP per chip": "per TDP watt",
+}
 DISPLAY = {  # figure unit -> (display unit for training runs, scale from SI)
     "chip*s": ("chip-min", 1 / 60),
     "transistor*s": ("B-transistor-min", 1e-9 / 60),
@@ -36,8 +45,14 @@ DISPLAY = {  # figure unit -> (display unit for training runs, scale from SI)
     "USD*s": ("USD-h of hardware", 1 / 3600),
     "USD": ("USD", 1.0),
 }
-_QUANTITY = {"chips": ("", 1.0), "transistors": (" B", 1e-9), "mm2": (" mm²", 1.0), "W": (" W", 1.0),
-             "ps": (" ps", 1.0), "fJ": (" fJ", 1.0)}  # fmt: skip
+_QUANTITY = {
+    "chips": ("", 1.0),
+    "transistors": (" B", 1e-9),
+    "mm2": (" mm²", 1.0),
+    "W": (" W", 1.0),
+    "ps": (" ps", 1.0),
+    "fJ": (" fJ", 1.0),
+}
 
 
 def times(value: Range) -> str:
@@ -157,8 +172,14 @@ def _variants_table(explanation: Explanation) -> Table:
         table.add_column(column, justify="left" if column == "per" else "right")
     for decomposition in explanation.decompositions:
         chips, quantity, node, residual = decomposition.factors
-        table.add_row(decomposition.per, times(chips.value), times(quantity.value), times(node.value),
-                      times(quantity.remaining), times(residual.value))  # fmt: skip
+        table.add_row(
+            decomposition.per,
+            times(chips.value),
+            times(quantity.value),
+            times(node.value),
+            times(quantity.remaining),
+            times(residual.value),
+        )
     return table
 
 
@@ -221,8 +242,14 @@ def _cost_text(figure: Figure, subject: Subject | None = None, show_unit: bool =
 
 
 def _column_title(per: str) -> str:
-    return {"chip": "accelerator-min", "transistor": "B-transistor-min", "mm2": "m²-min",
-            "tdp_w": "kWh at TDP", "usd_cloud": "cloud USD", "usd": "USD-h of hardware"}[per]  # fmt: skip
+    return {
+        "chip": "accelerator-min",
+        "transistor": "B-transistor-min",
+        "mm2": "m²-min",
+        "tdp_w": "kWh at TDP",
+        "usd_cloud": "cloud USD",
+        "usd": "USD-h of hardware",
+    }[per]
 
 
 def _num(value: float) -> str:

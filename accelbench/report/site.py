@@ -86,9 +86,16 @@ def _rank_key(entry: Entry) -> float:
 
 def _leader_row(number: int, e: Entry) -> str:
     cells = [
-        str(number), e.stack, e.machine, _headline(e), _rate(e.per_work.get("chip"), "/s per chip"),
-        _rate(e.per_work.get("usd"), "/s per $"), e.rules, e.precision, "verified",
-    ]  # fmt: skip
+        str(number),
+        e.stack,
+        e.machine,
+        _headline(e),
+        _rate(e.per_work.get("chip"), "/s per chip"),
+        _rate(e.per_work.get("usd"), "/s per $"),
+        e.rules,
+        e.precision,
+        "verified",
+    ]
     tds = "".join(f"<td>{html.escape(c)}</td>" for c in cells)
     link = f"<td><a href='bundles/{html.escape(e.bundle)}'>{html.escape(e.bundle)}</a></td>"
     return f"<tr {_data(e)}>{tds}{link}</tr>"

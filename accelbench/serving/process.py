@@ -126,9 +126,13 @@ def start(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log_file:
         popen = subprocess.Popen(
-            list(argv), stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
-            env=env, start_new_session=True,
-        )  # fmt: skip
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
     server = ServerProcess(name, popen, tuple(ports), log_path, after_stop)
     try:
         _stop_at_exit(server)

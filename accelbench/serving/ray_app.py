@@ -90,11 +90,15 @@ def _init_ray(ray: Any, config: dict[str, Any]) -> None:
             raise SystemExit(f"Ray Serve already runs on the cluster {config['address']}: stop it first")
         return
     ray.init(
-        address="local", num_cpus=os.cpu_count(), include_dashboard=False,
-        log_to_driver=False, _node_ip_address=HOST, _temp_dir=config["temp_dir"],
+        address="local",
+        num_cpus=os.cpu_count(),
+        include_dashboard=False,
+        log_to_driver=False,
+        _node_ip_address=HOST,
+        _temp_dir=config["temp_dir"],
         _metrics_export_port=int(config["metrics_port"]),
         _system_config={"metrics_report_interval_ms": METRICS_INTERVAL_MS},
-    )  # fmt: skip
+    )
 
 
 def _serve_running(ray: Any) -> bool:

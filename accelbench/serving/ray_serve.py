@@ -59,9 +59,15 @@ class RayServe(stack.ServedStack):
         temp_dir = tempfile.mkdtemp(prefix="abray-", dir="/tmp")
         bind_host, host = proxy_hosts(ctx.serve_cluster)
         config = stack.server_config(
-            files, ctx, max_batch=max(files) // min(files), http_port=http_port, metrics_port=metrics_port,
-            temp_dir=temp_dir, address=ctx.serve_cluster or "local", http_host=bind_host,
-        )  # fmt: skip
+            files,
+            ctx,
+            max_batch=max(files) // min(files),
+            http_port=http_port,
+            metrics_port=metrics_port,
+            temp_dir=temp_dir,
+            address=ctx.serve_cluster or "local",
+            http_host=bind_host,
+        )
         config_path = stack.write_config(ctx, "ray", config)
         url = f"http://{host}:{http_port}"
         server = process.start(
@@ -73,7 +79,7 @@ class RayServe(stack.ServedStack):
             stack.START_TIMEOUT_S,
             env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
             after_stop=lambda: shutil.rmtree(temp_dir, ignore_errors=True),
-        )  # fmt: skip
+        )
         if ctx.serve_cluster:  # the cluster's metrics cover every job on it
             return stack.Served(url, server, lambda: {"ray_cluster": str(ctx.serve_cluster)})
         metrics_url = f"http://{process.HOST}:{metrics_port}/metrics"

@@ -61,9 +61,14 @@ class TorchServe(stack.ServedStack):
         ports = [process.free_port() for _ in range(3)]
         temp_dir = tempfile.mkdtemp(prefix="abts-", dir="/tmp")
         config = stack.server_config(
-            files, ctx, max_batch=max(files) // min(files), http_port=ports[0], management_port=ports[1],
-            metrics_port=ports[2], temp_dir=temp_dir,
-        )  # fmt: skip
+            files,
+            ctx,
+            max_batch=max(files) // min(files),
+            http_port=ports[0],
+            management_port=ports[1],
+            metrics_port=ports[2],
+            temp_dir=temp_dir,
+        )
         config_path = stack.write_config(ctx, "torchserve", config)
         url = f"http://{process.HOST}:{ports[0]}"
         model_url = f"http://{process.HOST}:{ports[1]}/models/{stack.MODEL_NAME}"
@@ -76,7 +81,7 @@ class TorchServe(stack.ServedStack):
             stack.START_TIMEOUT_S,
             env={**os.environ},
             after_stop=lambda: shutil.rmtree(temp_dir, ignore_errors=True),
-        )  # fmt: skip
+        )
         metrics_url = f"http://{process.HOST}:{ports[2]}/metrics"
         endpoint = f"{url}/predictions/{stack.MODEL_NAME}"
         return stack.Served(url, server, lambda: torchserve_stats(metrics.http_text(metrics_url)), endpoint)

@@ -52,10 +52,22 @@ def archive(config: dict[str, Any], folder: Path) -> Path:
         "from model_archiver.model_packaging import generate_model_archive as g; g()",
     ]
     subprocess.run(
-        [*archiver, "--model-name", config["model"], "--version", "1.0", "--handler",
-         str(torchserve_handler.__file__), "--extra-files", extra, "--export-path", str(store), "--force"],
+        [
+            *archiver,
+            "--model-name",
+            config["model"],
+            "--version",
+            "1.0",
+            "--handler",
+            str(torchserve_handler.__file__),
+            "--extra-files",
+            extra,
+            "--export-path",
+            str(store),
+            "--force",
+        ],
         check=True,
-    )  # fmt: skip
+    )
     return store
 
 
@@ -108,11 +120,20 @@ def serve_forever(config: dict[str, Any]) -> int:
     (folder / "config.properties").write_text(properties(config))
     (folder / "log4j2.xml").write_text(LOG4J)
     command = [
-        str(Path(sys.executable).with_name("torchserve")), "--start", "--foreground", "--ncs",
-        "--model-store", str(store), "--ts-config", str(folder / "config.properties"),
-        "--models", f"{config['model']}={config['model']}.mar", "--disable-token-auth",
-        "--log-config", str(folder / "log4j2.xml"),
-    ]  # fmt: skip
+        str(Path(sys.executable).with_name("torchserve")),
+        "--start",
+        "--foreground",
+        "--ncs",
+        "--model-store",
+        str(store),
+        "--ts-config",
+        str(folder / "config.properties"),
+        "--models",
+        f"{config['model']}={config['model']}.mar",
+        "--disable-token-auth",
+        "--log-config",
+        str(folder / "log4j2.xml"),
+    ]
 
     def on_term(signum: int, frame: object) -> None:
         kill_session(os.getsid(0), keep=os.getpid())

@@ -91,18 +91,28 @@ class Triton(ServedStack):
         temp_dir = tempfile.mkdtemp(prefix="abtri-", dir="/tmp")  # PyTriton makes the workspace itself
         token = secrets.token_hex(16)
         config = server_config(
-            files, ctx, inputs=_input_table(spec), max_batch=max(files), token=token,
-            http_port=ports[0], grpc_port=ports[1], metrics_port=ports[2],
+            files,
+            ctx,
+            inputs=_input_table(spec),
+            max_batch=max(files),
+            token=token,
+            http_port=ports[0],
+            grpc_port=ports[1],
+            metrics_port=ports[2],
             workspace=str(Path(temp_dir) / "workspace"),
-        )  # fmt: skip
+        )
         config_path = write_config(ctx, "triton", config)
         url = f"http://{process.HOST}:{ports[0]}"
         server = process.start(
-            self.server, [str(server_python()), str(SCRIPT), str(config_path)], ports,
+            self.server,
+            [str(server_python()), str(SCRIPT), str(config_path)],
+            ports,
             config_path.with_suffix(".log"),
-            lambda: metrics.http_ok(f"{url}/v2/models/{MODEL_NAME}/ready"), START_TIMEOUT_S,
-            env=_server_environment(), after_stop=lambda: shutil.rmtree(temp_dir, ignore_errors=True),
-        )  # fmt: skip
+            lambda: metrics.http_ok(f"{url}/v2/models/{MODEL_NAME}/ready"),
+            START_TIMEOUT_S,
+            env=_server_environment(),
+            after_stop=lambda: shutil.rmtree(temp_dir, ignore_errors=True),
+        )
         stats_url = f"{url}/v2/models/{MODEL_NAME}/stats"
         headers = {"triton-access-token": token}
         return Served(url, server, lambda: triton_stats(json.loads(metrics.http_text(stats_url, headers))))
@@ -154,8 +164,9 @@ def create_venv(folder: Path) -> Path:
     pip = [str(python), "-m", "pip", "install", "--quiet", "-c", str(CONSTRAINTS)]
     subprocess.run([*pip, "nvidia-pytriton", "onnxruntime", "numpy"], check=True)
     check = "import pytriton.triton, onnxruntime; from importlib.metadata import version as v; "
-    done = subprocess.run([str(python), "-c", check + "print(v('nvidia-pytriton'))"], check=True,
-                          capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [str(python), "-c", check + "print(v('nvidia-pytriton'))"], check=True, capture_output=True, text=True
+    )
     (folder / READY_MARK).write_text(done.stdout.strip() + "\n")
     return python
 

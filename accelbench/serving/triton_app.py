@@ -63,10 +63,15 @@ def serve_forever(config: dict[str, Any]) -> None:
     from pytriton.triton import Triton, TritonConfig, TritonSecurityConfig
 
     triton_config = TritonConfig(
-        http_address=HOST, http_port=int(config["http_port"]), grpc_address=HOST,
-        grpc_port=int(config["grpc_port"]), metrics_address=HOST, metrics_port=int(config["metrics_port"]),
-        allow_gpu_metrics=False, exit_timeout_secs=5,
-    )  # fmt: skip
+        http_address=HOST,
+        http_port=int(config["http_port"]),
+        grpc_address=HOST,
+        grpc_port=int(config["grpc_port"]),
+        metrics_address=HOST,
+        metrics_port=int(config["metrics_port"]),
+        allow_gpu_metrics=False,
+        exit_timeout_secs=5,
+    )
     security = TritonSecurityConfig(access_token=config["token"])
     triton = Triton(config=triton_config, security_config=security, workspace=config["workspace"])
     watch_owner(int(config["owner_pid"]), triton.stop, remove=[str(Path(config["workspace"]).parent)])

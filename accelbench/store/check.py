@@ -199,8 +199,11 @@ def _orphan_folders(folder: Path, runs: dict[str, str], recorded: set[tuple[str,
     problems = []
     for run_dir in sorted(p for p in runs_dir.iterdir() if p.is_dir()):
         if run_dir.name not in runs:
-            problems.append(Problem("orphan", str(run_dir), "run folder of a run that is not in the store",
-                                    folder=run_dir))  # fmt: skip
+            problems.append(
+                Problem(
+                    "orphan", str(run_dir), "run folder of a run that is not in the store", folder=run_dir
+                )
+            )
             continue
         problems += _orphan_cells(run_dir, runs[run_dir.name], recorded)
     return problems

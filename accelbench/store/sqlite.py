@@ -303,10 +303,23 @@ def _result_row(result: Result) -> tuple[Any, ...]:
     document = _json(to_dict(result))
     p50_s = result.latency.p50_s if result.latency else None
     return (
-        result.run_id, cell.key, cell.workload, cell.size, cell.variant, cell.stack, cell.device,
-        cell.scenario, head.status, p50_s, result.qps, quality_passed, head.effective_precision,
-        _now(), document, doc_sha256(document),
-    )  # fmt: skip
+        result.run_id,
+        cell.key,
+        cell.workload,
+        cell.size,
+        cell.variant,
+        cell.stack,
+        cell.device,
+        cell.scenario,
+        head.status,
+        p50_s,
+        result.qps,
+        quality_passed,
+        head.effective_precision,
+        _now(),
+        document,
+        doc_sha256(document),
+    )
 
 
 def _load_result(db_file: Path, run_id: Any, cell_key: Any, doc_json: Any, sha256: Any) -> Result | None:

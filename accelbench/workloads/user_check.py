@@ -33,9 +33,14 @@ def check_in_child(location: str, import_root: str, timeout_s: float) -> tuple[s
     crashed or hung (see the module docstring)."""
     command = [sys.executable, "-m", "accelbench.workloads.user_check", location, import_root]
     child = subprocess.Popen(
-        command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True, errors="replace", start_new_session=True,
-    )  # fmt: skip
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
     try:
         _, stderr = child.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
