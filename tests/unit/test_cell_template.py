@@ -62,11 +62,28 @@ def test_the_exporter_is_preloaded_beside_the_modules_of_the_run(monkeypatch: py
         ["accelbench.stacks.onnxruntime:OnnxRuntime", "vendor.fast:Stack"], exporter=True
     )
     (names,) = preloaded
-    assert {"onnx", "onnxscript", "accelbench.stacks.onnxruntime"} <= set(names)
+    assert {isolation.EXPORTER_PRELOAD, "accelbench.stacks.onnxruntime"} <= set(names)
     assert "vendor.fast" not in names and len(names) == len(set(names))
     monkeypatch.setattr(isolation, "_context", None)
     isolation.start_template(["accelbench.stacks.null:NullStack"])
-    assert not {"onnx", "onnxscript"} & set(preloaded[1])
+    assert isolation.EXPORTER_PRELOAD not in preloaded[1]
+
+
+def test_the_exporter_preload_survives_a_module_that_raises_on_import(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The template survives only an ImportError of what it preloads; the exporter's preload swallows
+    anything its modules raise (the SUT's stack then reports it, for its own cells)."""
+    import importlib
+
+    (tmp_path / "exploding.py").write_text("raise RuntimeError('a broken build')\n")
+    (tmp_path / "after_it.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr("accelbench.stacks.onnx_export.EXPORTER_MODULES", ("exploding", "after_it"))
+    monkeypatch.delitem(sys.modules, "accelbench.stacks.exporter_preload", raising=False)
+    importlib.import_module(isolation.EXPORTER_PRELOAD)
+    assert "after_it" in sys.modules and "exploding" not in sys.modules
+    del sys.modules["after_it"]
 
 
 def test_the_template_preloads_accelbench_modules_only(monkeypatch: pytest.MonkeyPatch) -> None:
