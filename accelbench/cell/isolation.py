@@ -26,17 +26,20 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from multiprocessing import forkserver
 from multiprocessing.context import ForkServerContext
 from pathlib import Path
 from typing import Any
 
 import psutil
 
+from accelbench.cell import template_imports
 from accelbench.cell.leftovers import kill_leftovers
 from accelbench.cellspec import CellSpec
 from accelbench.meters import cputime
 from accelbench.meters.cputime import RUNNER_PID_VARIABLE
 from accelbench.outputs import write_json_atomic
+from accelbench.stacks.onnx_export import EXPORTER_MODULES
 from accelbench.sut import hardening, launcher
 
 POLL_S = 0.25
@@ -56,8 +59,6 @@ PRELOAD = (
 ``accelbench.stats`` imports it at first use, and every cell summarises its latencies). The run's own
 workload, stack and driver modules are added by ``preload`` (transformers, 1.5-2.5 s here, only with a
 text workload)."""
-EXPORTER_PRELOAD = "accelbench.stacks.exporter_preload"
-"""Imports the ONNX exporter's modules, any failure left to the cells that need them."""
 PRELOAD_PREFIX = "accelbench."
 """Only accelbench's own modules are added to the template: a plugin's module runs its import-time code
 in the cell that uses it, never in the template every cell is forked from."""
@@ -80,15 +81,12 @@ def start_template(refs: Iterable[str], exporter: bool = False) -> None:
     """Start the template process now with the modules of ``refs`` (``preload``), so its imports (torch,
     ONNX Runtime, LoadGen, the run's own modules: 3-4 s here) run while the parent goes on planning;
     ``ready`` waits for them before anything is measured. ``exporter``: one of the run's stacks reads
-    the model's ONNX file, and the template imports the exporter's modules too (``EXPORTER_PRELOAD``:
+    the model's ONNX file, and the template imports the exporter's modules too (``EXPORTER_MODULES``:
     each such cell's SUT process imported them again in ``unavailable_reason``, 0.5-0.9 s here)."""
-    from multiprocessing import forkserver
-
     global _libraries
-    _libraries = (EXPORTER_PRELOAD,) if exporter else ()
+    _libraries = EXPORTER_MODULES if exporter else ()
     preload(refs)
     _fork_context()
-    forkserver.ensure_running()
 
 
 def ready() -> None:
@@ -188,7 +186,14 @@ def _fork_context() -> ForkServerContext:
         # of other load without it: benchmarks/noise_guard.py, issue 45).
         cputime.adopt_orphans()
         _context = multiprocessing.get_context("forkserver")
-        _context.set_forkserver_preload(list(dict.fromkeys([*PRELOAD, *_libraries, *_extra])))
+        # the template imports through ``template_imports``, every failure swallowed (see its docstring)
+        _context.set_forkserver_preload([template_imports.__name__])
+        names = dict.fromkeys([*PRELOAD, *_libraries, *_extra])
+        os.environ[template_imports.MODULES_VARIABLE] = ",".join(names)
+        try:
+            forkserver.ensure_running()  # started now: the variable is read from its environment
+        finally:
+            del os.environ[template_imports.MODULES_VARIABLE]
     return _context
 
 

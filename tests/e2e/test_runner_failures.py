@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from accelbench import runner
 from accelbench.config import RunConfig
 from accelbench.hardware.detect import detect_machine
 from accelbench.store import open_store
-from tests.e2e.cli import interrupted_run, result_ok
+from tests.e2e.cli import accelbench, interrupted_run, result_ok
 from tests.e2e.planted import DAEMON_MARK
 
 pytestmark = pytest.mark.usefixtures("planted_stacks")
@@ -90,3 +91,21 @@ def test_resume_finishes_an_interrupted_run_without_repeating_cells(tmp_path: Pa
     assert {r.cell.key for r in resumed}.isdisjoint({first[0].cell.key})
     assert sorted(r.cell.stack for r in final) == ["null", "planted-raise", "torch-eager"]
     assert next(r for r in final if r.cell.key == first[0].cell.key).started_at == first[0].started_at
+
+
+def test_a_library_that_raises_on_import_gives_each_cell_its_status(tmp_path: Path) -> None:
+    """A broken build of a library the cell template imports (here LoadGen raising RuntimeError): the
+    template swallows it (``accelbench.cell.template_imports``), each cell that imports it again gets
+    ``crashed`` with the library's line, and the run ends normally. Before, the template died and the
+    run ended with two tracebacks and "Aborted."."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "mlperf_loadgen.py").write_text("raise RuntimeError('a broken build of LoadGen')\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(site), str(Path(__file__).parents[2])])}
+    args = ("--workloads", "resnet50", "--stacks", "null", "--scenarios", "single-stream", "--no-probe")
+    done = accelbench("run", "--suite", "tiny", *args, "--store", str(tmp_path / "store"), env=env)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    with open_store(tmp_path / "store") as store:
+        (result,) = store.results(store.run_ids()[0])
+    assert result.head.status == "crashed"
+    assert result.head.reason == "RuntimeError: a broken build of LoadGen"

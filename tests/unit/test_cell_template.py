@@ -4,13 +4,16 @@ only (a plugin's import-time code never runs in the process every cell is forked
 
 from __future__ import annotations
 
+import importlib
+import os
 import sys
+from multiprocessing import forkserver
 from pathlib import Path
 
 import pytest
 
 from accelbench import registry, runner
-from accelbench.cell import isolation
+from accelbench.cell import isolation, template_imports
 from accelbench.config import RunConfig
 from accelbench.errors import UserError
 
@@ -48,41 +51,46 @@ def test_the_template_imports_the_exporter_when_a_stack_reads_the_onnx_file(
     assert asked == [exporter]
 
 
-def test_the_exporter_is_preloaded_beside_the_modules_of_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    preloaded: list[list[str]] = []
+def _template_modules(monkeypatch: pytest.MonkeyPatch, refs: list[str], exporter: bool) -> list[str]:
+    """What the template would import for ``refs`` (its start recorded, not made): the preload it is
+    given and the module names it reads from its environment."""
+    started: list[tuple[list[str], str]] = []
     monkeypatch.setattr(isolation, "_context", None)
+    monkeypatch.setattr(forkserver._forkserver, "_preload_modules", forkserver._forkserver._preload_modules)
     monkeypatch.setattr(isolation.hardening, "make_undumpable", lambda: None)
     monkeypatch.setattr(isolation.cputime, "adopt_orphans", lambda: None)
-    monkeypatch.setattr("multiprocessing.forkserver.ensure_running", lambda: None)
+    variable = template_imports.MODULES_VARIABLE
     monkeypatch.setattr(
-        "multiprocessing.context.ForkServerContext.set_forkserver_preload",
-        lambda self, names: preloaded.append(names),
+        "multiprocessing.forkserver.ensure_running",
+        lambda: started.append((forkserver._forkserver._preload_modules, os.environ[variable])),
     )
-    isolation.start_template(
-        ["accelbench.stacks.onnxruntime:OnnxRuntime", "vendor.fast:Stack"], exporter=True
-    )
-    (names,) = preloaded
-    assert {isolation.EXPORTER_PRELOAD, "accelbench.stacks.onnxruntime"} <= set(names)
+    isolation.start_template(refs, exporter=exporter)
+    ((preload, names),) = started
+    assert preload == [template_imports.__name__] and variable not in os.environ
+    return names.split(",")
+
+
+def test_the_exporter_is_preloaded_beside_the_modules_of_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    refs = ["accelbench.stacks.onnxruntime:OnnxRuntime", "vendor.fast:Stack"]
+    names = _template_modules(monkeypatch, refs, exporter=True)
+    assert {"onnx", "onnxscript", "torch", "mlperf_loadgen", "accelbench.stacks.onnxruntime"} <= set(names)
     assert "vendor.fast" not in names and len(names) == len(set(names))
-    monkeypatch.setattr(isolation, "_context", None)
-    isolation.start_template(["accelbench.stacks.null:NullStack"])
-    assert isolation.EXPORTER_PRELOAD not in preloaded[1]
+    names = _template_modules(monkeypatch, ["accelbench.stacks.null:NullStack"], exporter=False)
+    assert "accelbench.stacks.null" in names and not {"onnx", "onnxscript"} & set(names)
 
 
-def test_the_exporter_preload_survives_a_module_that_raises_on_import(
+def test_the_template_survives_a_module_that_raises_on_import(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """The template survives only an ImportError of what it preloads; the exporter's preload swallows
-    anything its modules raise (the SUT's stack then reports it, for its own cells)."""
-    import importlib
-
+    """The template survives only an ImportError of what it preloads itself; what it imports through
+    ``template_imports`` may raise anything (the cell that needs it fails on its own, with its status)."""
     (tmp_path / "exploding.py").write_text("raise RuntimeError('a broken build')\n")
     (tmp_path / "after_it.py").write_text("")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr("accelbench.stacks.onnx_export.EXPORTER_MODULES", ("exploding", "after_it"))
-    monkeypatch.delitem(sys.modules, "accelbench.stacks.exporter_preload", raising=False)
-    importlib.import_module(isolation.EXPORTER_PRELOAD)
+    monkeypatch.setenv(template_imports.MODULES_VARIABLE, "exploding,,no_such_module,after_it")
+    importlib.reload(template_imports)
     assert "after_it" in sys.modules and "exploding" not in sys.modules
+    assert template_imports.MODULES_VARIABLE not in os.environ  # no cell forked from it inherits it
     del sys.modules["after_it"]
 
 
