@@ -3,7 +3,8 @@
 Cell processes are forked from a template process (a multiprocessing forkserver) that has already
 imported the heavy libraries (torch, transformers, ONNX Runtime, LoadGen) but executed nothing: each
 cell still gets a process of its own, with no state from any other cell, without paying 3-5 s of
-imports. The cell makes itself a process-group leader, so a hang (or a compiler's worker pool) is killed
+imports. A library that fails to import there, however it fails, is left to the cells that import it
+again (``accelbench.cell.template_imports``): their failure is their status. The cell makes itself a process-group leader, so a hang (or a compiler's worker pool) is killed
 whole; it kills its own group when the runner dies (even by SIGKILL), so no orphan measures on. The
 parent samples the resident memory of the cell's process tree a few times a second; past the limit the
 group is killed and the cell is ``oom``. HOME-like variables point into the run folder, so
@@ -55,7 +56,7 @@ PRELOAD = (
     "onnxruntime",
     "mlperf_loadgen",
 )
-"""Imported once by the template process; a module that is not installed is skipped (``scipy.stats``:
+"""Imported once by the template process; a module that does not import is skipped (``scipy.stats``:
 ``accelbench.stats`` imports it at first use, and every cell summarises its latencies). The run's own
 workload, stack and driver modules are added by ``preload`` (transformers, 1.5-2.5 s here, only with a
 text workload)."""
