@@ -4,8 +4,9 @@ Cell processes are forked from a template process (a multiprocessing forkserver)
 imported the heavy libraries (torch, transformers, ONNX Runtime, LoadGen) but executed nothing: each
 cell still gets a process of its own, with no state from any other cell, without paying 3-5 s of
 imports. A library that fails to import there, however it fails, is left to the cells that import it
-again (``accelbench.cell.template_imports``): their failure is their status. The cell makes itself a process-group leader, so a hang (or a compiler's worker pool) is killed
-whole; it kills its own group when the runner dies (even by SIGKILL), so no orphan measures on. The
+again (``accelbench.cell.template_imports``): their failure is their status. The cell makes itself a
+process-group leader, so a hang (or a compiler's worker pool) is killed whole; it kills its own group
+when the runner dies (even by SIGKILL), so no orphan measures on. The
 parent samples the resident memory of the cell's process tree a few times a second; past the limit the
 group is killed and the cell is ``oom``. HOME-like variables point into the run folder, so
 framework caches and telemetry never land in the user's home. The spec file in the cell's folder (the
