@@ -197,15 +197,20 @@ def _scalar_fits(kind: str, value: Any) -> bool:
 SUITES: Mapping[str, RunConfig] = {
     # make run's 5 minutes on 2 cores (issue 29): the LLM cell (165 s alone) is the llm suite's
     "default": RunConfig(
-        "default", DEFAULT_WORKLOADS, DEFAULT_STACKS, ("single-stream", "offline"), "standard", "quick"
+        suite="default",
+        workloads=DEFAULT_WORKLOADS,
+        stacks=DEFAULT_STACKS,
+        scenarios=("single-stream", "offline"),
+        size="standard",
+        rules="quick",
     ),
     "llm": RunConfig(
-        "llm",
-        ("smollm2-135m",),
-        DEFAULT_STACKS,
-        ("single-stream",),
-        "standard",
-        "quick",
+        suite="llm",
+        workloads=("smollm2-135m",),
+        stacks=DEFAULT_STACKS,
+        scenarios=("single-stream",),
+        size="standard",
+        rules="quick",
         generation_stacks=(*DEFAULT_GENERATION_STACKS, "llm@transformers-cb"),
         generation_scenarios=("single-stream",),
         # the served curve (issue 31): transformers serve with continuous batching, 4 points
@@ -214,35 +219,42 @@ SUITES: Mapping[str, RunConfig] = {
     # agentic multi-turn sessions (issue 44, docs/sessions.md): smollm2-135m on transformers serve with
     # continuous batching, 1-8 sessions at once, the defaults that fit 2 cores (3 turns, 16 tokens)
     "agentic": RunConfig(
-        "agentic",
-        ("smollm2-135m",),
-        ("llm@transformers-cb",),
-        ("single-stream",),
-        "standard",
-        "quick",
+        suite="agentic",
+        workloads=("smollm2-135m",),
+        stacks=("llm@transformers-cb",),
+        scenarios=("single-stream",),
+        size="standard",
+        rules="quick",
         knobs=default_knobs({"sessions": (1, 2, 4, 8), "session_turns": 3, "output_tokens": 16}),
         # the cell took ~560 s of the default 600 at load 4-6 on 2 shared cores (2026-12-05): room to finish
         timeout_s=1200.0,
     ),
-    "quick": RunConfig("quick", ALL_WORKLOADS, REAL_STACKS, ("single-stream",), "standard", "quick"),
+    "quick": RunConfig(
+        suite="quick",
+        workloads=ALL_WORKLOADS,
+        stacks=REAL_STACKS,
+        scenarios=("single-stream",),
+        size="standard",
+        rules="quick",
+    ),
     "tiny": RunConfig(
-        "tiny",
-        (*ALL_WORKLOADS, *TRAINING_WORKLOADS),  # training workloads run only under train-to-quality
-        ("null", *REAL_STACKS),
-        ("single-stream", "offline"),
-        "tiny",
-        "quick",
+        suite="tiny",
+        workloads=(*ALL_WORKLOADS, *TRAINING_WORKLOADS),  # training workloads run only under train-to-quality
+        stacks=("null", *REAL_STACKS),
+        scenarios=("single-stream", "offline"),
+        size="tiny",
+        rules="quick",
         samples=16,
         generation_stacks=tuple(GENERATING_STACKS),
     ),
     # non-matmul work (accelbench.normalize.expressiveness); run it with --stacks all for the full matrix
     "expressiveness": RunConfig(
-        "expressiveness",
-        ("gnn-sage", "dlrm-bags", "moe-topk", "ssm-scan", "dynamic-seq"),
-        tuple(name for name in STACKS if name != "null" and not is_served(name)),
-        ("single-stream",),
-        "tiny",
-        "quick",
+        suite="expressiveness",
+        workloads=("gnn-sage", "dlrm-bags", "moe-topk", "ssm-scan", "dynamic-seq"),
+        stacks=tuple(name for name in STACKS if name != "null" and not is_served(name)),
+        scenarios=("single-stream",),
+        size="tiny",
+        rules="quick",
         samples=16,
         timeout_s=300.0,
     ),

@@ -104,7 +104,14 @@ def _inference_cells(
     stacks = {name: ref for name, ref in registry.table("stack").items() if name in config.stacks}
     return [
         PlannedCell(
-            Cell(workload, stack, scenario, device, config.size, variant),
+            Cell(
+                workload=workload,
+                stack=stack,
+                scenario=scenario,
+                device=device,
+                size=config.size,
+                variant=variant,
+            ),
             workload_ref,
             stacks[stack],
             _driver_ref(declared, stacks[stack]),
@@ -126,7 +133,14 @@ def _generative_cells(
     generating = {**registry.table("generating stack"), **registry.table("endpoint stack")}
     return [
         PlannedCell(
-            Cell(workload, stack, scenario, device, config.size, "canonical"),
+            Cell(
+                workload=workload,
+                stack=stack,
+                scenario=scenario,
+                device=device,
+                size=config.size,
+                variant="canonical",
+            ),
             workload_ref,
             generating[stack],
             _sessions_or(config, generating[stack], _driver_ref(declared, generating[stack])),

@@ -367,7 +367,16 @@ class AuditFeed:
         group = hot.number // self.batch
         if seen_before >= 1:
             shapes = self.shape_class[group]
-            pair = Pair(trial.number, event.pair_start, hot_s, cold_s, seen_before, last, group, shapes)
+            pair = Pair(
+                trial=trial.number,
+                position=event.pair_start,
+                hot_s=hot_s,
+                cold_s=cold_s,
+                hot_sightings=seen_before,
+                hot_last_position=last,
+                hot_group=group,
+                shape_class=shapes,
+            )
             self.pairs.append(pair)
         cold = event if event.kind == "cold" else leader
         self._recycle(cold.number // self.batch, (trial.number, event.pair_start))

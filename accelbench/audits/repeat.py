@@ -371,5 +371,11 @@ def _window(name: str, pairs: Sequence[Pair], seed: int, confidence: float) -> W
     ratio = float(np.exp(np.median(log_ratio)))
     share = float(np.mean(log_ratio > 0))
     return Window(
-        name, int(log_ratio.size), confidence, ratio, float(np.exp(low)), float(np.exp(high)), share
+        name=name,
+        pairs=int(log_ratio.size),
+        confidence=confidence,
+        ratio=ratio,
+        ratio_low=float(np.exp(low)),
+        ratio_high=float(np.exp(high)),
+        hot_faster_share=share,
     )

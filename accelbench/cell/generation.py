@@ -123,7 +123,15 @@ def measure_with(spec: CellSpec, sut: SutProcess) -> Outcome:
         log_dir = Path(spec.folders.cell_dir) / f"loadgen-attempt{attempt + 2}"
     meters.close()
     probe = dataclasses.replace(probe, retried=retried)
-    measured = _Measured(run, search, probe, metered, prepare_s, log_dir, sut_cpu)
+    measured = _Measured(
+        run=run,
+        search=search,
+        probe=probe,
+        metered=metered,
+        prepare_s=prepare_s,
+        log_dir=log_dir,
+        sut_cpu=sut_cpu,
+    )
     return _outcome(spec, generator, model, prompts, feeds, keep, measured)
 
 
@@ -188,7 +196,14 @@ def _measure(
 
     def probe(target_qps: float) -> server_search.Probe:
         queries = max(rules.min_queries_for("server"), MIN_TOKEN_QUERIES)  # early stopping of the p99s
-        run = TokenRun("server", rules.server_min_duration_s, queries, latency_s, target_qps, bounds)
+        run = TokenRun(
+            scenario="server",
+            min_duration_s=rules.server_min_duration_s,
+            min_queries=queries,
+            expected_latency_s=latency_s,
+            target_qps=target_qps,
+            bounds=bounds,
+        )
         figures = measure_tokens(generator, timed, cap, run, log_dir / f"probe-{len(probes)}", feeds.new())
         probes.append(figures)
         p99 = figures.ttft_percentiles_s.get(99.0, 0.0)
@@ -246,7 +261,15 @@ def _judge(
     if replies:
         quality = agreement(reference.replies, replies, generator.precision, reference.margins)
     else:
-        quality = Agreement(0.0, (), -1, generator.precision, 1.0, False, "no reply to judge")
+        quality = Agreement(
+            identical_share=0.0,
+            first_divergence=(),
+            tie_divergences=-1,
+            precision=generator.precision,
+            threshold=1.0,
+            passed=False,
+            detail="no reply to judge",
+        )
     checks = (
         check_test06(run.replies, prompts.max_new_tokens, model.eos_token_id),
         check_test09(reference.replies, replies),
@@ -265,7 +288,9 @@ def _judge(
     status, why = audits.cell_status(
         verdicts, failures, invalid, noise.unstable_reason(probe), noise.outside_reason(probe)
     )
-    return _Judgement(quality, len(replies), checks, verdicts, status, why)
+    return _Judgement(
+        quality=quality, prompts=len(replies), checks=checks, verdicts=verdicts, status=status, reason=why
+    )
 
 
 def _cache(generator: Generator, prompts: PromptSet) -> Verdict:

@@ -104,7 +104,14 @@ def _trials(
         target = search.max_qps if search else None
         for number in range(len(evidence), rules.trials):
             last = number == rules.trials - 1
-            plan = trial.Plan(number, attempt, last, first.batch, target or None, backoff)
+            plan = trial.Plan(
+                number=number,
+                attempt=attempt,
+                last=last,
+                batch=first.batch,
+                target_qps=target or None,
+                backoff=backoff,
+            )
             evidence.append(trial.evidence_of(spec, plan, rules.trials))
         failed = [e.timed.measurement.summary for e in evidence if not e.timed.measurement.summary.valid]
         if search is None or not failed or not first.computes or not search.can_back_off:

@@ -77,14 +77,14 @@ class Accuracy:
     def record(self) -> EndpointAccuracy:
         """The stored record (the ``generation`` section's ``accuracy``), shares rounded to 4 digits."""
         return EndpointAccuracy(
-            round(self.mean_share, 4),
-            tuple(round(s, 4) for s in self.shares),
-            self.concurrencies,
-            MIN_AGREEMENT,
-            self.passed,
-            REFERENCE,
-            self.fillers,
-            self.fake_fillers,
+            mean_share=round(self.mean_share, 4),
+            shares=tuple(round(s, 4) for s in self.shares),
+            concurrencies=self.concurrencies,
+            bar=MIN_AGREEMENT,
+            passed=self.passed,
+            reference=REFERENCE,
+            fillers=self.fillers,
+            fake_fillers=self.fake_fillers,
         )
 
 

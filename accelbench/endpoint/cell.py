@@ -139,14 +139,14 @@ def _search(
     spec, limits = setup.spec, setup.limits
     path = Path(spec.folders.cell_dir) / RECORDS_FILE
     probing = Probing(
-        target,
-        tokenizer,
-        spec.input_seed,
-        setup.lengths,
-        setup.settings.max_tokens,
-        count,
-        limits,
-        lambda done: append_records(path, done),
+        target=target,
+        tokenizer=tokenizer,
+        input_seed=spec.input_seed,
+        lengths=setup.lengths,
+        max_tokens=setup.settings.max_tokens,
+        count_tokens=count,
+        bounds=limits,
+        keep=lambda done: append_records(path, done),
     )
     return search_max_qps(probing, min(curve, key=lambda p: p.concurrency).requests_per_s)
 

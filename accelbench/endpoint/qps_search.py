@@ -80,20 +80,20 @@ def judged(qps: float, measured: CurvePoint, bounds: point_figures.Bounds) -> Qp
         reasons.append(f"p99 TPOT {measured.tpot_p99_s * 1e3:.0f} ms > {bounds.tpot_s * 1e3:.0f} ms")
     m = measured
     return QpsProbe(
-        qps,
-        m.requests,
-        m.requests_per_s,
-        m.output_tokens_per_s,
-        m.ttft_p50_s,
-        m.ttft_p90_s,
-        m.ttft_p99_s,
-        m.tpot_p50_s,
-        m.tpot_p90_s,
-        m.tpot_p99_s,
-        m.goodput_requests_per_s,
-        m.error_rate,
-        not reasons,
-        "; ".join(reasons),
+        target_qps=qps,
+        requests=m.requests,
+        requests_per_s=m.requests_per_s,
+        output_tokens_per_s=m.output_tokens_per_s,
+        ttft_p50_s=m.ttft_p50_s,
+        ttft_p90_s=m.ttft_p90_s,
+        ttft_p99_s=m.ttft_p99_s,
+        tpot_p50_s=m.tpot_p50_s,
+        tpot_p90_s=m.tpot_p90_s,
+        tpot_p99_s=m.tpot_p99_s,
+        goodput_requests_per_s=m.goodput_requests_per_s,
+        error_rate=m.error_rate,
+        passed=not reasons,
+        reason="; ".join(reasons),
     )
 
 
@@ -133,14 +133,14 @@ def searched(
         ended = f"bracketed within {RESOLUTION:.0%}" if bracketed else f"budget of {budget} probes spent"
         ended += "" if best else "; no probe met the bounds"
     return QpsSearch(
-        bounds.ttft_s,
-        bounds.tpot_s,
-        best.target_qps if best else 0.0,
-        best.goodput_requests_per_s if best else 0.0,
-        tuple(probes),
-        RESOLUTION,
-        budget,
-        ended,
+        ttft_bound_s=bounds.ttft_s,
+        tpot_bound_s=bounds.tpot_s,
+        max_qps=best.target_qps if best else 0.0,
+        goodput_requests_per_s=best.goodput_requests_per_s if best else 0.0,
+        probes=tuple(probes),
+        resolution=RESOLUTION,
+        budget=budget,
+        ended=ended,
     )
 
 
@@ -162,4 +162,13 @@ def start_problem(curve: Sequence[CurvePoint], stopped: str, bounds: point_figur
 
 def not_searched(bounds: point_figures.Bounds, why: str) -> QpsSearch:
     """A search that could not start (no curve point to start from), with the reason."""
-    return QpsSearch(bounds.ttft_s, bounds.tpot_s, 0.0, 0.0, (), RESOLUTION, PROBE_BUDGET, why)
+    return QpsSearch(
+        ttft_bound_s=bounds.ttft_s,
+        tpot_bound_s=bounds.tpot_s,
+        max_qps=0.0,
+        goodput_requests_per_s=0.0,
+        probes=(),
+        resolution=RESOLUTION,
+        budget=PROBE_BUDGET,
+        ended=why,
+    )

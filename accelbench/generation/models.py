@@ -116,7 +116,16 @@ def _describe(name: str, folder: Path, build_s: float) -> LlmModel:
         )
         gguf = smollm2_gguf()
     eos = config.eos_token_id[0] if isinstance(config.eos_token_id, list) else config.eos_token_id
-    return LlmModel(name, folder, int(eos), int(config.vocab_size), params, text, build_s, gguf)
+    return LlmModel(
+        name=name,
+        folder=folder,
+        eos_token_id=int(eos),
+        vocab_size=int(config.vocab_size),
+        params=params,
+        description=text,
+        build_s=build_s,
+        gguf_path=gguf,
+    )
 
 
 def _param_count(config: object) -> int:

@@ -191,7 +191,14 @@ def _chat_prompts(model: LlmModel, count: int, seed: int, rng: np.random.Generat
         content = _encode(tokenizer, _message(rng, room))[:room]
         prompts.append(tuple(prefix + content + suffix))
     text = f"log-uniform in [{low}, {high}] tokens (ChatML template included)"
-    return PromptSet(model.name, seed, tuple(prompts), SMOLLM2_MAX_NEW_TOKENS, text, len(prefix))
+    return PromptSet(
+        model=model.name,
+        seed=seed,
+        prompts=tuple(prompts),
+        max_new_tokens=SMOLLM2_MAX_NEW_TOKENS,
+        length_distribution=text,
+        salt_head=len(prefix),
+    )
 
 
 def _template_pieces(tokenizer: Any) -> tuple[list[int], list[int]]:

@@ -131,7 +131,15 @@ def agreement(
         f"identical; {ties} tie divergences; divergences at a margin >= {TIE_MARGIN}: {len(hard)}"
     )
     tie_count = ties if margins is not None else -1
-    return Agreement(share, tuple(divergences), tie_count, precision, threshold, passed, detail)
+    return Agreement(
+        identical_share=share,
+        first_divergence=tuple(divergences),
+        tie_divergences=tie_count,
+        precision=precision,
+        threshold=threshold,
+        passed=passed,
+        detail=detail,
+    )
 
 
 def check_test06(replies: Sequence[Reply], max_new_tokens: int, eos_token_id: int) -> ReplyCheck:

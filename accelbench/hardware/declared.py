@@ -46,7 +46,14 @@ def declared_match(declaration: str, provenance: str, chips: ChipTable | None = 
     key, _, count = declaration.rpartition(" x ")
     chip = table.require(key)
     basis = f"declared: {float(count):g} x {chip.key} ({provenance})"
-    return ChipMatch(chip, float(count), "declared", declaration, (provenance,), basis)
+    return ChipMatch(
+        chip=chip,
+        count=float(count),
+        basis="declared",
+        detected=declaration,
+        notes=(provenance,),
+        count_basis=basis,
+    )
 
 
 def _from_file(path: Path, table: ChipTable) -> tuple[str, str]:

@@ -150,7 +150,14 @@ def match_machine(machine: Machine, chips: ChipTable | None = None) -> ChipMatch
     guess = table.by_microarchitecture(machine.microarchitecture, machine.system_vendor)
     if guess is None:
         note = f"{why}, and no chip row represents microarchitecture {machine.microarchitecture!r} ({found})"
-        return ChipMatch(None, 0.0, "unmatched", detected, (note,), "no chip: 0 chips counted")
+        return ChipMatch(
+            chip=None,
+            count=0.0,
+            basis="unmatched",
+            detected=detected,
+            notes=(note,),
+            count_basis="no chip: 0 chips counted",
+        )
     note = f"{why}; {found} gives {machine.microarchitecture}, so its representative {guess.key} is assumed"
     return _cpu_match(guess, machine, "microarchitecture guess", (note,), detected)
 
@@ -190,7 +197,14 @@ def _cpu_match(chip: Chip, machine: Machine, basis: str, notes: tuple[str, ...],
     if chip.cores is None:
         extra = f"{chip.key} has no core count: the whole socket is counted"
         whole = f"{machine.sockets} socket(s) counted whole ({chip.key} has no core count)"
-        return ChipMatch(chip, float(machine.sockets), basis, detected, (*notes, extra), whole)
+        return ChipMatch(
+            chip=chip,
+            count=float(machine.sockets),
+            basis=basis,
+            detected=detected,
+            notes=(*notes, extra),
+            count_basis=whole,
+        )
     socket_cores = chip.cores.value.central
     shared = "per-socket figures (uncore included) are shared equally by its cores"
     if machine.virtual_machine:
@@ -206,12 +220,30 @@ def _cpu_match(chip: Chip, machine: Machine, basis: str, notes: tuple[str, ...],
         )
         extra = f"a VM's vCPUs are hardware threads of a {socket_cores:g}-core {chip.key} socket; {shared}"
         guest = machine.logical_cores / max(machine.physical_cores, 1)
-        return ChipMatch(chip, count, basis, detected, (*notes, extra), text, per_core, high, guest)
+        return ChipMatch(
+            chip=chip,
+            count=count,
+            basis=basis,
+            detected=detected,
+            notes=(*notes, extra),
+            count_basis=text,
+            threads_per_core=per_core,
+            count_high=high,
+            guest_threads_per_core=guest,
+        )
     count = machine.physical_cores / socket_cores
     per_core = machine.logical_cores / max(machine.physical_cores, 1)
     text = f"{machine.physical_cores} cores / {socket_cores:g} cores per socket = {count:.3g} chips"
     extra = f"{machine.physical_cores} cores of a {socket_cores:.0f}-core socket: {shared}"
-    return ChipMatch(chip, count, basis, detected, (*notes, extra), text, per_core)
+    return ChipMatch(
+        chip=chip,
+        count=count,
+        basis=basis,
+        detected=detected,
+        notes=(*notes, extra),
+        count_basis=text,
+        threads_per_core=per_core,
+    )
 
 
 def _sku(model: str) -> tuple[str, str] | None:

@@ -162,7 +162,14 @@ def compare(
     note = "" if precision in THRESHOLDS[metric] else f"unknown precision {precision!r}: fp32 bar; "
     problem = _incomparable(references, outputs)
     if problem:
-        return Quality(metric, _FAILED_VALUE, threshold, False, len(outputs), note + problem)
+        return Quality(
+            metric=metric,
+            value=_FAILED_VALUE,
+            threshold=threshold,
+            passed=False,
+            samples_checked=len(outputs),
+            detail=note + problem,
+        )
     refs = [np.asarray(r, dtype=np.float64) for r in references]
     outs = [np.asarray(o, dtype=np.float64) for o in outputs]
     if metric == "top1":

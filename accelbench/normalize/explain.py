@@ -118,7 +118,17 @@ def explain(a: Subject, b: Subject) -> Explanation:
     cmos = _cmos(a, b, ratio, warnings)
     notes = [*_scale_warnings(a, b), *_rule_warnings(a, b), *_availability_warnings(a, b)]
     notes += [f"{s.id}: {note}" for s in (a, b) for note in s.notes]
-    return Explanation(a, b, ratio, decompositions, figures_a, figures_b, gains, cmos, (*notes, *warnings))
+    return Explanation(
+        a=a,
+        b=b,
+        ratio=ratio,
+        decompositions=decompositions,
+        figures_a=figures_a,
+        figures_b=figures_b,
+        gains=gains,
+        cmos=cmos,
+        warnings=(*notes, *warnings),
+    )
 
 
 def _check_comparable(a: Subject, b: Subject) -> None:
@@ -141,10 +151,31 @@ def _decompose(
     for step in steps:
         value, a_value, b_value, unit, provenance, note, step_name = step
         remaining = ratio / product([*(f.value for f in factors), value])
-        factors.append(Factor(step_name, value, remaining, a_value, b_value, unit, provenance, note))
+        factors.append(
+            Factor(
+                name=step_name,
+                value=value,
+                remaining=remaining,
+                a=a_value,
+                b=b_value,
+                unit=unit,
+                provenance=provenance,
+                note=note,
+            )
+        )
     residual = ratio / product([f.value for f in factors])
     provenance = weakest("measured", *(f.provenance for f in factors))
-    factors.append(Factor(RESIDUAL, residual, Range.point(1.0), None, None, "", provenance))
+    factors.append(
+        Factor(
+            name=RESIDUAL,
+            value=residual,
+            remaining=Range.point(1.0),
+            a=None,
+            b=None,
+            unit="",
+            provenance=provenance,
+        )
+    )
     return Decomposition(per, tuple(factors))
 
 

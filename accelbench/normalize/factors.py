@@ -184,7 +184,16 @@ def node_credit(
     central = old.value / new.value
     value = Range(min(*corners, central), max(*corners, central), central)
     source = f"cmos_scaling.csv {quantity}: {old.method} at the old node, {new.method} at the new node"
-    return NodeCredit(quantity, old_range, new_range, value, old, new, "paper", source)
+    return NodeCredit(
+        quantity=quantity,
+        old_nm=old_range,
+        new_nm=new_range,
+        value=value,
+        old=old,
+        new=new,
+        provenance="paper",
+        source=source,
+    )
 
 
 def chip_node_credit(old: Chip, new: Chip, quantity: str = "gate_latency_ps") -> NodeCredit | None:
@@ -194,14 +203,14 @@ def chip_node_credit(old: Chip, new: Chip, quantity: str = "gate_latency_ps") ->
     credit = node_credit(old.process_node_nm.value, new.process_node_nm.value, quantity)
     provenance = weakest(credit.provenance, old.process_node_nm.provenance, new.process_node_nm.provenance)
     return NodeCredit(
-        credit.quantity,
-        credit.old_nm,
-        credit.new_nm,
-        credit.value,
-        credit.old,
-        credit.new,
-        provenance,
-        credit.source,
+        quantity=credit.quantity,
+        old_nm=credit.old_nm,
+        new_nm=credit.new_nm,
+        value=credit.value,
+        old=credit.old,
+        new=credit.new,
+        provenance=provenance,
+        source=credit.source,
     )
 
 

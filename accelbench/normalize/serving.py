@@ -85,16 +85,16 @@ def compare(kind: str, reference: Result, served: Result) -> Comparison:
     else:
         ratio = ref_value / served_value
     return Comparison(
-        kind,
-        served.run_id,
-        served.cell.key,
-        reference.cell.stack,
-        served.cell.stack,
-        HEADLINES.get(scenario, "qps"),
-        ref_value,
-        served_value,
-        ratio,
-        reason,
+        kind=kind,
+        run_id=served.run_id,
+        cell=served.cell.key,
+        reference=reference.cell.stack,
+        served=served.cell.stack,
+        metric=HEADLINES.get(scenario, "qps"),
+        reference_value=ref_value,
+        served_value=served_value,
+        ratio=ratio,
+        reason=reason,
     )
 
 

@@ -51,7 +51,15 @@ def machine_peak(peaks: MeasuredPeaks, kind: str, dtype: str = "fp32") -> Machin
         return None
     value, method, role = max(candidates)
     probe = max((c[0] for c in candidates if c[2] == "probe"), default=None)
-    return MachinePeak(kind, dtype, value, _UNITS[kind], method, role, probe)
+    return MachinePeak(
+        kind=kind,
+        dtype=dtype,
+        value_per_s=value,
+        unit=_UNITS[kind],
+        method=method,
+        role=role,
+        probe_per_s=probe,
+    )
 
 
 def _method(measurement: Measurement) -> str:

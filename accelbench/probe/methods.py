@@ -135,7 +135,15 @@ def gemm_methods(dtype: str) -> list[TimedMethod]:
     if dtype == "fp32":  # numpy has no bf16
         names.append(("library", "numpy.matmul"))
     return [
-        TimedMethod(role, "gemm", method, dtype, n, 2.0 * n**3, _gemm_setup(method, n, tensors))
+        TimedMethod(
+            role=role,
+            kind="gemm",
+            method=method,
+            dtype=dtype,
+            size=n,
+            work=2.0 * n**3,
+            setup=_gemm_setup(method, n, tensors),
+        )
         for n in GEMM_SIZES
         for role, method in names
     ]
@@ -191,7 +199,15 @@ def bandwidth_methods(n: int) -> list[TimedMethod]:
         return make
 
     return [
-        TimedMethod(role, kind, method, "fp32", n, arrays_moved * 4.0 * n, setup(method))
+        TimedMethod(
+            role=role,
+            kind=kind,
+            method=method,
+            dtype="fp32",
+            size=n,
+            work=arrays_moved * 4.0 * n,
+            setup=setup(method),
+        )
         for role, kind, method, arrays_moved in BANDWIDTH_METHODS
     ]
 

@@ -53,7 +53,16 @@ def sweep(
         try:
             infer = prepare(batch)
         except Exception as err:  # a refused or failing batch is a point of the curve, not a crash
-            points.append(Point(batch, 0.0, 0.0, False, False, f"{type(err).__name__}: {err}"[:200]))
+            points.append(
+                Point(
+                    batch=batch,
+                    samples_per_s=0.0,
+                    p99_s=0.0,
+                    valid=False,
+                    correct=False,
+                    reason=f"{type(err).__name__}: {err}"[:200],
+                )
+            )
             continue
         wrong = correct(infer, batch)
         joined = [batching.join(list(calibration[:batch]) or [timed[0]], batch)]
@@ -65,7 +74,16 @@ def sweep(
         reason = wrong or ("" if summary.valid else "LoadGen INVALID: " + "; ".join(summary.invalid_reasons))
         rate = summary.samples_per_s if scenario == "offline" else summary.qps
         p99_s = summary.latency_percentiles_s.get(99.0, 0.0)
-        points.append(Point(batch, rate or 0.0, p99_s, summary.valid, not wrong, reason))
+        points.append(
+            Point(
+                batch=batch,
+                samples_per_s=rate or 0.0,
+                p99_s=p99_s,
+                valid=summary.valid,
+                correct=not wrong,
+                reason=reason,
+            )
+        )
     eligible = [p for p in points if not p.reason]
     best = max(eligible, key=lambda p: p.samples_per_s).batch if eligible else 1
     return best, points

@@ -226,7 +226,16 @@ class _Load:
                 slot = Slot(self.concurrency, _index(session, number), role, due_s)
                 sent = await self._send(prompt, turn.max_tokens or self.max_tokens, slot)
             context = await self._counted(self.count_context, messages)  # the other turns stream on
-            self.records.append(TurnRecord(session.number, number, turn.kind, turn.delay_s, context, sent))
+            self.records.append(
+                TurnRecord(
+                    session=session.number,
+                    turn=number,
+                    kind=turn.kind,
+                    delay_s=turn.delay_s,
+                    context_tokens=context,
+                    request=sent,
+                )
+            )
             if not sent.ok:
                 return
             if role == TURN:
@@ -262,7 +271,16 @@ class _Load:
             sends = (self._send(p, length, s) for p, s in zip(prompts, places, strict=True))
             both = await asyncio.gather(*sends)
         for sent, context in zip(both, contexts, strict=True):
-            self.records.append(TurnRecord(audit.session, audit.turn, kind, 0.0, context, sent))
+            self.records.append(
+                TurnRecord(
+                    session=audit.session,
+                    turn=audit.turn,
+                    kind=kind,
+                    delay_s=0.0,
+                    context_tokens=context,
+                    request=sent,
+                )
+            )
 
     @contextlib.asynccontextmanager
     async def _held(self, wanted: int) -> AsyncIterator[None]:
@@ -310,7 +328,14 @@ async def send_turns(
         length = session.turns[-1].max_tokens or max_tokens
         sent = await send(client, sized(target, length), prompt, length, slot, counters[0], clock0)
     last = session.turns[-1]
-    return TurnRecord(session.number, len(session.turns) - 1, last.kind, 0.0, counters[1](messages), sent)
+    return TurnRecord(
+        session=session.number,
+        turn=len(session.turns) - 1,
+        kind=last.kind,
+        delay_s=0.0,
+        context_tokens=counters[1](messages),
+        request=sent,
+    )
 
 
 def session_id(session: Session) -> str:

@@ -239,12 +239,12 @@ def _session(rows: list[tuple[int, dict[str, Any]]], where: str) -> tuple[TraceT
         total += int(row.get("input_length", 0)) + len(text) // 4 + int(row.get("output_length", 0))
         turns.append(
             TraceTurn(
-                int(row.get("input_length", 0)),
-                text,
-                int(row.get("output_length", 0)),
-                delay_ms / 1000,
-                str(row.get("kind", USER)),
-                tuple(int(block) for block in row.get("hash_ids", ())),
+                input_tokens=int(row.get("input_length", 0)),
+                text=text,
+                max_tokens=int(row.get("output_length", 0)),
+                delay_s=delay_ms / 1000,
+                kind=str(row.get("kind", USER)),
+                hash_ids=tuple(int(block) for block in row.get("hash_ids", ())),
             )
         )
     if total > MAX_SESSION_TOKENS:

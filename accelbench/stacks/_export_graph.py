@@ -157,12 +157,12 @@ def _plan_of(program: torch.export.ExportedProgram, stack: str) -> GraphPlan:
     except DataDependentShape as exc:
         raise Unsupported(f"{stack}: {exc}") from None
     return GraphPlan(
-        tuple(placeholders),
-        tuple(weight_slots),
-        tuple(weights),
-        tuple(input_slots),
-        steps,
-        _output(program, stack),
+        placeholders=tuple(placeholders),
+        weight_slots=tuple(weight_slots),
+        weights=tuple(weights),
+        input_slots=tuple(input_slots),
+        steps=steps,
+        output=_output(program, stack),
     )
 
 

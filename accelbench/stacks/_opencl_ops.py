@@ -340,7 +340,12 @@ def mean(
     if order != list(range(rank)):
         strides = contiguous_strides(x.shape)
         moved = Step(
-            step.name, step.key, step.target, (), {}, TensorMeta(tuple(x.shape[a] for a in order), x.dtype)
+            name=step.name,
+            key=step.key,
+            target=step.target,
+            args=(),
+            kwargs={},
+            meta=TensorMeta(tuple(x.shape[a] for a in order), x.dtype),
         )
         x = _gather(s, moved, x, [strides[axis] for axis in order])
     cols = math.prod(x.shape[len(kept) :])

@@ -125,7 +125,12 @@ def _gemm_schedule(runtime: OpenClRuntime, a: np.ndarray, b: np.ndarray) -> tupl
 
     schedule = Schedule(runtime)
     step = Step(
-        "probe", "aten.mm", "aten.mm.default", (), {}, TensorMeta((a.shape[0], b.shape[1]), "float32")
+        name="probe",
+        key="aten.mm",
+        target="aten.mm.default",
+        args=(),
+        kwargs={},
+        meta=TensorMeta((a.shape[0], b.shape[1]), "float32"),
     )
     return schedule, mm(schedule, step, schedule.upload(a), schedule.upload(b))
 

@@ -105,7 +105,14 @@ class RemoteGenerator(Generator):
         if not isinstance(found, list) or not all(isinstance(t, int) for t in found):
             raise SutFailure("crashed", "the SUT process sent a frame that is not the reply's tokens")
         tokens = tuple(found)
-        return Reply(tokens, first_token_s, latency_s, token, wire_s, late)
+        return Reply(
+            tokens=tokens,
+            first_token_s=first_token_s,
+            latency_s=latency_s,
+            first_reported=token,
+            wire_s=wire_s,
+            read_late=late,
+        )
 
     def close(self) -> None:
         """Let the SUT process drop the generator."""

@@ -66,7 +66,15 @@ def _split(name: str, x: np.ndarray, y: np.ndarray, source: str) -> Dataset:
     train, held = stratified_split(y, HELD_OUT_FRACTION, SPLIT_SEED)
     tx, ty = torch.from_numpy(x.astype(np.float32)), torch.from_numpy(y.astype(np.int64))
     classes = int(y.max()) + 1
-    return Dataset(name, tx[train], ty[train], tx[held], ty[held], classes, source)
+    return Dataset(
+        name=name,
+        train_x=tx[train],
+        train_y=ty[train],
+        eval_x=tx[held],
+        eval_y=ty[held],
+        classes=classes,
+        source=source,
+    )
 
 
 @functools.lru_cache(maxsize=1)

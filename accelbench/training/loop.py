@@ -202,7 +202,16 @@ class Trainer:
         cpu_s = self._group_cpu_s()
         used = meter.end(f"run-{seed}", cpu_s, processed) if meter is not None else None
         path = str(log.path) if log.path else ""
-        return RunRecord(seed, elapsed_s, converged, quality, epoch, processed, path, used)
+        return RunRecord(
+            seed=seed,
+            time_to_quality_s=elapsed_s,
+            converged=converged,
+            quality=quality,
+            epochs=epoch,
+            samples=processed,
+            log_file=path,
+            energy=used,
+        )
 
     def _logged_epoch(
         self, log: RunLog, epoch: int, optimizer: torch.optim.Optimizer, gen: torch.Generator
@@ -225,13 +234,13 @@ def _to_device(data: Dataset, device: str) -> Dataset:
         return data
     move: Callable[[torch.Tensor], torch.Tensor] = lambda t: t.to(device)  # noqa: E731
     return Dataset(
-        data.name,
-        move(data.train_x),
-        move(data.train_y),
-        move(data.eval_x),
-        move(data.eval_y),
-        data.classes,
-        data.source,
+        name=data.name,
+        train_x=move(data.train_x),
+        train_y=move(data.train_y),
+        eval_x=move(data.eval_x),
+        eval_y=move(data.eval_y),
+        classes=data.classes,
+        source=data.source,
     )
 
 

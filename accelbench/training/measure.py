@@ -54,15 +54,15 @@ def measure(spec: CellSpec) -> Outcome:
     threads = _threads(workload, spec, nproc)
     seeds = tuple(spec.seed + index for index in range(runs))
     job = Job(
-        workload,
-        spec.cell.size,
-        data,
-        spec.cell.stack,
-        spec.cell.device,
-        seeds,
-        str(Path(spec.folders.cell_dir) / "mllog"),
-        _platform(spec),
-        threads,
+        workload=workload,
+        size=spec.cell.size,
+        data=data,
+        stack=spec.cell.stack,
+        device=spec.cell.device,
+        seeds=seeds,
+        log_dir=str(Path(spec.folders.cell_dir) / "mllog"),
+        platform=_platform(spec),
+        threads=threads,
     )
     guard = noise.begin(spec.noise_floor)
     main = run_group(job, nproc)

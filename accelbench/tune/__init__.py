@@ -134,7 +134,14 @@ def _reads_onnx(stack_ref: str) -> bool:
 
 def _place_onnx(run_dir: Path, source: ModelSource, config: RunConfig) -> None:
     """Copy the user's file to where the ONNX stacks look for the cell's export (no re-export)."""
-    spec = ModelSpec(source.name, config.size, config.seed, "canonical", (), ())
+    spec = ModelSpec(
+        workload=source.name,
+        size=config.size,
+        seed=config.seed,
+        variant="canonical",
+        input_names=(),
+        example=(),
+    )
     target = onnx_path(spec, run_dir / "cache")
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source.location, target)
@@ -148,7 +155,14 @@ def rank(run_id: str, source: ModelSource, results: Sequence[Result]) -> Ranking
     reference = next((r for r in verified if r.cell.stack == reference_stack), None)
     best = verified[0] if verified else None
     speedup = best.qps / reference.qps if best and reference and best.qps and reference.qps else None
-    return Ranking(run_id, source, reference_stack, (*verified, *others), best, speedup)
+    return Ranking(
+        run_id=run_id,
+        source=source,
+        reference_stack=reference_stack,
+        results=(*verified, *others),
+        best=best,
+        speedup=speedup,
+    )
 
 
 def ranking_document(ranking: Ranking) -> dict[str, Any]:

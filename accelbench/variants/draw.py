@@ -63,7 +63,14 @@ def draw_variant(workload: Workload, size: str, name: str) -> DrawnVariant:
         variant = Variant(name, dict(changes), tuple(mutations))
         flops = count_flops(workload, size, variant)
         if FLOPS_BAND[0] <= flops / canonical <= FLOPS_BAND[1]:
-            return DrawnVariant(variant, variant_seed, index, flops, canonical, attempt + 1)
+            return DrawnVariant(
+                variant=variant,
+                variant_seed=variant_seed,
+                index=index,
+                flops=flops,
+                canonical_flops=canonical,
+                draws=attempt + 1,
+            )
     raise Unsupported(
         f"{workload.name}: no variant within {FLOPS_BAND} x canonical FLOPs in {MAX_DRAWS} draws"
     )
