@@ -227,8 +227,18 @@ def mirror(name: str, pairs: Sequence[Pair], order: Sequence[Pair], hot_first: b
     span = [p for p in order if (p.trial, p.position) >= start]
     first_faster = sum(bool(p.cold_s > p.hot_s) for p in span)  # an order pair's hot_s came first
     placed = first_faster if hot_first else len(span) - first_faster
-    reference = (placed, len(span) - placed)
-    return Mirror(name, len(pairs), wins, losses, *reference, *_fisher(wins, losses, *reference))
+    reference_losses = len(span) - placed
+    p_value, p_reverse = _fisher(wins, losses, placed, reference_losses)
+    return Mirror(
+        name=name,
+        pairs=len(pairs),
+        wins=wins,
+        losses=losses,
+        reference_wins=placed,
+        reference_losses=reference_losses,
+        p_value=p_value,
+        p_reverse=p_reverse,
+    )
 
 
 def _fisher(wins: int, losses: int, reference_wins: int, reference_losses: int) -> tuple[float, float]:
