@@ -227,17 +227,19 @@ def start_cells(config: RunConfig) -> None:
     isolation.start_template([*refs, *registry.DRIVERS.values()], exporter=_reads_onnx(stacks))
 
 
+def reads_onnx(stack_ref: str) -> bool | None:
+    """Whether the stack ``stack_ref`` runs the model's ONNX file as it is (``Stack.reads_onnx``, asked of
+    its class); None when its module does not load (its cells record why when they run)."""
+    try:
+        return bool(registry.load(stack_ref).reads_onnx)
+    except Exception:
+        return None
+
+
 def _reads_onnx(stack_refs: list[str]) -> bool:
     """Whether one of accelbench's own stacks among ``stack_refs`` reads the model's ONNX file (its
     module is light; a plugin's is never imported here: its import-time code runs in its cells only)."""
-    for ref in stack_refs:
-        if ref.startswith(isolation.PRELOAD_PREFIX):
-            try:
-                if registry.load(ref).reads_onnx:
-                    return True
-            except Exception:  # a stack that does not load is recorded per cell when it runs
-                continue
-    return False
+    return any(reads_onnx(ref) for ref in stack_refs if ref.startswith(isolation.PRELOAD_PREFIX))
 
 
 def cells_ready() -> None:

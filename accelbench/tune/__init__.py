@@ -97,7 +97,7 @@ def tune(
         if failure is not None:
             outcome = Outcome.failed(*failure)
             result = result_of(run_id, planned, outcome, machine.fingerprint, now(), 0.0, "")
-        elif source.kind == "onnx" and not _reads_onnx(stack_ref):
+        elif source.kind == "onnx" and runner.reads_onnx(stack_ref) is False:  # None: recorded when run
             outcome = Outcome.failed("unsupported", f"{stack} {_NO_CONVERTER}")
             result = result_of(run_id, planned, outcome, machine.fingerprint, now(), 0.0, "")
         else:
@@ -122,14 +122,6 @@ def tune_config(
         samples=SAMPLES,
         timeout_s=timeout_s,
     )
-
-
-def _reads_onnx(stack_ref: str) -> bool:
-    """Whether the stack runs an ONNX file as it is (a stack that does not load counts as not)."""
-    try:
-        return bool(registry.instantiate(stack_ref).reads_onnx)
-    except Exception:  # recorded unavailable by the pipeline when it is run
-        return True
 
 
 def _place_onnx(run_dir: Path, source: ModelSource, config: RunConfig) -> None:
