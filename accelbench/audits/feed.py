@@ -45,17 +45,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from accelbench.audits.probes import (
-    HOT_SAMPLES,
-    PRIMING_SIGHTINGS,
-    Check,
-    Event,
-    Origin,
-    Pair,
-    TrialState,
-    novel_floor,
-    priming_counts,
-)
+from accelbench.audits.hot_groups import HotGroups, shapes
+from accelbench.audits.probes import HOT_SAMPLES, Check, Event, Origin, Pair, TrialState, novel_floor
 from accelbench.audits.traffic import TrafficPairs
 from accelbench.workloads.base import Inputs
 
@@ -69,8 +60,6 @@ PRIMING_SHARE = 0.3
 """Share of the run's progress in which the hot samples are primed; the pairs fill the rest."""
 LAST_TARGET = 0.97
 """No event is aimed past this progress (LoadGen may stop right at 1)."""
-SHAPE_TRIES = 256
-"""Candidates tried per cold sample to find one with the shapes of a hot sample."""
 CHECK_RUN = 3
 """Adjacent checked positions per stratum: the last one's two predecessors are checked too."""
 EVENT_SHARE = 0.5
@@ -109,26 +98,13 @@ class AuditFeed:
         self.seed = seed
         self.clock = clock
         self.rng = np.random.default_rng(seed)
-        self.hot = [make_audit_sample(j) for j in range(HOT_SAMPLES * batch)]
-        """Hot group ``g`` is ``hot[g * batch : (g + 1) * batch]``."""
-        self.cold: list[Inputs] = []
-        self.cold_hot: list[int] = []
-        """For each cold sample, the hot sample whose shapes it has."""
+        self.groups = HotGroups(make_audit_sample, batch, self.rng)
+        """The repeat probes' hot and cold groups (the priming counts: the generator's first draw)."""
         self.seen_pool: set[int] = set()
         self.novel_s: dict[tuple[tuple[int, ...], ...], list[float]] = {}
+        """Latencies of never-seen inputs (timed samples' first sightings, cold members), by shapes."""
         self.traffic = TrafficPairs(batch, np.random.default_rng([seed, 1]))
         """Pairs of adjacent timed calls with more and fewer seen rows (``accelbench.audits.traffic``)."""
-        """Latencies of never-seen inputs (timed samples' first sightings, cold members), by shapes."""
-        self.sightings = [0] * HOT_SAMPLES
-        """Sightings of every hot group so far (a cold group joins them once its pair completed)."""
-        self.last_seen = [(-1, -1)] * HOT_SAMPLES
-        """(trial, position) of every hot group's last sighting."""
-        self.last_hot = -1
-        self.shape_class = list(range(HOT_SAMPLES))
-        """For each hot group, the first hot group whose shapes it has."""
-        self.priming = priming_counts(self.rng)
-        """Sightings each hot group gets before its pairs, drawn per feed (a trial's process)."""
-        self.next_audit_index = len(self.hot)
         self.pairs: list[Pair] = []
         self.checks: list[Check] = []
         self.trial: TrialState | None = None
@@ -137,7 +113,7 @@ class AuditFeed:
     def minimum_samples(self) -> int:
         """Samples the next trial must issue: audit inputs take at most ``EVENT_SHARE`` of them, and the
         checks (which replace no input) fit in the rest."""
-        priming = self._priming_left()
+        priming = self.groups.priming_left()
         substituted = (priming + 2 * self.pairs_per_trial) * self.batch
         checks = CHECK_RUN * self._check_runs()
         return max(int(substituted / EVENT_SHARE), substituted + checks) + CHECK_RUN + self.batch
@@ -152,9 +128,9 @@ class AuditFeed:
         least ``duration_s`` (0 for offline, whose one query has exactly ``guaranteed_samples``)."""
         pairs = self.pairs_for(expected_samples)
         order = self.rng.permutation(HOT_SAMPLES)
-        groups = (self._new_cold_group(int(order[slot % HOT_SAMPLES])) for slot in range(pairs))
-        cold = [g for g in groups if g is not None]
-        priming = self._priming_left()
+        new = (self.groups.new_cold_group(int(order[slot % HOT_SAMPLES])) for slot in range(pairs))
+        cold = [g for g in new if g is not None]
+        priming = self.groups.priming_left()
         begin = PRIMING_SHARE if priming else 0.0
         targets = {
             "prime": self._targets(priming, 0.0, PRIMING_SHARE),
@@ -197,11 +173,11 @@ class AuditFeed:
             self._observe_member(trial, event, latency_s)  # once per member: its batch's first row
         if event is None or event.kind == "check":
             novel = index not in self.seen_pool
-            shapes = _shapes(self.pool[index])
-            self.traffic.row(trial.number, trial.position, index, novel, latency_s, shapes)
+            shape = shapes(self.pool[index])
+            self.traffic.row(trial.number, trial.position, index, novel, latency_s, shape)
             self.seen_pool.add(index)
             if novel and self.batch == 1:  # a timed sample's first sighting: computed whatever the stack
-                self.novel_s.setdefault(shapes, []).append(latency_s)
+                self.novel_s.setdefault(shape, []).append(latency_s)
         trial.position += 1
 
     def end_trial(self) -> None:
@@ -210,24 +186,19 @@ class AuditFeed:
         number = self._current().number
         floors = {shapes: novel_floor(seen) for shapes, seen in self.novel_s.items()}
         self.pairs = [
-            dataclasses.replace(p, novel_floor_s=floors[self._hot_shapes(p)]) if p.trial == number else p
+            dataclasses.replace(p, novel_floor_s=floors[self.groups.shapes_of(p.hot_group)])
+            if p.trial == number
+            else p
             for p in self.pairs
         ]
         self.pairs.extend(self.traffic.pairs)
         self.traffic.pairs.clear()
         self.trial = None
 
-    def _hot_shapes(self, pair: Pair) -> tuple[tuple[int, ...], ...]:
-        return _shapes(self.hot[pair.hot_group * self.batch])
-
     def audit_input(self, origin: Origin) -> Inputs:
         """The inputs an origin names."""
         kind, number = origin
-        if kind == "hot":
-            return self.hot[number]
-        if kind == "cold":
-            return self.cold[number]
-        return self.pool[number]
+        return self.pool[number] if kind == "pool" else self.groups.sample(kind, number)
 
     def _current(self) -> TrialState:
         if self.trial is None:
@@ -270,13 +241,13 @@ class AuditFeed:
         trial.targets[kind].pop()
         trial.placed[kind] += 1
         if kind == "prime":
-            group = self._least_primed()
+            group = self.groups.least_primed()
             for k in range(size):
                 trial.events[start + k] = Event("hot", group * size + k)
             trial.substituted += size
         elif kind == "pair" and trial.cold:
             cold = trial.cold.pop()
-            group = self._hot_for(cold)
+            group = self.groups.hot_for(cold)
             hot = [Event("hot", group * size + k, start) for k in range(size)]
             fresh = [Event("cold", cold * size + k, start) for k in range(size)]
             members = [*fresh, *hot] if self.rng.random() < 0.5 else [*hot, *fresh]
@@ -302,39 +273,6 @@ class AuditFeed:
             return ()
         return ("prime", *(k for k, n in short.items() if n))
 
-    def _priming_left(self) -> int:
-        primed = self.sightings[:HOT_SAMPLES]
-        return sum(max(0, target - seen) for target, seen in zip(self.priming, primed, strict=True))
-
-    def _least_primed(self) -> int:
-        """The hot group furthest below its priming count."""
-        primed = self.sightings[:HOT_SAMPLES]
-        return int(np.argmax([t - s for t, s in zip(self.priming, primed, strict=True)]))
-
-    def _hot_for(self, cold: int) -> int:
-        """The hot group of a pair with cold group ``cold``: among the seen groups of its shapes, the one
-        whose sightings are nearest a count drawn from 1 to ``PRIMING_SIGHTINGS + 2`` (ties at random),
-        so the pairs probe every count; never the previous pair's hot group when another was seen (so
-        the high counts are reached by two groups, not one); the cold group's own hot group when none was
-        seen yet."""
-        shapes = self.shape_class[self.cold_hot[cold]]
-        seen = [g for g, n in enumerate(self.sightings) if n >= 1 and self.shape_class[g] == shapes]
-        seen = [g for g in seen if g != self.last_hot] or seen
-        if not seen:
-            return self.cold_hot[cold]
-        wanted = int(self.rng.integers(1, PRIMING_SIGHTINGS + 3))
-        distance = [abs(self.sightings[g] - wanted) + self.rng.random() / 2 for g in seen]
-        self.last_hot = seen[int(np.argmin(distance))]
-        return self.last_hot
-
-    def _recycle(self, cold: int, seen_at: tuple[int, int]) -> None:
-        """Cold group ``cold``, seen once in its pair (``seen_at``: trial, position), becomes a hot group."""
-        size = self.batch
-        self.hot.extend(self.cold[cold * size : (cold + 1) * size])
-        self.sightings.append(1)
-        self.last_seen.append(seen_at)
-        self.shape_class.append(self.shape_class[self.cold_hot[cold]])
-
     def _origin(self, trial: TrialState, position: int, index: int) -> Origin:
         event = trial.events.get(position)
         if event is None or event.kind == "check":
@@ -346,11 +284,9 @@ class AuditFeed:
         (called once per member: at the first row of its batch)."""
         previous = (-1, -1)
         if event.kind == "cold":
-            self.novel_s.setdefault(_shapes(self.cold[event.number]), []).append(latency_s)
+            self.novel_s.setdefault(shapes(self.groups.cold[event.number]), []).append(latency_s)
         if event.kind == "hot":
-            group = event.number // self.batch
-            self.sightings[group] += 1
-            previous, self.last_seen[group] = self.last_seen[group], (trial.number, trial.position)
+            previous = self.groups.seen(event.number // self.batch, (trial.number, trial.position))
         if event.pair_start < 0:  # a priming sighting
             return
         if event.kind == "hot":
@@ -362,11 +298,10 @@ class AuditFeed:
         leader = trial.events[event.pair_start]
         hot = leader if leader.kind == "hot" else event
         hot_s, cold_s = (first, latency_s) if leader.kind == "hot" else (latency_s, first)
-        seen_before = self.sightings[hot.number // self.batch] - 1
+        seen_before = self.groups.sightings[hot.number // self.batch] - 1
         last = trial.pending_last.pop(event.pair_start, -1)
         group = hot.number // self.batch
         if seen_before >= 1:
-            shapes = self.shape_class[group]
             pair = Pair(
                 trial=trial.number,
                 position=event.pair_start,
@@ -375,11 +310,11 @@ class AuditFeed:
                 hot_sightings=seen_before,
                 hot_last_position=last,
                 hot_group=group,
-                shape_class=shapes,
+                shape_class=self.groups.shape_class[group],
             )
             self.pairs.append(pair)
         cold = event if event.kind == "cold" else leader
-        self._recycle(cold.number // self.batch, (trial.number, event.pair_start))
+        self.groups.recycle(cold.number // self.batch, (trial.number, event.pair_start))
 
     def _check_runs(self) -> int:
         return max(1, math.ceil(self.checks_per_trial / CHECK_RUN))
@@ -390,25 +325,3 @@ class AuditFeed:
             return []
         width = (high - low) / count
         return sorted((low + (i + float(self.rng.random())) * width for i in range(count)), reverse=True)
-
-    def _new_cold_group(self, group: int) -> int | None:
-        """Number of a new group of never-seen samples, each with the shapes of its place in hot group
-        ``group`` (None if one was not found); cold group ``c`` is ``cold[c * batch : (c + 1) * batch]``."""
-        found = []
-        for k in range(self.batch):
-            shapes = _shapes(self.hot[group * self.batch + k])
-            for _ in range(SHAPE_TRIES):
-                candidate = self.make_audit_sample(self.next_audit_index)
-                self.next_audit_index += 1
-                if _shapes(candidate) == shapes:
-                    found.append(candidate)
-                    break
-            else:
-                return None
-        self.cold.extend(found)
-        self.cold_hot.append(group)
-        return len(self.cold_hot) - 1
-
-
-def _shapes(sample: Inputs) -> tuple[tuple[int, ...], ...]:
-    return tuple(np.shape(array) for array in sample)

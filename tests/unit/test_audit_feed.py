@@ -116,7 +116,7 @@ def test_the_hot_samples_are_probed_after_every_count_of_sightings_from_1_to_9(s
     feed = make_feed(clock, seed=seed)
     drive(feed, honest(clock), clock, 200)
     counts = sorted(p.hot_sightings for p in feed.pairs)
-    assert min(feed.priming) <= 3 and max(feed.priming) >= 8
+    assert min(feed.groups.priming) <= 3 and max(feed.groups.priming) >= 8
     assert all(sum(c >= k for c in counts) >= 4 for k in range(1, 10)), counts
     assert sum(c <= 2 for c in counts) >= 4, counts
 
@@ -192,9 +192,9 @@ def test_probes_spread_over_the_whole_run_and_never_reuse_timed_samples() -> Non
     pair_positions = sorted(p.position for p in feed.pairs)
     assert pair_positions[-1] > 3 * issued / 4
     timed = {feed.pool[i][0].tobytes() for i in range(POOL)}
-    audit_inputs = [*feed.hot, *feed.cold]
+    audit_inputs = [*feed.groups.hot, *feed.groups.cold]
     assert not timed & {x[0].tobytes() for x in audit_inputs}
-    assert len({x[0].tobytes() for x in feed.cold}) == len(feed.cold)
+    assert len({x[0].tobytes() for x in feed.groups.cold}) == len(feed.groups.cold)
 
 
 def test_a_slow_run_that_issues_only_its_minimum_keeps_its_checks() -> None:

@@ -66,7 +66,7 @@ def test_a_stack_that_regenerates_inputs_from_every_field_it_sees_finds_no_match
     assert all(_key(x) in table for x in old_layout)  # the oracle works: it beat the old layout
     sets = SampleSets(workload, spec, None, (0, 0))
     feed: AuditFeed = sets.feed(get_rules("quick"), 1)
-    audited = [*feed.hot, *[feed.make_audit_sample(k) for k in range(64)]]
+    audited = [*feed.groups.hot, *[feed.make_audit_sample(k) for k in range(64)]]
     drawn = [*sets.timed, *sets.calibration, *sets.example(1), *audited, *sets.alternate(13)]
     assert len(drawn) > 1100 and not [x for x in drawn if _key(x) in table]
 
