@@ -127,7 +127,11 @@ def write_prompts(path: Path, work: Workload, cell_seed: int) -> None:
     tokenizer = AutoTokenizer.from_pretrained(work.tokenizer)
     texts = seeded_texts(cell_seed, lengths, work.requests, "point", work.concurrency)
     prompts = salted(tokenizer, cell_seed, texts, "peer", work.concurrency)
-    rows = [{"text": p.text, "output_length": work.output_tokens} for p in prompts]
+    # AIPerf's warm-up request takes the file's first row (sequential sampling): a row of its own, so its
+    # timed requests are accelbench's texts in accelbench's order, the same prefills in the same waves
+    # (until stop 59 they were shifted by one: other texts shared each wave)
+    warm_up = salted(tokenizer, cell_seed, texts[:1], "peer-warm-up", work.concurrency)
+    rows = [{"text": p.text, "output_length": work.output_tokens} for p in (*warm_up, *prompts)]
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
 
 
