@@ -15,7 +15,14 @@ from accelbench.hardware.detect import detect_machine
 from accelbench.normalize import roofline as rf
 from accelbench.probe import methods as probe_methods
 from accelbench.probe.methods import TimedMethod, array_elements, bf16_support, race
-from accelbench.probe.roofline import MeasuredPeaks, Measurement, Peak, measure_peaks, phase_budgets
+from accelbench.probe.roofline import (
+    RATIO_WARNING,
+    MeasuredPeaks,
+    Measurement,
+    Peak,
+    measure_peaks,
+    phase_budgets,
+)
 from accelbench.report.roofline import measurements_table, peaks_table
 from accelbench.workloads.flops import WorkloadCost
 
@@ -150,7 +157,13 @@ def test_a_tiny_probe_on_this_machine() -> None:
     assert {("gemm", "fp32"), ("copy", "fp32"), ("triad", "fp32")} <= kinds
     for peak in peaks.peaks:
         assert peak.value_per_s > 0 and peak.threads == threads and peak.measurements
-        assert peak.ratio_to_best_library is not None and peak.ratio_to_best_library > 0.5, peak
+        # How close the probe comes to the library is the machine's hour (make test runs lint beside this
+        # test; CI saw 0.45): benchmarks/probe.py measures it. Here: a ratio is there, and a low one is said.
+        ratio = peak.ratio_to_best_library
+        assert ratio is not None and ratio > 0, peak
+        assert ratio == pytest.approx(peak.value_per_s / peak.best_library_per_s)  # type: ignore[operator]
+        said = any(w.startswith(f"{peak.kind} {peak.dtype}: the probe is below") for w in peaks.warnings)
+        assert said == (ratio < RATIO_WARNING), peaks.warnings
     assert peaks.gemm_flops_per_s() > 1e9  # type: ignore[operator]
     assert peaks.machine_fingerprint == detect_machine().fingerprint
     assert "numpy" in peaks.libraries and "torch" in peaks.libraries
