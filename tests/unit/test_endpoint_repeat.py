@@ -214,4 +214,7 @@ def test_the_ladder_sends_the_pairs_inside_its_points_and_judges_them() -> None:
     assert len(repeat_pairs(honest)) == 6 and len({r.salt for r in honest}) == len(honest)
     assert repeat_verdict(honest).outcome == "pass", repeat_verdict(honest).reason
     verdict = repeat_verdict(cached)
-    assert verdict.outcome == "fail" and verdict.evidence["hits"] == 6, verdict.reason
+    # every pair's seen reply comes from the cache; how many of them land under x0.1 of their partner is
+    # the machine's (4 of 6 with lint and another pytest beside, make test 2026-12-07): the bar is 2
+    assert verdict.outcome == "fail" and verdict.evidence["pairs"] == 6, verdict.reason
+    assert verdict.evidence["hits"] >= HITS and verdict.evidence["faster_share"] == 1.0, verdict.reason
