@@ -41,7 +41,7 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +78,9 @@ class TurnTime:
     """accelbench only: an audit request (a pair's, a decoy's) ended between the session's turn before
     (the point's start for a first turn) and this turn's send: the server's cache saw audit traffic
     since this session's last request, which AIPerf's sessions never meet."""
+    round: int = 0
+    """The round it was sent in (both tools replay the same trace in a round: a pair is one round's
+    session and turn); 0 when not known (a ``turns.json`` of stop 56 or before)."""
 
     @property
     def tpot_s(self) -> float | None:
@@ -244,6 +247,61 @@ def read_aiperf(out: Path) -> list[TurnTime]:
     return found
 
 
+def reread_rounds(point: Path) -> dict[str, list[TurnTime]]:
+    """A finished point's turns, each tool's read again from its rounds' folders (so each turn knows its
+    round); from ``turns.json`` when those are gone."""
+    rounds = sorted(
+        int(p.name.split("-")[1]) for p in point.glob("aiperf-*") if p.name.split("-")[1].isdigit()
+    )
+    store = point / "accelbench-store"
+    turns: dict[str, list[TurnTime]] = {n: [] for n in CLIENTS}
+    for round_ in rounds:
+        for name in CLIENTS:
+            where = point / f"{name}-{round_}"
+            try:
+                found = read_accelbench(where, store) if name == "accelbench" else read_aiperf(where)
+            except (OSError, ValueError, KeyError):  # a round the client did not finish
+                continue
+            turns[name] += [replace(t, round=round_) for t in found]
+    if any(turns.values()):
+        return turns
+    rows = json.loads((point / "turns.json").read_text())
+    return {n: [TurnTime(**t) for t in rows[n]] for n in CLIENTS}
+
+
+def _pair_key(turn: TurnTime) -> tuple[int, int, int]:
+    """(round, session's number in the trace, turn): accelbench names a session ``0``, AIPerf ``s0``."""
+    return turn.round, int("".join(c for c in turn.session if c.isdigit()) or 0), turn.turn
+
+
+def print_paired(turns: dict[str, list[TurnTime]]) -> None:
+    """AIPerf / accelbench per pair (the same round's session and turn: one conversation sent by both),
+    the median of the pairs' ratios and its 95% interval, all turns and by turn index; for accelbench's
+    turns, its clean and its untouched ones (``print_tables``)."""
+    theirs = {_pair_key(t): t for t in turns["aiperf"]}
+    kinds = {
+        "accelbench": lambda t: True,
+        "clean": lambda t: not t.overlapped,
+        "untouched": lambda t: not (t.overlapped or t.after_audit),
+    }
+    print("\npaired: AIPerf / accelbench on the same round's session and turn, median of ratios [95%]")
+    print("| turns | accelbench turns | pairs | TTFT ratio | TPOT ratio | input tokens ratio |")
+    print("|---|---|---|---|---|---|")
+    indices = sorted({t.turn for t in turns["accelbench"]})
+    for label, pick in [("all", None), *((f"turn {i}", i) for i in indices)]:
+        for kind, keep in kinds.items():
+            pairs = [
+                (mine, theirs[_pair_key(mine)])
+                for mine in turns["accelbench"]
+                if keep(mine) and (pick is None or mine.turn == pick) and _pair_key(mine) in theirs
+            ]
+            cells = []
+            for value in (lambda t: t.ttft_s, lambda t: t.tpot_s, lambda t: float(t.input_tokens)):
+                ratios = [b / a for m, o in pairs if (a := value(m)) and (b := value(o)) is not None]
+                cells.append(_median_ci(ratios))
+            print(f"| {label} | {kind} | {len(pairs)} | " + " | ".join(cells) + " |")
+
+
 def _cache() -> Path:
     return Path.home() / ".cache" / "accelbench" / "cache"
 
@@ -299,9 +357,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.reread:
         for sessions in args.sessions:
             point = out / f"s{sessions}"
-            rows = json.loads((point / "turns.json").read_text())
-            stored = {n: [TurnTime(**t) for t in rows[n]] for n in CLIENTS}
+            stored = reread_rounds(point)
             print_tables(stored, sessions, len(list(point.glob("aiperf-*"))))
+            print_paired(stored)
         return
     bin_dir, spent_s = ensure_peer("aiperf")
     print(f"aiperf in {bin_dir.parent}" + (f" (installed in {spent_s:.0f} s)" if spent_s else ""), flush=True)
@@ -331,7 +389,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                     except Exception as err:  # a failed client is reported, the other goes on
                         print(f"{name} round {round_}: {str(err)[:300]}", flush=True)
                         continue
-                    turns[name] += found
+                    turns[name] += [replace(t, round=round_) for t in found]
                     wall_s = time.monotonic() - started
                     print(
                         f"s{sessions} round {round_} {name}: {len(found)} turns, {wall_s:.0f} s, "
@@ -340,6 +398,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                     )
             (point / "turns.json").write_text(json.dumps({n: [asdict(t) for t in turns[n]] for n in CLIENTS}))
             print_tables(turns, sessions, args.rounds)
+            print_paired(turns)
     if args.server == "scripted":
         print(
             f"\nthe truth (scripted server, whatever the load): TTFT {script_s[0]:.4g} s, "
