@@ -22,6 +22,7 @@ from accelbench.report.headline import (
     rules_note,
     rules_of,
 )
+from accelbench.report.section_table import titled_table
 from accelbench.results import Result
 from accelbench.scenarios.rules import LOADGEN_SCENARIOS
 from accelbench.sections import SearchProbe
@@ -152,10 +153,9 @@ def _scenario_table(
     boards: Sequence[ranking.Board], scenario: str, title: str, include_unverified: bool
 ) -> Table:
     members = [e.result for b in boards for e in b.entries]
-    table = Table(title=_title(title, scenario, include_unverified, members), title_justify="left")
     columns = scenario_columns(scenario)
-    for header in (*_CELL, *(name for name, _ in columns)):
-        table.add_column(header, justify="left" if header in _CELL[1:] else "right")
+    headers = (*_CELL, *(name for name, _ in columns))
+    table = titled_table(_title(title, scenario, include_unverified, members), headers, _CELL[1:])
     fallback = False
     for board in boards:
         for entry in board.entries:
@@ -216,9 +216,8 @@ def server_search_table(result: Result) -> Table | None:
         f"Server QPS search: {result.cell.key} (p99 bound {ms_text(bound)} ms, "
         f"max QPS {rate_text(best)}); {rules_note([rules_of(result)])}"
     )
-    table = Table(title=title, title_justify="left")
-    for header in ("#", "target QPS", "completed QPS", "p99 ms", "under bound", "LoadGen", "reasons"):
-        table.add_column(header, justify="left" if header == "reasons" else "right")
+    headers = ("#", "target QPS", "completed QPS", "p99 ms", "under bound", "LoadGen", "reasons")
+    table = titled_table(title, headers, ("reasons",))
     for index, probe in enumerate(search.probes, start=1):
         table.add_row(str(index), *_probe_row(probe, bound))
     for index, failure in enumerate(search.scored_failures, start=1):

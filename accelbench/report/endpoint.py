@@ -24,6 +24,7 @@ from accelbench.meters.cost import HourlyRate, usd_per_million_queries
 from accelbench.normalize.denominators import Denominator, served_denominators
 from accelbench.ranges import range_document
 from accelbench.report.endpoint_qps import qps_table
+from accelbench.report.section_table import titled_table
 from accelbench.results import Result
 
 TITLE = "Served LLM curves (fixed concurrency; client-side token counts)"
@@ -65,10 +66,8 @@ def curve_table(
     if not curves:
         return None
     chips = chips or {}
-    table = Table(title=TITLE, title_justify="left")
     extra = (*((CHIP_COLUMN, WATT_COLUMN, USD_COLUMN) if chips else ()), *((COST_COLUMN,) if rate else ()))
-    for column in (*COLUMNS, *extra):
-        table.add_column(column, justify="left" if column in _LEFT else "right")
+    table = titled_table(TITLE, (*COLUMNS, *extra), _LEFT)
     for result, section in curves:
         match = chips.get(result.cell.key)
         for point in section.curve:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from rich.table import Table
 
 from accelbench.curve import QpsProbe, QpsSearch
+from accelbench.report.section_table import titled_table
 from accelbench.results import Result
 
 TITLE = "Served LLM max QPS (Poisson arrivals; TTFT from the scheduled arrival)"
@@ -41,9 +42,7 @@ def qps_table(results: Sequence[Result]) -> Table | None:
     searches = searches_of(results)
     if not searches:
         return None
-    table = Table(title=TITLE, title_justify="left")
-    for column in COLUMNS:
-        table.add_column(column, justify="left" if column in _LEFT else "right")
+    table = titled_table(TITLE, COLUMNS, _LEFT)
     for result, search in searches:
         for probe in search.probes:
             table.add_row(result.cell.workload, result.cell.stack, *_row(probe))

@@ -23,6 +23,7 @@ from accelbench.normalize.explain import (
 from accelbench.normalize.factors import Figure
 from accelbench.normalize.subjects import Subject
 from accelbench.ranges import Range, range_document, weakest
+from accelbench.report.section_table import titled_table
 
 HISTORY_PER = {
     "chip": ("chip",),
@@ -143,9 +144,11 @@ def _subject_line(name: str, subject: Subject) -> str:
 
 
 def _decomposition_table(explanation: Explanation, decomposition: Decomposition) -> Table:
-    table = Table(title="ratio = chips x transistors per chip x node x residual", title_justify="left")
-    for column in ("factor", "B / A", "A", "B", "left after this step", "provenance"):
-        table.add_column(column, justify="left" if column in ("factor", "provenance") else "right")
+    table = titled_table(
+        "ratio = chips x transistors per chip x node x residual",
+        ("factor", "B / A", "A", "B", "left after this step", "provenance"),
+        ("factor", "provenance"),
+    )
     a, b = explanation.a, explanation.b
     table.add_row("measured speed ratio", times(explanation.ratio), _amount(a), _amount(b), "", "measured")
     for factor in decomposition.factors:
@@ -167,9 +170,11 @@ def _factor_cells(factor: Factor) -> list[str]:
 
 
 def _variants_table(explanation: Explanation) -> Table:
-    table = Table(title="variants: the per-chip quantity replaced", title_justify="left")
-    for column in ("per", "chips", "per-chip quantity", "node", "per-quantity ratio", "residual"):
-        table.add_column(column, justify="left" if column == "per" else "right")
+    table = titled_table(
+        "variants: the per-chip quantity replaced",
+        ("per", "chips", "per-chip quantity", "node", "per-quantity ratio", "residual"),
+        ("per",),
+    )
     for decomposition in explanation.decompositions:
         chips, quantity, node, residual = decomposition.factors
         table.add_row(
@@ -184,9 +189,11 @@ def _variants_table(explanation: Explanation) -> Table:
 
 
 def _figures_table(explanation: Explanation) -> Table:
-    table = Table(title="normalized cost per unit of work (lower is better)", title_justify="left")
-    for column in ("per", "A", "B", "gain B over A", "provenance", "source class"):
-        table.add_column(column, justify="right" if column in ("A", "B", "gain B over A") else "left")
+    table = titled_table(
+        "normalized cost per unit of work (lower is better)",
+        ("per", "A", "B", "gain B over A", "provenance", "source class"),
+        ("per", "provenance", "source class"),
+    )
     by_per = {f.per: f for f in explanation.figures_b}
     for figure in explanation.figures_a:
         other = by_per.get(figure.per)

@@ -15,6 +15,7 @@ from rich.table import Table
 from accelbench.hardware.match import ChipMatch
 from accelbench.meters.cost import HourlyRate, usd_per_million_queries
 from accelbench.report.endpoint import joules_text, per_chip_text
+from accelbench.report.section_table import titled_table
 from accelbench.results import Result
 from accelbench.session_figures import ReuseFigures, SessionFigures, SessionPoint
 
@@ -115,9 +116,7 @@ def session_table(results: Sequence[Result]) -> Table | None:
     ladders = ladders_of(results)
     if not ladders:
         return None
-    table = Table(title=TITLE, title_justify="left")
-    for column in COLUMNS:
-        table.add_column(column, justify="left" if column in _LEFT else "right")
+    table = titled_table(TITLE, COLUMNS, _LEFT)
     for result, section in ladders:
         for point in section.sessions_ladder:
             table.add_row(*_row(result, point))
@@ -167,9 +166,8 @@ def cost_table(
     if not ladders:
         return None
     chips = {key: match for key, match in (chips or {}).items() if any(r.cell.key == key for r, _ in ladders)}
-    table = Table(title=COST_TITLE, title_justify="left")
-    for column in (*COST_BASE, *((CHIP_COLUMN,) if chips else ()), *(COST_COLUMNS if rate else ())):
-        table.add_column(column, justify="left" if column == "stack" else "right")
+    columns = (*COST_BASE, *((CHIP_COLUMN,) if chips else ()), *(COST_COLUMNS if rate else ()))
+    table = titled_table(COST_TITLE, columns, ("stack",))
     for result, section in ladders:
         for point in section.sessions_ladder:
             row = [result.cell.stack, load_text(point)]
@@ -211,9 +209,7 @@ def turn_table(results: Sequence[Result]) -> Table | None:
     ladders = ladders_of(results)
     if not ladders:
         return None
-    table = Table(title=TURN_TITLE, title_justify="left")
-    for column in TURN_COLUMNS:
-        table.add_column(column, justify="left" if column == "stack" else "right")
+    table = titled_table(TURN_TITLE, TURN_COLUMNS, ("stack",))
     for result, section in ladders:
         for point in section.sessions_ladder:
             for turn in point.by_turn:
