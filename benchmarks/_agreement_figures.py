@@ -13,10 +13,12 @@ METRICS = ("ttft_p50_s", "ttft_p90_s", "tpot_p50_s", "output_tokens_per_s", "out
 
 
 def figures(requests: Sequence[Request]) -> dict[str, Any]:
-    """TTFT p50/p90, TPOT p50 and output tok/s of a point, one definition for every client; and each
-    request's TTFT and TPOT (``ttfts_s``, ``tpots_s``: the rounds pooled, ``pooled``)."""
+    """TTFT p50/p90, TPOT p50 and output tok/s of a point, one definition for every client; each
+    request's TTFT and TPOT (``ttfts_s``, ``tpots_s``: the rounds pooled, ``pooled``), and both in the order
+    the requests were sent (``sent``: a round's k-th request of one client is the k-th of the other, the
+    same text in the same place of the waves; ``paired``)."""
     ttfts = sorted(r.ttft_s for r in requests)
-    tpots = [(r.end_s - r.send_s - r.ttft_s) / (r.output_tokens - 1) for r in requests if r.output_tokens > 1]
+    tpots = [_tpot_s(r) for r in requests if r.output_tokens > 1]
     span_s = max(r.end_s for r in requests) - min(r.send_s for r in requests)
     return {
         "ttft_p50_s": statistics.median(ttfts),
@@ -26,6 +28,40 @@ def figures(requests: Sequence[Request]) -> dict[str, Any]:
         "output_tokens_mean": statistics.mean(r.output_tokens for r in requests),
         "ttfts_s": ttfts,
         "tpots_s": sorted(tpots),
+        "sent": [(r.ttft_s, _tpot_s(r) if r.output_tokens > 1 else None) for r in _in_send_order(requests)],
+    }
+
+
+def _tpot_s(request: Request) -> float:
+    return (request.end_s - request.send_s - request.ttft_s) / (request.output_tokens - 1)
+
+
+def _in_send_order(requests: Sequence[Request]) -> list[Request]:
+    return sorted(requests, key=lambda request: request.send_s)
+
+
+def paired(rows: Sequence[dict[str, Any]], client: str) -> dict[str, tuple[float, float, float, int]]:
+    """``client`` / accelbench on the same round's k-th sent request (both send the round's texts in one
+    order at one concurrency: the same prompt in the same wave): the median of the pairs' TTFT and TPOT
+    ratios with its 95% interval and the number of pairs. The round-to-round spread of the batch mix, which
+    the pooled medians carry, cancels within a pair."""
+    from accelbench.endpoint.figures import median_interval
+
+    ratios: dict[str, list[float]] = {"ttft": [], "tpot": []}
+    for row in rows:
+        if row["client"] != client or "sent" not in row:
+            continue
+        base = [r for r in rows if r["client"] == "accelbench" and r["round"] == row["round"] and "sent" in r]
+        if not base or len(base[0]["sent"]) != len(row["sent"]):
+            continue  # a round one of them did not finish whole: its requests cannot be paired
+        for (ttft, tpot), (ttft_base, tpot_base) in zip(row["sent"], base[0]["sent"], strict=True):
+            ratios["ttft"].append(ttft / ttft_base)
+            if tpot is not None and tpot_base is not None:
+                ratios["tpot"].append(tpot / tpot_base)
+    return {
+        name: (statistics.median(values), *median_interval(sorted(values)), len(values))
+        for name, values in ratios.items()
+        if values
     }
 
 
@@ -86,6 +122,7 @@ def print_point(rows: list[dict[str, Any]], clients: Sequence[str], point: tuple
         "from the client's per-request records"
     )
     _print_pooled(rows, clients)
+    _print_paired(rows, clients)
     print("each client's own summary figures (median over rounds; definitions as the tool states them):")
     for name in clients:
         owns = [r["own"] for r in rows if r["client"] == name and r.get("own")]
@@ -112,4 +149,14 @@ def _print_pooled(rows: list[dict[str, Any]], clients: Sequence[str]) -> None:
                 + (f" ({v / base[m][0]:.3f})" if base else "")
                 for m, (v, low, high) in figures_.items()
             ]
+            print(f"  {name:<11}" + ", ".join(cells))
+
+
+def _print_paired(rows: list[dict[str, Any]], clients: Sequence[str]) -> None:
+    """Each peer's median ratio to accelbench on the same round's k-th sent request (``paired``)."""
+    print("paired (the same round's k-th sent request: the same text in the same wave), median of ratios:")
+    for name in clients:
+        found = paired(rows, name) if name != "accelbench" else {}
+        if found:
+            cells = [f"{m} {v:.3f} [{lo:.3f}, {hi:.3f}] ({n} pairs)" for m, (v, lo, hi, n) in found.items()]
             print(f"  {name:<11}" + ", ".join(cells))

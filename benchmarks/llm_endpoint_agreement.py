@@ -272,7 +272,8 @@ def _rounds(
             except Exception as err:  # a failed client is reported, the others go on
                 row["error"] = str(err)[:300]
             row["wall_s"] = time.monotonic() - started
-            print(json.dumps({k: v for k, v in row.items() if k not in ("ttfts_s", "tpots_s")}), flush=True)
+            shown = {k: v for k, v in row.items() if k not in ("ttfts_s", "tpots_s", "sent")}
+            print(json.dumps(shown), flush=True)
             rows.append(row)
     return rows
 
