@@ -28,7 +28,10 @@ the load: each client's figures against the truth, ``_scripted_server.py``);
 medians, each figure is printed pooled over every round's requests with its median's 95% interval: a
 round's TTFT median at c >= 4 moves 15-25% with its 16 requests' batch mix.
 Measure on an idle machine: AIPerf and GuideLLM use 3-4x accelbench's client CPU, which on 2 cores
-is taken from the server (shared/reference/llm_serving_feasibility.md).
+is taken from the server (shared/reference/llm_serving_feasibility.md) unless ``--pin`` keeps the
+clients off the server's CPU (the server on the first, every client on the others). The paired table
+divides each peer's request by accelbench's k-th sent request of the same round (the same text in the
+same wave).
 """
 
 from __future__ import annotations
@@ -191,6 +194,20 @@ def _warm_up(url: str, model: str, body: dict[str, Any]) -> None:
         reply.read()
 
 
+def _pin(pin: bool, role: str) -> bool:
+    """With ``pin``, this process's CPU affinity for what it starts next (a child inherits it): the server
+    on the first CPU, the clients (accelbench and the peers alike) on the others, so a client's own CPU
+    (AIPerf's is 3-4x accelbench's) is never taken from the server. Returns ``pin``."""
+    if pin:
+        cpus = sorted(os.sched_getaffinity(0) if role == "server" else _ALL_CPUS)
+        os.sched_setaffinity(0, cpus[:1] if role == "server" else cpus[1:] or cpus)
+        print(f"{role} on CPU {sorted(os.sched_getaffinity(0))}", flush=True)
+    return pin
+
+
+_ALL_CPUS = frozenset(os.sched_getaffinity(0))
+
+
 def _load() -> float:
     return os.getloadavg()[0]
 
@@ -214,10 +231,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     model_id = served_llm.MODEL_ID
     tokenizer = served_llm.model_folder(cache_dir)
     script_s = (args.scripted_ttft_ms / 1e3, args.scripted_tpot_ms / 1e3)
+    pinned = _pin(args.pin, "server")
     with server(args.server, cache_dir, out, max(args.concurrency), args.output_tokens, script_s) as (
         url,
         fixed,
     ):
+        _pin(pinned, "clients")
         body = _length_body(args.server, fixed, args.output_tokens, tokenizer)
         _warm_up(url, model_id, body)
         input_tokens = args.input_tokens or DEFAULT_INPUT_TOKENS
@@ -322,6 +341,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--scripted-ttft-ms", type=float, default=200.0, help="--server scripted: its TTFT")
     parser.add_argument("--scripted-tpot-ms", type=float, default=30.0, help="--server scripted: its TPOT")
     parser.add_argument("--clients", default=",".join(CLIENTS))
+    parser.add_argument(
+        "--pin", action="store_true", help="the server on the first CPU, every client on the others"
+    )
     parser.add_argument("--cache-dir", default=str(Path.home() / ".cache" / "accelbench" / "cache"))
     parser.add_argument("--out", default=None)
     parser.add_argument(
