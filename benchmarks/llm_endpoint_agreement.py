@@ -194,7 +194,7 @@ def _warm_up(url: str, model: str, body: dict[str, Any]) -> None:
         reply.read()
 
 
-def _pin(pin: bool, role: str) -> bool:
+def pin_cpus(pin: bool, role: str) -> bool:
     """With ``pin``, this process's CPU affinity for what it starts next (a child inherits it): the server
     on the first CPU, the clients (accelbench and the peers alike) on the others, so a client's own CPU
     (AIPerf's is 3-4x accelbench's) is never taken from the server. Returns ``pin``."""
@@ -231,12 +231,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     model_id = served_llm.MODEL_ID
     tokenizer = served_llm.model_folder(cache_dir)
     script_s = (args.scripted_ttft_ms / 1e3, args.scripted_tpot_ms / 1e3)
-    pinned = _pin(args.pin, "server")
+    pinned = pin_cpus(args.pin, "server")
     with server(args.server, cache_dir, out, max(args.concurrency), args.output_tokens, script_s) as (
         url,
         fixed,
     ):
-        _pin(pinned, "clients")
+        pin_cpus(pinned, "clients")
         body = _length_body(args.server, fixed, args.output_tokens, tokenizer)
         _warm_up(url, model_id, body)
         input_tokens = args.input_tokens or DEFAULT_INPUT_TOKENS

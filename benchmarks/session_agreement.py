@@ -28,7 +28,8 @@ Usage: ``python benchmarks/session_agreement.py [--sessions 1,4] [--turns 4] [--
 [--output-tokens 32] [--words 40] [--server transformers-cb|scripted]`` (``scripted``: a server of known
 TTFT and TPOT whatever the load, ``_scripted_server.py``: each tool against the truth);
 ``--reread OUT`` prints a finished run's tables again.
-Measure on an idle machine (AIPerf's client takes 3-4x accelbench's CPU, from the server on 2 cores).
+Measure on an idle machine (AIPerf's client takes 3-4x accelbench's CPU, from the server on 2 cores
+unless ``--pin`` keeps both tools off the server's CPU).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ sys.path.insert(0, str(REPO))
 
 from _peers import accelbench_run, aiperf_records, ensure_peer, run  # noqa: E402
 from _session_tables import CLIENTS, TurnTime, print_paired, print_tables  # noqa: E402
-from llm_endpoint_agreement import _length_body, _warm_up, server  # noqa: E402
+from llm_endpoint_agreement import _length_body, _warm_up, pin_cpus, server  # noqa: E402
 
 from accelbench.generation.prompts import seeded_words  # noqa: E402
 from accelbench.sessions.workload import SYSTEM_PROMPT  # noqa: E402
@@ -256,7 +257,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"aiperf in {bin_dir.parent}" + (f" (installed in {spent_s:.0f} s)" if spent_s else ""), flush=True)
     folder = served_llm.model_folder(_cache())
     script_s = (args.scripted_ttft_ms / 1e3, args.scripted_tpot_ms / 1e3)
+    pinned = pin_cpus(args.pin, "server")
     with server(args.server, _cache(), out, max(args.sessions), args.output_tokens, script_s) as (url, fixed):
+        pin_cpus(pinned, "clients")
         body = _length_body(args.server, fixed, args.output_tokens, folder)
         _warm_up(url, served_llm.MODEL_ID, body)
         for sessions in args.sessions:
@@ -305,6 +308,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--output-tokens", type=int, default=32)
     parser.add_argument("--words", type=int, default=40, help="seeded words per user message")
     parser.add_argument("--server", choices=("transformers-cb", "scripted"), default="transformers-cb")
+    parser.add_argument(
+        "--pin", action="store_true", help="the server on the first CPU, both tools on the others"
+    )
     parser.add_argument("--scripted-ttft-ms", type=float, default=200.0, help="--server scripted: its TTFT")
     parser.add_argument("--scripted-tpot-ms", type=float, default=30.0, help="--server scripted: its TPOT")
     parser.add_argument("--out", default=None)
