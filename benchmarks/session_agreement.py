@@ -29,7 +29,7 @@ Usage: ``python benchmarks/session_agreement.py [--sessions 1,4] [--turns 4] [--
 TTFT and TPOT whatever the load, ``_scripted_server.py``: each tool against the truth);
 ``--reread OUT`` prints a finished run's tables again.
 Measure on an idle machine (AIPerf's client takes 3-4x accelbench's CPU, from the server on 2 cores
-unless ``--pin`` keeps both tools off the server's CPU).
+unless ``--pin``, the default, keeps both tools off the server's CPU).
 """
 
 from __future__ import annotations
@@ -309,7 +309,10 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--words", type=int, default=40, help="seeded words per user message")
     parser.add_argument("--server", choices=("transformers-cb", "scripted"), default="transformers-cb")
     parser.add_argument(
-        "--pin", action="store_true", help="the server on the first CPU, both tools on the others"
+        "--pin",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the server on the first CPU, both tools on the others (default; --no-pin shares every CPU)",
     )
     parser.add_argument("--scripted-ttft-ms", type=float, default=200.0, help="--server scripted: its TTFT")
     parser.add_argument("--scripted-tpot-ms", type=float, default=30.0, help="--server scripted: its TPOT")
