@@ -124,12 +124,10 @@ def write_prompts(path: Path, work: Workload, cell_seed: int) -> None:
     chat template as accelbench's ``completions`` prompts are: the peers' prompts, one per line."""
     from transformers import AutoTokenizer
 
-    from accelbench.endpoint.prompts import salted, seeded_texts
-    from accelbench.registry import instantiate, table
+    from accelbench.endpoint.prompts import salted
 
-    lengths = tuple(instantiate(table("workload")["smollm2-135m"]).lengths)
     tokenizer = AutoTokenizer.from_pretrained(work.tokenizer)
-    texts = seeded_texts(cell_seed, lengths, work.requests, "point", work.concurrency)
+    texts = point_texts(cell_seed, work.requests, work.concurrency)
     prompts = salted(tokenizer, cell_seed, texts, "peer", work.concurrency)
     # AIPerf's warm-up request takes the file's first row (sequential sampling): a row of its own, so its
     # timed requests are accelbench's texts in accelbench's order, the same prefills in the same waves
@@ -137,6 +135,16 @@ def write_prompts(path: Path, work: Workload, cell_seed: int) -> None:
     warm_up = salted(tokenizer, cell_seed, texts[:1], "peer-warm-up", work.concurrency)
     rows = [{"text": p.text, "output_length": work.output_tokens} for p in (*warm_up, *prompts)]
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def point_texts(cell_seed: int, requests: int, concurrency: int) -> list[str]:
+    """The user texts accelbench's smollm2-135m cell of seed ``cell_seed`` sent at ``concurrency`` (its
+    stream ``point``), in order; salted with stream ``point`` they are its prompts."""
+    from accelbench.endpoint.prompts import seeded_texts
+    from accelbench.registry import instantiate, table
+
+    lengths = tuple(instantiate(table("workload")["smollm2-135m"]).lengths)
+    return seeded_texts(cell_seed, lengths, requests, "point", concurrency)
 
 
 def _find(document: Any, key: str) -> list[dict[str, Any]]:
@@ -195,18 +203,23 @@ def _warm_up(url: str, model: str, body: dict[str, Any]) -> None:
         reply.read()
 
 
-def pin_cpus(pin: bool, role: str) -> bool:
-    """With ``pin``, this process's CPU affinity for what it starts next (a child inherits it): the server
-    on the first CPU, the clients (accelbench and the peers alike) on the others, so a client's own CPU
-    (AIPerf's is 3-4x accelbench's) is never taken from the server. Returns ``pin``."""
+def pin_server(pin: bool) -> frozenset[int]:
+    """With ``pin``, this process (and what it starts next: a child inherits its affinity) on its first
+    CPU, for the server; returns every CPU it had, for ``pin_clients``."""
+    cpus = frozenset(os.sched_getaffinity(0))
     if pin:
-        cpus = sorted(os.sched_getaffinity(0) if role == "server" else _ALL_CPUS)
-        os.sched_setaffinity(0, cpus[:1] if role == "server" else cpus[1:] or cpus)
-        print(f"{role} on CPU {sorted(os.sched_getaffinity(0))}", flush=True)
-    return pin
+        os.sched_setaffinity(0, {min(cpus)})
+        print(f"server on CPU {min(cpus)}", flush=True)
+    return cpus
 
 
-_ALL_CPUS = frozenset(os.sched_getaffinity(0))
+def pin_clients(pin: bool, cpus: frozenset[int]) -> None:
+    """With ``pin``, this process and the clients it starts (accelbench and the peers alike) on every CPU
+    of ``cpus`` but the server's, so a client's own CPU (AIPerf's is 3-4x accelbench's) is never taken
+    from the server (all of them on a one-CPU machine)."""
+    if pin:
+        os.sched_setaffinity(0, (cpus - {min(cpus)}) or cpus)
+        print(f"clients on CPU {sorted(os.sched_getaffinity(0))}", flush=True)
 
 
 def _load() -> float:
@@ -232,12 +245,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     model_id = served_llm.MODEL_ID
     tokenizer = served_llm.model_folder(cache_dir)
     script_s = (args.scripted_ttft_ms / 1e3, args.scripted_tpot_ms / 1e3)
-    pinned = pin_cpus(args.pin, "server")
+    cpus = pin_server(args.pin)
     with server(args.server, cache_dir, out, max(args.concurrency), args.output_tokens, script_s) as (
         url,
         fixed,
     ):
-        pin_cpus(pinned, "clients")
+        pin_clients(args.pin, cpus)
         body = _length_body(args.server, fixed, args.output_tokens, tokenizer)
         _warm_up(url, model_id, body)
         input_tokens = args.input_tokens or DEFAULT_INPUT_TOKENS

@@ -19,9 +19,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from llm_endpoint_agreement import point_texts  # noqa: E402
+
 from accelbench.endpoint.padding import padded, parting, repeated_tail  # noqa: E402
-from accelbench.endpoint.prompts import salted, seeded_texts  # noqa: E402
-from accelbench.registry import instantiate, table  # noqa: E402
+from accelbench.endpoint.prompts import salted  # noqa: E402
 from tests.e2e import served_llm  # noqa: E402
 
 
@@ -43,9 +44,8 @@ def main() -> None:
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
     torch.set_num_threads(1)
-    lengths = tuple(instantiate(table("workload")["smollm2-135m"]).lengths)
     count = len([r for r in timed if r["concurrency"] == args.concurrency])
-    texts = seeded_texts(seed, lengths, count, "point", args.concurrency)
+    texts = point_texts(seed, count, args.concurrency)
     prompts = {p.salt: p for p in salted(tokenizer, seed, texts, "point", args.concurrency)}
     special = sorted(set(tokenizer.all_special_ids))
     flagged = {"eos": 0, "suppressed": 0}

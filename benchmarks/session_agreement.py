@@ -52,7 +52,7 @@ sys.path.insert(0, str(REPO))
 
 from _peers import accelbench_run, aiperf_records, ensure_peer, run  # noqa: E402
 from _session_tables import CLIENTS, TurnTime, print_paired, print_tables  # noqa: E402
-from llm_endpoint_agreement import _length_body, _warm_up, pin_cpus, server  # noqa: E402
+from llm_endpoint_agreement import _length_body, _warm_up, pin_clients, pin_server, server  # noqa: E402
 
 from accelbench.generation.prompts import seeded_words  # noqa: E402
 from accelbench.sessions.workload import SYSTEM_PROMPT  # noqa: E402
@@ -257,9 +257,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"aiperf in {bin_dir.parent}" + (f" (installed in {spent_s:.0f} s)" if spent_s else ""), flush=True)
     folder = served_llm.model_folder(_cache())
     script_s = (args.scripted_ttft_ms / 1e3, args.scripted_tpot_ms / 1e3)
-    pinned = pin_cpus(args.pin, "server")
+    cpus = pin_server(args.pin)
     with server(args.server, _cache(), out, max(args.sessions), args.output_tokens, script_s) as (url, fixed):
-        pin_cpus(pinned, "clients")
+        pin_clients(args.pin, cpus)
         body = _length_body(args.server, fixed, args.output_tokens, folder)
         _warm_up(url, served_llm.MODEL_ID, body)
         for sessions in args.sessions:
