@@ -227,7 +227,7 @@ def _through(url: str, mode: str) -> tuple[Verdict, ProxyState]:
 
 def test_place_finding_caches_are_disqualified_or_serve_next_to_nothing(upstream: Upstream) -> None:
     """The pairs sit at drawn positions of the points at their concurrency: a cache that hides from
-    the requests at one kind of place still replays the seen prompts elsewhere, and each replay is a hit
+    the requests at one kind of place still replays the seen prompts elsewhere, and the replays are hits
     the audit counts; one that hides everywhere the pairs may be serves under ``HITS`` of them."""
     modes = ("honest", "cache", *PLACING)
     # three ladders at a time: six at once in this one process (each with its proxy's and its client's
@@ -240,7 +240,9 @@ def test_place_finding_caches_are_disqualified_or_serve_next_to_nothing(upstream
     for mode in PLACING:
         verdict, state = runs[mode]
         assert state.points >= 3, (mode, state.points)  # it told the ladder's points apart
-        assert verdict.evidence["hits"] == state.cache_hits, (mode, verdict.reason)  # every replay seen
+        # a replay is a hit when it beats x0.1 of its partner: on a loaded CI machine one stalled in the
+        # proxy's event loop past that (5 of 7 seen, stop 61), so the test asks for enough seen to judge
+        assert verdict.evidence["hits"] >= min(state.cache_hits, HITS), (mode, verdict.reason)
         assert verdict.outcome == "fail" or state.cache_hits < HITS, (mode, verdict.reason)
 
 
