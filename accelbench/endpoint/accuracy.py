@@ -15,12 +15,18 @@ elsewhere) is judged on the reference's length. The check passes when the mean s
 ``MIN_AGREEMENT`` and no more than ``FLOOR_MISSES`` of the replies share less than ``MIN_REPLY_SHARE``
 (a per-reply floor: a mean hides a few garbage replies among good ones; greedy decoding on other
 kernels may leave the reference at a near tie, so one reply in eight may). A judged reply that ends in
-filler the reference does not have is ``padded`` (the ``padding`` audit disqualifies).
+filler the reference does not have is ``padded`` (the ``padding`` audit disqualifies). One that agrees
+with the reference to its EOS and runs on in a loop is judged against the reference continued past its
+EOS in each way a server may run on (``run_on``; ``accelbench.generation.reference.RUN_ON``): padded
+only when it is padded against every one. Whether the server was told to run on does not matter: a
+server can ignore EOS unasked (stop 61: ``transformers serve`` keeps a generation config that
+suppresses special tokens from an earlier request; its honest continuation, a loop, was flagged by the
+reference that stops at EOS), and one told to may pad past EOS as well as before it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +35,11 @@ import numpy as np
 from accelbench.cell.seeds import sub_seed
 from accelbench.curve import EndpointAccuracy
 from accelbench.endpoint.client import Prompt
-from accelbench.endpoint.padding import padded, repeated_tail
+from accelbench.endpoint.padding import padded, parting, repeated_tail
 from accelbench.endpoint.records import RequestRecord
 from accelbench.generation.base import GenerationContext
 from accelbench.generation.models import LlmModel
-from accelbench.generation.reference import sent_reference
+from accelbench.generation.reference import run_on_reference, sent_reference
 
 JUDGED_SMALL = 16
 """Replies judged on a model under ``SMALL_PARAMS`` (its reference replies take seconds each on CPU)."""
@@ -139,17 +145,50 @@ def accuracy(
     prompts: dict[str, Prompt],
     max_tokens: int,
     ctx: GenerationContext,
-    full_length: bool = False,
 ) -> Accuracy:
-    """The chosen replies against torch-eager fp32's replies to their prompts (``full_length``: the
-    server was told to ignore EOS: ``accelbench.endpoint.padding``)."""
+    """The chosen replies against torch-eager fp32's replies to their prompts."""
     ids = [list(tokenizer(prompts[r.salt].text, add_special_tokens=False)["input_ids"]) for r in chosen]
     reference = sent_reference(model, ids, max_tokens, ctx) if ids else None
     texts = [
         tokenizer.decode(list(reply.tokens), skip_special_tokens=True)
         for reply in (reference.replies if reference else ())
     ]
-    return judge(chosen, texts, full_length)
+    lengths = [max_tokens] * len(chosen)
+    return judge(chosen, texts, run_on(model, tokenizer, (chosen, texts), (ids, lengths), ctx))
+
+
+def runs_on(reply: str, reference: str) -> bool:
+    """Whether ``reply`` agrees with ``reference`` to its end and goes on past it."""
+    reply, reference = reply.lstrip(), reference.lstrip()
+    return len(reply) > len(reference) and parting(reply, reference) >= len(reference)
+
+
+def run_on(
+    model: LlmModel,
+    tokenizer: Any,
+    judged: tuple[Sequence[RequestRecord], Sequence[str]],
+    sent: tuple[Sequence[Sequence[int]], Sequence[int]],
+    ctx: GenerationContext,
+) -> dict[int, tuple[str, ...]]:
+    """The judged replies (``judged``: the records and their reference texts) that run on past the
+    reference's end in a loop padded against it: for each, by its index, the reference's texts continued
+    past EOS in each way of ``RUN_ON``, cut to the reply's length (``sent``: the prompts' ids and each
+    reply's length asked). Made only for those replies (none on most runs)."""
+    chosen, texts = judged
+    ids, lengths = sent
+    on = [
+        i
+        for i, (r, t) in enumerate(zip(chosen, texts, strict=True))
+        if runs_on(r.text, t) and padded(r.text, t)
+    ]
+    if not on:
+        return {}
+    special = frozenset(int(i) for i in tokenizer.all_special_ids)
+    made = run_on_reference(model, [ids[i] for i in on], max(lengths[i] for i in on), special, ctx)
+    return {
+        i: tuple(tokenizer.decode(list(tokens[: lengths[i]]), skip_special_tokens=True) for tokens in ways)
+        for i, ways in zip(on, made, strict=True)
+    }
 
 
 def fake_first_chunk(record: RequestRecord, reference: str) -> bool:
@@ -165,14 +204,20 @@ def fake_first_chunk(record: RequestRecord, reference: str) -> bool:
     return shared_share(rest, reference) >= shared_share(record.text, reference) + FAKE_GAIN
 
 
-def judge(chosen: Sequence[RequestRecord], texts: Sequence[str], full_length: bool) -> Accuracy:
-    """The chosen replies against the reference's ``texts`` (one each, in order)."""
+def judge(
+    chosen: Sequence[RequestRecord],
+    texts: Sequence[str],
+    continued: Mapping[int, Sequence[str]] | None = None,
+) -> Accuracy:
+    """The chosen replies against the reference's ``texts`` (one each, in order); ``continued``: for the
+    replies that run on past the reference's EOS, by index, the reference continued past it (``run_on``)."""
     shares = tuple(shared_share(r.text, t) for r, t in zip(chosen, texts, strict=True))
     mean = sum(shares) / len(shares) if shares else 0.0
     fillers = [(r, t) for r, t in zip(chosen, texts, strict=True) if r.filler_first_chunk]
     fake = sum(fake_first_chunk(r, t) for r, t in zip(chosen, texts, strict=True))
     concurrencies = tuple(sorted({r.concurrency for r in chosen}))
     below = sum(share < MIN_REPLY_SHARE for share in shares)
+    ways = continued or {}
     return Accuracy(
         mean_share=mean,
         shares=shares,
@@ -180,7 +225,10 @@ def judge(chosen: Sequence[RequestRecord], texts: Sequence[str], full_length: bo
         passed=bool(shares) and mean >= MIN_AGREEMENT and below <= FLOOR_MISSES * len(shares),
         fillers=len(fillers),
         fake_fillers=fake,
-        padded=sum(padded(r.text, t, full_length) for r, t in zip(chosen, texts, strict=True)),
+        padded=sum(
+            all(padded(r.text, t) for t in (text, *ways.get(i, ())))
+            for i, (r, text) in enumerate(zip(chosen, texts, strict=True))
+        ),
         below_floor=below,
         flagged=sum(map(is_flagged, chosen)),
     )

@@ -83,7 +83,6 @@ def measure(spec: CellSpec) -> Outcome:
     path = Path(spec.folders.cell_dir) / RECORDS_FILE
     path.unlink(missing_ok=True)
     with serving(stack, spec, model, settings) as target:
-        full_length = bool(target.extra_body)  # the server's own fields make every reply max_tokens long
         started = time.perf_counter()
         warm_up(target, tokenizer, count, setup)
         guard, meter = watch(spec, stack, settings.serve_url)
@@ -105,7 +104,7 @@ def measure(spec: CellSpec) -> Outcome:
         probe, again = confirmed(probe, target, tokenizer, spec.input_seed, work, count, (curve, records))
         append_records(path, again)
     sent = (records, poisson)
-    checked = _accuracy(setup, tokenizer, sent, full_length, climbed.pair_prompts)
+    checked = _accuracy(setup, tokenizer, sent, climbed.pair_prompts)
     note = f"{meter.note}; {meter.formula}" if meter.formula else meter.note
     found = Found(
         curve=curve,
@@ -155,7 +154,6 @@ def _accuracy(
     setup: Setup,
     tokenizer: Any,
     sent: tuple[Sequence[RequestRecord], Sequence[RequestRecord]],
-    full_length: bool,
     pair_prompts: Mapping[str, Prompt],
 ) -> Accuracy:
     """Replies drawn now, after the curve and the search, from the secret seed across every point and
@@ -171,7 +169,7 @@ def _accuracy(
         prompts |= prompts_by_salt(tokenizer, spec.input_seed, lengths, c, extra)
     ctx = GenerationContext(Path(spec.folders.model_cache_dir) / "llm-stacks", threads=spec.threads or 1)
     chosen = judged([*records, *searched], prompts, spec.input_seed, judged_count(setup.model.params))
-    return accuracy(setup.model, tokenizer, chosen, prompts, settings.max_tokens, ctx, full_length)
+    return accuracy(setup.model, tokenizer, chosen, prompts, settings.max_tokens, ctx)
 
 
 def probe_prompts(

@@ -13,9 +13,8 @@ output tokens/s is several times the honest one. What gives it away is the text 
   pieces before the point where the two texts part to one after it): the model did not make that
   loop. A loop that began earlier, while the reply still agreed with the reference, is the model's
   (greedy decoding on other kernels may stay in a loop the reference breaks out of); a reply that
-  agrees with the reference to its end is honest however it loops; past the reference's own end (EOS) a
-  server that is told to ignore EOS (``transformers serve`` here: every reply ``max_tokens`` long)
-  is not judged, one that is not told so has no text to add there.
+  agrees with the reference to its end is honest however it loops. Past the reference's own end (EOS)
+  the reply is judged against the reference continued past EOS (``accelbench.endpoint.accuracy.run_on``).
 """
 
 from __future__ import annotations
@@ -66,12 +65,11 @@ def parting(reply: str, reference: str) -> int:
     return same
 
 
-def padded(reply: str, reference: str, full_length: bool) -> bool:
-    """Whether ``reply`` ends in repeated filler where it leaves ``reference`` (``full_length``: the
-    server was told to ignore EOS, so text past the reference's end is the model's and not judged)."""
+def padded(reply: str, reference: str) -> bool:
+    """Whether ``reply`` ends in repeated filler where it leaves ``reference``."""
     reply, reference = reply.lstrip(), reference.lstrip()
     agreed = parting(reply, reference)
-    if agreed >= len(reply) or (full_length and agreed >= len(reference)):
+    if agreed >= len(reply):
         return False
     tail = repeated_tail(reply)
     return tail is not None and agreed - 2 * tail.period <= tail.start <= agreed + tail.period

@@ -3,7 +3,9 @@
 Two references: ``prompt_reference`` to the workload's prompts (made once per run and model, kept in the
 run's cache folder: it says which prompts have a reply of 2+ tokens, the timed set), and
 ``sent_reference`` to the salted prompts a cell's timed queries were actually sent (made in the cell after
-its timed run, for the replies the quality gate judges: the salts are the cell's secret).
+its timed run, for the replies the quality gate judges: the salts are the cell's secret). A judged reply that
+runs on past the reference's EOS is judged against ``run_on_reference``: the reference continued past its
+EOS in each way a server may be made to (or may, unasked) run on.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from accelbench.files import read_json
 from accelbench.generation.base import GenerationContext, GenerationStack, Generator, Reply
 from accelbench.generation.models import LlmModel
 from accelbench.generation.quality import reference_margins
+from accelbench.generation.torch_stacks import TorchEagerGenerator
 from accelbench.outputs import write_json_atomic
 from accelbench.registry import GENERATING_STACKS, instantiate
 
@@ -65,3 +68,25 @@ def sent_reference(
 ) -> Reference:
     """The reference replies to ``prompts`` (the salted prompts of judged queries), made now."""
     return _from_tokens(*_replies_and_margins(_torch_eager(model, ctx), prompts, max_new_tokens))
+
+
+RUN_ON = ("eos kept", "eos barred", "special barred")
+"""How a server runs on past EOS, one reference each: EOS chosen and kept in the context (vLLM's
+``ignore_eos``), EOS never chosen, no special token chosen (``transformers serve`` with
+``suppress_tokens``; llama.cpp's ``ignore_eos`` bars its end-of-generation tokens, between the two)."""
+
+
+def run_on_reference(
+    model: LlmModel,
+    prompts: Sequence[Sequence[int]],
+    max_new_tokens: int,
+    special: frozenset[int],
+    ctx: GenerationContext,
+) -> list[tuple[tuple[int, ...], ...]]:
+    """For each of ``prompts``, torch-eager fp32's greedy replies of ``max_new_tokens`` that do not stop at
+    EOS, one per way of ``RUN_ON`` (``special``: the tokenizer's special ids)."""
+    generator = _torch_eager(model, ctx)
+    if not isinstance(generator, TorchEagerGenerator):
+        raise TypeError(f"the reference stack {REFERENCE} prepared a {type(generator).__name__}")
+    barred: tuple[frozenset[int], ...] = (frozenset(), frozenset({model.eos_token_id}), special)
+    return [tuple(tuple(generator.run_on(p, max_new_tokens, bar)) for bar in barred) for p in prompts]

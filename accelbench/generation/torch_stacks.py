@@ -59,18 +59,39 @@ class TorchEagerGenerator(_TorchGenerator):
         self.details = {"cache": "DynamicCache", "mode": "eager"}
 
     def _run(self, prompt: Sequence[int], max_new_tokens: int, first: Callable[[int], None]) -> list[int]:
+        return self._greedy(prompt, max_new_tokens, first, self.eos, frozenset())
+
+    def run_on(self, prompt: Sequence[int], max_new_tokens: int, barred: frozenset[int]) -> list[int]:
+        """The greedy reply to ``prompt`` that does not stop at EOS: ``max_new_tokens`` long, never
+        choosing a token of ``barred`` (the reference of a server made to run on past EOS)."""
+        return self._greedy(prompt, max_new_tokens, lambda _: None, None, barred)
+
+    def _greedy(
+        self,
+        prompt: Sequence[int],
+        max_new_tokens: int,
+        first: Callable[[int], None],
+        stop: int | None,
+        barred: frozenset[int],
+    ) -> list[int]:
         import torch
         from transformers import DynamicCache
 
+        bar = torch.tensor(sorted(barred), dtype=torch.long)
+
+        def chosen(logits: Any) -> int:
+            row = logits[0, -1]
+            if len(bar):
+                row = row.index_fill(0, bar, float("-inf"))
+            return int(row.argmax())
+
         with torch.inference_mode():
             cache = DynamicCache(config=self.model.config)
-            logits = self.model(input_ids=torch.tensor([prompt]), cache=cache, logits_to_keep=1).logits
-            token = int(logits[0, -1].argmax())
+            token = chosen(self.model(input_ids=torch.tensor([prompt]), cache=cache, logits_to_keep=1).logits)
             first(token)
             tokens = [token]
-            while token != self.eos and len(tokens) < max_new_tokens:
-                step = self.model(input_ids=torch.tensor([[token]]), cache=cache).logits
-                token = int(step[0, -1].argmax())
+            while token != stop and len(tokens) < max_new_tokens:
+                token = chosen(self.model(input_ids=torch.tensor([[token]]), cache=cache).logits)
                 tokens.append(token)
         return tokens
 

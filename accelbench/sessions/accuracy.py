@@ -9,7 +9,7 @@ turn of its session with the server's real reply, then the turn (``accelbench.se
 .conversation``), through the model's chat template. The reference replies to that text, cut to the
 turn's own reply length, and the reply is judged as a curve's is (``accelbench.endpoint.accuracy.judge``:
 the share of the reference's text it repeats from its start, a mean bar and a per-reply floor, padding
-where it leaves the reference).
+where it leaves the reference, or the reference continued past its EOS where it runs on).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from accelbench.cell.seeds import sub_seed
-from accelbench.endpoint.accuracy import Accuracy, judge
+from accelbench.endpoint.accuracy import Accuracy, judge, run_on
 from accelbench.generation.base import GenerationContext
 from accelbench.generation.models import LlmModel
 from accelbench.generation.reference import sent_reference
@@ -70,11 +70,9 @@ def check(
     history: tuple[Sequence[TurnRecord], Mapping[Load, Sequence[Session]]],
     lengths: Sequence[int],
     ctx: GenerationContext,
-    full_length: bool,
 ) -> Accuracy:
     """The ``chosen`` turns (``lengths``: each one's reply length asked) against the reference's replies to
-    their conversations (``history``: the cell's turns and each load's sessions); ``full_length``: the
-    server was told to make every reply its full length."""
+    their conversations (``history``: the cell's turns and each load's sessions)."""
     records, passes = history
     texts = [
         str(
@@ -91,4 +89,5 @@ def check(
         tokenizer.decode(list(reply.tokens)[:length], skip_special_tokens=True)
         for reply, length in zip(replies, lengths, strict=True)
     ]
-    return judge([r.request for r in chosen], cut, full_length)
+    requests = [r.request for r in chosen]
+    return judge(requests, cut, run_on(model, tokenizer, (requests, cut), (ids, lengths), ctx))

@@ -93,8 +93,7 @@ def measure(spec: CellSpec) -> Outcome:
         duration_s = time.perf_counter() - started
         reused = None if stopped else reuse_probe(target, spec.input_seed, source, counters, (records, path))
         probe, drift_notes = noise.drift_as_warning(noise.end(guard))
-        full_length = bool(target.extra_body)  # the server's own fields make every reply its full length
-    checked = inline_accuracy(model, tokenizer, spec, (records, source), settings.max_tokens, full_length)
+    checked = inline_accuracy(model, tokenizer, spec, (records, source), settings.max_tokens)
     (status, why), section = status_of(records, ladder, stopped, source.max_tokens, (checked, probe))
     head = Head(
         status,
@@ -169,7 +168,6 @@ def inline_accuracy(
     spec: CellSpec,
     done: tuple[Sequence[TurnRecord], Source],
     max_tokens: int,
-    full_length: bool,
 ) -> Accuracy:
     """Turns drawn now, after the ladder, from the secret input seed, against the fp32 reference's replies
     to their conversations (``accelbench.sessions.accuracy``; ``max_tokens``: a reply's length where its
@@ -178,7 +176,7 @@ def inline_accuracy(
     chosen = judged_turns(records, spec.input_seed, judged_count(model.params))
     lengths = [_turn_length(r, source, max_tokens) for r in chosen]
     ctx = GenerationContext(Path(spec.folders.model_cache_dir) / "llm-stacks", threads=spec.threads or 1)
-    return check(model, tokenizer, chosen, (records, source.passes), lengths, ctx, full_length)
+    return check(model, tokenizer, chosen, (records, source.passes), lengths, ctx)
 
 
 def _turn_length(record: TurnRecord, source: Source, max_tokens: int) -> int:

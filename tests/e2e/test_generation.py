@@ -15,12 +15,15 @@ from pathlib import Path
 
 import pytest
 
+from accelbench.endpoint.accuracy import judge, run_on, runs_on
+from accelbench.endpoint.records import RequestRecord
 from accelbench.errors import Unsupported
 from accelbench.generation.base import GenerationContext, Generator, Reply
 from accelbench.generation.loadgen_tokens import ServerBounds, TokenRun, measure_tokens
 from accelbench.generation.models import LlmModel, load_model, missing_packages
 from accelbench.generation.prompts import PromptSet, make_prompts
 from accelbench.generation.quality import agreement, check_test06, check_test09, reference_margins
+from accelbench.generation.reference import run_on_reference
 from accelbench.registry import GENERATING_STACKS as STACKS
 from accelbench.registry import named
 
@@ -80,6 +83,61 @@ def test_tiny_model_and_prompts_are_seeded(reference: Reference, tmp_path: Path)
     lengths = [len(r.tokens) for r in reference.replies]
     assert max(lengths) == reference.prompts.max_new_tokens  # some replies reach the cap ...
     assert any(r.tokens[-1] == reference.model.eos_token_id and len(r.tokens) < 16 for r in reference.replies)
+
+
+def _served(text: str) -> RequestRecord:
+    """An ok streamed reply of ``text``, as the endpoint client records it."""
+    return RequestRecord(
+        concurrency=2,
+        index=0,
+        role="timed",
+        salt="ab",
+        issue_s=0.0,
+        send_s=0.0,
+        first_content_s=0.1,
+        end_s=0.2,
+        chunk_s=(0.1,),
+        text=text,
+        output_tokens=24,
+        usage_output_tokens=24,
+        usage_prompt_tokens=9,
+        status="ok",
+        error="",
+    )
+
+
+def test_the_reference_runs_on_past_eos_in_each_way_a_server_may(reference: Reference) -> None:
+    """A judged reply that agrees with the reference to its EOS and runs on in a loop is judged against
+    the reference continued past that EOS (``run_on_reference``): EOS kept in the context, EOS barred,
+    every special token barred; each way greedy fp32, the reference's tokens before EOS unchanged."""
+    from transformers import AutoTokenizer
+
+    model, cap = reference.model, 24
+    ended = [
+        (p, r)
+        for p, r in zip(reference.prompts.prompts, reference.replies, strict=True)
+        if r.tokens[-1] == model.eos_token_id and len(r.tokens) < reference.prompts.max_new_tokens
+    ][:2]
+    assert ended, "no reference reply of the seeded prompts ends at EOS"
+    tokenizer = AutoTokenizer.from_pretrained(model.folder)
+    special = frozenset(int(i) for i in tokenizer.all_special_ids)
+    ctx = GenerationContext(reference.cache_dir)
+    made = run_on_reference(model, [p for p, _ in ended], cap, special, ctx)
+    for (_, reply), (kept, no_eos, no_special) in zip(ended, made, strict=True):
+        before = list(reply.tokens[:-1])
+        assert all(len(w) == cap and list(w[: len(before)]) == before for w in (kept, no_eos, no_special))
+        assert kept[len(before)] == model.eos_token_id  # chosen, kept in the context, and run on from
+        assert model.eos_token_id not in no_eos and not special & set(no_special)
+    # judged: the model's own run-on is the model's; the same start padded with filler past EOS is not
+    prompt, reply = ended[0]
+    eos_text = str(tokenizer.decode(list(reply.tokens), skip_special_tokens=True))
+    honest = _served(str(tokenizer.decode(list(made[0][2]), skip_special_tokens=True)))
+    padded = _served(eos_text + " the" * 12)
+    chosen, texts = [honest, padded], [eos_text, eos_text]
+    assert runs_on(honest.text, eos_text) and runs_on(padded.text, eos_text)
+    ways = run_on(model, tokenizer, (chosen, texts), ([list(prompt)] * 2, [cap, cap]), ctx)
+    assert list(ways) == [1] and len(ways[1]) == 3  # made only for the reply padded against the EOS reference
+    assert judge(chosen, texts, ways).padded == 1
 
 
 def test_chat_prompts_use_the_template_and_drawn_lengths(reference: Reference) -> None:

@@ -264,17 +264,18 @@ def test_a_judged_reply_padded_with_filler_fails_and_an_honest_loop_does_not() -
     loop = " I am sorry. I am sorry. I am sorry. I am sorry. I am"
     looping = _record(0, [1], 16, text=loop)
     past_eos = _record(0, [1], 16, text=" Paris." + " the" * 12)
-    found = judge(
-        [honest, pad, looping, past_eos], [reference, reference, loop, " Paris."], full_length=False
-    )
+    found = judge([honest, pad, looping, past_eos], [reference, reference, loop, " Paris."])
     assert found.padded == 2 and found.flagged == 3  # the loop is flagged, and judged the model's own
-    assert judge([past_eos], [" Paris."], full_length=True).padded == 0  # told to ignore EOS: not judged
-    assert judge([honest, looping], [reference, loop], full_length=False).padded == 0
+    # past the reference's EOS: judged against the reference run on past it in each way a server may
+    the_model_runs_on = {0: (" Paris. I am", " Paris." + " the" * 12, " Paris. It")}
+    assert judge([past_eos], [" Paris."], the_model_runs_on).padded == 0  # one way made that loop
+    assert judge([past_eos], [" Paris."], {0: (" Paris. I am", " Paris. It is")}).padded == 1
+    assert judge([honest, looping], [reference, loop]).padded == 0
     # the model's loop that the reference breaks out of after 4 pieces (a near tie on other kernels)
     broke_out = " I am sorry. I am sorry. I am sorry. I am sorry. But I can help."
-    assert judge([looping], [broke_out], full_length=False).padded == 0
+    assert judge([looping], [broke_out]).padded == 0
     ends_in_the = _record(0, [1], 16, text=" Paris is the" + " the" * 11)  # the pad starts a piece early
-    assert judge([ends_in_the], [" Paris is the capital of France."], full_length=False).padded == 1
+    assert judge([ends_in_the], [" Paris is the capital of France."]).padded == 1
     verdict = audits.padding(found)
     assert (
         verdict.outcome == "fail" and verdict.evidence["padded"] == 2 and "repeated filler" in verdict.reason

@@ -75,15 +75,15 @@ def test_a_judged_turn_is_rebuilt_with_the_servers_real_replies_before_it() -> N
 
 def test_a_failed_check_is_quality_failed_and_a_padded_reply_disqualifies() -> None:
     chosen = [r.request for r in RECORDS[:4]]
-    good = judge(chosen, [r.text for r in chosen], full_length=True)
+    good = judge(chosen, [r.text for r in chosen])
     assert good.passed and good.mean_share == 1.0
-    wrong = judge(chosen, ["something else entirely"] * 4, full_length=True)
+    wrong = judge(chosen, ["something else entirely"] * 4)
     assert not wrong.passed
     turns = [dataclasses.replace(r) for r in RECORDS]
     (status, reason), _ = status_of(turns, [], "", 8, (wrong, None))
     assert status == "quality_failed" and "accuracy vs fp32 reference 0.00" in reason
     padded_reply = dataclasses.replace(chosen[0], text="reply 0.0 la la la la la la la la la la la la")
-    padded = judge([padded_reply], ["reply 0.0 and then the model's own words"], full_length=False)
+    padded = judge([padded_reply], ["reply 0.0 and then the model's own words"])
     assert padded.padded == 1
     (status, reason), _ = status_of(turns, [], "", 8, (padded, None))
     assert status == "disqualified" and reason.startswith("padding audit")
