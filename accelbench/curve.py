@@ -5,7 +5,7 @@ the LLM decode cells do (``accelbench.sections.GenerationFigures``), with the cu
 ``generation.curve``: one ``CurvePoint`` per concurrency, in ladder order, a step function (no figure
 between two points is implied). ``EndpointFigures.from_dict`` reads every stored form of that section
 (results schema 7; those stored before the accuracy check lack ``accuracy``); the result's ``driver``
-(``endpoint``) says the section is this record (``accelbench.results.GENERATION``). With ``--arrivals poisson
+(``endpoint``) says the section is this record (``accelbench.endpoint.body``). With ``--arrivals poisson
 the section also holds ``qps_search`` (``QpsSearch``: the max QPS under Poisson arrivals and its probes).
 """
 

@@ -2,41 +2,46 @@
 
 A driver (``accelbench.registry.DRIVERS``) returns an ``Outcome``: a ``Head`` (``accelbench.head``:
 status, reason, quality, precision, compile time, noise, energy, memory, warnings, versions, settings)
-and a ``Body`` owned by the driver's module (``registry.BODIES``: ``LoadgenBody`` in
-``accelbench.cell.inference``, ``TokensBody`` in ``accelbench.cell.tokens_body``, ``TrainingBody`` in
-``accelbench.training.measure``, ``EndpointBody`` in ``accelbench.endpoint.outcome``, ``SessionsBody`` in
-``accelbench.sessions.outcome``). ``to_dict`` is the outcome document the cell process writes: exactly
-the keys ``accelbench.results.Result`` stores. The parent reads it back typed (``from_dict``: the head,
-and the body of the driver it named), and builds the ``Result`` of the head (``Result.head``), the
-body's fields (``body_fields``) and the run facts (``accelbench.cell.pipeline.result_of``): a body's
-field names are ``Result``'s.
+and a ``Body`` (``accelbench.results.Body``) owned by the driver (``registry.BODIES``: ``LoadgenBody`` in
+``accelbench.cell.loadgen_body``, ``TokensBody`` in ``accelbench.cell.tokens_body``, ``TrainingBody`` in
+``accelbench.training.body``, ``EndpointBody`` in ``accelbench.endpoint.body``, ``SessionsBody`` in
+``accelbench.sessions.body``: modules of records alone, so reading a stored result imports no driver).
+``to_dict`` is the outcome document the cell process writes: keys that ``accelbench.stored`` stores.
+The parent reads it back typed (``from_dict``: the head, and the body of the driver it named,
+``body_of``), and builds the ``Result`` of the head, the body as it is and the run facts
+(``accelbench.cell.pipeline.result_of``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, Self
+from typing import Any
 
 from accelbench.head import HEAD_KEYS, Head
 from accelbench.registry import BODIES, load
+from accelbench.results import RUN_FACTS, Body
 
 
-class Body(Protocol):
-    """A driver's own part of the outcome: its sections of the stored document (a frozen dataclass whose
-    field names are ``accelbench.results.Result``'s)."""
-
-    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
-
-    def to_dict(self) -> dict[str, Any]:
-        """The body's keys of the stored document."""
-        ...
-
-    @classmethod
-    def from_dict(cls, document: Mapping[str, Any]) -> Self:
-        """The body of an outcome document (the head's keys are ignored)."""
-        ...
+def body_of(driver: str, document: Mapping[str, Any]) -> Body | None:
+    """The body of ``driver`` (``registry.BODIES``) in an outcome or stored document; None when the
+    document holds no section beside the head and the run facts (a cell that measured nothing, or a
+    status its parent imposed). ValueError on sections of no driver's or not the driver's (nothing stored
+    is dropped on reading); KeyError, TypeError or ValueError on a document the driver's records cannot
+    read."""
+    sections = set(document) - HEAD_KEYS - set(RUN_FACTS)
+    if not any(document[key] not in (None, []) for key in sections):
+        return None
+    if driver not in BODIES:
+        held = ", ".join(sorted(k for k in sections if document[k] not in (None, [])))
+        who = f"driver {driver!r}" if driver else "no driver"
+        raise ValueError(f"sections ({held}) in a result of {who}: no body of that name reads them")
+    kind: type[Body] = load(BODIES[driver])
+    body = kind.from_dict(document)
+    lost = sorted(k for k in sections - set(body.to_dict()) if document[k] not in (None, []))
+    if lost:
+        raise ValueError(f"a {driver!r} result with sections its body does not hold: {', '.join(lost)}")
+    return body
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,23 +55,12 @@ class Outcome:
         """The outcome document the cell process writes (``Result``'s stored keys, without run facts)."""
         return {**self.head.to_dict(), **(self.body.to_dict() if self.body is not None else {})}
 
-    def body_fields(self) -> dict[str, Any]:
-        """The body's fields by name (none without a body): ``accelbench.results.Result``'s keywords for
-        them (the head is ``Result.head``)."""
-        if self.body is None:
-            return {}
-        return {f.name: getattr(self.body, f.name) for f in dataclasses.fields(self.body)}
-
     @classmethod
     def from_dict(cls, driver: str, document: Mapping[str, Any]) -> Outcome:
         """The outcome in a cell process's document, read by the body of ``driver`` (``registry.BODIES``); a
         document of a head alone (a cell that measured nothing, or a status its parent imposed) has no body.
         KeyError, TypeError or ValueError on a document the driver's records cannot read."""
-        head = Head.from_dict(document)
-        if set(document) <= HEAD_KEYS:
-            return cls(head)
-        body: type[Body] = load(BODIES[driver])
-        return cls(head, body.from_dict(document))
+        return cls(Head.from_dict(document), body_of(driver, document))
 
     @classmethod
     def failed(cls, status: str, reason: str) -> Outcome:

@@ -114,11 +114,11 @@ SETTINGS: Mapping[str, str] = {
 driver reads, built in the parent; the same names as ``DRIVERS``."""
 
 BODIES: Mapping[str, str] = {
-    "loadgen": "accelbench.cell.inference:LoadgenBody",
+    "loadgen": "accelbench.cell.loadgen_body:LoadgenBody",
     "tokens": "accelbench.cell.tokens_body:TokensBody",
-    "train-to-quality": "accelbench.training.measure:TrainingBody",
-    "endpoint": "accelbench.endpoint.outcome:EndpointBody",
-    "sessions": "accelbench.sessions.outcome:SessionsBody",
+    "train-to-quality": "accelbench.training.body:TrainingBody",
+    "endpoint": "accelbench.endpoint.body:EndpointBody",
+    "sessions": "accelbench.sessions.body:SessionsBody",
 }
 """Driver name -> its body record (``module:Class``, ``accelbench.outcome.Body``): the parent reads a cell
 process's outcome document with it (``accelbench.outcome.Outcome.from_dict``); the same names as

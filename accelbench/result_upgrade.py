@@ -1,6 +1,6 @@
 """The upgrade path of stored result documents: a version-1 to -8 document as the current version.
 
-``accelbench.results.from_dict`` calls ``upgrade`` for an older ``schema_version`` (the history is in
+``accelbench.stored.from_dict`` calls ``upgrade`` for an older ``schema_version`` (the history is in
 ``accelbench.results``' module text and ``docs/results-format.md``).
 """
 
@@ -34,10 +34,15 @@ def upgrade(doc: Mapping[str, Any], version: int) -> dict[str, Any]:
     return upgraded
 
 
+LOADGEN_SECTIONS = ("latency", "loadgen", "figures", "audit", "variant_info", "server_search")
+"""The sections a LoadGen cell wrote before schema 9 (with its trials' medians)."""
+
+
 def _legacy_driver(doc: Mapping[str, Any]) -> str:
     """The driver that measured a cell stored before its name was (schema 1-8), told by its sections: the
     ``generation`` section's kind (a sessions ladder, an endpoint's curve, else decode figures), then a
-    ``training`` section, then LoadGen's latency or verdict; "" when it holds none of them."""
+    ``training`` section, then any other (LoadGen's latency, verdict or figures, the audits, the variant's
+    record, the server search): ``loadgen``, the one driver that wrote them; "" when it holds none."""
     generation = doc.get("generation")
     if isinstance(generation, Mapping):
         if "sessions_ladder" in generation:
@@ -45,7 +50,8 @@ def _legacy_driver(doc: Mapping[str, Any]) -> str:
         return "endpoint" if "curve" in generation else "tokens"
     if doc.get("training") is not None:
         return "train-to-quality"
-    return "loadgen" if doc.get("latency") is not None or doc.get("loadgen") is not None else ""
+    held = [doc.get(name) for name in (*LOADGEN_SECTIONS, "trial_p50_s")]
+    return "loadgen" if any(value not in (None, []) for value in held) else ""
 
 
 def _legacy_status(doc: Mapping[str, Any]) -> tuple[str, str]:

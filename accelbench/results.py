@@ -1,11 +1,11 @@
-"""Result records: the immutable outcome of one cell, and its stored (JSON) form.
+"""Result records: the immutable outcome of one cell.
 
 A result is a driver's outcome (``accelbench.outcome``: head and body) plus the run facts, the driver's
-name among them: ``Result.head`` is the outcome's ``Head`` (``accelbench.head``), the body's sections are
-``Result``'s own fields, typed records (``accelbench.sections``, ``SECTIONS``; the ``generation`` key's
-record is the one its driver writes, ``GENERATION``). The stored document is flat (``STORED_KEYS``: the
-head's keys beside the run facts and the sections, as every schema stored them); older documents are
-upgraded (``result_upgrade``).
+name among them (``RUN_FACTS``): ``Result.head`` is the outcome's ``Head`` (``accelbench.head``),
+``Result.body`` the driver's body record as the driver made it (``Body``; ``registry.BODIES`` names each
+driver's), its sections read through ``Result``'s properties (``result.curve``: None where the driver
+writes none). The stored document (``accelbench.stored``) is flat: the head's keys beside the run facts
+and the body's sections, as every schema stored them; older documents are upgraded (``result_upgrade``).
 
 Schema history (bump ``SCHEMA_VERSION`` and add a line for every change of the stored document):
     1  first format: cell, status, latency, throughput, LoadGen verdict, quality, precision,
@@ -39,47 +39,59 @@ Schema history (bump ``SCHEMA_VERSION`` and add a line for every change of the s
        samples over the sample budget), ``sample_budget`` and ``worst_sample_error``. Older records
        load with null for the three and are judged by their metric alone.
     9  ``driver``: the name of the driver that measured the cell (``accelbench.registry.DRIVERS``); it says
-       which record the ``generation`` section is (``GENERATION``: a decode cell's, an endpoint's curve or
-       a sessions ladder), read into ``Result.decode``, ``Result.curve`` or ``Result.session_ladder``.
+       which body the document's sections are (``registry.BODIES``), and so which record the
+       ``generation`` section is (a decode cell's, an endpoint's curve or a sessions ladder: read as
+       ``Result.decode``, ``Result.curve`` or ``Result.session_ladder``).
        Older documents get the driver their sections show (a ``generation`` section with a
        ``sessions_ladder``: ``sessions``, with a ``curve``: ``endpoint``, else ``tokens``; a ``training``
-       section: ``train-to-quality``; LoadGen's latency or verdict: ``loadgen``), "" when they hold none
-       (a cell that measured nothing).
+       section: ``train-to-quality``; any other section, LoadGen's latency, verdict or figures, the
+       audits, the variant's record: ``loadgen``), "" when they hold none (a cell that measured nothing).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Protocol, Self
 
 from accelbench.audit_section import AuditSection
 from accelbench.curve import EndpointFigures
-from accelbench.head import HEAD_KEYS, Head, record_of
+from accelbench.head import Head
 from accelbench.loadgen_figures import Figures, Latency, LoadgenVerdict
-from accelbench.result_upgrade import upgrade
 from accelbench.sections import GenerationFigures, ServerSearch, TrainingFigures, VariantInfo
 from accelbench.session_figures import SessionFigures
 
 SCHEMA_VERSION = 9
 
-SECTIONS: Mapping[str, Callable[[Mapping[str, Any]], Any]] = {
-    "audit": AuditSection.from_dict,
-    "variant_info": VariantInfo.from_dict,
-    "training": TrainingFigures.from_dict,
-    "server_search": ServerSearch.from_dict,
-}
-"""The typed sections' loaders (``accelbench.sections``; ``to_dict`` writes each)."""
+RUN_FACTS = (
+    "run_id",
+    "cell",
+    "machine_fingerprint",
+    "started_at",
+    "wall_s",
+    "stderr_tail",
+    "driver",
+    "schema_version",
+)
+"""The keys of a stored result that are neither the head's nor the body's: what the parent observed."""
 
-GENERATION: Mapping[str, tuple[str, Callable[[Mapping[str, Any]], Any]]] = {
-    "tokens": ("decode", GenerationFigures.from_dict),
-    "endpoint": ("curve", EndpointFigures.from_dict),
-    "sessions": ("session_ladder", SessionFigures.from_dict),
-}
-"""The stored ``generation`` key by the name of the driver that writes it: the ``Result`` field that holds
-it and the field's loader (``accelbench.sections``, ``accelbench.curve``, ``accelbench.session_figures``;
-``to_dict`` writes each). The document's ``driver`` says which."""
+
+class Body(Protocol):
+    """A driver's own part of the outcome: its sections of the stored document (a frozen dataclass whose
+    field names are ``Result``'s properties: ``latency``, ``curve``, ...)."""
+
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The body's keys of the stored document."""
+        ...
+
+    @classmethod
+    def from_dict(cls, document: Mapping[str, Any]) -> Self:
+        """The body of an outcome document (the head's keys are ignored)."""
+        ...
+
 
 STATUSES = (
     "ok",
@@ -119,36 +131,23 @@ class Cell:
 @dataclass(frozen=True, slots=True)
 class Result:
     """The immutable record of one cell: the run facts, the driver's head (``head``, ``accelbench.head``)
-    and the sections of its body.
+    and its body (``body``, ``Body``).
 
-    The head's 13 fields are read through ``head`` (``result.head.status``), so no field is declared
-    twice. Construct with ``head=Head(...)``; change one with
-    ``dataclasses.replace(result, head=dataclasses.replace(result.head, status=...))``.
+    The head's 13 fields are read through ``head`` (``result.head.status``) and the body's sections through
+    the properties below (``result.curve``), so no field is declared twice. Construct with
+    ``head=Head(...)`` and ``body=EndpointBody(...)``; change one with ``dataclasses.replace(result,
+    head=dataclasses.replace(result.head, status=...))``.
     """
 
     run_id: str
     cell: Cell
     head: Head
-    latency: Latency | None = None
-    loadgen: LoadgenVerdict | None = None
-    trial_p50_s: tuple[float, ...] = ()
+    body: Body | None = None
+    """The driver's body (``registry.BODIES[driver]``); None when the cell measured nothing."""
     machine_fingerprint: str = ""
     started_at: str = ""
     wall_s: float = 0.0
     stderr_tail: str = ""
-    variant_info: VariantInfo | None = None
-    audit: AuditSection | None = None
-    training: TrainingFigures | None = None
-    figures: Figures | None = None
-    server_search: ServerSearch | None = None
-    """The probes of the server QPS search (``accelbench.scenarios.server_search``)."""
-    decode: GenerationFigures | None = None
-    """The ``tokens`` driver's ``generation`` section: an in-process LLM cell's decode figures
-    (``accelbench.generation.figures``)."""
-    curve: EndpointFigures | None = None
-    """The ``endpoint`` driver's ``generation`` section: a served LLM's curve (``accelbench.curve``)."""
-    session_ladder: SessionFigures | None = None
-    """The ``sessions`` driver's ``generation`` section: a served LLM's agentic session ladder."""
     driver: str = ""
     """The driver that measured the cell (``accelbench.registry.DRIVERS``); "" in a document stored before
     schema 9 that holds no section to tell it by."""
@@ -157,9 +156,65 @@ class Result:
     def __post_init__(self) -> None:
         if self.head.status not in STATUSES:
             raise ValueError(f"unknown result status {self.head.status!r}")
-        held = [name for name, _ in GENERATION.values() if getattr(self, name) is not None]
-        if len(held) > 1:
-            raise ValueError(f"a result holds one generation section, not {' and '.join(held)}")
+
+    def _section(self, name: str) -> Any:
+        """The body's section ``name``, None when the body has no such field (or there is no body)."""
+        return getattr(self.body, name, None)
+
+    @property
+    def latency(self) -> Latency | None:
+        """The SUT's latency summary (LoadGen driver)."""
+        return self._section("latency")
+
+    @property
+    def loadgen(self) -> LoadgenVerdict | None:
+        """LoadGen's verdict of the scored run (LoadGen and token drivers)."""
+        return self._section("loadgen")
+
+    @property
+    def figures(self) -> Figures | None:
+        """LoadGen's headline of the scenario (LoadGen and token drivers)."""
+        return self._section("figures")
+
+    @property
+    def trial_p50_s(self) -> tuple[float, ...]:
+        """Each trial's median latency (LoadGen driver); empty for the others."""
+        return tuple(self._section("trial_p50_s") or ())
+
+    @property
+    def server_search(self) -> ServerSearch | None:
+        """The probes of the server QPS search (``accelbench.scenarios.server_search``)."""
+        return self._section("server_search")
+
+    @property
+    def variant_info(self) -> VariantInfo | None:
+        """The variant's mutation record (``accelbench.variants``)."""
+        return self._section("variant_info")
+
+    @property
+    def audit(self) -> AuditSection | None:
+        """The audits' section (``accelbench.audits``)."""
+        return self._section("audit")
+
+    @property
+    def training(self) -> TrainingFigures | None:
+        """The train-to-quality driver's ``training`` section."""
+        return self._section("training")
+
+    @property
+    def decode(self) -> GenerationFigures | None:
+        """The ``tokens`` driver's ``generation`` section: an in-process LLM cell's decode figures."""
+        return self._section("decode")
+
+    @property
+    def curve(self) -> EndpointFigures | None:
+        """The ``endpoint`` driver's ``generation`` section: a served LLM's curve (``accelbench.curve``)."""
+        return self._section("curve")
+
+    @property
+    def session_ladder(self) -> SessionFigures | None:
+        """The ``sessions`` driver's ``generation`` section: a served LLM's agentic session ladder."""
+        return self._section("session_ladder")
 
     @property
     def qps(self) -> float | None:
@@ -205,84 +260,3 @@ class Result:
         if self.figures is not None:
             return self.figures.metric, self.figures.value
         return ("qps", self.loadgen.qps) if self.loadgen else None
-
-
-STORED_KEYS = (
-    "run_id",
-    "cell",
-    "status",
-    "reason",
-    "latency",
-    "loadgen",
-    "trial_p50_s",
-    "quality",
-    "sanity",
-    "effective_precision",
-    "compile_s",
-    "peak_rss_bytes",
-    "noise",
-    "warnings",
-    "versions",
-    "settings",
-    "machine_fingerprint",
-    "started_at",
-    "wall_s",
-    "stderr_tail",
-    "energy",
-    "device_memory",
-    "variant_info",
-    "audit",
-    "training",
-    "figures",
-    "server_search",
-    "generation",
-    "driver",
-    "schema_version",
-)
-"""The keys of the stored document in their order: flat, the head's among the run facts and the body's
-sections (the order of every schema since 1, kept so stored documents do not change)."""
-
-
-def to_dict(result: Result) -> dict[str, Any]:
-    """The stored JSON document of a result: flat (``STORED_KEYS``), the head's keys beside the others; its
-    ``generation`` key: the one of ``decode``, ``curve`` and ``session_ladder`` it holds."""
-    held = (result.decode, result.curve, result.session_ladder)
-    flat = dataclasses.asdict(result)
-    flat.update(flat.pop("head"))
-    flat["generation"] = next((record.to_dict() for record in held if record is not None), None)
-    doc = {key: flat[key] for key in STORED_KEYS}
-    doc["versions"] = dict(result.head.versions)
-    doc["settings"] = dict(result.head.settings)
-    if result.head.energy is not None:
-        doc["energy"]["domains"] = dict(result.head.energy.domains)
-    for name in SECTIONS:
-        record = getattr(result, name)
-        doc[name] = None if record is None else record.to_dict()
-    return doc
-
-
-def from_dict(doc: Mapping[str, Any]) -> Result:
-    """Rebuild a result from its stored document (versions 1-8 are upgraded); ValueError on an unknown
-    schema, and on a ``generation`` section of a driver that writes none."""
-    version = doc.get("schema_version")
-    if version in (1, 2, 3, 4, 5, 6, 7, 8):
-        doc = upgrade(doc, SCHEMA_VERSION)
-    elif version != SCHEMA_VERSION:
-        raise ValueError(f"result schema_version {version!r} is not {SCHEMA_VERSION} (or 1-8, upgraded)")
-    data = {key: value for key, value in doc.items() if key not in HEAD_KEYS}
-    generation = data.pop("generation", None)
-    if generation is not None:
-        driver = data.get("driver", "")
-        if driver not in GENERATION:
-            raise ValueError(f"a generation section in a {driver!r} cell's result (no such driver writes it)")
-        name, load_section = GENERATION[driver]
-        data[name] = load_section(generation)
-    data["cell"] = Cell(**data["cell"])
-    data["latency"] = record_of(Latency, data.get("latency"))
-    data["loadgen"] = record_of(LoadgenVerdict, data.get("loadgen"))
-    data["figures"] = record_of(Figures, data.get("figures"))
-    for name, load in SECTIONS.items():
-        section = data.get(name)
-        data[name] = None if section is None else load(section)
-    data["trial_p50_s"] = tuple(data.get("trial_p50_s", ()))
-    return Result(head=Head.from_dict(doc), **data)

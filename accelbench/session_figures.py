@@ -4,7 +4,8 @@ number. A step function like the curve: nothing between two loads is implied.
 
 Times are seconds, tokens are the client's counts with the model's tokenizer; ``cached_tokens`` is the
 server's own report (``usage.prompt_tokens_details.cached_tokens``), None where it reports none. Plain
-records with no import from the package, so ``accelbench.results`` loads them (``results.GENERATION``).
+records with no import from the package, so reading a stored result loads them (the sessions body,
+``accelbench.sessions.body``).
 """
 
 from __future__ import annotations

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.files import read_json, read_text
-from accelbench.results import to_dict
 from accelbench.store import Store
+from accelbench.stored import to_dict
 
 FORMAT = "accelbench-bundle"
 SCHEMA_VERSION = 1

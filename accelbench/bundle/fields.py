@@ -1,6 +1,6 @@
 """The one place the bundle package loads a stored result document: ``stored(doc)`` -> a typed ``Result``.
 
-``stored`` loads the document as a result (``accelbench.results.from_dict``: schema, upgrade of older
+``stored`` loads the document as a result (``accelbench.stored.from_dict``: schema, upgrade of older
 documents) and checks every field holds its declared type (``accelbench.record_types.check_record``), once,
 at the edge: ``verify``, ``compare`` and ``publish`` then read the result's attributes. Nothing in it is
 trusted: these are the claims that ``accelbench.bundle.rederive`` recomputes from the raw logs and
@@ -15,7 +15,8 @@ from typing import Any
 from accelbench.curve import CurvePoint
 from accelbench.errors import UserError
 from accelbench.record_types import check_record
-from accelbench.results import Result, from_dict
+from accelbench.results import Result
+from accelbench.stored import from_dict
 
 
 def stored(doc: Mapping[str, Any], where: str) -> Result:

@@ -27,10 +27,11 @@ from accelbench.audit_section import AuditSection
 from accelbench.audits import off_calls, precision, repeat
 from accelbench.audits import output as output_audit
 from accelbench.cell import trial
+from accelbench.cell.loadgen_body import LoadgenBody
 from accelbench.cell.loadgen_settings import loadgen_settings
 from accelbench.cellspec import CellSpec
-from accelbench.head import Head, NoiseProbe, Quality, record_of
-from accelbench.loadgen_figures import Figures, Latency, LoadgenVerdict
+from accelbench.head import Head, NoiseProbe, Quality
+from accelbench.loadgen_figures import Figures
 from accelbench.meters import noise
 from accelbench.meters.quality import failure
 from accelbench.meters.window import combined_energy, max_memory
@@ -39,7 +40,7 @@ from accelbench.registry import instantiate
 from accelbench.scenarios import figures, server_search
 from accelbench.scenarios.loadgen import Measurement
 from accelbench.scenarios.rules import Rules, get_rules
-from accelbench.sections import ServerSearch, VariantInfo, plain
+from accelbench.sections import VariantInfo
 from accelbench.versions import with_python
 from accelbench.workloads.base import Workload
 
@@ -180,46 +181,6 @@ def _judge(
     )
     extra = {"feed_seed": seeds, "timed_pool": evidence[0].pool_size, "post_run_s": after.elapsed_s}
     return _Judged(verdicts, quality, audits.section(verdicts, **extra))
-
-
-@dataclass(frozen=True, slots=True)
-class LoadgenBody:
-    """The LoadGen driver's part of a cell's outcome: its latency, LoadGen's verdict and figures, the
-    server search, the audits' section and the variant's record."""
-
-    latency: Latency
-    loadgen: LoadgenVerdict
-    figures: Figures
-    trial_p50_s: tuple[float, ...]
-    server_search: ServerSearch | None = None
-    audit: AuditSection | None = None
-    variant_info: VariantInfo | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The body's keys of the stored document."""
-        return {
-            "latency": plain(dataclasses.asdict(self.latency)),
-            "loadgen": plain(dataclasses.asdict(self.loadgen)),
-            "figures": plain(dataclasses.asdict(self.figures)),
-            "trial_p50_s": list(self.trial_p50_s),
-            "server_search": self.server_search.to_dict() if self.server_search else None,
-            "audit": self.audit.to_dict() if self.audit is not None else None,
-            "variant_info": self.variant_info.to_dict() if self.variant_info is not None else None,
-        }
-
-    @classmethod
-    def from_dict(cls, document: Mapping[str, Any]) -> LoadgenBody:
-        """The body of an outcome document (the head's keys are ignored)."""
-        search, audit, info = (document.get(k) for k in ("server_search", "audit", "variant_info"))
-        return cls(
-            latency=record_of(Latency, document["latency"]),
-            loadgen=record_of(LoadgenVerdict, document["loadgen"]),
-            figures=record_of(Figures, document["figures"]),
-            trial_p50_s=tuple(document.get("trial_p50_s", ())),
-            server_search=ServerSearch.from_dict(search) if search is not None else None,
-            audit=AuditSection.from_dict(audit) if audit is not None else None,
-            variant_info=VariantInfo.from_dict(info) if info is not None else None,
-        )
 
 
 def _head(spec: CellSpec, computes: bool, evidence: Sequence[trial.Evidence], probe: NoiseProbe) -> Head:

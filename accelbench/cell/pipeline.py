@@ -132,7 +132,7 @@ def result_of(
     stderr_tail: str,
 ) -> Result:
     """The result record of a cell from its driver's outcome and what its parent observed: the head, the
-    body's fields, and the run facts (the driver's name among them)."""
+    body, and the run facts (the driver's name among them)."""
     return Result(
         run_id=run_id,
         cell=planned.cell,
@@ -142,7 +142,7 @@ def result_of(
         started_at=started_at,
         wall_s=wall_s,
         stderr_tail=stderr_tail if outcome.head.status != "ok" else "",
-        **outcome.body_fields(),
+        body=outcome.body,
     )
 
 

@@ -22,8 +22,9 @@ from accelbench.report import sessions as sessions_report
 from accelbench.report import terminal
 from accelbench.report import training as training_report
 from accelbench.report.show_json import leaderboard_document, serving_document
-from accelbench.results import Result, to_dict
+from accelbench.results import Result
 from accelbench.store import Store
+from accelbench.stored import to_dict
 
 if TYPE_CHECKING:
     from accelbench.normalize.cell_figures import CellFigures

@@ -1,11 +1,12 @@
-"""The outcome of an endpoint cell: the head (status, settings) and ``EndpointBody``, the audits and
-the ``generation`` section with the curve (``accelbench.curve.EndpointFigures``: one ``CurvePoint`` per
-concurrency, in ladder order, a step function: no figure between two points is implied).
+"""The outcome of an endpoint cell: the head (status, settings) and ``EndpointBody``
+(``accelbench.endpoint.body``), the audits and the ``generation`` section with the curve
+(``accelbench.curve.EndpointFigures``: one ``CurvePoint`` per concurrency, in ladder order, a step
+function: no figure between two points is implied).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,11 +14,11 @@ from typing import Any
 import numpy as np
 
 from accelbench import audits
-from accelbench.audit_section import AuditSection
 from accelbench.cellspec import CellSpec
 from accelbench.curve import CurvePoint, EndpointFigures, QpsSearch
 from accelbench.endpoint import audits as endpoint_audits
 from accelbench.endpoint.accuracy import MIN_REPLY_SHARE, Accuracy
+from accelbench.endpoint.body import EndpointBody
 from accelbench.endpoint.facts import EndpointFacts
 from accelbench.endpoint.figures import Bounds
 from accelbench.endpoint.prompts import SALT_BITS, length_text
@@ -83,27 +84,6 @@ class Setup:
     limits: Bounds
 
 
-@dataclass(frozen=True, slots=True)
-class EndpointBody:
-    """The endpoint driver's part of a cell's outcome: the audits' section and the ``generation``
-    section (the curve and the endpoint settings)."""
-
-    audit: AuditSection
-    curve: EndpointFigures
-    """The ``generation`` section (``Result.curve``)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """The body's keys of the stored document."""
-        return {"audit": self.audit.to_dict(), "generation": self.curve.to_dict()}
-
-    @classmethod
-    def from_dict(cls, document: Mapping[str, Any]) -> EndpointBody:
-        """The body of an outcome document (the head's keys are ignored)."""
-        return cls(
-            AuditSection.from_dict(document["audit"]), EndpointFigures.from_dict(document["generation"])
-        )
-
-
 def outcome(setup: Setup, found: Found) -> Outcome:
     """The cell's outcome."""
     every = [*found.timed, *found.searched]
@@ -127,10 +107,7 @@ def outcome(setup: Setup, found: Found) -> Outcome:
         settings=_settings(setup),
         warnings=(*warned, *length_warnings(found.timed, setup.settings.max_tokens)),
     )
-    body = EndpointBody(
-        audits.section(verdicts, salt_bits=SALT_BITS),
-        figures(setup, found),
-    )
+    body = EndpointBody(curve=figures(setup, found), audit=audits.section(verdicts, salt_bits=SALT_BITS))
     return Outcome(head, body)
 
 

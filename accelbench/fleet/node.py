@@ -21,7 +21,7 @@ from accelbench.cell.pipeline import run_cell
 from accelbench.cellspec import PlannedCell
 from accelbench.config import RunConfig
 from accelbench.hardware.detect import detect_machine, machine_to_dict
-from accelbench.results import to_dict
+from accelbench.stored import to_dict
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,8 @@ from accelbench.config import RunConfig
 from accelbench.fleet.cluster import FLEET_RESOURCE, Fleet, first_line
 from accelbench.fleet.node import fleet_task
 from accelbench.outcome import Outcome
-from accelbench.results import Result, from_dict
+from accelbench.results import Result
+from accelbench.stored import from_dict
 
 log = logging.getLogger(__name__)
 

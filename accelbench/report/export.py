@@ -29,7 +29,8 @@ from accelbench.normalize import ranking
 from accelbench.outputs import Kind, write_atomically
 from accelbench.report import requests
 from accelbench.report.headline import headline, rules_of
-from accelbench.results import Result, to_dict
+from accelbench.results import Result
+from accelbench.stored import to_dict
 
 FORMATS = ("csv", "json", "requests")
 REQUESTS = "requests"

@@ -59,10 +59,11 @@ from accelbench.outcome import Outcome
 from accelbench.session_figures import ReuseFigures, SessionFigures, SessionPoint
 from accelbench.sessions import forbidden, reuse
 from accelbench.sessions.accuracy import check, judged_turns
+from accelbench.sessions.body import SessionsBody
 from accelbench.sessions.driver import TURN, Counters, context_counter, run_load, run_point
 from accelbench.sessions.figures import UNBOUNDED, point
 from accelbench.sessions.load import Load
-from accelbench.sessions.outcome import SessionsBody, status_of
+from accelbench.sessions.outcome import status_of
 from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.settings import SessionSettings
 from accelbench.sessions.source import Source, source_of
@@ -122,7 +123,7 @@ def measure(spec: CellSpec) -> Outcome:
         energy_note=f"{meter.note}; {meter.formula}" if meter.formula else meter.note,
         accuracy=checked.record() if checked.shares else None,
     )
-    return Outcome(head, SessionsBody(section, figures))
+    return Outcome(head, SessionsBody(session_ladder=figures, audit=section))
 
 
 def _tokenizer(model: LlmModel) -> tuple[Any, Counters]:

@@ -14,9 +14,7 @@ per-reply floor is ``quality_failed``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
 
 from accelbench import audits
 from accelbench.audit_section import AuditSection
@@ -26,32 +24,11 @@ from accelbench.endpoint.audits import padding, token_count
 from accelbench.endpoint.outcome import accuracy_failure
 from accelbench.head import NoiseProbe
 from accelbench.meters import noise
-from accelbench.session_figures import SessionFigures, SessionPoint
+from accelbench.session_figures import SessionPoint
 from accelbench.sessions import forbidden
 from accelbench.sessions.driver import TURN
 from accelbench.sessions.load import Load
 from accelbench.sessions.records import TurnRecord
-
-
-@dataclass(frozen=True, slots=True)
-class SessionsBody:
-    """The sessions driver's part of a cell's outcome: the audits' section and the ``generation``
-    section (the session ladder)."""
-
-    audit: AuditSection
-    session_ladder: SessionFigures
-    """The ``generation`` section (``Result.session_ladder``)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """The body's keys of the stored document."""
-        return {"audit": self.audit.to_dict(), "generation": self.session_ladder.to_dict()}
-
-    @classmethod
-    def from_dict(cls, document: Mapping[str, Any]) -> SessionsBody:
-        """The body of an outcome document (the head's keys are ignored)."""
-        return cls(
-            AuditSection.from_dict(document["audit"]), SessionFigures.from_dict(document["generation"])
-        )
 
 
 def session_salts(records: Sequence[TurnRecord]) -> Verdict:

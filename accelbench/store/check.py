@@ -1,7 +1,7 @@
 """``accelbench store check``: verify every stored record, and move bad ones aside with ``repair``.
 
 What is checked (each finding is one ``Problem``):
-    schema      the document does not load (``accelbench.results.from_dict``: bad JSON, unknown or newer
+    schema      the document does not load (``accelbench.stored.from_dict``: bad JSON, unknown or newer
                 ``schema_version``, missing fields)
     checksum    ``doc_sha256`` does not match the document's text, or is missing
     mismatch    the document's run id, cell key or status differ from the row's indexed columns
@@ -31,9 +31,10 @@ from accelbench.errors import UserError
 from accelbench.files import json_text, read_json
 from accelbench.inputs import one_line
 from accelbench.record_types import check_record
-from accelbench.results import Cell, from_dict
+from accelbench.results import Cell
 from accelbench.store import schema as store_schema
 from accelbench.store import sqlite as store_db
+from accelbench.stored import from_dict
 
 logger = logging.getLogger(__name__)
 

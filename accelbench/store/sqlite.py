@@ -1,7 +1,7 @@
 """The result store: a directory with ``results.sqlite`` (stdlib sqlite3, WAL mode) and ``runs/<run_id>/``.
 
 Each result is one row: indexed columns for querying plus the full JSON document
-(``accelbench.results.to_dict``), which is the source of truth when loading. A run records the machine
+(``accelbench.stored.to_dict``), which is the source of truth when loading. A run records the machine
 fingerprint it started on; results from another machine are refused, as pyperf refuses to merge runs
 from different machines, except in a run whose executor spans machines (a Ray fleet): there each result
 keeps the fingerprint of the node that measured it.
@@ -48,7 +48,7 @@ from accelbench.errors import UserError
 from accelbench.files import json_text
 from accelbench.inputs import one_line
 from accelbench.record_types import check_record
-from accelbench.results import SCHEMA_VERSION, Result, from_dict, to_dict
+from accelbench.results import SCHEMA_VERSION, Result
 from accelbench.store.locking import folder_lock
 from accelbench.store.schema import (
     STORE_SCHEMA_VERSION,
@@ -60,6 +60,7 @@ from accelbench.store.schema import (
     stored_version,
     transaction,
 )
+from accelbench.stored import from_dict, to_dict
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import platform
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from accelbench.registry import instantiate
 from accelbench.sections import TrainingFigures
 from accelbench.settings import expect
 from accelbench.training import rules, summary
+from accelbench.training.body import TrainingBody
 from accelbench.training.distributed import GroupOutcome, Job, run_group
 from accelbench.training.loop import RunRecord, check_stack
 from accelbench.training.settings import TrainingSettings
@@ -127,23 +127,6 @@ def _outcome(
         settings=_settings(spec, workload, nproc, threads),
     )
     return Outcome(head, TrainingBody(figures))
-
-
-@dataclass(frozen=True, slots=True)
-class TrainingBody:
-    """The train-to-quality driver's part of a cell's outcome: the ``training`` section (module text);
-    a training cell has no latency nor LoadGen verdict."""
-
-    training: TrainingFigures
-
-    def to_dict(self) -> dict[str, Any]:
-        """The body's keys of the stored document."""
-        return {"latency": None, "loadgen": None, "training": self.training.to_dict()}
-
-    @classmethod
-    def from_dict(cls, document: Mapping[str, Any]) -> TrainingBody:
-        """The body of an outcome document (the head's keys are ignored)."""
-        return cls(TrainingFigures.from_dict(document["training"]))
 
 
 def training_section(

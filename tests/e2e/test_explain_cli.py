@@ -109,6 +109,7 @@ def test_log_folder_import_needs_chip_and_count(tmp_path: Path) -> None:
 
 
 def test_explain_two_local_results(tmp_path: Path) -> None:
+    from accelbench.cell.loadgen_body import LoadgenBody
     from accelbench.hardware.detect import Machine, machine_to_dict
     from accelbench.head import Head
     from accelbench.loadgen_figures import LoadgenVerdict
@@ -127,7 +128,13 @@ def test_explain_two_local_results(tmp_path: Path) -> None:
             verdict = LoadgenVerdict("offline", True, (), qps, 100, "quick", False, "logs")
             cell = Cell("resnet50", stack, "offline", "cpu", "tiny")
             opened.add_result(
-                Result("run1", cell, Head("ok"), loadgen=verdict, machine_fingerprint=machine.fingerprint)
+                Result(
+                    "run1",
+                    cell,
+                    Head("ok"),
+                    LoadgenBody(loadgen=verdict),
+                    machine_fingerprint=machine.fingerprint,
+                )
             )
     a, b = (f"run1/resnet50/tiny/canonical/{stack}/cpu/offline" for stack in ("torch-eager", "onnxruntime"))
     done = accelbench("explain", a, b, "--json", store=store)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from accelbench.cell.loadgen_body import LoadgenBody
 from accelbench.head import Head, Quality
 from accelbench.loadgen_figures import LoadgenVerdict
 from accelbench.normalize.expressiveness import VERDICTS, expressiveness_matrix
@@ -20,7 +21,7 @@ def result(workload: str, stack: str, status: str, qps: float | None = None, rea
         Quality("cosine", 0.5, 0.9999, False, 16, "min cosine 0.5") if status == "quality_failed" else None
     )
     cell = Cell(workload, stack, "single-stream", "cpu", "tiny")
-    return Result("r", cell, Head(status, reason, quality=quality), loadgen=loadgen)
+    return Result("r", cell, Head(status, reason, quality=quality), LoadgenBody(loadgen=loadgen))
 
 
 def test_verdicts_and_speed_come_from_status_and_eager_throughput() -> None:

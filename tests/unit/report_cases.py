@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from accelbench.cell.loadgen_body import LoadgenBody
 from accelbench.head import Head
 from accelbench.loadgen_figures import HEADLINES, Figures, Latency, LoadgenVerdict
 from accelbench.normalize.cell_figures import CellFigures, Roofline
@@ -85,10 +86,12 @@ def result(
         "r1",
         cell,
         Head(status, effective_precision="fp32", settings={"rules": rules, "batch_size": 1}),
-        latency=latency,
-        loadgen=verdict,
-        figures=shown,
-        server_search=ServerSearch.from_dict(search) if search else None,
+        LoadgenBody(
+            latency=latency,
+            loadgen=verdict,
+            figures=shown,
+            server_search=ServerSearch.from_dict(search) if search else None,
+        ),
     )
 
 

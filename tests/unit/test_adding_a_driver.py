@@ -18,7 +18,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from accelbench import registry, results, runner
+from accelbench import registry, runner, stored
 from accelbench.cell import pipeline, process
 from accelbench.cellspec import CellSpec
 from accelbench.cli import knob_options
@@ -102,10 +102,10 @@ def test_a_cell_is_measured_stored_and_never_ranked(with_wall_clock: None, tmp_p
     outcome = Outcome.from_dict(NAME, document)
     assert isinstance(outcome.body, WallClockBody), document
     result = pipeline.result_of(RUN_ID, planned, outcome, "fp", pipeline.now(), 1.0, "")
-    stored = results.from_dict(json.loads(json.dumps(results.to_dict(result))))
-    assert stored == result and stored.driver == NAME
-    assert stored.head.status == "unverified" and stored.head.reason == NO_AUDIT
-    assert stored.latency is not None and stored.latency.samples == 6
-    assert 0 < stored.latency.min_s <= stored.latency.p50_s <= stored.latency.p90_s
-    assert stored.head.effective_precision == "fp32" and "torch" in stored.head.versions
-    assert not ranking.is_rankable(stored, include_unverified=False)
+    read = stored.from_dict(json.loads(json.dumps(stored.to_dict(result))))
+    assert read == result and read.driver == NAME
+    assert read.head.status == "unverified" and read.head.reason == NO_AUDIT
+    assert read.latency is not None and read.latency.samples == 6
+    assert 0 < read.latency.min_s <= read.latency.p50_s <= read.latency.p90_s
+    assert read.head.effective_precision == "fp32" and "torch" in read.head.versions
+    assert not ranking.is_rankable(read, include_unverified=False)

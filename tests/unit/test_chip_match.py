@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from accelbench.cell.loadgen_body import LoadgenBody
 from accelbench.hardware import cpuid, detect
 from accelbench.hardware.chips import bundled_chips
 from accelbench.hardware.detect import Machine, detect_machine
@@ -259,7 +260,10 @@ def test_a_vm_result_gets_per_chip_figures_with_the_count_basis() -> None:
     machine = _machine("Intel Xeon Processor (Emerald Rapids)", "Emerald Rapids")
     verdict = LoadgenVerdict("offline", True, (), 100.0, 100, "quick", False, "logs")
     result = Result(
-        "run1", Cell("resnet50", "onnxruntime", "offline", "cpu", "tiny"), Head("ok"), loadgen=verdict
+        "run1",
+        Cell("resnet50", "onnxruntime", "offline", "cpu", "tiny"),
+        Head("ok"),
+        LoadgenBody(loadgen=verdict),
     )
     found = {f.per: f for f in figures(from_result("run1/cell", result, match_machine(machine)))}
     assert found["chip"].denominator.central == pytest.approx(2 / 2 / 64)

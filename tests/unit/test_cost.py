@@ -18,7 +18,7 @@ from accelbench.meters.cost import (
     usd_per_training_run,
     user_rate,
 )
-from accelbench.results import from_dict
+from accelbench.stored import from_dict
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "result_v3.json"
 

@@ -21,7 +21,8 @@ from accelbench.head import Head
 from accelbench.outcome import Outcome
 from accelbench.report.endpoint import curve_table
 from accelbench.report.generation import generation_table
-from accelbench.results import SCHEMA_VERSION, from_dict, to_dict
+from accelbench.results import SCHEMA_VERSION
+from accelbench.stored import from_dict, to_dict
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 ENDPOINT = GOLDEN / "result_v7_endpoint.json"
@@ -74,7 +75,7 @@ def test_the_endpoint_outcome_is_the_stored_document_without_the_run_facts() -> 
     stored = _stored()
     result = from_dict(stored)
     assert result.audit is not None and result.curve is not None
-    body = EndpointBody(result.audit, result.curve)
+    body = EndpointBody(curve=result.curve, audit=result.audit)
     document = json.loads(json.dumps(Outcome(Head.from_dict(stored), body).to_dict()))
     assert document == {k: stored[k] for k in document}
     left = {k: v for k, v in stored.items() if k not in document and k not in RUN_FACTS}

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from accelbench.cell.loadgen_body import LoadgenBody
 from accelbench.errors import UserError
 from accelbench.hardware.chips import bundled_chips
 from accelbench.hardware.match import ChipMatch
@@ -16,6 +17,7 @@ from accelbench.normalize.explain import RESIDUAL, Explanation, explain, ratio_c
 from accelbench.normalize.subjects import from_history, from_result
 from accelbench.results import Cell, Result
 from accelbench.sections import TrainingFigures
+from accelbench.training.body import TrainingBody
 
 V100_ID = "v0.5/nvidia/dgx1_multi_ngc18.11_mxnet"
 TPU_ID = "v1.0/google/tpu-v4-6912-TF"
@@ -132,7 +134,7 @@ def test_unknown_chip_folds_into_the_residual() -> None:
 def local(qps: float, workload: str = "resnet50", device: str = "cpu") -> Result:
     verdict = LoadgenVerdict("offline", True, (), qps, 100, "quick", False, "logs")
     cell = Cell(workload, "torch-eager", "offline", device, "tiny")
-    return Result("run1", cell, Head("ok"), loadgen=verdict)
+    return Result("run1", cell, Head("ok"), LoadgenBody(loadgen=verdict))
 
 
 def test_two_local_results_compare_per_chip_share() -> None:
@@ -186,7 +188,7 @@ def test_result_figures_for_show_json() -> None:
 def trained(olympic_mean_s: float | None, stack: str, status: str = "ok") -> Result:
     cell = Cell("digits-resnet", stack, "train-to-quality", "cpu", "tiny")
     training = {"olympic_mean_s": olympic_mean_s, "nproc": 1, "energy_j": 12.0}
-    return Result("run1", cell, Head(status), training=TrainingFigures.from_dict(training))
+    return Result("run1", cell, Head(status), TrainingBody(TrainingFigures.from_dict(training)))
 
 
 def test_two_training_results_compare_time_to_train() -> None:

@@ -17,8 +17,9 @@ from accelbench.fleet.scheduler import FleetExecutor, fleet_result
 from accelbench.hardware.detect import Machine, detect_machine, machine_to_dict
 from accelbench.normalize.lookup import machine_of
 from accelbench.outcome import Outcome
-from accelbench.results import Result, to_dict
+from accelbench.results import Result
 from accelbench.store import open_store
+from accelbench.stored import to_dict
 
 FLEET_SPANS_MACHINES = next(
     f.default for f in dataclasses.fields(FleetExecutor) if f.name == "spans_machines"

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from accelbench.cell.loadgen_body import LoadgenBody
 from accelbench.head import Head
 from accelbench.loadgen_figures import LoadgenVerdict
 from accelbench.normalize.generalization import generalization_figures, has_variants
@@ -40,7 +41,12 @@ def result(
         }
     cell = Cell("resnet50", stack, "single-stream", "cpu", "tiny", variant)
     variant_info = VariantInfo.from_dict(info) if info else None
-    return Result("run", cell, Head(status, compile_s=compile_s), loadgen=loadgen, variant_info=variant_info)
+    return Result(
+        "run",
+        cell,
+        Head(status, compile_s=compile_s),
+        LoadgenBody(loadgen=loadgen, variant_info=variant_info),
+    )
 
 
 def document_of(results: list[Result]) -> dict:
@@ -183,7 +189,10 @@ def test_a_variant_stored_without_flops_gives_a_row_with_none_and_a_table_with_d
     assert bare.variant_info is not None
     info = VariantInfo(bare.variant_info.mutations, None, None, variant_seed=7, index=1)
     figures = generalization_figures(
-        [result("canonical", 100.0), dataclasses.replace(bare, variant_info=info)]
+        [
+            result("canonical", 100.0),
+            dataclasses.replace(bare, body=LoadgenBody(loadgen=bare.loadgen, variant_info=info)),
+        ]
     )
     document = figures.to_dict()
     rows = {row["variant"]: row for row in document["variants"]}

@@ -7,6 +7,7 @@ import math
 import pytest
 from rich.table import Table
 
+from accelbench.cell.loadgen_body import LoadgenBody
 from accelbench.head import Head
 from accelbench.loadgen_figures import LoadgenVerdict
 from accelbench.normalize.cell_figures import CellFigures
@@ -46,7 +47,7 @@ def test_table_keeps_headers_rows_and_justification() -> None:
 def _result(stack: str, qps: float, precision: str = "fp32", status: str = "ok") -> Result:
     cell = Cell("resnet50", stack, "single-stream", size="tiny")
     verdict = LoadgenVerdict("single-stream", True, (), qps, 10, "quick", False, "logs")
-    return Result("r1", cell, Head(status, effective_precision=precision), loadgen=verdict)
+    return Result("r1", cell, Head(status, effective_precision=precision), LoadgenBody(loadgen=verdict))
 
 
 def _run(*results: Result) -> RunData:

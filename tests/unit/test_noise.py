@@ -22,7 +22,7 @@ import pytest
 from accelbench.head import NoiseProbe
 from accelbench.meters import cputime, noise, reference_probe
 from accelbench.meters.cputime import CpuClock, ProcessTimes
-from accelbench.results import from_dict, to_dict
+from accelbench.stored import from_dict, to_dict
 
 
 def _stat_line(pid: int, ppid: int, session: int, utime: int, cutime: int = 0, name: str = "py") -> str:

@@ -17,8 +17,9 @@ from accelbench.cell.tokens_body import TokensBody
 from accelbench.cellspec import PlannedCell
 from accelbench.head import Head
 from accelbench.outcome import Outcome
-from accelbench.results import Result, from_dict, to_dict
+from accelbench.results import Result
 from accelbench.sections import SearchProbe, ServerSearch, TrainingFigures
+from accelbench.stored import from_dict, to_dict
 from accelbench.training.measure import TrainingBody
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "result_v8.json"
@@ -58,8 +59,8 @@ def test_a_loadgen_outcome_is_the_stored_document_without_the_run_facts() -> Non
     assert read == Outcome(Head.from_dict(stored), body) and read.head == Head.from_dict(document)
     rebuilt = _result_of(result, "loadgen", read)
     assert rebuilt.driver == "loadgen" and rebuilt.decode is None and rebuilt.training is None
-    changed = {"driver": "loadgen", "training": None, "stderr_tail": ""}  # an ok cell keeps no stderr
-    assert rebuilt == dataclasses.replace(result, decode=None, **changed)
+    changed = {"driver": "loadgen", "stderr_tail": ""}  # an ok cell keeps no stderr
+    assert rebuilt == dataclasses.replace(result, body=body, **changed)
     assert to_dict(rebuilt) == {**to_dict(result), "generation": None, **changed}
 
 
@@ -68,7 +69,7 @@ def test_a_document_the_drivers_body_cannot_read_does_not_load() -> None:
     with pytest.raises(KeyError, match="generation"):
         Outcome.from_dict("tokens", document)  # a LoadGen cell's document holds no generation section
     assert Outcome.from_dict("loadgen", document) == _loadgen_outcome()
-    with pytest.raises(KeyError):
+    with pytest.raises(ValueError, match="driver 'no-such-driver': no body of that name reads them"):
         Outcome.from_dict("no-such-driver", document)
 
 

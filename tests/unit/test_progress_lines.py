@@ -8,6 +8,7 @@ import sys
 import pytest
 from rich.console import Console
 
+from accelbench.cell.loadgen_body import LoadgenBody
 from accelbench.cellspec import PlannedCell
 from accelbench.cli import progress
 from accelbench.head import Head
@@ -34,7 +35,11 @@ def _streams(monkeypatch: pytest.MonkeyPatch, out_tty: bool, err_tty: bool) -> t
 
 def test_an_ended_cell_line_has_key_status_headline_and_seconds() -> None:
     shown = Result(
-        "r1", result("onnxruntime").cell, Head("ok"), figures=result("onnxruntime").figures, wall_s=41.26
+        "r1",
+        result("onnxruntime").cell,
+        Head("ok"),
+        LoadgenBody(figures=result("onnxruntime").figures),
+        wall_s=41.26,
     )
     line = cell_ended_line(shown, 2, 19)
     assert (

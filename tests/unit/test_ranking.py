@@ -10,12 +10,14 @@ import pytest
 
 from accelbench.audits.status import cell_status
 from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS, Verdict
+from accelbench.cell.loadgen_body import LoadgenBody
 from accelbench.head import Head
 from accelbench.loadgen_figures import LoadgenVerdict
 from accelbench.normalize import ranking
 from accelbench.report.export import export_results
 from accelbench.report.show_json import leaderboard_document
-from accelbench.results import Cell, Result, from_dict
+from accelbench.results import Cell, Result
+from accelbench.stored import from_dict
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "result_v5.json"
 
@@ -82,7 +84,7 @@ def result(
     loadgen = LoadgenVerdict(scenario, status != "invalid", (), qps, 100, "quick", False, "logs")
     cell = Cell("resnet50", stack, scenario, size="tiny")
     head = Head(status, f"{status} because", effective_precision=precision)
-    return Result("r1", cell, head, loadgen=loadgen)
+    return Result("r1", cell, head, LoadgenBody(loadgen=loadgen))
 
 
 RESULTS = [

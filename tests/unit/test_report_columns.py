@@ -59,7 +59,9 @@ def test_loadgen_figures_fill_the_columns_and_the_diagnostics() -> None:
 
 def test_one_trial_shows_no_interval_across_trials() -> None:
     one = result("a", "single-stream", value=0.0125)
-    one = replace(one, figures=replace(one.figures, trial_values=(0.0125,), ci=(0.0125, 0.0125)))
+    one = replace(
+        one, body=replace(one.body, figures=replace(one.figures, trial_values=(0.0125,), ci=(0.0125, 0.0125)))
+    )
     table = leaderboard_tables([one], "run r1")[0]
     assert _column(table, "95% CI ms") == ["- (1 trial)"] and _column(table, "trials") == ["1"]
 
@@ -106,10 +108,9 @@ def test_the_server_search_table_and_curve_show_the_scored_runs_that_backed_off(
     from accelbench.report import html_leaderboard
 
     failure = {"target_qps": 40.0, "valid": False, "p99_s": 0.07, "completed_qps": 38.0, "reasons": ["slow"]}
-    backed = replace(
-        result("a", "server"),
-        server_search=ServerSearch.from_dict({**SEARCH, "max_qps": 36.4, "scored_failures": [failure]}),
-    )
+    served = result("a", "server")
+    search = ServerSearch.from_dict({**SEARCH, "max_qps": 36.4, "scored_failures": [failure]})
+    backed = replace(served, body=replace(served.body, server_search=search))
     table = server_search_table(backed)
     assert table is not None and "max QPS 36.4" in str(table.title)
     assert _column(table, "#") == ["1", "2", "3", "scored 1"]

@@ -8,6 +8,7 @@ import pytest
 from rich.console import Console
 
 from accelbench.curve import CurvePoint, EndpointFigures, QpsProbe, QpsSearch
+from accelbench.endpoint.body import EndpointBody
 from accelbench.hardware.chips import bundled_chips
 from accelbench.hardware.match import ChipMatch
 from accelbench.head import Head
@@ -27,7 +28,7 @@ def _result(points: list[dict[str, float]]) -> Result:
     cell = Cell("smollm2-135m", "llm@url", "single-stream", "cpu", "standard", "canonical")
     curve = tuple(_point(p) for p in points)
     section = EndpointFigures("llm@url", "smollm2-135m", 1, "chat", curve, 0.0, 2.0, 0.2, 8, "", "", 1.0)
-    return Result("r1", cell, Head("ok"), curve=section, driver="endpoint")
+    return Result("r1", cell, Head("ok"), EndpointBody(section), driver="endpoint")
 
 
 def test_one_row_per_point_and_none_in_the_decode_table() -> None:
@@ -112,8 +113,8 @@ def test_each_point_says_its_joules_per_output_token_and_per_token_with_the_mete
     remote_section = dataclasses.replace(remote.curve, energy_note="energy not measured: remote")  # type: ignore[arg-type]
     table = curve_table(
         [
-            dataclasses.replace(result, curve=section),
-            dataclasses.replace(remote, curve=remote_section),
+            dataclasses.replace(result, body=EndpointBody(section)),
+            dataclasses.replace(remote, body=EndpointBody(remote_section)),
         ]
     )
     assert table is not None and [c.header for c in table.columns[-2:]] == ["J/output tok", "J/tok (in+out)"]
@@ -168,7 +169,9 @@ def _searched() -> Result:
     failed = QpsProbe(8.0, 24, 6.1, 180.0, *figures, False, "p99 TTFT 1500 ms > 1000 ms")
     search = QpsSearch(1.0, 0.1, 4.0, 3.0, (passed, failed), 0.1, 6, "budget of 6 probes spent")
     result = _result([{"concurrency": 1}])
-    return dataclasses.replace(result, curve=dataclasses.replace(result.curve, qps_search=search))
+    return dataclasses.replace(
+        result, body=EndpointBody(dataclasses.replace(result.curve, qps_search=search))
+    )
 
 
 def test_the_max_qps_search_shows_a_row_per_probe_and_the_max_qps() -> None:
@@ -204,7 +207,7 @@ def test_a_curve_keeps_its_server_s_prefix_cache_and_compare_labels_it() -> None
     assert EndpointFigures.from_dict(stored) == on and stored["prefix_cache"].startswith("on:")
     old = _result([{"concurrency": 1}])
     assert old.curve is not None and "prefix_cache" not in old.curve.to_dict()  # absent: stored before
-    cached = dataclasses.replace(old, curve=on)
+    cached = dataclasses.replace(old, body=EndpointBody(on))
     assert prefix_cache(cached).startswith("on:") and prefix_cache(old) == ""
     assert _cache_difference(prefix_cache(cached), prefix_cache(old)) == (
         "server prefix cache on: shared 256-token pages (the server's default) vs not recorded",

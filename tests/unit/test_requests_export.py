@@ -13,7 +13,8 @@ from accelbench.endpoint.records import RequestRecord
 from accelbench.errors import UserError
 from accelbench.report.export import export_kind
 from accelbench.report.requests import export_requests
-from accelbench.results import Result, from_dict
+from accelbench.results import Result
+from accelbench.stored import from_dict
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 
@@ -30,7 +31,8 @@ def _record(index: int) -> RequestRecord:
 def _endpoint(requests_file: str) -> Result:
     result = from_dict(json.loads((GOLDEN / "result_v7_endpoint.json").read_text()))
     assert result.curve is not None and result.driver == "endpoint"
-    return dataclasses.replace(result, curve=dataclasses.replace(result.curve, requests_file=requests_file))
+    curve = dataclasses.replace(result.curve, requests_file=requests_file)
+    return dataclasses.replace(result, body=dataclasses.replace(result.body, curve=curve))
 
 
 def test_every_stored_request_is_a_line_with_its_run_and_cell(tmp_path: Path) -> None:

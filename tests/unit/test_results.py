@@ -9,8 +9,12 @@ from typing import Any
 
 import pytest
 
+from accelbench import registry
+from accelbench.cell.tokens_body import TokensBody
+from accelbench.endpoint.body import EndpointBody
 from accelbench.head import DeviceMemory, Energy, Head
-from accelbench.results import GENERATION, SCHEMA_VERSION, STORED_KEYS, Result, from_dict, to_dict
+from accelbench.results import RUN_FACTS, SCHEMA_VERSION, Result
+from accelbench.stored import STORED_KEYS, from_dict, to_dict
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "result_v9.json"
 GOLDEN_V8 = Path(__file__).parent.parent / "golden" / "result_v8.json"
@@ -48,12 +52,12 @@ def _golden() -> dict[str, Any]:
 
 
 def _stored_keys() -> list[str]:
-    """The document's keys (``results.STORED_KEYS``), checked against the records: ``Result``'s fields but
-    ``head`` (one ``generation`` key for the records of the three drivers that write it,
-    ``results.GENERATION``) and ``Head``'s, each once."""
-    held = {name for name, _ in GENERATION.values()}
-    fields = {"generation" if name in held else name for name in Result.__dataclass_fields__}
-    assert set(STORED_KEYS) == (fields - {"head"}) | set(Head.__dataclass_fields__)
+    """The document's keys (``stored.STORED_KEYS``), checked against the records: the run facts, ``Head``'s
+    fields and every driver's body's (``registry.BODIES``; the ``generation`` key for the records of the
+    three drivers that write it), each once."""
+    bodies = {name for ref in registry.BODIES.values() for name in registry.load(ref).__dataclass_fields__}
+    sections = {"generation" if name in ("decode", "curve", "session_ladder") else name for name in bodies}
+    assert set(STORED_KEYS) == set(RUN_FACTS) | set(Head.__dataclass_fields__) | sections
     assert len(STORED_KEYS) == len(set(STORED_KEYS))
     return list(STORED_KEYS)
 
@@ -152,14 +156,18 @@ def test_a_v8_document_gets_the_driver_its_generation_section_shows() -> None:
 
 TRAINING = {"runs": [], "olympic_mean_s": None, "runs_converged": 0, "target": 0.9, "nproc": 1}
 """A stored ``training`` section of no run."""
+NO_SECTION = {name: None for name in ("generation", "latency", "loadgen", "figures", "audit", "variant_info")}
+NO_SECTION = {**NO_SECTION, "trial_p50_s": []}
+"""The golden document's sections, all taken away."""
 
 
 @pytest.mark.parametrize(
     ("change", "driver"),
     [
         ({"generation": None}, "loadgen"),
-        ({"generation": None, "latency": None, "loadgen": None, "training": TRAINING}, "train-to-quality"),
-        ({"generation": None, "latency": None, "loadgen": None}, ""),
+        ({**NO_SECTION, "training": TRAINING}, "train-to-quality"),
+        ({k: v for k, v in NO_SECTION.items() if k != "variant_info"}, "loadgen"),  # a variant's record
+        (NO_SECTION, ""),
     ],
 )
 def test_an_older_document_without_a_generation_section_gets_the_driver_its_sections_show(
@@ -171,21 +179,26 @@ def test_an_older_document_without_a_generation_section_gets_the_driver_its_sect
 
 @pytest.mark.parametrize("driver", ["loadgen", "train-to-quality", "", "endpoint", "sessions"])
 def test_a_generation_section_is_read_as_the_record_of_the_driver_that_wrote_it(driver: str) -> None:
-    doc = _golden() | {"driver": driver}
-    if driver in ("endpoint", "sessions"):  # a decode section is no curve nor session ladder
-        with pytest.raises((KeyError, TypeError)):
+    doc = _golden() | {"driver": driver}  # a tokens cell's sections under another driver's name
+    with pytest.raises((KeyError, TypeError, ValueError, AttributeError)):
+        from_dict(doc)
+    if driver == "loadgen":  # its body reads every section but the decode one, and drops nothing
+        with pytest.raises(ValueError, match="sections its body does not hold: generation"):
             from_dict(doc)
-    else:
-        with pytest.raises(ValueError, match="generation section"):
+    if driver == "":
+        with pytest.raises(ValueError, match="in a result of no driver"):
             from_dict(doc)
-    assert from_dict(doc | {"generation": None}).driver == driver
 
 
-def test_a_result_holds_one_generation_section() -> None:
+def test_a_result_holds_its_drivers_body_as_it_is() -> None:
     golden = from_dict(_golden())
     endpoint = from_dict(json.loads(GOLDEN_V7_ENDPOINT.read_text()))
-    with pytest.raises(ValueError, match="one generation section"):
-        dataclasses.replace(golden, curve=endpoint.curve)
+    assert isinstance(golden.body, TokensBody) and isinstance(endpoint.body, EndpointBody)
+    assert golden.decode is golden.body.decode and golden.curve is None and endpoint.decode is None
+    assert endpoint.curve is endpoint.body.curve and endpoint.audit is endpoint.body.audit
+    bare = dataclasses.replace(golden, body=None)
+    assert bare.latency is None and bare.trial_p50_s == () and bare.qps is None
+    assert from_dict(to_dict(bare)) == bare and to_dict(bare)["trial_p50_s"] == []
 
 
 def test_a_v7_document_keeps_its_status_and_its_quality_has_no_per_sample_judgement() -> None:

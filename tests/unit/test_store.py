@@ -15,10 +15,11 @@ import pytest
 from accelbench.errors import UserError
 from accelbench.head import Head
 from accelbench.report.export import export_results
-from accelbench.results import Cell, Result, from_dict
+from accelbench.results import Cell, Result
 from accelbench.store import Store, open_store
 from accelbench.store.schema import STORE_SCHEMA_VERSION
 from accelbench.store.sqlite import DB_NAME
+from accelbench.stored import from_dict
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "result_v9.json"
 MACHINE = {"cpu_model": "AMD EPYC", "logical_cores": 2, "schema_version": 1}

@@ -16,11 +16,12 @@ from typer.testing import CliRunner
 
 from accelbench.cli import app
 from accelbench.errors import UserError
-from accelbench.results import Cell, Result, from_dict
+from accelbench.results import Cell, Result
 from accelbench.store import open_store
 from accelbench.store.check import check_store
 from accelbench.store.schema import MIGRATIONS, doc_sha256
 from accelbench.store.sqlite import DB_NAME
+from accelbench.stored import from_dict
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "result_v5.json"
 

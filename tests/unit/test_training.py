@@ -19,6 +19,7 @@ from accelbench.report.export import export_results
 from accelbench.results import Cell, Result
 from accelbench.sections import TrainingFigures
 from accelbench.training import data, mllog, precision, rules, summary
+from accelbench.training.body import TrainingBody
 from accelbench.training.loop import STACKS, Group, RunRecord, Trainer
 from accelbench.training.measure import measure
 from accelbench.training.settings import TrainingSettings
@@ -157,7 +158,7 @@ def test_training_results_render_and_export(tmp_path: Path) -> None:
         "energy_j": 3.0,
     }
     cell = Cell("digits-resnet", "torch-eager", "train-to-quality", size="tiny")
-    result = Result("r1", cell, Head("ok"), training=TrainingFigures.from_dict(section))
+    result = Result("r1", cell, Head("ok"), TrainingBody(TrainingFigures.from_dict(section)))
     console = Console(record=True, width=200)
     console.print(training_table([result]))
     text = console.export_text()

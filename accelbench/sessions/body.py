@@ -1,0 +1,35 @@
+"""The sessions driver's body of a cell's outcome (``accelbench.outcome``): the ``generation`` section
+(the session ladder, ``accelbench.session_figures``) and the audits' section."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from accelbench.audit_section import AuditSection
+from accelbench.session_figures import SessionFigures
+
+
+@dataclass(frozen=True, slots=True)
+class SessionsBody:
+    """The sessions driver's part of a cell's outcome: the audits' section and the ``generation``
+    section (the session ladder)."""
+
+    session_ladder: SessionFigures
+    """The ``generation`` section (``Result.session_ladder``)."""
+    audit: AuditSection | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The body's keys of the stored document."""
+        audit = self.audit.to_dict() if self.audit is not None else None
+        return {"audit": audit, "generation": self.session_ladder.to_dict()}
+
+    @classmethod
+    def from_dict(cls, document: Mapping[str, Any]) -> SessionsBody:
+        """The body of an outcome document (the head's keys are ignored)."""
+        audit = document.get("audit")
+        return cls(
+            SessionFigures.from_dict(document["generation"]),
+            AuditSection.from_dict(audit) if audit is not None else None,
+        )
