@@ -54,12 +54,16 @@ sections (the order of every schema since 1, kept so stored documents do not cha
 
 def to_dict(result: Result) -> dict[str, Any]:
     """The stored JSON document of a result: every key of ``STORED_KEYS``, null (``trial_p50_s``: empty)
-    where neither the head, the body nor the run facts hold it."""
+    where neither the head, the body nor the run facts hold it. ValueError on a result that could not
+    be read back (a body without its driver's name, a key no result stores)."""
     flat: dict[str, Any] = {key: None for key in STORED_KEYS} | {"trial_p50_s": []}
     flat |= {name: getattr(result, name) for name in RUN_FACTS}
     flat["cell"] = dataclasses.asdict(result.cell)
     flat |= result.head.to_dict()
     if result.body is not None:
+        if not result.driver:  # it could not be read back: the driver's name says which body reads it
+            kind = type(result.body).__name__
+            raise ValueError(f"result {result.cell.key} holds a {kind} and names no driver")
         flat |= result.body.to_dict()
     unknown = set(flat) - set(STORED_KEYS)
     if unknown:

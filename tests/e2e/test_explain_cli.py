@@ -134,6 +134,7 @@ def test_explain_two_local_results(tmp_path: Path) -> None:
                     Head("ok"),
                     LoadgenBody(loadgen=verdict),
                     machine_fingerprint=machine.fingerprint,
+                    driver="loadgen",
                 )
             )
     a, b = (f"run1/resnet50/tiny/canonical/{stack}/cpu/offline" for stack in ("torch-eager", "onnxruntime"))

@@ -21,7 +21,9 @@ def result(workload: str, stack: str, status: str, qps: float | None = None, rea
         Quality("cosine", 0.5, 0.9999, False, 16, "min cosine 0.5") if status == "quality_failed" else None
     )
     cell = Cell(workload, stack, "single-stream", "cpu", "tiny")
-    return Result("r", cell, Head(status, reason, quality=quality), LoadgenBody(loadgen=loadgen))
+    return Result(
+        "r", cell, Head(status, reason, quality=quality), LoadgenBody(loadgen=loadgen), driver="loadgen"
+    )
 
 
 def test_verdicts_and_speed_come_from_status_and_eager_throughput() -> None:

@@ -92,6 +92,7 @@ def result(
             figures=shown,
             server_search=ServerSearch.from_dict(search) if search else None,
         ),
+        driver="loadgen",
     )
 
 

@@ -264,6 +264,7 @@ def test_a_vm_result_gets_per_chip_figures_with_the_count_basis() -> None:
         Cell("resnet50", "onnxruntime", "offline", "cpu", "tiny"),
         Head("ok"),
         LoadgenBody(loadgen=verdict),
+        driver="loadgen",
     )
     found = {f.per: f for f in figures(from_result("run1/cell", result, match_machine(machine)))}
     assert found["chip"].denominator.central == pytest.approx(2 / 2 / 64)

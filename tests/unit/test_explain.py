@@ -134,7 +134,7 @@ def test_unknown_chip_folds_into_the_residual() -> None:
 def local(qps: float, workload: str = "resnet50", device: str = "cpu") -> Result:
     verdict = LoadgenVerdict("offline", True, (), qps, 100, "quick", False, "logs")
     cell = Cell(workload, "torch-eager", "offline", device, "tiny")
-    return Result("run1", cell, Head("ok"), LoadgenBody(loadgen=verdict))
+    return Result("run1", cell, Head("ok"), LoadgenBody(loadgen=verdict), driver="loadgen")
 
 
 def test_two_local_results_compare_per_chip_share() -> None:
@@ -188,7 +188,13 @@ def test_result_figures_for_show_json() -> None:
 def trained(olympic_mean_s: float | None, stack: str, status: str = "ok") -> Result:
     cell = Cell("digits-resnet", stack, "train-to-quality", "cpu", "tiny")
     training = {"olympic_mean_s": olympic_mean_s, "nproc": 1, "energy_j": 12.0}
-    return Result("run1", cell, Head(status), TrainingBody(TrainingFigures.from_dict(training)))
+    return Result(
+        "run1",
+        cell,
+        Head(status),
+        TrainingBody(TrainingFigures.from_dict(training)),
+        driver="train-to-quality",
+    )
 
 
 def test_two_training_results_compare_time_to_train() -> None:

@@ -46,6 +46,7 @@ def result(
         cell,
         Head(status, compile_s=compile_s),
         LoadgenBody(loadgen=loadgen, variant_info=variant_info),
+        driver="loadgen",
     )
 
 

@@ -47,7 +47,13 @@ def test_table_keeps_headers_rows_and_justification() -> None:
 def _result(stack: str, qps: float, precision: str = "fp32", status: str = "ok") -> Result:
     cell = Cell("resnet50", stack, "single-stream", size="tiny")
     verdict = LoadgenVerdict("single-stream", True, (), qps, 10, "quick", False, "logs")
-    return Result("r1", cell, Head(status, effective_precision=precision), LoadgenBody(loadgen=verdict))
+    return Result(
+        "r1",
+        cell,
+        Head(status, effective_precision=precision),
+        LoadgenBody(loadgen=verdict),
+        driver="loadgen",
+    )
 
 
 def _run(*results: Result) -> RunData:

@@ -39,6 +39,7 @@ def test_an_ended_cell_line_has_key_status_headline_and_seconds() -> None:
         result("onnxruntime").cell,
         Head("ok"),
         LoadgenBody(figures=result("onnxruntime").figures),
+        driver="loadgen",
         wall_s=41.26,
     )
     line = cell_ended_line(shown, 2, 19)

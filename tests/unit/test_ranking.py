@@ -84,7 +84,7 @@ def result(
     loadgen = LoadgenVerdict(scenario, status != "invalid", (), qps, 100, "quick", False, "logs")
     cell = Cell("resnet50", stack, scenario, size="tiny")
     head = Head(status, f"{status} because", effective_precision=precision)
-    return Result("r1", cell, head, LoadgenBody(loadgen=loadgen))
+    return Result("r1", cell, head, LoadgenBody(loadgen=loadgen), driver="loadgen")
 
 
 RESULTS = [

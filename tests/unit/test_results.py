@@ -199,6 +199,8 @@ def test_a_result_holds_its_drivers_body_as_it_is() -> None:
     bare = dataclasses.replace(golden, body=None)
     assert bare.latency is None and bare.trial_p50_s == () and bare.qps is None
     assert from_dict(to_dict(bare)) == bare and to_dict(bare)["trial_p50_s"] == []
+    with pytest.raises(ValueError, match="holds a TokensBody and names no driver"):
+        to_dict(dataclasses.replace(golden, driver=""))  # it could not be read back: never written
 
 
 def test_a_v7_document_keeps_its_status_and_its_quality_has_no_per_sample_judgement() -> None:

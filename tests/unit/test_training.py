@@ -158,7 +158,9 @@ def test_training_results_render_and_export(tmp_path: Path) -> None:
         "energy_j": 3.0,
     }
     cell = Cell("digits-resnet", "torch-eager", "train-to-quality", size="tiny")
-    result = Result("r1", cell, Head("ok"), TrainingBody(TrainingFigures.from_dict(section)))
+    result = Result(
+        "r1", cell, Head("ok"), TrainingBody(TrainingFigures.from_dict(section)), driver="train-to-quality"
+    )
     console = Console(record=True, width=200)
     console.print(training_table([result]))
     text = console.export_text()
