@@ -30,15 +30,16 @@ def body_of(driver: str, document: Mapping[str, Any]) -> Body | None:
     is dropped on reading); KeyError, TypeError or ValueError on a document the driver's records cannot
     read."""
     sections = set(document) - HEAD_KEYS - set(RUN_FACTS)
-    if not any(document[key] not in (None, []) for key in sections):
+    held = sorted(key for key in sections if document[key] not in (None, []))
+    if not held:
         return None
     if driver not in BODIES:
-        held = ", ".join(sorted(k for k in sections if document[k] not in (None, [])))
         who = f"driver {driver!r}" if driver else "no driver"
-        raise ValueError(f"sections ({held}) in a result of {who}: no body of that name reads them")
+        named = ", ".join(held)
+        raise ValueError(f"sections ({named}) in a result of {who}: no body of that name reads them")
     kind: type[Body] = load(BODIES[driver])
     body = kind.from_dict(document)
-    lost = sorted(k for k in sections - set(body.to_dict()) if document[k] not in (None, []))
+    lost = sorted(set(held) - set(body.to_dict()))
     if lost:
         raise ValueError(f"a {driver!r} result with sections its body does not hold: {', '.join(lost)}")
     return body

@@ -18,18 +18,16 @@ class EndpointBody:
 
     curve: EndpointFigures
     """The ``generation`` section (``Result.curve``)."""
-    audit: AuditSection | None = None
+    audit: AuditSection
+    """Every audit's verdict: a served cell without them never loads (nothing unaudited can rank)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The body's keys of the stored document."""
-        audit = self.audit.to_dict() if self.audit is not None else None
-        return {"audit": audit, "generation": self.curve.to_dict()}
+        return {"audit": self.audit.to_dict(), "generation": self.curve.to_dict()}
 
     @classmethod
     def from_dict(cls, document: Mapping[str, Any]) -> EndpointBody:
         """The body of an outcome document (the head's keys are ignored)."""
-        audit = document.get("audit")
         return cls(
-            EndpointFigures.from_dict(document["generation"]),
-            AuditSection.from_dict(audit) if audit is not None else None,
+            EndpointFigures.from_dict(document["generation"]), AuditSection.from_dict(document["audit"])
         )

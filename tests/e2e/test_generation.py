@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from accelbench.endpoint.accuracy import judge, run_on, runs_on
-from accelbench.endpoint.records import RequestRecord
 from accelbench.errors import Unsupported
 from accelbench.generation.base import GenerationContext, Generator, Reply
 from accelbench.generation.loadgen_tokens import ServerBounds, TokenRun, measure_tokens
@@ -26,6 +25,7 @@ from accelbench.generation.quality import agreement, check_test06, check_test09,
 from accelbench.generation.reference import run_on_reference
 from accelbench.registry import GENERATING_STACKS as STACKS
 from accelbench.registry import named
+from tests.e2e.replies import served_reply
 
 pytestmark = pytest.mark.skipif(bool(missing_packages()), reason=f"llm extra missing: {missing_packages()}")
 
@@ -85,27 +85,6 @@ def test_tiny_model_and_prompts_are_seeded(reference: Reference, tmp_path: Path)
     assert any(r.tokens[-1] == reference.model.eos_token_id and len(r.tokens) < 16 for r in reference.replies)
 
 
-def _served(text: str) -> RequestRecord:
-    """An ok streamed reply of ``text``, as the endpoint client records it."""
-    return RequestRecord(
-        concurrency=2,
-        index=0,
-        role="timed",
-        salt="ab",
-        issue_s=0.0,
-        send_s=0.0,
-        first_content_s=0.1,
-        end_s=0.2,
-        chunk_s=(0.1,),
-        text=text,
-        output_tokens=24,
-        usage_output_tokens=24,
-        usage_prompt_tokens=9,
-        status="ok",
-        error="",
-    )
-
-
 def test_the_reference_runs_on_past_eos_in_each_way_a_server_may(reference: Reference) -> None:
     """A judged reply that agrees with the reference to its EOS and runs on in a loop is judged against
     the reference continued past that EOS (``run_on_reference``): EOS kept in the context, EOS barred,
@@ -131,8 +110,8 @@ def test_the_reference_runs_on_past_eos_in_each_way_a_server_may(reference: Refe
     # judged: the model's own run-on is the model's; the same start padded with filler past EOS is not
     prompt, reply = ended[0]
     eos_text = str(tokenizer.decode(list(reply.tokens), skip_special_tokens=True))
-    honest = _served(str(tokenizer.decode(list(made[0][2]), skip_special_tokens=True)))
-    padded = _served(eos_text + " the" * 12)
+    honest = served_reply(str(tokenizer.decode(list(made[0][2]), skip_special_tokens=True)), 24)
+    padded = served_reply(eos_text + " the" * 12, 24)
     chosen, texts = [honest, padded], [eos_text, eos_text]
     assert runs_on(honest.text, eos_text) and runs_on(padded.text, eos_text)
     ways = run_on(model, tokenizer, (chosen, texts), ([list(prompt)] * 2, [cap, cap]), ctx)

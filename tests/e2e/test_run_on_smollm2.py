@@ -15,12 +15,12 @@ import pytest
 from accelbench.endpoint.accuracy import judge, run_on
 from accelbench.endpoint.padding import padded
 from accelbench.endpoint.prompts import salted, seeded_texts
-from accelbench.endpoint.records import RequestRecord
 from accelbench.generation.base import GenerationContext
 from accelbench.generation.models import load_model, missing_packages
 from accelbench.generation.prompts import SMOLLM2_LENGTHS
 from accelbench.generation.reference import sent_reference
 from accelbench.generation.torch_stacks import TorchEager, TorchEagerGenerator
+from tests.e2e.replies import served_reply
 
 pytestmark = [
     pytest.mark.skipif(bool(missing_packages()), reason=f"llm extra missing: {missing_packages()}"),
@@ -30,26 +30,6 @@ pytestmark = [
 SEED = 8829940584979986854
 """The cell seed of stop 61's first c=8 round (``benchmarks/llm_endpoint_agreement.py``, 32 requests)."""
 MAX_TOKENS = 64
-
-
-def _served(text: str) -> RequestRecord:
-    return RequestRecord(
-        concurrency=8,
-        index=0,
-        role="timed",
-        salt="ab",
-        issue_s=0.0,
-        send_s=0.0,
-        first_content_s=0.1,
-        end_s=0.2,
-        chunk_s=(0.1,),
-        text=text,
-        output_tokens=MAX_TOKENS,
-        usage_output_tokens=MAX_TOKENS,
-        usage_prompt_tokens=9,
-        status="ok",
-        error="",
-    )
 
 
 def test_the_models_own_run_on_past_eos_is_not_padding(tmp_path: Path) -> None:
@@ -69,7 +49,7 @@ def test_the_models_own_run_on_past_eos_is_not_padding(tmp_path: Path) -> None:
     assert isinstance(generator, TorchEagerGenerator)
     served = str(tokenizer.decode(generator.run_on(ids, MAX_TOKENS, barred), skip_special_tokens=True))
     assert padded(served, eos_text)  # the stop-61 false alarm: the rule that stops at EOS flags it
-    honest, filler = _served(served), _served(eos_text + " the" * 40)
+    honest, filler = served_reply(served, MAX_TOKENS, 8), served_reply(eos_text + " the" * 40, MAX_TOKENS, 8)
     ways = run_on(model, tokenizer, ([honest, filler], [eos_text] * 2), ([ids] * 2, [MAX_TOKENS] * 2), ctx)
     assert judge([honest], [eos_text], {0: ways[0]}).padded == 0
     assert judge([filler], [eos_text], {0: ways[1]}).padded == 1

@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 from rich.console import Console
 
+from accelbench.audit_section import AuditSection
 from accelbench.curve import CurvePoint, EndpointFigures, QpsProbe, QpsSearch
 from accelbench.endpoint.body import EndpointBody
 from accelbench.hardware.chips import bundled_chips
@@ -15,6 +16,9 @@ from accelbench.head import Head
 from accelbench.report.endpoint import curve_table, curve_tables
 from accelbench.report.generation import generation_table
 from accelbench.results import Cell, Result
+
+NO_AUDIT = AuditSection({})
+"""An audit section of no audit: the report reads none of it here."""
 
 
 def _point(values: dict[str, float]) -> CurvePoint:
@@ -28,7 +32,7 @@ def _result(points: list[dict[str, float]]) -> Result:
     cell = Cell("smollm2-135m", "llm@url", "single-stream", "cpu", "standard", "canonical")
     curve = tuple(_point(p) for p in points)
     section = EndpointFigures("llm@url", "smollm2-135m", 1, "chat", curve, 0.0, 2.0, 0.2, 8, "", "", 1.0)
-    return Result("r1", cell, Head("ok"), EndpointBody(section), driver="endpoint")
+    return Result("r1", cell, Head("ok"), EndpointBody(section, NO_AUDIT), driver="endpoint")
 
 
 def test_one_row_per_point_and_none_in_the_decode_table() -> None:
@@ -113,8 +117,8 @@ def test_each_point_says_its_joules_per_output_token_and_per_token_with_the_mete
     remote_section = dataclasses.replace(remote.curve, energy_note="energy not measured: remote")  # type: ignore[arg-type]
     table = curve_table(
         [
-            dataclasses.replace(result, body=EndpointBody(section)),
-            dataclasses.replace(remote, body=EndpointBody(remote_section)),
+            dataclasses.replace(result, body=EndpointBody(section, NO_AUDIT)),
+            dataclasses.replace(remote, body=EndpointBody(remote_section, NO_AUDIT)),
         ]
     )
     assert table is not None and [c.header for c in table.columns[-2:]] == ["J/output tok", "J/tok (in+out)"]
@@ -170,7 +174,8 @@ def _searched() -> Result:
     search = QpsSearch(1.0, 0.1, 4.0, 3.0, (passed, failed), 0.1, 6, "budget of 6 probes spent")
     result = _result([{"concurrency": 1}])
     return dataclasses.replace(
-        result, body=EndpointBody(dataclasses.replace(result.curve, qps_search=search))
+        result,
+        body=dataclasses.replace(result.body, curve=dataclasses.replace(result.curve, qps_search=search)),
     )
 
 
@@ -207,7 +212,7 @@ def test_a_curve_keeps_its_server_s_prefix_cache_and_compare_labels_it() -> None
     assert EndpointFigures.from_dict(stored) == on and stored["prefix_cache"].startswith("on:")
     old = _result([{"concurrency": 1}])
     assert old.curve is not None and "prefix_cache" not in old.curve.to_dict()  # absent: stored before
-    cached = dataclasses.replace(old, body=EndpointBody(on))
+    cached = dataclasses.replace(old, body=EndpointBody(on, NO_AUDIT))
     assert prefix_cache(cached).startswith("on:") and prefix_cache(old) == ""
     assert _cache_difference(prefix_cache(cached), prefix_cache(old)) == (
         "server prefix cache on: shared 256-token pages (the server's default) vs not recorded",
