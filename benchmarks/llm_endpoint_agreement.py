@@ -4,10 +4,12 @@ Installs NVIDIA AIPerf and GuideLLM each in a venv of its own under ``~/.cache/a
 in accelbench's dependencies; GuideLLM's torch is held to the CPU build by a constraint, 1.5 GB instead of
 6 GB with CUDA wheels), starts one local server (``transformers serve`` with continuous batching, or
 llama.cpp's server with ``--server llamacpp``), and runs accelbench (``run --serve-url``), AIPerf and
-GuideLLM against it with the same output length and concurrency, interleaved (A B C A B C ...). accelbench
-sends the chat template's text to ``/v1/completions`` under a fresh ``--input-seed`` each round; AIPerf then
-sends the very texts of that round, each under a new salt (``write_prompts``: the same prompts, no cache
-hit), GuideLLM synthetic text of accelbench's mean prompt length. Each
+GuideLLM against it with the same output length and concurrency, interleaved with the order reversed every
+other round (A B C, C B A, ...: at stop 62 a fixed order met a server whose decode slowed over the run,
+and AIPerf, always second, read 7% slower TPOT at c=1). accelbench sends the chat template's text to
+``/v1/completions`` under a fresh ``--input-seed`` each round, drawn before the round; AIPerf sends the
+very texts of that round's cell, each under a new salt (``write_prompts``, written before any client runs:
+the same prompts, no cache hit), GuideLLM synthetic text of accelbench's mean prompt length. Each
 client's figures are computed from its own per-request records with one set of definitions, and printed
 with their ratios to accelbench's (median over the repeats):
 
@@ -76,21 +78,34 @@ DEFAULT_INPUT_TOKENS = 128
 """The peers' prompt length when accelbench has not run first to give its own."""
 
 
-def run_accelbench(work: Workload, out: Path, store: Path) -> tuple[list[Request], dict[str, float]]:
-    """``accelbench run --stacks llm@url --serve-url`` into ``store`` (its cache holds the model): its
-    per-request records (the run's ``requests.jsonl``) and its own curve point at this concurrency."""
+def run_accelbench(
+    work: Workload, out: Path, store: Path, run_seed: int
+) -> tuple[list[Request], dict[str, float]]:
+    """``accelbench run --stacks llm@url --serve-url --input-seed run_seed`` into ``store`` (its cache holds
+    the model): its per-request records (the run's ``requests.jsonl``) and its own curve point at this
+    concurrency. Refuses a run whose cell seed is not the one the peers' prompts were written from."""
     args = [
         "--workloads", "smollm2-135m", "--stacks", "llm@url",
         "--serve-url", work.url, "--concurrency", str(work.concurrency), "--no-probe",
         "--output-tokens", str(work.output_tokens), "--endpoint-requests", str(work.requests),
         "--rules", "quick", "--json", "--store", str(store), "--endpoint-api", "completions",
-        "--input-seed", str(secrets.randbelow(2**62)), "--timeout-s", "3000",
+        "--input-seed", str(run_seed), "--timeout-s", "3000",
     ]  # fmt: skip
     accelbench_run(args, out, REPO)
     found, own, document = read_accelbench(out, store, work.concurrency)
-    cell_seed = int(document["results"][0]["settings"]["input_seed"])
-    write_prompts(out / "peer-prompts.jsonl", work, cell_seed)
+    stored = int(document["results"][0]["settings"]["input_seed"])
+    if stored != cell_seed_of(run_seed):
+        raise RuntimeError(f"the cell's seed {stored} is not the one the peers' texts came from")
     return found, own
+
+
+def cell_seed_of(run_seed: int) -> int:
+    """The input seed of the smollm2-135m ``llm@url`` cell of a run of seed ``run_seed``: known before the
+    run, so the peers' prompts (its texts) are written before any client of the round runs."""
+    from accelbench.cell.seeds import cell_seed
+    from accelbench.results import Cell
+
+    return cell_seed(run_seed, Cell("smollm2-135m", "llm@url", "single-stream").key)
 
 
 def read_accelbench(
@@ -276,29 +291,33 @@ Runner = Callable[[Workload, Path], tuple[list[Request], dict[str, float]]]
 def _rounds(
     work: Workload, clients: Sequence[str], bins: dict[str, Path], repeats: int, out: Path, match_input: bool
 ) -> list[dict[str, Any]]:
-    """Each client once per round, in turn; a client that fails is recorded with its reason. With
-    ``match_input`` the peers' prompt length becomes accelbench's mean prompt tokens (its prompts are its
-    workload's, salted, of stated lengths; the peers' are synthetic of a fixed length)."""
+    """Each client once per round, the order reversed every other round (A B, B A, ...: a server that drifts
+    over the run favours neither); a client that fails is recorded with its reason. Each round's seed is
+    drawn first and the peers' prompts (the texts accelbench's cell will send, salted anew) are written
+    before any client runs. With ``match_input`` the peers' synthetic prompt length (GuideLLM's) becomes
+    accelbench's mean prompt tokens once accelbench has run."""
     store = out / "accelbench-store"  # one store; its cache is the server's (the model is built once)
     store.mkdir(parents=True, exist_ok=True)
     if not (store / "cache").exists():
         (store / "cache").symlink_to(work.tokenizer.parents[1], target_is_directory=True)
-    runners: dict[str, Runner] = {
-        "accelbench": lambda w, o: run_accelbench(w, o, store),
-        "aiperf": lambda w, o: run_aiperf(bins["aiperf"], w, o),
-        "guidellm": lambda w, o: run_guidellm(bins["guidellm"], w, o),
-    }
     rows = []
     for round_ in range(1, repeats + 1):
-        for name in clients:
+        run_seed = secrets.randbelow(2**62)
+        prompts = out / f"prompts-round{round_}.jsonl"
+        write_prompts(prompts, work, cell_seed_of(run_seed))
+        work = dataclasses.replace(work, prompts_file=prompts)
+        runners: dict[str, Runner] = {
+            "accelbench": lambda w, o: run_accelbench(w, o, store, run_seed),  # noqa: B023 (called now)
+            "aiperf": lambda w, o: run_aiperf(bins["aiperf"], w, o),
+            "guidellm": lambda w, o: run_guidellm(bins["guidellm"], w, o),
+        }
+        order = list(clients) if round_ % 2 else list(reversed(clients))
+        for name in order:
             load, started = _load(), time.monotonic()
             row: dict[str, Any] = {"client": name, "round": round_, "load": load, "input": work.input_tokens}
             try:
                 requests, own = runners[name](work, out / f"{name}-{round_}")
                 row |= {"requests": len(requests), "own": own, **(figures(requests) if requests else {})}
-                if name == "accelbench":  # the peers send the texts accelbench just sent, salted anew
-                    prompts = out / f"{name}-{round_}" / "peer-prompts.jsonl"
-                    work = dataclasses.replace(work, prompts_file=prompts)
                 if match_input and own and own.get("mean_prompt_tokens"):
                     work = dataclasses.replace(work, input_tokens=round(own["mean_prompt_tokens"]))
                     match_input = False
