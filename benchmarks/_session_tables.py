@@ -1,11 +1,12 @@
 """The session agreement benchmark's records and tables (``session_agreement.py``): one answered turn as
 a client recorded it, the pooled medians by turn index, and the paired table (the same round's session
-and turn sent by both tools)."""
+and turn sent by both tools, and the ranked one: each round's k-th fastest turn of an index against the
+other tool's k-th)."""
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from accelbench.endpoint.figures import median_interval
@@ -113,7 +114,32 @@ def print_paired(turns: dict[str, list[TurnTime]]) -> None:
                 if keep(mine) and (pick is None or mine.turn == pick) and _pair_key(mine) in theirs
             ]
             cells = []
-            for value in (lambda t: t.ttft_s, lambda t: t.tpot_s, lambda t: float(t.input_tokens)):
+            for value in VALUES:
                 ratios = [b / a for m, o in pairs if (a := value(m)) and (b := value(o)) is not None]
                 cells.append(_median_ci(ratios))
             print(f"| {label} | {kind} | {len(pairs)} | " + " | ".join(cells) + " |")
+        cells = [_median_ci(_ranked(turns, pick, value)) for value in VALUES]
+        count = len(_ranked(turns, pick, VALUES[0]))
+        print(f"| {label} | ranked | {count} | " + " | ".join(cells) + " |")
+
+
+VALUES = (lambda t: t.ttft_s, lambda t: t.tpot_s, lambda t: float(t.input_tokens))
+"""The paired table's figures: TTFT, TPOT and input tokens of a turn."""
+
+
+def _ranked(
+    turns: dict[str, list[TurnTime]], pick: int | None, value: Callable[[TurnTime], float | None]
+) -> list[float]:
+    """AIPerf / accelbench of each round's k-th smallest ``value`` among the turns of one index (``pick``,
+    None: every index, each apart), k-th against k-th: the comparison of two distributions that does not
+    depend on which session the server happened to serve first."""
+    ratios = []
+    keys = {(t.round, t.turn) for t in turns["accelbench"] if pick is None or t.turn == pick}
+    for key in sorted(keys):
+        mine, theirs = (
+            sorted(v for t in turns[n] if (t.round, t.turn) == key and (v := value(t)) is not None)
+            for n in CLIENTS
+        )
+        if len(mine) == len(theirs):  # a round a tool did not finish is left out
+            ratios += [b / a for a, b in zip(mine, theirs, strict=True) if a]
+    return ratios

@@ -1,11 +1,13 @@
 """Do accelbench's agentic sessions measure what AIPerf's multi-turn mode measures? (issue 44, scope 5)
 
 One local ``transformers serve`` (SmolLM2-135M, continuous batching, 1 thread; every reply forced to the
-same length as in ``llm_endpoint_agreement.py``), and each round, interleaved (A B A B ...):
+same length as in ``llm_endpoint_agreement.py``), and each round, interleaved (A B, B A, ...):
 
-* a fresh multi-turn file in AIPerf 0.13.0's ``multi_turn`` format: N sessions of T turns, each turn a
-  new user message of seeded words, ``delay`` 0, ``output_length`` K, a leading ``role: system`` turn
-  (accelbench's declared shared system prompt; AIPerf hoists it into every request as accelbench sends it);
+* a fresh multi-turn file in AIPerf 0.13.0's ``multi_turn`` format, sent by both tools in turn, the
+  order reversed every other round (a server that drifts over the run favours neither): N sessions of
+  T turns, each turn a new user message of seeded words, ``delay`` 0, ``output_length`` K, a leading
+  ``role: system`` turn (accelbench's declared shared system prompt; AIPerf hoists it into every request
+  as accelbench sends it);
 * accelbench replays it (``run --serve-url URL --session-trace FILE --sessions N``): each session's first
   message opens with its salt ``[<32 hex>] ``; its forbidden-reuse audits' pairs take two of the
   point's N slots (``accelbench.sessions.slots``), so it never has more than N requests in flight;
@@ -22,7 +24,11 @@ conversation. accelbench's audit pairs take the place of sessions (AIPerf has no
 time overlaps an audit request are shown apart too (``clean``), and those that no audit request touched
 either, in flight or since the session's turn before (``untouched``: the server's prefix cache met no
 audit traffic between two turns of the session, as AIPerf's never does). Until stop 55 the pairs ran
-beside the turns, and the turns they overlapped read 4-10x AIPerf's TTFT.
+beside the turns, and the turns they overlapped read 4-10x AIPerf's TTFT. Beside the pairs by session,
+``ranked`` pairs each round's k-th fastest turn of a turn index with the other tool's k-th: at N
+sessions the turns of one index arrive together and the first is prefilled alone (0.45 s against 1.4 s
+for the others at 4 sessions, stop 63), and which session is first is the server's draw, not a property
+of the client, so pairs by session mix a fast turn with a slow one.
 
 Usage: ``python benchmarks/session_agreement.py [--sessions 1,4] [--turns 4] [--rounds 3]
 [--output-tokens 32] [--words 40] [--server transformers-cb|scripted]`` (``scripted``: a server of known
@@ -272,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             for round_ in range(1, args.rounds + 1):
                 trace = point / f"trace-{round_}.jsonl"
                 write_trace(trace, sessions, args.turns, args.words, args.output_tokens, secrets.randbits(62))
-                for name in CLIENTS:
+                for name in CLIENTS if round_ % 2 else CLIENTS[::-1]:  # A B, B A: drift favours neither
                     started, load = time.monotonic(), os.getloadavg()[0]
                     where = point / f"{name}-{round_}"
                     try:
