@@ -173,7 +173,10 @@ def run_on(
     """The judged replies (``judged``: the records and their reference texts) that run on past the
     reference's end in a loop padded against it: for each, by its index, the reference's texts continued
     past EOS in each way of ``RUN_ON``, cut to the reply's length (``sent``: the prompts' ids and each
-    reply's length asked). Made only for those replies (none on most runs)."""
+    reply's length asked). Made only for those replies (none on most runs), one reply at a time, and for
+    none after the first reply padded in every way: the cell fails then, so a server that pads every reply
+    cannot make the audit generate three continuations of each (about 4 minutes on smollm2 for 20
+    judged replies); the replies left are judged by the EOS reference alone (``judge``)."""
     chosen, texts = judged
     ids, lengths = sent
     on = [
@@ -181,14 +184,14 @@ def run_on(
         for i, (r, t) in enumerate(zip(chosen, texts, strict=True))
         if runs_on(r.text, t) and padded(r.text, t)
     ]
-    if not on:
-        return {}
-    special = frozenset(int(i) for i in tokenizer.all_special_ids)
-    made = run_on_reference(model, [ids[i] for i in on], max(lengths[i] for i in on), special, ctx)
-    return {
-        i: tuple(tokenizer.decode(list(tokens[: lengths[i]]), skip_special_tokens=True) for tokens in ways)
-        for i, ways in zip(on, made, strict=True)
-    }
+    special = frozenset(int(i) for i in tokenizer.all_special_ids) if on else frozenset()
+    found: dict[int, tuple[str, ...]] = {}
+    for i in on:
+        (made,) = run_on_reference(model, [ids[i]], lengths[i], special, ctx)
+        found[i] = tuple(tokenizer.decode(list(t[: lengths[i]]), skip_special_tokens=True) for t in made)
+        if all(padded(chosen[i].text, way) for way in found[i]):
+            break
+    return found
 
 
 def fake_first_chunk(record: RequestRecord, reference: str) -> bool:

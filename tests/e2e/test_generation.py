@@ -112,11 +112,13 @@ def test_the_reference_runs_on_past_eos_in_each_way_a_server_may(reference: Refe
     eos_text = str(tokenizer.decode(list(reply.tokens), skip_special_tokens=True))
     honest = served_reply(str(tokenizer.decode(list(made[0][2]), skip_special_tokens=True)), 24)
     padded = served_reply(eos_text + " the" * 12, 24)
-    chosen, texts = [honest, padded], [eos_text, eos_text]
+    chosen, texts = [honest, padded, padded], [eos_text] * 3
     assert runs_on(honest.text, eos_text) and runs_on(padded.text, eos_text)
-    ways = run_on(model, tokenizer, (chosen, texts), ([list(prompt)] * 2, [cap, cap]), ctx)
-    assert list(ways) == [1] and len(ways[1]) == 3  # made only for the reply padded against the EOS reference
-    assert judge(chosen, texts, ways).padded == 1
+    ways = run_on(model, tokenizer, (chosen, texts), ([list(prompt)] * 3, [cap] * 3), ctx)
+    # made only for the replies padded against the EOS reference, and none after the first padded in every
+    # way (the cell fails then): the third is judged by the EOS reference alone
+    assert list(ways) == [1] and len(ways[1]) == 3
+    assert judge(chosen, texts, ways).padded == 2
 
 
 def test_chat_prompts_use_the_template_and_drawn_lengths(reference: Reference) -> None:
