@@ -45,7 +45,8 @@ class SessionPoint:
     """Turns sent (failed ones included)."""
     failed_turns: int
     duration_s: float
-    """The point's span: its first turn's issue to its last turn's end."""
+    """The point's span: its first request's issue to its last request's end, the audit requests it sent
+    included (points stored before ``audit_output_tokens``: its turns' alone)."""
     ttft_p50_s: float
     ttft_p90_s: float
     tpot_p50_s: float
@@ -57,12 +58,19 @@ class SessionPoint:
     """MLPerf Endpoints' ``e2e_interactivity``: output tokens over the summed turn times (issue to end
     of each turn; think delays excluded), over every ok turn of the point."""
     input_tokens_per_s: float
-    """Context tokens sent (every turn's whole conversation) over the span."""
+    """Context tokens sent (every turn's whole conversation, and the audit requests') over the span: the
+    server's rate at this load (points stored before ``audit_output_tokens``: the turns' alone)."""
     output_tokens_per_s: float
+    """Output tokens over the span, the turns' and the audit requests' (the server's rate at this load:
+    the audits' requests hold slots of the point's N and are answered like any; stop 63 read the turns
+    alone at 0.45 of AIPerf's rate on one server at 4 sessions x 4 turns, with the audits' 0.84); points
+    stored before ``audit_output_tokens``: the turns' alone."""
     tokens_per_s_per_user: float
     """1 / TPOT p50: the decode speed a session sees."""
     input_tokens: int
+    """The turns' context tokens (the audit requests' are ``audit_input_tokens``)."""
     output_tokens: int
+    """The ok turns' output tokens (the audit requests' are ``audit_output_tokens``)."""
     cached_tokens: int | None
     """The server's reported prefix-cache tokens, summed (None: it reported none)."""
     by_turn: tuple[TurnFigures, ...]
@@ -93,24 +101,43 @@ class SessionPoint:
     and their controls) while its sessions ran: prefill a server's prefix cache stores beside the
     sessions' ``input_tokens``, and on a small cache can evict their history (docs/sessions.md); None:
     a point stored before it was counted."""
+    audit_output_tokens: int | None = None
+    """Output tokens of the point's ok audit requests: counted in the point's rates and in the energy and
+    cost per token, since the server spent its window on them too; None: a point stored before (its
+    rates, span and energy per token were the turns' alone)."""
+
+    @property
+    def served_output_tokens(self) -> int:
+        """Every output token the server gave in the point's span: the turns' and the audit requests'."""
+        return self.output_tokens + (self.audit_output_tokens or 0)
+
+    @property
+    def sessions_share(self) -> float:
+        """The turns' share of the point's output tokens (1.0 without audit tokens): the part of the span's
+        energy and cost that is the sessions' (``joules_per_session``, ``report.sessions``)."""
+        served = self.served_output_tokens
+        return self.output_tokens / served if served > 0 else 1.0
 
     @property
     def joules_per_output_token(self) -> float | None:
-        """The point's energy over its ok turns' output tokens (None: no energy or no token)."""
-        if self.energy_j is None or self.output_tokens <= 0:
+        """The point's energy over every output token it gave, the audit requests' included (None: no
+        energy or no token)."""
+        if self.energy_j is None or self.served_output_tokens <= 0:
             return None
-        return self.energy_j / self.output_tokens
+        return self.energy_j / self.served_output_tokens
 
     @property
     def joules_per_session(self) -> float | None:
-        """The point's energy over its sessions (None: no energy)."""
-        return None if self.energy_j is None else self.energy_j / self.sessions
+        """The sessions' share of the point's energy (``sessions_share``) over its sessions (None: no
+        energy)."""
+        return None if self.energy_j is None else self.energy_j * self.sessions_share / self.sessions
 
     def to_dict(self) -> dict[str, Any]:
         """The stored point (the goodput keys left out where not measured, as in points stored before)."""
         document = dataclasses.asdict(self)
         document["by_turn"] = [dataclasses.asdict(t) for t in self.by_turn]
-        for name in ("goodput_turns_per_s", "good_sessions", "energy_j", "rate_per_s", "audit_input_tokens"):
+        optional = ("goodput_turns_per_s", "good_sessions", "energy_j", "rate_per_s", "audit_input_tokens")
+        for name in (*optional, "audit_output_tokens"):
             if document[name] is None:
                 del document[name]
         for name in ("energy_provenance", "behind"):

@@ -38,6 +38,7 @@ COLUMNS = (
     "out tok/s",
     "cached tok",
     "audit in tok",
+    "audit out tok",
     "failed",
 )
 COST_TITLE = "Agentic sessions: energy, cost and chips per load point"
@@ -88,16 +89,18 @@ def _row(result: Result, point: SessionPoint) -> list[str]:
         f"{point.output_tokens_per_s:.2f}",
         cached,
         "-" if point.audit_input_tokens is None else str(point.audit_input_tokens),
+        "-" if point.audit_output_tokens is None else str(point.audit_output_tokens),
         str(point.failed_turns),
     ]
 
 
 def usd_per_session(rate: HourlyRate, point: SessionPoint) -> float | None:
-    """Dollars per session: the machine's hour over the sessions the point's span completed (None: no
+    """Dollars per session: the sessions' share of the machine's hour over the point's span
+    (``SessionPoint.sessions_share``: the audit requests' part left out) over its sessions (None: no
     span)."""
     if point.duration_s <= 0:
         return None
-    return rate.usd_per_hour * point.duration_s / 3600.0 / point.sessions
+    return rate.usd_per_hour * point.duration_s / 3600.0 * point.sessions_share / point.sessions
 
 
 def usd_per_million_output_tokens(rate: HourlyRate, point: SessionPoint) -> float | None:

@@ -4,10 +4,15 @@ TTFT and TPOT per turn are the endpoint curve's (``accelbench.endpoint.figures``
 non-empty chunk; (last chunk - first content) / (tokens - 1)). A turn's time is its issue to its end (its
 think delay before the issue is not the server's). ``e2e_interactivity`` is MLPerf Endpoints': the ok
 turns' output tokens over their summed turn times. A session's latency is its first issue to its last end,
-think delays included (the job time a user waits). The span of the point is its first issue to its last
-end; the system rates are tokens over the span. Tokens are the client's counts. Goodput (MLPerf Endpoints'
-and AIPerf's, per turn): the ok turns whose TTFT and TPOT are within the per-turn SLO, per second of the
-span; a good session is one whose every turn is. A rate point's figures are the same, of the sessions it
+think delays included (the job time a user waits). The span of the point is its first request's issue to
+its last request's end, the audit requests it sent included; the system rates are every token the server
+took and gave in it (the turns' and the audit requests') over the span: the audits' requests hold slots of
+the point's N (``accelbench.sessions.slots``) and the server answers them like any: the turns' tokens
+alone read the server's rate at 0.45 of AIPerf's at 4 sessions x 4 turns (stop 63, 6 pinned rounds of
+stop 61 read again), with the audits' 0.84. Latencies, TTFT, TPOT, interactivity and goodput are the
+turns'. Tokens are the client's counts. Goodput (MLPerf Endpoints' and AIPerf's, per turn): the ok turns
+whose TTFT and TPOT are within the per-turn SLO, per second of the span; a good session is one whose
+every turn is. A rate point's figures are the same, of the sessions it
 started, with its offered and achieved arrival rates beside them.
 """
 
@@ -79,8 +84,8 @@ def point(
     """The ``SessionPoint`` of the load of ``sessions`` sessions whose turns are ``records``, its goodput
     under the per-turn ``slo``, its window having consumed ``energy`` (``opened``: a rate point's
     arrivals, ``accelbench.sessions.load``; its ``sessions`` are the sessions it started; ``audits``:
-    the audit requests sent while it ran, counted apart)."""
-    requests = [r.request for r in records]
+    the audit requests sent while it ran: in its span and rates, counted apart in its tokens)."""
+    requests = [r.request for r in (*records, *audits)]
     ok = [r for r in records if r.request.ok]
     span_s = (max(q.end_s for q in requests) - min(q.issue_s for q in requests)) if requests else 0.0
     per_s = 1.0 / span_s if span_s > 0 else 0.0
@@ -90,6 +95,8 @@ def point(
     output = sum(r.request.output_tokens for r in ok)
     turn_time_s = sum(r.request.end_s - r.request.issue_s for r in ok)
     context = sum(r.context_tokens for r in records)
+    audit_context = sum(r.context_tokens for r in audits)
+    audit_output = sum(r.request.output_tokens for r in audits if r.request.ok)
     tpot_p50 = _pct(tpots, 50)
     return SessionPoint(
         sessions=sessions,
@@ -103,8 +110,8 @@ def point(
         session_latency_p50_s=_pct(latencies, 50),
         session_latency_p90_s=_pct(latencies, 90),
         e2e_interactivity_tokens_per_s=output / turn_time_s if turn_time_s > 0 else 0.0,
-        input_tokens_per_s=context * per_s,
-        output_tokens_per_s=output * per_s,
+        input_tokens_per_s=(context + audit_context) * per_s,
+        output_tokens_per_s=(output + audit_output) * per_s,
         tokens_per_s_per_user=1.0 / tpot_p50 if tpot_p50 > 0 else 0.0,
         input_tokens=context,
         output_tokens=output,
@@ -118,7 +125,8 @@ def point(
         achieved_rate_per_s=opened.achieved_rate_per_s if opened else None,
         peak_in_flight=opened.peak_in_flight if opened else None,
         behind=opened.behind if opened else "",
-        audit_input_tokens=sum(r.context_tokens for r in audits),
+        audit_input_tokens=audit_context,
+        audit_output_tokens=audit_output,
     )
 
 

@@ -62,6 +62,12 @@ def test_the_ladder_has_a_point_per_load_with_every_figure(ran: tuple[Path, dict
             r for r in records if r.request.concurrency == p["sessions"] and r.request.role not in PLAIN
         ]
         assert p["audit_input_tokens"] == sum(r.context_tokens for r in audits) > 0
+        # the server's rates: the turns' and the audit requests' tokens over the span of both
+        audit_output = sum(r.request.output_tokens for r in audits if r.request.ok)
+        sent = mine + [r.request for r in audits]
+        assert p["audit_output_tokens"] == audit_output > 0
+        assert p["duration_s"] == pytest.approx(max(r.end_s for r in sent) - min(r.issue_s for r in sent))
+        assert p["output_tokens_per_s"] == pytest.approx((tokens + audit_output) / p["duration_s"])
         assert p["energy_j"] > 0 and p["energy_provenance"] in (
             "measured",
             "estimated",

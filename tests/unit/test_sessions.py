@@ -14,7 +14,9 @@ from accelbench.endpoint.figures import Bounds
 from accelbench.endpoint.records import RequestRecord
 from accelbench.endpoint.sse import usage_of
 from accelbench.errors import UserError
-from accelbench.session_figures import SessionFigures
+from accelbench.meters.cost import HourlyRate
+from accelbench.report.sessions import usd_per_session
+from accelbench.session_figures import SessionFigures, SessionPoint
 from accelbench.sessions.driver import session_id
 from accelbench.sessions.figures import by_turn, point, session_latencies_s
 from accelbench.sessions.outcome import session_salts
@@ -110,6 +112,24 @@ def test_a_points_figures_on_hand_made_turns() -> None:
     assert slo.goodput_turns_per_s == pytest.approx(2 / 8) and slo.good_sessions == 1  # session 1: 2.0 s
     tight = point(2, TURNS, Bounds(1.2, 0.4))
     assert tight.goodput_turns_per_s == 0.0 and tight.good_sessions == 0
+
+
+def test_a_points_rates_and_energy_count_the_audit_requests_its_slots_held() -> None:
+    """The server answered the audit requests in the point's window: its rates and energy per token count
+    their tokens; the sessions' figures and the energy and cost per session are the turns'."""
+    mixed = point(2, TURNS[:2], audits=TURNS[2:])  # turns 0.0-6.0 s, audits 0.0-8.0 s (one failed)
+    assert mixed.duration_s == 8.0 and (mixed.output_tokens, mixed.audit_output_tokens) == (10, 9)
+    assert mixed.output_tokens_per_s == pytest.approx(19 / 8) and mixed.input_tokens_per_s == (300 + 380) / 8
+    assert mixed.ttft_p50_s == pytest.approx(0.75) and mixed.session_latency_p50_s == 6.0  # the turns'
+    metered = dataclasses.replace(mixed, energy_j=19.0)
+    assert metered.joules_per_output_token == pytest.approx(1.0)  # 19 J over 10 + 9 tokens
+    assert metered.joules_per_session == pytest.approx(19.0 * 10 / 19 / 2)  # the sessions' share, per session
+    rate = HourlyRate(3600.0, "test")  # a dollar a second
+    assert usd_per_session(rate, mixed) == pytest.approx(8.0 * 10 / 19 / 2)
+    before = dataclasses.replace(metered, audit_output_tokens=None)  # stored before it was counted
+    assert before.sessions_share == 1.0 and before.joules_per_output_token == pytest.approx(19.0 / 10)
+    assert "audit_output_tokens" not in before.to_dict()
+    assert SessionPoint.from_dict(json.loads(json.dumps(mixed.to_dict()))) == mixed
 
 
 def test_the_stored_records_round_trip_and_load_as_a_sessions_section() -> None:
