@@ -40,7 +40,6 @@ same text in the same wave).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
@@ -48,8 +47,7 @@ import secrets
 import statistics
 import sys
 import time
-import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,10 +65,8 @@ from _peers import (  # noqa: E402
     run_aiperf,
     run_guidellm,
 )  # fmt: skip
-from _scripted_server import scripted_server  # noqa: E402
+from _server_under_test import length_body, pin_clients, pin_server, server, warm_up  # noqa: E402
 
-from accelbench.endpoint.llamacpp_server import LlamaCppServer  # noqa: E402
-from accelbench.endpoint.servers import ServerSettings, special_token_ids  # noqa: E402
 from tests.e2e import served_llm  # noqa: E402
 
 CLIENTS = ("accelbench", "aiperf", "guidellm")
@@ -172,71 +168,6 @@ def _find(document: Any, key: str) -> list[dict[str, Any]]:
     return []
 
 
-@contextlib.contextmanager
-def server(
-    kind: str, cache_dir: Path, out: Path, concurrency: int, output_tokens: int, script_s: tuple[float, float]
-) -> Iterator[tuple[str, dict[str, Any]]]:
-    """The server under test (1 compute thread): its url and the body fields that force the length;
-    ``scripted``: a server of known timing (``script_s``: its TTFT and TPOT, ``_scripted_server``)."""
-    if kind == "scripted":
-        with scripted_server(served_llm.MODEL_ID, *script_s) as url:
-            yield url, {}
-        return
-    if kind == "llamacpp":
-        llama = LlamaCppServer()
-        url, _ = llama.start(
-            out,
-            out,
-            ServerSettings(max_concurrency=max(16, concurrency), max_tokens=output_tokens, threads=1),
-        )
-        try:
-            yield url, {**llama.extra_body(output_tokens), "cache_prompt": False}
-        finally:
-            llama.stop()
-        return
-    with served_llm.transformers_serve(cache_dir, out / "transformers-serve.log") as url:
-        yield url, {}
-
-
-def _length_body(kind: str, fixed: dict[str, Any], output_tokens: int, folder: Path) -> dict[str, Any]:
-    """The fields forcing every reply's length, as accelbench's own server sends them (transformers serve:
-    every special token suppressed, so the reply's text holds every token generated)."""
-    if kind in ("llamacpp", "scripted"):
-        return fixed
-    special = list(special_token_ids(folder))
-    config = {"max_new_tokens": output_tokens, "do_sample": False, "suppress_tokens": special}
-    return {"generation_config": json.dumps(config)}
-
-
-def _warm_up(url: str, model: str, body: dict[str, Any]) -> None:
-    """One greedy request first: transformers' CB manager keeps the first request's generation config."""
-    payload = {"model": model, "prompt": "Hello", "max_tokens": 4, **body}
-    request = urllib.request.Request(
-        f"{url}/v1/completions", json.dumps(payload).encode(), {"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(request, timeout=300) as reply:
-        reply.read()
-
-
-def pin_server(pin: bool) -> frozenset[int]:
-    """With ``pin``, this process (and what it starts next: a child inherits its affinity) on its first
-    CPU, for the server; returns every CPU it had, for ``pin_clients``."""
-    cpus = frozenset(os.sched_getaffinity(0))
-    if pin:
-        os.sched_setaffinity(0, {min(cpus)})
-        print(f"server on CPU {min(cpus)}", flush=True)
-    return cpus
-
-
-def pin_clients(pin: bool, cpus: frozenset[int]) -> None:
-    """With ``pin``, this process and the clients it starts (accelbench and the peers alike) on every CPU
-    of ``cpus`` but the server's, so a client's own CPU (AIPerf's is 3-4x accelbench's) is never taken
-    from the server (all of them on a one-CPU machine)."""
-    if pin:
-        os.sched_setaffinity(0, (cpus - {min(cpus)}) or cpus)
-        print(f"clients on CPU {sorted(os.sched_getaffinity(0))}", flush=True)
-
-
 def _load() -> float:
     return os.getloadavg()[0]
 
@@ -266,8 +197,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         fixed,
     ):
         pin_clients(args.pin, cpus)
-        body = _length_body(args.server, fixed, args.output_tokens, tokenizer)
-        _warm_up(url, model_id, body)
+        body = length_body(args.server, fixed, args.output_tokens, tokenizer)
+        warm_up(url, model_id, body)
         input_tokens = args.input_tokens or DEFAULT_INPUT_TOKENS
         by_point = {}
         for concurrency in args.concurrency:  # one server for every point, as a curve is measured

@@ -31,7 +31,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from llm_endpoint_agreement import _length_body, _warm_up, pin_clients, pin_server  # noqa: E402
+from _server_under_test import length_body, pin_clients, pin_server, warm_up  # noqa: E402
 
 from accelbench.endpoint.figures import median_interval  # noqa: E402
 from tests.e2e import served_llm  # noqa: E402
@@ -115,8 +115,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     cpus = pin_server(True)
     with served_llm.transformers_serve(cache, out / "transformers-serve.log") as url:
         pin_clients(True, cpus)
-        forced = _length_body("transformers-cb", {}, args.output_tokens, served_llm.model_folder(cache))
-        _warm_up(url, served_llm.MODEL_ID, forced)
+        forced = length_body("transformers-cb", {}, args.output_tokens, served_llm.model_folder(cache))
+        warm_up(url, served_llm.MODEL_ID, forced)
         report(asyncio.run(_waves(url, bodies(forced, args.output_tokens), args.waves, args.concurrency)))
 
 

@@ -57,8 +57,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from _peers import accelbench_run, aiperf_records, ensure_peer, run  # noqa: E402
+from _server_under_test import length_body, pin_clients, pin_server, server, warm_up  # noqa: E402
 from _session_tables import CLIENTS, TurnTime, print_paired, print_tables  # noqa: E402
-from llm_endpoint_agreement import _length_body, _warm_up, pin_clients, pin_server, server  # noqa: E402
 
 from accelbench.generation.prompts import seeded_words  # noqa: E402
 from accelbench.sessions.workload import SYSTEM_PROMPT  # noqa: E402
@@ -266,8 +266,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     cpus = pin_server(args.pin)
     with server(args.server, _cache(), out, max(args.sessions), args.output_tokens, script_s) as (url, fixed):
         pin_clients(args.pin, cpus)
-        body = _length_body(args.server, fixed, args.output_tokens, folder)
-        _warm_up(url, served_llm.MODEL_ID, body)
+        body = length_body(args.server, fixed, args.output_tokens, folder)
+        warm_up(url, served_llm.MODEL_ID, body)
         for sessions in args.sessions:
             point = out / f"s{sessions}"
             store = point / "accelbench-store"

@@ -184,11 +184,13 @@ def run_on(
         for i, (r, t) in enumerate(zip(chosen, texts, strict=True))
         if runs_on(r.text, t) and padded(r.text, t)
     ]
-    special = frozenset(int(i) for i in tokenizer.all_special_ids) if on else frozenset()
+    if not on:
+        return {}
+    special = frozenset(int(i) for i in tokenizer.all_special_ids)
+    made = run_on_reference(model, [ids[i] for i in on], max(lengths[i] for i in on), special, ctx)
     found: dict[int, tuple[str, ...]] = {}
-    for i in on:
-        (made,) = run_on_reference(model, [ids[i]], lengths[i], special, ctx)
-        found[i] = tuple(tokenizer.decode(list(t[: lengths[i]]), skip_special_tokens=True) for t in made)
+    for i, ways in zip(on, made, strict=False):  # made one at a time: stopping stops the making
+        found[i] = tuple(tokenizer.decode(list(t[: lengths[i]]), skip_special_tokens=True) for t in ways)
         if all(padded(chosen[i].text, way) for way in found[i]):
             break
     return found

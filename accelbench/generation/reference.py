@@ -10,7 +10,7 @@ EOS in each way a server may be made to (or may, unasked) run on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from accelbench.files import read_json
@@ -82,11 +82,13 @@ def run_on_reference(
     max_new_tokens: int,
     special: frozenset[int],
     ctx: GenerationContext,
-) -> list[tuple[tuple[int, ...], ...]]:
-    """For each of ``prompts``, torch-eager fp32's greedy replies of ``max_new_tokens`` that do not stop at
-    EOS, one per way of ``RUN_ON`` (``special``: the tokenizer's special ids)."""
+) -> Iterator[tuple[tuple[int, ...], ...]]:
+    """For each of ``prompts`` in turn, torch-eager fp32's greedy replies of ``max_new_tokens`` that do not
+    stop at EOS, one per way of ``RUN_ON`` (``special``: the tokenizer's special ids). Made as they are
+    asked for (a caller that stops early makes no more), the model prepared once, at the first."""
     generator = _torch_eager(model, ctx)
     if not isinstance(generator, TorchEagerGenerator):
         raise TypeError(f"the reference stack {REFERENCE} prepared a {type(generator).__name__}")
     barred: tuple[frozenset[int], ...] = (frozenset(), frozenset({model.eos_token_id}), special)
-    return [tuple(tuple(generator.run_on(p, max_new_tokens, bar)) for bar in barred) for p in prompts]
+    for prompt in prompts:
+        yield tuple(tuple(generator.run_on(prompt, max_new_tokens, bar)) for bar in barred)

@@ -101,7 +101,7 @@ def test_the_reference_runs_on_past_eos_in_each_way_a_server_may(reference: Refe
     tokenizer = AutoTokenizer.from_pretrained(model.folder)
     special = frozenset(int(i) for i in tokenizer.all_special_ids)
     ctx = GenerationContext(reference.cache_dir)
-    made = run_on_reference(model, [p for p, _ in ended], cap, special, ctx)
+    made = list(run_on_reference(model, [p for p, _ in ended], cap, special, ctx))
     for (_, reply), (kept, no_eos, no_special) in zip(ended, made, strict=True):
         before = list(reply.tokens[:-1])
         assert all(len(w) == cap and list(w[: len(before)]) == before for w in (kept, no_eos, no_special))
