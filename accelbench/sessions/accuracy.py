@@ -1,15 +1,23 @@
-"""The inline accuracy check of a sessions cell (issue 44 scope 4): turns drawn after the run against
+"""The inline accuracy check of a sessions cell (issue 44 scope 4): replies drawn after the run against
 torch-eager fp32's greedy reply to the same conversation.
 
-Which turns are judged is drawn after the ladder from the cell's secret input seed, across every ok turn
-of every load point (the sessions' own turns; the forbidden-reuse pairs and the reuse probe have their
-own audits): a server cannot tell which turn will be judged by its position, its session or its load.
-Each judged turn's conversation is rebuilt as the server received it: the system message, every earlier
-turn of its session with the server's real reply, then the turn (``accelbench.sessions.driver
-.conversation``), through the model's chat template. The reference replies to that text, cut to the
-turn's own reply length, and the reply is judged as a curve's is (``accelbench.endpoint.accuracy.judge``:
-the share of the reference's text it repeats from its start, a mean bar and a per-reply floor, padding
-where it leaves the reference, or the reference continued past its EOS where it runs on).
+Which replies are judged is drawn after the ladder from the cell's secret input seed, across every ok
+request of every load point whose tokens the point's rates count: the sessions' own turns and the
+forbidden-reuse audits' requests (a decoy session's turns, an altered pair's probe and control), so a
+server cannot tell which reply will be judged by its position, its session, its load or its kind. A
+server that recognised an audit request and answered it with cheap text (the audits rest on their
+requests being drawn with ``secrets`` and shaped like the load, yet an altered control is a fresh session
+whose first request carries a history) is judged as one that did the same to a turn: each such reply
+is a draw's chance of a reply below the floor. The reuse probe's requests (after the ladder, in no
+point's rates) are not drawn.
+
+A turn's conversation is rebuilt as the server received it: the system message, every earlier turn of
+its session with the server's real reply, then the turn (``accelbench.sessions.driver.conversation``);
+an audit request's is the one it stored (``TurnRecord.sent``: drawn with ``secrets`` during the run).
+Through the model's chat template, the reference replies to that text, cut to the reply length the
+request asked for, and the reply is judged as a curve's is (``accelbench.endpoint.accuracy.judge``: the
+share of the reference's text it repeats from its start, a mean bar and a per-reply floor, padding where
+it leaves the reference, or the reference continued past its EOS where it runs on).
 """
 
 from __future__ import annotations
@@ -31,9 +39,10 @@ from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.workload import Session
 
 
-def judged_turns(records: Sequence[TurnRecord], input_seed: int, count: int) -> list[TurnRecord]:
-    """``count`` ok turns of the sessions' own (role ``turn``) drawn from ``input_seed``, in record order."""
-    pool = [r for r in records if r.request.role == TURN and r.request.ok]
+def judged_replies(records: Sequence[TurnRecord], input_seed: int, count: int) -> list[TurnRecord]:
+    """``count`` ok requests drawn from ``input_seed`` among the sessions' turns (role ``turn``) and the
+    audit requests that stored what they sent, in record order."""
+    pool = [r for r in records if r.request.ok and (r.request.role == TURN or r.sent is not None)]
     rng = np.random.default_rng(sub_seed(input_seed, "judged-turns"))
     drawn = {int(i) for i in rng.permutation(len(pool))[:count]}
     return [r for i, r in enumerate(pool) if i in drawn]
@@ -42,10 +51,12 @@ def judged_turns(records: Sequence[TurnRecord], input_seed: int, count: int) -> 
 def turn_messages(
     record: TurnRecord, records: Sequence[TurnRecord], passes: Mapping[Load, Sequence[Session]]
 ) -> list[dict[str, str]]:
-    """The conversation ``record``'s turn sent: its session's script to that turn, with the server's real
-    replies to the earlier turns (``records``: the cell's turns)."""
+    """The conversation ``record``'s request sent: an audit request's as stored, a turn's its session's
+    script to that turn with the server's real replies to the earlier turns (``records``: the cell's)."""
+    if record.sent is not None:
+        return [dict(m) for m in record.sent.messages]
     load = Load.of(record.request)
-    session = next(s for s in passes[load] if s.number == record.session)
+    session = _session(record, passes)
     earlier = sorted(
         (
             r
@@ -61,6 +72,18 @@ def turn_messages(
         raise ValueError(f"session {record.session} at {load}: turns before {record.turn} are missing")
     script = dataclasses.replace(session, turns=session.turns[: record.turn + 1])
     return conversation(script, [r.request.text for r in earlier])
+
+
+def asked_tokens(record: TurnRecord, passes: Mapping[Load, Sequence[Session]], max_tokens: int) -> int:
+    """The reply length ``record``'s request asked for (``max_tokens``: where its turn sets none)."""
+    if record.sent is not None:
+        return record.sent.max_tokens
+    return _session(record, passes).turns[record.turn].max_tokens or max_tokens
+
+
+def _session(record: TurnRecord, passes: Mapping[Load, Sequence[Session]]) -> Session:
+    """The timed session ``record``'s turn belongs to."""
+    return next(s for s in passes[Load.of(record.request)] if s.number == record.session)
 
 
 def check(

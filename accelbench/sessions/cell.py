@@ -58,7 +58,7 @@ from accelbench.meters import noise
 from accelbench.outcome import Outcome
 from accelbench.session_figures import ReuseFigures, SessionFigures, SessionPoint
 from accelbench.sessions import forbidden, reuse
-from accelbench.sessions.accuracy import check, judged_turns
+from accelbench.sessions.accuracy import asked_tokens, check, judged_replies
 from accelbench.sessions.body import SessionsBody
 from accelbench.sessions.driver import TURN, Counters, context_counter, run_load, run_point
 from accelbench.sessions.figures import UNBOUNDED, point
@@ -170,20 +170,14 @@ def inline_accuracy(
     done: tuple[Sequence[TurnRecord], Source],
     max_tokens: int,
 ) -> Accuracy:
-    """Turns drawn now, after the ladder, from the secret input seed, against the fp32 reference's replies
-    to their conversations (``accelbench.sessions.accuracy``; ``max_tokens``: a reply's length where its
-    turn sets none)."""
+    """Replies drawn now, after the ladder, from the secret input seed (the turns' and the audit
+    requests'), against the fp32 reference's replies to their conversations
+    (``accelbench.sessions.accuracy``; ``max_tokens``: a reply's length where its turn sets none)."""
     records, source = done
-    chosen = judged_turns(records, spec.input_seed, judged_count(model.params))
-    lengths = [_turn_length(r, source, max_tokens) for r in chosen]
+    chosen = judged_replies(records, spec.input_seed, judged_count(model.params))
+    lengths = [asked_tokens(r, source.passes, max_tokens) for r in chosen]
     ctx = GenerationContext(Path(spec.folders.model_cache_dir) / "llm-stacks", threads=spec.threads or 1)
     return check(model, tokenizer, chosen, (records, source.passes), lengths, ctx)
-
-
-def _turn_length(record: TurnRecord, source: Source, max_tokens: int) -> int:
-    """The reply length the turn asked for."""
-    session = next(s for s in source.passes[Load.of(record.request)] if s.number == record.session)
-    return session.turns[record.turn].max_tokens or max_tokens
 
 
 def reuse_probe(

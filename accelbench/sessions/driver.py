@@ -33,7 +33,7 @@ from accelbench.endpoint.client import Prompt, Slot, Target, send, sized
 from accelbench.endpoint.records import RequestRecord
 from accelbench.sessions.forbidden import CONTROL, COPIED, Audit, Form, forms
 from accelbench.sessions.load import Opened, Opening
-from accelbench.sessions.records import TurnRecord
+from accelbench.sessions.records import Sent, TurnRecord
 from accelbench.sessions.slots import PAIR_SLOTS, Slots
 from accelbench.sessions.workload import MAX_TURNS, Session
 
@@ -221,10 +221,11 @@ class _Load:
             await asyncio.sleep(turn.delay_s)
             messages.append({"role": "user", "content": turn.content})
             prompt = Prompt(session.salt, tuple(dict(m) for m in messages), "", session_id(session))
+            length = turn.max_tokens or self.max_tokens
             async with self._held(1):
                 due_s = first_due_s if number == 0 and self.opening else time.perf_counter() - self.clock0
                 slot = Slot(self.concurrency, _index(session, number), role, due_s)
-                sent = await self._send(prompt, turn.max_tokens or self.max_tokens, slot)
+                sent = await self._send(prompt, length, slot)
             context = await self._counted(self.count_context, messages)  # the other turns stream on
             self.records.append(
                 TurnRecord(
@@ -234,6 +235,7 @@ class _Load:
                     delay_s=turn.delay_s,
                     context_tokens=context,
                     request=sent,
+                    sent=None if role == TURN else Sent(prompt.messages, length),
                 )
             )
             if not sent.ok:
@@ -270,7 +272,7 @@ class _Load:
             # at once, the first form the first to reach the server
             sends = (self._send(p, length, s) for p, s in zip(prompts, places, strict=True))
             both = await asyncio.gather(*sends)
-        for sent, context in zip(both, contexts, strict=True):
+        for sent, context, prompt in zip(both, contexts, prompts, strict=True):
             self.records.append(
                 TurnRecord(
                     session=audit.session,
@@ -279,6 +281,7 @@ class _Load:
                     delay_s=0.0,
                     context_tokens=context,
                     request=sent,
+                    sent=Sent(prompt.messages, length),
                 )
             )
 

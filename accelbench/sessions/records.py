@@ -1,6 +1,11 @@
 """The stored record of a sessions cell's turns: one ``TurnRecord`` per turn (``turns.jsonl`` in the
 cell's folder; the ``generation`` section is ``accelbench.session_figures``). Times are seconds on the
 client's monotonic clock from the start of the load point; tokens are the client's counts.
+
+A forbidden-reuse audit's request (``accelbench.sessions.forbidden``: a decoy session's turn, a probe or
+control of an altered pair) carries what it sent (``Sent``): its conversation was drawn with ``secrets``
+during the run and cannot be rebuilt from the workload, and the inline accuracy check judges its reply
+as a turn's (``accelbench.sessions.accuracy``).
 """
 
 from __future__ import annotations
@@ -11,6 +16,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.endpoint.records import RequestRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """What an audit request sent: its conversation and the reply length it asked for."""
+
+    messages: tuple[Mapping[str, str], ...]
+    max_tokens: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form (the ``sent`` key of a ``turns.jsonl`` line)."""
+        return {"messages": [dict(m) for m in self.messages], "max_tokens": self.max_tokens}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Sent:
+        """Inverse of ``to_dict``."""
+        messages = tuple({"role": str(m["role"]), "content": str(m["content"])} for m in data["messages"])
+        return cls(messages=messages, max_tokens=int(data["max_tokens"]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,11 +53,16 @@ class TurnRecord:
     included, counted by the client."""
     request: RequestRecord
     """The request (``request.concurrency``: the load's sessions; ``request.salt``: the session's)."""
+    sent: Sent | None = None
+    """What an audit request sent (None, and absent from the stored line: a timed turn, or a record
+    stored before audit replies were judged)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The stored form (one line of ``turns.jsonl``): the turn's keys and the request's."""
-        head = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "request"}
-        return {**head, **self.request.to_dict()}
+        own = ("request", "sent")
+        head = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in own}
+        sent = {} if self.sent is None else {"sent": self.sent.to_dict()}
+        return {**head, **self.request.to_dict(), **sent}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TurnRecord:
@@ -46,4 +74,5 @@ class TurnRecord:
             delay_s=float(data["delay_s"]),
             context_tokens=int(data["context_tokens"]),
             request=RequestRecord.from_dict(data),
+            sent=Sent.from_dict(data["sent"]) if "sent" in data else None,
         )

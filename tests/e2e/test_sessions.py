@@ -93,8 +93,12 @@ def test_the_ladder_has_a_point_per_load_with_every_figure(ran: tuple[Path, dict
     cold = sorted(r.context_tokens for r in probes if r.request.role == "cold")
     assert all(abs(w - c) <= 0.05 * w for w, c in zip(warm, cold, strict=True))  # the same history, new salt
     assert result["settings"]["sessions"] == [1, 2] and result["settings"]["turns_per_session"] == 3
-    checked = result["generation"]["accuracy"]  # the inline check: every own turn of 9 drawn (16 at most)
-    assert len(checked["shares"]) == 9 and checked["passed"] and checked["mean_share"] >= 0.6, checked
+    # the inline check: 16 drawn among the 9 turns and the 24 audit requests (their replies count too)
+    checked = result["generation"]["accuracy"]
+    assert len(checked["shares"]) == 16 and checked["passed"] and checked["mean_share"] >= 0.6, checked
+    sent = [r for r in records if r.request.role not in PLAIN]  # each audit request stored what it sent
+    assert all(r.sent is not None and r.sent.max_tokens == 8 for r in sent) and len(sent) == 24
+    assert all(r.sent is None for r in records if r.request.role in PLAIN)
     assert result["audit"]["padding"]["verdict"] == "pass"
     guarded = [
         w for w in result["warnings"] if w.startswith(BUSY) or w.endswith("to corroborate it (a warning)")
@@ -127,6 +131,10 @@ def test_every_turn_sends_the_history_with_the_servers_real_replies(
             replies = [r.request.text for r in mine]
             assert all(replies) and len(set(replies)) == 3  # the replies differ, so the check is not vacuous
             assert all(r.request.usage_output_tokens == 8 and r.request.output_tokens >= 1 for r in mine)
+    for record in records:  # what an audit request stored it sent is what the server saw
+        if record.sent is not None:
+            tokens = count(record.sent.messages)
+            assert record.context_tokens == tokens == record.request.usage_prompt_tokens, record
 
 
 def test_show_draws_the_session_tables(ran: tuple[Path, dict[str, Any], Any]) -> None:

@@ -11,7 +11,11 @@ dishonest modes answer at once from a reply cache:
   stored reply to a turn whose history changed);
 - ``salt-blind-shy``: the salt-blind cache, except that a request of a session it has not seen carrying
   more than one user message is answered honestly and not stored: it spares the shape of stop 54's copied
-  probe (a fresh session with a history, which no timed turn has) and replays everything else.
+  probe (a fresh session with a history, which no timed turn has) and replays everything else;
+- ``audit-cheap``: the honest cache, except that a request it can tell from a session's turn (a fresh
+  session whose first request carries a history: an altered pair's control; a session's request that
+  does not extend the session's last one: an altered probe) is answered at once with filler: it frees
+  the audits' slots and gains their tokens, and no timing audit sees it (probe and control alike fast).
 
 ``audited_ladder`` runs a ladder as the sessions cell does (``sessions.cell``: the warm-up session, then
 each point with its audit pairs and decoys), against one of them.
@@ -40,6 +44,7 @@ from accelbench.sessions.workload import Session
 
 WORDS = ("read", "the", "file", "then", "run", "tests", "grep", "for", "it", "fix", "done", "ok")
 HONEST, SALT_BLIND, REPLAY, SHY = "honest", "salt-blind", "replay", "salt-blind-shy"
+CHEAP = "audit-cheap"
 PLANTED = (
     (HONEST, ()),
     (SALT_BLIND, ("copied_session",)),
@@ -65,6 +70,9 @@ class _Handler(BaseHTTPRequestHandler):
         request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         messages = request["messages"]
         text = json.dumps(messages)
+        if self.server.mode == CHEAP and self._audit_shaped(messages):
+            self._stream([" ok"] * int(request.get("max_tokens", 6)), text)
+            return
         key = self._key(messages)
         with self.server.lock:
             stored = self.server.replies.get(key) if key else None
@@ -77,6 +85,9 @@ class _Handler(BaseHTTPRequestHandler):
         if key and stored is None:
             with self.server.lock:
                 self.server.replies[key] = pieces
+        self._stream(pieces, text)
+
+    def _stream(self, pieces: Sequence[str], text: str) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
@@ -92,6 +103,18 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(f"data: {json.dumps(delta)}\n\n".encode())
             self.wfile.flush()
         self.wfile.write(b"data: [DONE]\n\n")
+
+    def _audit_shaped(self, messages: list[dict[str, str]]) -> bool:
+        """A request that is not the next turn of a session this server follows (``audit-cheap``)."""
+        session = self.headers.get("X-Session-ID", "")
+        with self.server.lock:
+            last = self.server.histories.get(session)
+            if last is None and sum(m["role"] == "user" for m in messages) > 1:
+                return True  # a fresh session with a history
+            if last is not None and messages[: len(last)] != last:
+                return True  # not the session's next turn: an edited history
+            self.server.histories[session] = messages
+        return False
 
     def _key(self, messages: list[dict[str, str]]) -> str:
         if self.server.mode == SHY:
@@ -130,6 +153,7 @@ class _Server(ThreadingHTTPServer):
     texts: list[str]
     replies: dict[str, Any]
     sessions: set[str]
+    histories: dict[str, list[dict[str, str]]]
 
 
 @contextmanager
@@ -138,6 +162,7 @@ def session_stub(mode: str = HONEST, base_s: float = 0.02, per_char_s: float = 2
     server = _Server(("127.0.0.1", 0), _Handler)
     server.mode, server.base_s, server.per_char_s = mode, base_s, per_char_s
     server.lock, server.texts, server.replies, server.sessions = threading.Lock(), [], {}, set()
+    server.histories = {}
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

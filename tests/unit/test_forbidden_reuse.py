@@ -6,20 +6,23 @@ replies are each caught by their audit."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
 
 from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS
+from accelbench.endpoint.accuracy import judge
 from accelbench.sessions import forbidden
+from accelbench.sessions.accuracy import asked_tokens, judged_replies, turn_messages
 from accelbench.sessions.driver import TURN
 from accelbench.sessions.forbidden import ALTERED, COPIED, Audit
 from accelbench.sessions.load import Load
 from accelbench.sessions.outcome import verdicts
 from accelbench.sessions.records import TurnRecord
-from accelbench.sessions.workload import SYSTEM_PROMPT, Shape, make_sessions
-from tests.unit.session_stub import HONEST, PLANTED, audited_ladder, session_stub
+from accelbench.sessions.workload import SYSTEM_PROMPT, Session, Shape, make_sessions
+from tests.unit.session_stub import CHEAP, HONEST, PLANTED, audited_ladder, reply_of, session_stub
 
 SHAPE = Shape(turns=3, delay_s=(0.0, 0.02))
 LADDER = (1, 2, 4)
@@ -117,13 +120,15 @@ def test_the_rule_needs_both_a_low_ratio_and_a_high_share(
     assert forbidden.outcome(pairs, ratio, share) == expected
 
 
+PASSES = {Load(n): make_sessions(9, Load(n).pass_name, n, SHAPE) for n in LADDER}
+
+
 def ladder_records(mode: str, folder: Path) -> list[TurnRecord]:
     """The session ladder with the audits slipped in, run as the cell runs it (the warm-up session, the
     altered pairs, a decoy pair a point), against a planted server of ``mode``."""
-    passes = {Load(n): make_sessions(9, Load(n).pass_name, n, SHAPE) for n in LADDER}
     warm = make_sessions(9, "warm-up", 1, SHAPE)
     with session_stub(mode, base_s=0.05) as url:
-        return audited_ladder(url, passes, warm, (lambda t: len(t.split()), words), folder)
+        return audited_ladder(url, PASSES, warm, (lambda t: len(t.split()), words), folder)
 
 
 @pytest.mark.parametrize(("mode", "caught"), PLANTED)
@@ -149,6 +154,39 @@ def test_planted_servers_are_caught_and_the_honest_cache_passes(
     if "altered_history" in caught:  # with the source turn's reply
         assert found["altered_history"].evidence["source_replies"] == forbidden.PAIRS
     assert found["session_salts"].outcome == PASS
+
+
+def judged_on_stub(
+    chosen: Sequence[TurnRecord], records: Sequence[TurnRecord], passes: Mapping[Load, Sequence[Session]]
+) -> bool:
+    """Whether the inline check passes ``chosen`` against the stub's own replies (its "reference": the
+    reply an honest stub gives the conversation each request sent)."""
+    asked = [asked_tokens(r, passes, 6) for r in chosen]
+    texts = [
+        "".join(reply_of(json.dumps(turn_messages(r, records, passes)))[:n])
+        for r, n in zip(chosen, asked, strict=True)
+    ]
+    return judge([r.request for r in chosen], texts).passed
+
+
+def test_audit_requests_answered_with_filler_are_judged_as_turns_are(tmp_path: Path) -> None:
+    """A server that tells an altered pair's requests from the sessions' turns (a fresh session with a
+    history; a history that does not extend its session's last) and answers them at once with filler
+    passes every timing audit (probe and control alike fast) and, while only the turns were judged, the
+    inline check too: it gained the audits' tokens and slots. Drawn among every request whose tokens
+    count, its filler replies fail the check under most seeds (12 bad of 51: 81% a draw of 16)."""
+    honest, cheap = ladder_records(HONEST, tmp_path / "honest"), ladder_records(CHEAP, tmp_path / "cheap")
+    found = {v.audit: v for v in verdicts(cheap, 6)}
+    assert found["altered_history"].outcome == PASS and found["copied_session"].outcome == PASS
+    filler = [r for r in cheap if r.request.text.strip() and set(r.request.text.split()) == {"ok"}]
+    assert sorted({r.request.role for r in filler}) == [ALTERED, ALTERED + "-control"], filler
+    assert len(filler) == 2 * forbidden.PAIRS
+    seeds = range(20)
+    assert all(judged_on_stub(judged_replies(honest, seed, 16), honest, PASSES) for seed in seeds)
+    turns_only = [r for r in cheap if r.request.role == TURN]
+    assert all(judged_on_stub(judged_replies(turns_only, seed, 16), cheap, PASSES) for seed in seeds)
+    failed = sum(not judged_on_stub(judged_replies(cheap, seed, 16), cheap, PASSES) for seed in seeds)
+    assert failed >= 8, failed  # binomial(20, 0.81): under 8 once in about 10^5 runs
 
 
 def replayed(record: TurnRecord) -> TurnRecord:

@@ -19,7 +19,7 @@ from accelbench.endpoint.client import Target
 from accelbench.errors import UserError
 from accelbench.session_figures import SessionPoint
 from accelbench.sessions import forbidden
-from accelbench.sessions.accuracy import judged_turns, turn_messages
+from accelbench.sessions.accuracy import judged_replies, turn_messages
 from accelbench.sessions.cell import run_ladder
 from accelbench.sessions.driver import TURN, run_point
 from accelbench.sessions.figures import point
@@ -158,7 +158,7 @@ def test_a_judged_turn_of_a_rate_point_is_rebuilt_from_its_own_pass() -> None:
     record = next(r for r in records if r.session == 1 and r.turn == 2)
     messages = turn_messages(record, records, passes)
     assert [m["content"] for m in messages[1::2]] == [t.content for t in passes[load][1].turns]
-    assert judged_turns(records, 3, 99) == [r for r in records if r.request.role == TURN]
+    assert judged_replies(records, 3, 99) == [r for r in records if r.request.role == TURN]
 
 
 def test_the_rate_ladder_settings_and_their_errors() -> None:

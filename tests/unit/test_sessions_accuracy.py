@@ -1,5 +1,5 @@
-"""The sessions' inline accuracy check (``accelbench.sessions.accuracy``): which turns are judged, the
-conversation each judged turn is rebuilt with, and the verdicts it leads to."""
+"""The sessions' inline accuracy check (``accelbench.sessions.accuracy``): which replies are judged (the
+turns' and the audit requests'), the conversation each is judged with, and the verdicts it leads to."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 
 from accelbench.endpoint.accuracy import Accuracy, judge
 from accelbench.endpoint.records import RequestRecord
-from accelbench.sessions.accuracy import judged_turns, turn_messages
+from accelbench.sessions.accuracy import asked_tokens, judged_replies, turn_messages
 from accelbench.sessions.load import Load
 from accelbench.sessions.outcome import status_of
-from accelbench.sessions.records import TurnRecord
+from accelbench.sessions.records import Sent, TurnRecord
 from accelbench.sessions.workload import SYSTEM_PROMPT, USER, Shape, make_sessions
 
 
@@ -45,18 +45,36 @@ RECORDS = [
 ]
 
 
-def test_turns_are_drawn_from_the_secret_seed_among_the_sessions_own_ok_turns() -> None:
+AUDIT_SENT = Sent(({"role": "system", "content": "s"}, {"role": "user", "content": "edited history"}), 7)
+
+
+def test_replies_are_drawn_from_the_secret_seed_among_the_turns_and_the_audit_requests() -> None:
+    audit = TurnRecord(0, 1, USER, 0.0, 100, _request(2, "x", "copied", role="copied"), AUDIT_SENT)
     extra = [
-        TurnRecord(0, 1, USER, 0.0, 100, _request(2, "x", "copied", role="copied")),
+        audit,
         TurnRecord(1, 2, USER, 0.0, 100, _request(2, "y", "failed", ok=False)),
+        TurnRecord(1, 2, USER, 0.0, 100, _request(2, "z", "failed", role="altered", ok=False), AUDIT_SENT),
+        TurnRecord(1, 2, USER, 0.0, 100, _request(2, "w", "warm", role="warm")),  # the reuse probe's
     ]
     records = RECORDS + extra
-    drawn = judged_turns(records, 7, 4)
-    assert len(drawn) == 4 and all(r.request.role == "turn" and r.request.ok for r in drawn)
-    assert drawn == judged_turns(records, 7, 4)  # the seed decides
-    assert judged_turns(records, 7, 99) == RECORDS  # every own ok turn, in order; no pair, no failed turn
-    draws = {tuple((r.session, r.turn) for r in judged_turns(records, seed, 2)) for seed in range(40)}
+    drawn = judged_replies(records, 7, 4)
+    assert len(drawn) == 4 and all(r.request.ok and r.request.role in ("turn", "copied") for r in drawn)
+    assert drawn == judged_replies(records, 7, 4)  # the seed decides
+    # every ok turn and ok audit request, in record order; no failed request, nothing unstored
+    assert judged_replies(records, 7, 99) == [*RECORDS, audit]
+    draws = {tuple((r.session, r.turn) for r in judged_replies(records, seed, 2)) for seed in range(40)}
     assert len(draws) > 5  # not a fixed choice: no position is safe for a cheat
+    assert any(audit in judged_replies(records, seed, 2) for seed in range(40))  # no kind is safe either
+
+
+def test_an_audit_request_is_judged_on_what_it_sent() -> None:
+    audit = TurnRecord(1, 2, USER, 0.0, 100, _request(2, "x", "altered", role="altered"), AUDIT_SENT)
+    assert turn_messages(audit, RECORDS, PASSES) == [dict(m) for m in AUDIT_SENT.messages]
+    assert asked_tokens(audit, PASSES, 64) == 7
+    assert asked_tokens(RECORDS[0], PASSES, 64) == (PASSES[Load(2)][0].turns[0].max_tokens or 64)
+    again = TurnRecord.from_dict(audit.to_dict())
+    assert again == audit and again.sent == AUDIT_SENT
+    assert "sent" not in RECORDS[0].to_dict() and TurnRecord.from_dict(RECORDS[0].to_dict()).sent is None
 
 
 def test_a_judged_turn_is_rebuilt_with_the_servers_real_replies_before_it() -> None:
