@@ -158,7 +158,7 @@ def print_point(rows: list[dict[str, Any]], clients: Sequence[str], point: tuple
 def _print_pooled(rows: list[dict[str, Any]], clients: Sequence[str]) -> None:
     """Each client's figures over every round's requests (``pooled``), with their ratios to accelbench's."""
     base = pooled(rows, "accelbench")
-    print("pooled over every round's requests: median [95% interval] (ratio to accelbench's):")
+    print("pooled over every round's requests: median [95% interval over requests] (ratio to accelbench's):")
     for name in clients:
         figures_ = pooled(rows, name)
         if figures_:
