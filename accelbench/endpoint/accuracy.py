@@ -148,7 +148,7 @@ def accuracy(
 ) -> Accuracy:
     """The chosen replies against torch-eager fp32's replies to their prompts."""
     ids = [list(tokenizer(prompts[r.salt].text, add_special_tokens=False)["input_ids"]) for r in chosen]
-    reference = sent_reference(model, ids, max_tokens, ctx) if ids else None
+    reference = sent_reference(model, ids, max_tokens, ctx, margins=False) if ids else None
     texts = [
         tokenizer.decode(list(reply.tokens), skip_special_tokens=True)
         for reply in (reference.replies if reference else ())

@@ -106,7 +106,7 @@ def check(
         for r in chosen
     ]
     ids = [list(tokenizer(text, add_special_tokens=False)["input_ids"]) for text in texts]
-    reference = sent_reference(model, ids, max(lengths), ctx) if ids else None
+    reference = sent_reference(model, ids, max(lengths), ctx, margins=False) if ids else None
     replies = [] if reference is None else list(reference.replies)
     cut = [
         tokenizer.decode(list(reply.tokens)[:length], skip_special_tokens=True)
