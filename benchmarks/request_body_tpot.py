@@ -108,12 +108,18 @@ def _cell(url: str, work: argparse.Namespace, wave: int) -> list[Reply]:
     """The first wave of a whole accelbench run's point at ``work.concurrency`` on the server at ``url``:
     each request's TPOT from its stored chunks (``requests.jsonl``)."""
     out = Path(work.out) / f"cell-{wave}"
-    args = [
-        "--workloads", served_llm.MODEL_ID, "--stacks", "llm@url", "--serve-url", url,
-        "--concurrency", str(work.concurrency), "--endpoint-requests", str(work.concurrency),
-        "--output-tokens", str(work.output_tokens), "--no-probe", "--rules", "quick", "--json",
-        "--store", str(out / "store"), "--endpoint-api", "completions",
-    ]  # fmt: skip
+    options = {
+        "--workloads": served_llm.MODEL_ID,
+        "--stacks": "llm@url",
+        "--serve-url": url,
+        "--concurrency": str(work.concurrency),
+        "--endpoint-requests": str(work.concurrency),
+        "--output-tokens": str(work.output_tokens),
+        "--rules": "quick",
+        "--store": str(out / "store"),
+        "--endpoint-api": "completions",
+    }
+    args = [*(part for pair in options.items() for part in pair), "--no-probe", "--json"]
     accelbench_run(args, out, REPO)
     found = [
         json.loads(line)
