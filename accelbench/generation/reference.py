@@ -38,11 +38,13 @@ def _torch_eager(model: LlmModel, ctx: GenerationContext) -> Generator:
 
 
 def _replies_and_margins(
-    generator: Generator, prompts: Sequence[Sequence[int]], max_new_tokens: int
+    generator: Generator, prompts: Sequence[Sequence[int]], max_new_tokens: int, margins: bool = True
 ) -> tuple[list[list[int]], list[list[float]]]:
+    """The greedy replies to ``prompts`` and, with ``margins``, their teacher-forced logit margins (else
+    none: a pass over every prompt and reply saved)."""
     replies = [generator.generate(p, max_new_tokens) for p in prompts]
-    margins = reference_margins(generator.model, prompts, replies)  # type: ignore[attr-defined]
-    return [list(r.tokens) for r in replies], margins
+    found = reference_margins(generator.model, prompts, replies) if margins else []  # type: ignore[attr-defined]
+    return [list(r.tokens) for r in replies], found
 
 
 def _from_tokens(replies: Sequence[Sequence[int]], margins: Sequence[Sequence[float]]) -> Reference:
@@ -73,10 +75,7 @@ def sent_reference(
     """The reference replies to ``prompts`` (the salted prompts of judged queries), made now; without
     ``margins`` none are computed (the served checks judge a reply's text, not its near-ties: the
     teacher-forced pass was 16 of a served cell's 76 s of reference work on smollm2-135m, stop 64)."""
-    generator = _torch_eager(model, ctx)
-    if margins:
-        return _from_tokens(*_replies_and_margins(generator, prompts, max_new_tokens))
-    return _from_tokens([list(generator.generate(p, max_new_tokens).tokens) for p in prompts], [])
+    return _from_tokens(*_replies_and_margins(_torch_eager(model, ctx), prompts, max_new_tokens, margins))
 
 
 RUN_ON = ("eos kept", "eos barred", "special barred")
