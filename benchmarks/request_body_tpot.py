@@ -20,7 +20,9 @@ k-th of the other sender's wave next to it). Senders:
   client's own CPU use slow a server on the other CPU?);
 - ``cell``: a whole ``accelbench run --stacks llm@url --serve-url`` of one point of ``--concurrency``
   requests (its warm-up, noise guard, energy meter, driver; its inline check after the wave): the
-  first wave of its point.
+  first wave of its point. It sends the cell's own prompts (126-350 tokens on smollm2, against ~60 here),
+  and each request of a wave waits for the others' prefill: compare its split waves with the others',
+  not its TPOT (stop 64 read x1.305 for that reason; on the same texts the agreement run's waves match).
 
 Usage: ``python benchmarks/request_body_tpot.py [--waves 16] [--concurrency 4] [--output-tokens 64]
 [--senders accelbench,aiperf]`` (the server on the first CPU, this client on the others, as
@@ -165,21 +167,28 @@ async def _waves(url: str, work: argparse.Namespace, forced: dict[str, Any]) -> 
                 with _spinning(name == "busy"):
                     if name == "cell":
                         found[name].append(await asyncio.to_thread(_cell, url, work, wave))
-                        continue
-                    wave_s = time.perf_counter()
-                    if name == "driver":  # the endpoint driver's connector: a new connection a request
-                        connector = aiohttp.TCPConnector(force_close=True, limit=0)
-                        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as fresh:
-                            sends = [
-                                _driven(fresh, url, work.output_tokens, count, wave_s)
-                                for _ in range(work.concurrency)
-                            ]
-                            found[name].append(list(await asyncio.gather(*sends)))
-                        continue
-                    body = sent["aiperf" if name == "aiperf" else "accelbench"]
-                    sends = [_one(pooled, url, body, wave_s) for _ in range(work.concurrency)]
-                    found[name].append(list(await asyncio.gather(*sends)))
+                    elif name == "driver":
+                        found[name].append(await _driver_wave(url, work, count, timeout))
+                    else:
+                        body = sent["aiperf" if name == "aiperf" else "accelbench"]
+                        wave_s = time.perf_counter()
+                        sends = [_one(pooled, url, body, wave_s) for _ in range(work.concurrency)]
+                        found[name].append(list(await asyncio.gather(*sends)))
     return found
+
+
+async def _driver_wave(
+    url: str, work: argparse.Namespace, count: Callable[[str], int], timeout: Any
+) -> list[Reply]:
+    """A wave through accelbench's own client on the endpoint driver's connector (a new connection a
+    request)."""
+    import aiohttp
+
+    connector = aiohttp.TCPConnector(force_close=True, limit=0)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as fresh:
+        wave_s = time.perf_counter()
+        sends = [_driven(fresh, url, work.output_tokens, count, wave_s) for _ in range(work.concurrency)]
+        return list(await asyncio.gather(*sends))
 
 
 def _counter() -> Callable[[str], int]:
