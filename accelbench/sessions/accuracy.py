@@ -13,7 +13,8 @@ point's rates) are not drawn.
 
 A turn's conversation is rebuilt as the server received it: the system message, every earlier turn of
 its session with the server's real reply, then the turn (``accelbench.sessions.driver.conversation``);
-an audit request's is the one it stored (``TurnRecord.sent``: drawn with ``secrets`` during the run).
+an audit request's is the one it stored (``TurnRecord.sent``: drawn with ``secrets`` during the run; a
+decoy session's later turn stored only its new message, after its earlier request and that one's reply).
 Through the model's chat template, the reference replies to that text, cut to the reply length the
 request asked for, and the reply is judged as a curve's is (``accelbench.endpoint.accuracy.judge``: the
 share of the reference's text it repeats from its start, a mean bar and a per-reply floor, padding where
@@ -51,11 +52,27 @@ def judged_replies(records: Sequence[TurnRecord], input_seed: int, count: int) -
 def turn_messages(
     record: TurnRecord, records: Sequence[TurnRecord], passes: Mapping[Load, Sequence[Session]]
 ) -> list[dict[str, str]]:
-    """The conversation ``record``'s request sent: an audit request's as stored, a turn's its session's
-    script to that turn with the server's real replies to the earlier turns (``records``: the cell's)."""
+    """The conversation ``record``'s request sent: an audit request's as stored (a decoy's later turn: its
+    request before, that one's reply, then what it stored), a turn's its session's script to that turn
+    with the server's real replies to the earlier turns (``records``: the cell's)."""
+    load = Load.of(record.request)
+    if record.sent is not None and record.sent.continued:
+        before = [
+            r
+            for r in records
+            if Load.of(r.request) == load
+            and (r.session, r.turn, r.request.role) == (record.session, record.turn - 1, record.request.role)
+            and r.sent is not None
+        ]
+        if len(before) != 1:
+            raise ValueError(
+                f"{record.request.role} session {record.session} at {load}: turn {record.turn - 1} is missing"
+            )
+        history = turn_messages(before[0], records, passes)
+        reply = {"role": "assistant", "content": before[0].request.text}
+        return [*history, reply, *(dict(m) for m in record.sent.messages)]
     if record.sent is not None:
         return [dict(m) for m in record.sent.messages]
-    load = Load.of(record.request)
     session = _session(record, passes)
     earlier = sorted(
         (

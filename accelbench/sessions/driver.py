@@ -235,7 +235,7 @@ class _Load:
                     delay_s=turn.delay_s,
                     context_tokens=context,
                     request=sent,
-                    sent=None if role == TURN else Sent(prompt.messages, length),
+                    sent=None if role == TURN else decoy_sent(prompt.messages, number, length),
                 )
             )
             if not sent.ok:
@@ -304,6 +304,14 @@ class _Load:
         """The audit's two forms of ``source``'s turn (``forbidden.forms``) and each one's context tokens."""
         pair_forms = forms(audit, source.salt, history, self.count_context, session_id(source))
         return pair_forms, [self.count_context(form.messages) for form in pair_forms]
+
+
+def decoy_sent(messages: Messages, turn: int, length: int) -> Sent:
+    """What a decoy session's ``turn`` sent, as stored: its first turn's whole conversation, a later
+    turn's added message alone (its history is the decoy's request before it and that one's reply)."""
+    if turn == 0:
+        return Sent(tuple(messages), length)
+    return Sent((dict(messages[-1]),), length, continued=True)
 
 
 def conversation(session: Session, replies: Sequence[str]) -> list[dict[str, str]]:

@@ -5,7 +5,9 @@ client's monotonic clock from the start of the load point; tokens are the client
 A forbidden-reuse audit's request (``accelbench.sessions.forbidden``: a decoy session's turn, a probe or
 control of an altered pair) carries what it sent (``Sent``): its conversation was drawn with ``secrets``
 during the run and cannot be rebuilt from the workload, and the inline accuracy check judges its reply
-as a turn's (``accelbench.sessions.accuracy``).
+as a turn's (``accelbench.sessions.accuracy``). A decoy session's later turns store only the message they
+added (``Sent.continued``): their history is the decoy's earlier request and its reply, stored already,
+so a long decoy session's lines grow with its turns, not with their square.
 """
 
 from __future__ import annotations
@@ -23,17 +25,23 @@ class Sent:
     """What an audit request sent: its conversation and the reply length it asked for."""
 
     messages: tuple[Mapping[str, str], ...]
+    """The conversation sent, or with ``continued`` only what the request added to it."""
     max_tokens: int
+    continued: bool = False
+    """``messages`` follow the conversation of its session's request of the same role one turn before,
+    and that request's reply (a decoy session's turn after its first)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The stored form (the ``sent`` key of a ``turns.jsonl`` line)."""
-        return {"messages": [dict(m) for m in self.messages], "max_tokens": self.max_tokens}
+        """The stored form (the ``sent`` key of a ``turns.jsonl`` line; ``continued`` only when true)."""
+        continued = {"continued": True} if self.continued else {}
+        return {"messages": [dict(m) for m in self.messages], "max_tokens": self.max_tokens, **continued}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Sent:
         """Inverse of ``to_dict``."""
         messages = tuple({"role": str(m["role"]), "content": str(m["content"])} for m in data["messages"])
-        return cls(messages=messages, max_tokens=int(data["max_tokens"]))
+        continued = data.get("continued", False) is True
+        return cls(messages=messages, max_tokens=int(data["max_tokens"]), continued=continued)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,9 @@ from accelbench.endpoint.figures import tpot_s, ttft_s
 from accelbench.endpoint.servers import TransformersCbServer
 from accelbench.generation.models import load_model, missing_packages
 from accelbench.sessions import forbidden
+from accelbench.sessions.accuracy import turn_messages
 from accelbench.sessions.driver import context_counter
+from accelbench.sessions.load import Load
 from accelbench.sessions.records import TurnRecord
 from accelbench.sessions.workload import SYSTEM_PROMPT, Shape, make_sessions
 from tests.e2e.cli import BUSY, accelbench, measured_ok, run_document
@@ -98,6 +100,10 @@ def test_the_ladder_has_a_point_per_load_with_every_figure(ran: tuple[Path, dict
     assert len(checked["shares"]) == 16 and checked["passed"] and checked["mean_share"] >= 0.6, checked
     sent = [r for r in records if r.request.role not in PLAIN]  # each audit request stored what it sent
     assert all(r.sent is not None and r.sent.max_tokens == 8 for r in sent) and len(sent) == 24
+    continued = [
+        r for r in sent if r.sent is not None and r.sent.continued
+    ]  # a decoy's turns after its first
+    assert continued and all(r.request.role.startswith("copied") and r.turn > 0 for r in continued)
     assert all(r.sent is None for r in records if r.request.role in PLAIN)
     assert result["audit"]["padding"]["verdict"] == "pass"
     guarded = [
@@ -131,9 +137,10 @@ def test_every_turn_sends_the_history_with_the_servers_real_replies(
             replies = [r.request.text for r in mine]
             assert all(replies) and len(set(replies)) == 3  # the replies differ, so the check is not vacuous
             assert all(r.request.usage_output_tokens == 8 and r.request.output_tokens >= 1 for r in mine)
+    passes = {Load(n): make_sessions(seed, f"load-{n}", n, Shape(turns=3)) for n in (1, 2)}
     for record in records:  # what an audit request stored it sent is what the server saw
         if record.sent is not None:
-            tokens = count(record.sent.messages)
+            tokens = count(turn_messages(record, records, passes))
             assert record.context_tokens == tokens == record.request.usage_prompt_tokens, record
 
 

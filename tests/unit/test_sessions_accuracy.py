@@ -9,7 +9,9 @@ import pytest
 
 from accelbench.endpoint.accuracy import Accuracy, judge
 from accelbench.endpoint.records import RequestRecord
+from accelbench.sessions import forbidden
 from accelbench.sessions.accuracy import asked_tokens, judged_replies, turn_messages
+from accelbench.sessions.driver import decoy_sent
 from accelbench.sessions.load import Load
 from accelbench.sessions.outcome import status_of
 from accelbench.sessions.records import Sent, TurnRecord
@@ -89,6 +91,37 @@ def test_a_judged_turn_is_rebuilt_with_the_servers_real_replies_before_it() -> N
     assert len(first) == 2 and first[1]["content"] == PASSES[Load(2)][0].turns[0].content
     with pytest.raises(ValueError, match="turns before 2 are missing"):
         turn_messages(record, [r for r in RECORDS if not (r.session == 1 and r.turn == 1)], PASSES)
+
+
+def test_a_decoy_sessions_later_turns_store_their_new_message_and_are_rebuilt_whole() -> None:
+    decoy = forbidden.DECOY_SESSION
+    opening = ({"role": "system", "content": "s"}, {"role": "user", "content": "first"})
+    chain = [
+        TurnRecord(
+            decoy, 0, USER, 0.0, 50, _request(2, "d", "answer 0", role="copied"), decoy_sent(opening, 0, 7)
+        ),
+        TurnRecord(
+            decoy, 0, USER, 0.0, 50, _request(2, "e", "other 0", role="copied-control"), Sent(opening, 7)
+        ),
+    ]
+    for turn in (1, 2):
+        sent_here = (*opening, {"role": "user", "content": f"next {turn}"})  # only the last message is stored
+        stored = decoy_sent(sent_here, turn, 7)
+        assert stored == Sent(({"role": "user", "content": f"next {turn}"},), 7, continued=True)
+        request = _request(2, "d", f"answer {turn}", role="copied")
+        chain.append(TurnRecord(decoy, turn, USER, 0.0, 50, request, stored))
+    records = RECORDS + chain
+    assert turn_messages(chain[-1], records, PASSES) == [
+        *opening,
+        {"role": "assistant", "content": "answer 0"},  # the probe's own replies, not the control's
+        {"role": "user", "content": "next 1"},
+        {"role": "assistant", "content": "answer 1"},
+        {"role": "user", "content": "next 2"},
+    ]
+    assert TurnRecord.from_dict(chain[-1].to_dict()) == chain[-1]
+    assert chain[-1].to_dict()["sent"]["continued"] is True and "continued" not in chain[0].to_dict()["sent"]
+    with pytest.raises(ValueError, match="turn 1 is missing"):
+        turn_messages(chain[-1], [r for r in records if r is not chain[2]], PASSES)
 
 
 def test_a_failed_check_is_quality_failed_and_a_padded_reply_disqualifies() -> None:
