@@ -142,6 +142,7 @@ def print_point(rows: list[dict[str, Any]], clients: Sequence[str], point: tuple
     )
     _print_pooled(rows, clients)
     _print_paired(rows, clients, concurrency)
+    _print_probes(rows, clients)
     print("each client's own summary figures (median over rounds; definitions as the tool states them):")
     for name in clients:
         owns = [r["own"] for r in rows if r["client"] == name and r.get("own")]
@@ -185,3 +186,25 @@ def _print_paired(rows: list[dict[str, Any]], clients: Sequence[str], concurrenc
                 for m, (v, lo, hi, n, w) in found.items()
             ]
             print(f"  {name:<11}" + ", ".join(cells))
+
+
+def _print_probes(rows: list[dict[str, Any]], clients: Sequence[str]) -> None:
+    """The server's speed alone just before each client's run (``_server_under_test.speed_probe``), by
+    round, and each client's TPOT over its run's probe TPOT: where the machine drifted between the runs
+    of one round, the raw ratios carry the drift and these do not (as far as a lone request's speed
+    tracks the loaded server's)."""
+    probed = [r for r in rows if r.get("probe") and "tpot_p50_s" in r]
+    if not probed:
+        return
+    print(
+        "the server alone before each run (fixed prompt, c=1): probe TPOT ms by round; run TPOT / probe TPOT:"
+    )
+    base = None
+    for name in clients:
+        mine = sorted((r for r in probed if r["client"] == name), key=lambda r: r["round"])
+        if not mine:
+            continue
+        speeds = " ".join(f"r{r['round']} {r['probe']['tpot_s'] * 1e3:.1f}" for r in mine)
+        relative = statistics.median(r["tpot_p50_s"] / r["probe"]["tpot_s"] for r in mine)
+        base = base or relative
+        print(f"  {name:<11}{speeds}; median {relative:.3f} ({relative / base:.3f} of the first client's)")

@@ -7,6 +7,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import statistics
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -63,6 +65,40 @@ def warm_up(url: str, model: str, body: dict[str, Any]) -> None:
     )
     with urllib.request.urlopen(request, timeout=300) as reply:
         reply.read()
+
+
+PROBE_PROMPT = " ".join(f"word{i % 97} of the fixed speed probe" for i in range(40))
+"""The speed probe's prompt: the same text every time (about 240 tokens), so only the server's speed moves."""
+PROBE_TOKENS = 32
+PROBE_REQUESTS = 3
+
+
+def speed_probe(url: str, model: str, body: dict[str, Any]) -> dict[str, float]:
+    """The server's speed now, alone: ``PROBE_REQUESTS`` requests of one fixed prompt one after another
+    (``PROBE_TOKENS`` forced by ``body``), each streamed; the median TTFT (to the first non-empty text
+    chunk) and TPOT ((last chunk - first) / (chunks - 1)). Taken before each client's run, it shows the
+    machine drifting between runs, which an A B B A order cancels only when the drift is steady."""
+    ttfts, tpots = [], []
+    for _ in range(PROBE_REQUESTS):
+        payload = {"model": model, "prompt": PROBE_PROMPT, "max_tokens": PROBE_TOKENS, "stream": True, **body}
+        request = urllib.request.Request(
+            f"{url}/v1/completions", json.dumps(payload).encode(), {"Content-Type": "application/json"}
+        )
+        started, chunks = time.perf_counter(), []
+        with urllib.request.urlopen(request, timeout=300) as reply:
+            for line in reply:
+                text = line.decode().strip()
+                if not text.startswith("data:") or text == "data: [DONE]":
+                    continue
+                choices = json.loads(text[5:]).get("choices") or [{}]
+                if choices[0].get("text"):
+                    chunks.append(time.perf_counter())
+        if len(chunks) >= 2:
+            ttfts.append(chunks[0] - started)
+            tpots.append((chunks[-1] - chunks[0]) / (len(chunks) - 1))
+    if not tpots:
+        return {}
+    return {"ttft_s": statistics.median(ttfts), "tpot_s": statistics.median(tpots)}
 
 
 def pin_server(pin: bool) -> frozenset[int]:

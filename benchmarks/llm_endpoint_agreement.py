@@ -40,6 +40,7 @@ same text in the same wave).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -65,7 +66,14 @@ from _peers import (  # noqa: E402
     run_aiperf,
     run_guidellm,
 )  # fmt: skip
-from _server_under_test import length_body, pin_clients, pin_server, server, warm_up  # noqa: E402
+from _server_under_test import (  # noqa: E402
+    length_body,
+    pin_clients,
+    pin_server,
+    server,
+    speed_probe,
+    warm_up,
+)
 
 from tests.e2e import served_llm  # noqa: E402
 
@@ -244,8 +252,12 @@ def _rounds(
         }
         order = list(clients) if round_ % 2 else list(reversed(clients))
         for name in order:
+            probe = speed_probe(work.url, work.model, work.extra_body)  # the server alone, just before
+            (out / f"{name}-{round_}").mkdir(parents=True, exist_ok=True)
+            (out / f"{name}-{round_}" / "probe.json").write_text(json.dumps(probe))
             load, started = _load(), time.monotonic()
             row: dict[str, Any] = {"client": name, "round": round_, "load": load, "input": work.input_tokens}
+            row["probe"] = probe
             try:
                 requests, own = runners[name](work, out / f"{name}-{round_}")
                 row |= {"requests": len(requests), "own": own, **(figures(requests) if requests else {})}
@@ -285,6 +297,8 @@ def reread(out: Path, clients: Sequence[str]) -> dict[int, list[dict[str, Any]]]
                     rows.append({"client": name, "round": round_, "error": f"not read: {str(err)[:200]}"})
                     continue
                 row = {"client": name, "round": round_, "requests": len(requests), "own": own, "input": "?"}
+                with contextlib.suppress(OSError, ValueError):  # a run from before the probe has none
+                    row["probe"] = json.loads((folder / "probe.json").read_text())
                 rows.append(row | (figures(requests) if requests else {}))
         by_point[concurrency] = rows
     return by_point
