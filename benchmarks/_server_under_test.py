@@ -84,21 +84,32 @@ def speed_probe(url: str, model: str, body: dict[str, Any]) -> dict[str, float]:
         request = urllib.request.Request(
             f"{url}/v1/completions", json.dumps(payload).encode(), {"Content-Type": "application/json"}
         )
-        started, chunks = time.perf_counter(), []
-        with urllib.request.urlopen(request, timeout=300) as reply:
-            for line in reply:
-                text = line.decode().strip()
-                if not text.startswith("data:") or text == "data: [DONE]":
-                    continue
-                choices = json.loads(text[5:]).get("choices") or [{}]
-                if choices[0].get("text"):
-                    chunks.append(time.perf_counter())
-        if len(chunks) >= 2:
-            ttfts.append(chunks[0] - started)
-            tpots.append((chunks[-1] - chunks[0]) / (len(chunks) - 1))
+        try:
+            chunks = _streamed(request)
+        except (OSError, ValueError) as err:  # the probe informs; a failed one is said, the run goes on
+            print(f"speed probe failed: {str(err)[:200]}", flush=True)
+            return {}
+        sent_s, text_s = chunks[0], chunks[1:]
+        if len(text_s) >= 2:
+            ttfts.append(text_s[0] - sent_s)
+            tpots.append((text_s[-1] - text_s[0]) / (len(text_s) - 1))
     if not tpots:
         return {}
     return {"ttft_s": statistics.median(ttfts), "tpot_s": statistics.median(tpots)}
+
+
+def _streamed(request: urllib.request.Request) -> list[float]:
+    """When each non-empty text chunk of ``request``'s streamed reply arrived (the request's send first)."""
+    chunks = [time.perf_counter()]
+    with urllib.request.urlopen(request, timeout=300) as reply:
+        for line in reply:
+            text = line.decode().strip()
+            if not text.startswith("data:") or text == "data: [DONE]":
+                continue
+            choices = json.loads(text[5:]).get("choices") or [{}]
+            if choices[0].get("text"):
+                chunks.append(time.perf_counter())
+    return chunks
 
 
 def pin_server(pin: bool) -> frozenset[int]:

@@ -57,7 +57,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from _peers import accelbench_run, aiperf_records, ensure_peer, run  # noqa: E402
-from _server_under_test import length_body, pin_clients, pin_server, server, warm_up  # noqa: E402
+from _server_under_test import (  # noqa: E402
+    length_body,
+    pin_clients,
+    pin_server,
+    server,
+    speed_probe,
+    warm_up,
+)
 from _session_tables import CLIENTS, TurnTime, print_paired, print_tables  # noqa: E402
 
 from accelbench.generation.prompts import seeded_words  # noqa: E402
@@ -279,8 +286,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                 trace = point / f"trace-{round_}.jsonl"
                 write_trace(trace, sessions, args.turns, args.words, args.output_tokens, secrets.randbits(62))
                 for name in CLIENTS if round_ % 2 else CLIENTS[::-1]:  # A B, B A: drift favours neither
-                    started, load = time.monotonic(), os.getloadavg()[0]
                     where = point / f"{name}-{round_}"
+                    probe = speed_probe(url, served_llm.MODEL_ID, body)  # the server alone, just before
+                    where.mkdir(parents=True, exist_ok=True)
+                    (where / "probe.json").write_text(json.dumps(probe))
+                    started, load = time.monotonic(), os.getloadavg()[0]
                     try:
                         if name == "accelbench":
                             found = run_accelbench(url, trace, sessions, args.output_tokens, where, store)
@@ -293,7 +303,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                     wall_s = time.monotonic() - started
                     print(
                         f"s{sessions} round {round_} {name}: {len(found)} turns, {wall_s:.0f} s, "
-                        f"load {load:.1f}",
+                        f"load {load:.1f}, the server alone before: TPOT "
+                        + (f"{probe['tpot_s'] * 1e3:.1f} ms" if probe else "not probed"),
                         flush=True,
                     )
             (point / "turns.json").write_text(json.dumps({n: [asdict(t) for t in turns[n]] for n in CLIENTS}))
