@@ -18,6 +18,7 @@ from _scripted_server import scripted_server
 
 from accelbench.endpoint.llamacpp_server import LlamaCppServer
 from accelbench.endpoint.servers import ServerSettings, special_token_ids
+from accelbench.endpoint.sse import chunk_text, parse_line
 from tests.e2e import served_llm
 
 
@@ -98,16 +99,22 @@ def speed_probe(url: str, model: str, body: dict[str, Any]) -> dict[str, float]:
     return {"ttft_s": statistics.median(ttfts), "tpot_s": statistics.median(tpots)}
 
 
+def probed(url: str, model: str, body: dict[str, Any], folder: Path) -> dict[str, float]:
+    """``speed_probe`` just before a client's run, stored as ``folder/probe.json`` beside the run."""
+    probe = speed_probe(url, model, body)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "probe.json").write_text(json.dumps(probe))
+    return probe
+
+
 def _streamed(request: urllib.request.Request) -> list[float]:
-    """When each non-empty text chunk of ``request``'s streamed reply arrived (the request's send first)."""
+    """When each non-empty text chunk of ``request``'s streamed reply arrived (the request's send first),
+    read with accelbench's own SSE parser."""
     chunks = [time.perf_counter()]
     with urllib.request.urlopen(request, timeout=300) as reply:
         for line in reply:
-            text = line.decode().strip()
-            if not text.startswith("data:") or text == "data: [DONE]":
-                continue
-            choices = json.loads(text[5:]).get("choices") or [{}]
-            if choices[0].get("text"):
+            event = parse_line(line)
+            if event is not None and event.chunk is not None and chunk_text(event.chunk):
                 chunks.append(time.perf_counter())
     return chunks
 

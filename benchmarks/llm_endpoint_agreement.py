@@ -66,14 +66,7 @@ from _peers import (  # noqa: E402
     run_aiperf,
     run_guidellm,
 )  # fmt: skip
-from _server_under_test import (  # noqa: E402
-    length_body,
-    pin_clients,
-    pin_server,
-    server,
-    speed_probe,
-    warm_up,
-)
+from _server_under_test import length_body, pin_clients, pin_server, probed, server, warm_up  # noqa: E402
 
 from tests.e2e import served_llm  # noqa: E402
 
@@ -252,12 +245,17 @@ def _rounds(
         }
         order = list(clients) if round_ % 2 else list(reversed(clients))
         for name in order:
-            probe = speed_probe(work.url, work.model, work.extra_body)  # the server alone, just before
-            (out / f"{name}-{round_}").mkdir(parents=True, exist_ok=True)
-            (out / f"{name}-{round_}" / "probe.json").write_text(json.dumps(probe))
+            probe = probed(
+                work.url, work.model, work.extra_body, out / f"{name}-{round_}"
+            )  # the server alone
             load, started = _load(), time.monotonic()
-            row: dict[str, Any] = {"client": name, "round": round_, "load": load, "input": work.input_tokens}
-            row["probe"] = probe
+            row: dict[str, Any] = {
+                "client": name,
+                "round": round_,
+                "load": load,
+                "input": work.input_tokens,
+                "probe": probe,
+            }
             try:
                 requests, own = runners[name](work, out / f"{name}-{round_}")
                 row |= {"requests": len(requests), "own": own, **(figures(requests) if requests else {})}

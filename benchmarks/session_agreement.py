@@ -57,14 +57,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from _peers import accelbench_run, aiperf_records, ensure_peer, run  # noqa: E402
-from _server_under_test import (  # noqa: E402
-    length_body,
-    pin_clients,
-    pin_server,
-    server,
-    speed_probe,
-    warm_up,
-)
+from _server_under_test import length_body, pin_clients, pin_server, probed, server, warm_up  # noqa: E402
 from _session_tables import CLIENTS, TurnTime, print_paired, print_tables  # noqa: E402
 
 from accelbench.generation.prompts import seeded_words  # noqa: E402
@@ -287,9 +280,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 write_trace(trace, sessions, args.turns, args.words, args.output_tokens, secrets.randbits(62))
                 for name in CLIENTS if round_ % 2 else CLIENTS[::-1]:  # A B, B A: drift favours neither
                     where = point / f"{name}-{round_}"
-                    probe = speed_probe(url, served_llm.MODEL_ID, body)  # the server alone, just before
-                    where.mkdir(parents=True, exist_ok=True)
-                    (where / "probe.json").write_text(json.dumps(probe))
+                    probe = probed(url, served_llm.MODEL_ID, body, where)  # the server alone, just before
                     started, load = time.monotonic(), os.getloadavg()[0]
                     try:
                         if name == "accelbench":
