@@ -84,6 +84,24 @@ def paired(
     }
 
 
+def by_round(rows: Sequence[dict[str, Any]], client: str) -> dict[str, tuple[float, float, float, int]]:
+    """``client``'s figure over accelbench's *in the same round*, for every figure of ``METRICS``: the
+    median of the rounds' ratios, the lowest and highest, and the number of rounds. A round runs the two
+    clients back to back (ABBA), so the machine's speed, which drifts over minutes on a shared VM (stop
+    65: the server alone 47-69 ms a token between runs), is nearly the same for both sides of a ratio
+    and cancels in it, where the ratio of the rounds' medians (``print_point``'s table) carries it: the
+    rounds are blocks and this is their paired comparison."""
+    mine = {r["round"]: r for r in rows if r["client"] == client and "ttft_p50_s" in r}
+    base = {r["round"]: r for r in rows if r["client"] == "accelbench" and "ttft_p50_s" in r}
+    rounds = sorted(set(mine) & set(base))
+    found: dict[str, tuple[float, float, float, int]] = {}
+    for metric in METRICS if rounds else ():
+        ratios = [mine[k][metric] / base[k][metric] for k in rounds if base[k][metric]]
+        if ratios:
+            found[metric] = (statistics.median(ratios), min(ratios), max(ratios), len(ratios))
+    return found
+
+
 def pooled(rows: Sequence[dict[str, Any]], client: str) -> dict[str, tuple[float, float, float]]:
     """A client's TTFT p50, TTFT p90 and TPOT p50 over every request of every round (a round's median
     moves with its few requests' batch mix; the pooled one is of rounds x requests): (value, low, high),
@@ -140,6 +158,7 @@ def print_point(rows: list[dict[str, Any]], clients: Sequence[str], point: tuple
         f"median [lowest, highest over the rounds] (ratio of medians = client / {reference}); every figure "
         "from the client's per-request records"
     )
+    _print_by_round(rows, clients)
     _print_pooled(rows, clients)
     _print_paired(rows, clients, concurrency)
     _print_probes(rows, clients)
@@ -154,6 +173,19 @@ def print_point(rows: list[dict[str, Any]], clients: Sequence[str], point: tuple
     for row in rows:
         if "error" in row:
             print(f"{row['client']} round {row['round']}: {row['error']}")
+
+
+def _print_by_round(rows: list[dict[str, Any]], clients: Sequence[str]) -> None:
+    """Each peer's median over accelbench's in the same round (``by_round``)."""
+    print(
+        "rounds paired (each round: client / accelbench, the runs adjacent), median of the rounds' ratios "
+        "[lowest, highest]:"
+    )
+    for name in clients:
+        found = by_round(rows, name) if name != "accelbench" else {}
+        if found:
+            cells = [f"{m} {v:.3f} [{lo:.3f}, {hi:.3f}]" for m, (v, lo, hi, _) in found.items()]
+            print(f"  {name:<11}" + ", ".join(cells) + f" ({next(iter(found.values()))[3]} rounds)")
 
 
 def _print_pooled(rows: list[dict[str, Any]], clients: Sequence[str]) -> None:
