@@ -1,10 +1,12 @@
 """A store writer process for the concurrency tests:
-``python -m tests.e2e.store_writer STORE RUN_ID N [START_AT]``.
+``python -m tests.e2e.store_writer STORE RUN_ID N [START_AT | stdin]``.
 
 Opens (or creates) the store at the same moment as its siblings (at the wall-clock time ``START_AT``
-when given, so that interpreter start-up does not spread them out), registers its run and stores N results
-one transaction each, re-reading its own results after every write, and printing the count after each
-commit (so a test that kills it knows what was committed).
+when given, so that interpreter start-up does not spread them out; with ``stdin``, once started it prints
+``ready`` and opens the store when a line comes on its standard input, which the test sends to every
+sibling at once when all are ready), registers its run and stores N results one transaction each,
+re-reading its own results after every write, and printing the count after each commit (so a test that
+kills it knows what was committed).
 """
 
 from __future__ import annotations
@@ -34,7 +36,16 @@ def write(store_path: str, run_id: str, count: int) -> int:
         return len(store.results(run_id))
 
 
+def wait_for_start(start: str) -> None:
+    """Wait for the start: ``stdin`` (say ready, then wait for a line) or a wall-clock time."""
+    if start == "stdin":
+        print("ready", flush=True)
+        sys.stdin.readline()
+    else:
+        time.sleep(max(0.0, float(start) - time.time()))
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 4:
-        time.sleep(max(0.0, float(sys.argv[4]) - time.time()))
+        wait_for_start(sys.argv[4])
     write(sys.argv[1], sys.argv[2], int(sys.argv[3]))

@@ -22,23 +22,35 @@ from tests.e2e import kill_resume
 from tests.e2e.cli import accelbench, runs_at_once
 
 
-def _writer(store: Path, run_id: str, count: int, start_at: float | None = None) -> subprocess.Popen[str]:
-    start = [] if start_at is None else [str(start_at)]
+def _writer(store: Path, run_id: str, count: int, start: str | None = None) -> subprocess.Popen[str]:
+    """A ``tests.e2e.store_writer`` process; ``start="stdin"``: it waits for a line on its stdin."""
+    args = [str(store), run_id, str(count), *([start] if start else [])]
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.e2e.store_writer", str(store), run_id, str(count), *start],
+        [sys.executable, "-m", "tests.e2e.store_writer", *args],
+        stdin=subprocess.PIPE if start == "stdin" else None,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
 
 
+def _release_at_once(writers: list[subprocess.Popen[str]]) -> None:
+    """Once every writer has said ``ready`` (its interpreter started), a line to each: they go at once."""
+    assert [w.stdout.readline() if w.stdout else "" for w in writers] == ["ready\n"] * len(writers)
+    for writer in writers:
+        assert writer.stdin is not None
+        writer.stdin.write("go\n")
+        writer.stdin.flush()
+
+
 @pytest.mark.parametrize("round_", range(4))
 def test_four_writer_processes_share_one_new_store(tmp_path: Path, round_: int) -> None:
-    """They race to create it, too, released at one instant. Before the store folder was locked while a
-    connection opened, 9 of 15 such rounds lost a run or failed with "disk I/O error"."""
+    """They race to create it, too, released at one instant (once every interpreter has started and said
+    so). Before the store folder was locked while a connection opened, 9 of 15 such rounds lost a run or
+    failed with "disk I/O error"."""
     store = tmp_path / "store"
-    start_at = time.time() + 3.0  # after every interpreter has started
-    writers = [_writer(store, f"writer-{n}", 40, start_at) for n in range(4)]
+    writers = [_writer(store, f"writer-{n}", 40, "stdin") for n in range(4)]
+    _release_at_once(writers)
     outputs = [w.communicate(timeout=300) for w in writers]
     assert [w.returncode for w in writers] == [0, 0, 0, 0], [err[-500:] for _, err in outputs]
     assert [out.split()[-1] for out, _ in outputs] == ["40"] * 4
