@@ -9,23 +9,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+ADDED_SECTIONS = (
+    "energy",
+    "device_memory",
+    "variant_info",
+    "audit",
+    "training",
+    "figures",
+    "server_search",
+    "generation",
+)
+"""The sections added since schema 1 (versions 2 to 6), in the order they were added, which is their order
+in the stored document (``accelbench.stored.STORED_KEYS``); an older document gets those it lacks as null."""
+
 
 def upgrade(doc: Mapping[str, Any], version: int) -> dict[str, Any]:
     """A version-1 to -8 document as ``version`` (the current one): missing sections null, status re-derived
     (versions 1-3; from version 4 the status already follows the audits), the driver's name told by the
     sections it holds (``driver``, kept from version 9)."""
     upgraded = dict(doc)
-    sections = (
-        "energy",
-        "device_memory",
-        "variant_info",
-        "audit",
-        "training",
-        "figures",
-        "server_search",
-        "generation",
-    )
-    for section in sections:
+    for section in ADDED_SECTIONS:
         upgraded.setdefault(section, None)
     if upgraded.get("status") == "ok" and doc.get("schema_version") in (1, 2, 3):
         upgraded["status"], upgraded["reason"] = _legacy_status(upgraded)

@@ -13,7 +13,7 @@ from typing import Any
 
 from accelbench.head import Head
 from accelbench.outcome import body_of
-from accelbench.result_upgrade import upgrade
+from accelbench.result_upgrade import ADDED_SECTIONS, upgrade
 from accelbench.results import RUN_FACTS, SCHEMA_VERSION, Cell, Result
 
 STORED_KEYS = (
@@ -37,14 +37,7 @@ STORED_KEYS = (
     "started_at",
     "wall_s",
     "stderr_tail",
-    "energy",
-    "device_memory",
-    "variant_info",
-    "audit",
-    "training",
-    "figures",
-    "server_search",
-    "generation",
+    *ADDED_SECTIONS,
     "driver",
     "schema_version",
 )
