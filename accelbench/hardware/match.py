@@ -194,55 +194,71 @@ def match_device(machine: Machine, device: str, chips: ChipTable | None = None) 
 
 
 def _cpu_match(chip: Chip, machine: Machine, basis: str, notes: tuple[str, ...], detected: str) -> ChipMatch:
+    share = _socket_share(chip, machine)
+    return ChipMatch(
+        chip=chip,
+        count=share.count,
+        basis=basis,
+        detected=detected,
+        notes=(*notes, share.note),
+        count_basis=share.count_basis,
+        threads_per_core=share.threads_per_core,
+        count_high=share.count_high,
+        guest_threads_per_core=share.guest_threads_per_core,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _SocketShare:
+    """How much of ``chip`` a CPU match counts: ``ChipMatch``'s fields of the same names, and the note
+    saying how the socket's figures are shared."""
+
+    count: float
+    count_basis: str
+    note: str
+    threads_per_core: float = 1.0
+    count_high: float | None = None
+    guest_threads_per_core: float | None = None
+
+
+def _socket_share(chip: Chip, machine: Machine) -> _SocketShare:
     if chip.cores is None:
-        extra = f"{chip.key} has no core count: the whole socket is counted"
-        whole = f"{machine.sockets} socket(s) counted whole ({chip.key} has no core count)"
-        return ChipMatch(
-            chip=chip,
+        return _SocketShare(
             count=float(machine.sockets),
-            basis=basis,
-            detected=detected,
-            notes=(*notes, extra),
-            count_basis=whole,
+            count_basis=f"{machine.sockets} socket(s) counted whole ({chip.key} has no core count)",
+            note=f"{chip.key} has no core count: the whole socket is counted",
         )
     socket_cores = chip.cores.value.central
     shared = "per-socket figures (uncore included) are shared equally by its cores"
     if machine.virtual_machine:
-        known = chip.threads is not None
-        per_core = chip.threads.value.central / socket_cores if chip.threads else 1.0
-        count = machine.logical_cores / per_core / socket_cores
-        high = machine.logical_cores / socket_cores if per_core > 1 else None
-        text = (
-            f"{machine.logical_cores} vCPUs / {per_core:g} threads per core / {socket_cores:g} cores per "
-            f"socket = {count:.3g} chips (estimate: VM share of one socket"
-            f"{'' if known else '; threads per core unknown, 1 assumed'}"
-            f"{f'; up to {high:.3g} if each vCPU is a whole core' if high else ''})"
-        )
-        extra = f"a VM's vCPUs are hardware threads of a {socket_cores:g}-core {chip.key} socket; {shared}"
-        guest = machine.logical_cores / max(machine.physical_cores, 1)
-        return ChipMatch(
-            chip=chip,
-            count=count,
-            basis=basis,
-            detected=detected,
-            notes=(*notes, extra),
-            count_basis=text,
-            threads_per_core=per_core,
-            count_high=high,
-            guest_threads_per_core=guest,
-        )
+        return _vm_share(chip, machine, socket_cores, shared)
     count = machine.physical_cores / socket_cores
-    per_core = machine.logical_cores / max(machine.physical_cores, 1)
-    text = f"{machine.physical_cores} cores / {socket_cores:g} cores per socket = {count:.3g} chips"
-    extra = f"{machine.physical_cores} cores of a {socket_cores:.0f}-core socket: {shared}"
-    return ChipMatch(
-        chip=chip,
+    return _SocketShare(
         count=count,
-        basis=basis,
-        detected=detected,
-        notes=(*notes, extra),
+        count_basis=f"{machine.physical_cores} cores / {socket_cores:g} cores per socket = {count:.3g} chips",
+        note=f"{machine.physical_cores} cores of a {socket_cores:.0f}-core socket: {shared}",
+        threads_per_core=machine.logical_cores / max(machine.physical_cores, 1),
+    )
+
+
+def _vm_share(chip: Chip, machine: Machine, socket_cores: float, shared: str) -> _SocketShare:
+    known = chip.threads is not None
+    per_core = chip.threads.value.central / socket_cores if chip.threads else 1.0
+    count = machine.logical_cores / per_core / socket_cores
+    high = machine.logical_cores / socket_cores if per_core > 1 else None
+    text = (
+        f"{machine.logical_cores} vCPUs / {per_core:g} threads per core / {socket_cores:g} cores per "
+        f"socket = {count:.3g} chips (estimate: VM share of one socket"
+        f"{'' if known else '; threads per core unknown, 1 assumed'}"
+        f"{f'; up to {high:.3g} if each vCPU is a whole core' if high else ''})"
+    )
+    return _SocketShare(
+        count=count,
         count_basis=text,
+        note=f"a VM's vCPUs are hardware threads of a {socket_cores:g}-core {chip.key} socket; {shared}",
         threads_per_core=per_core,
+        count_high=high,
+        guest_threads_per_core=machine.logical_cores / max(machine.physical_cores, 1),
     )
 
 
