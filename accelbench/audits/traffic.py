@@ -112,32 +112,26 @@ class TrafficPairs:
             return
         self._last_paired = True
         hot, cold = (last, current) if last.novel < current.novel else (current, last)
-        self.pairs.append(
-            Pair(
-                trial,
-                last.start,
-                hot.latency_s,
-                cold.latency_s,
-                self.batch - hot.novel,
-                hot_group=hot.first_index,
-                traffic=True,
-                hot_first=hot is last,
-            )
-        )
+        self.pairs.append(self._pair(trial, last.start, hot, cold, hot_first=hot is last))
 
     def _order(self, trial: int, first: _Batch, second: _Batch) -> None:
         """Keep an order pair if it is decisive (``hot_s``: the first call's latency)."""
         if max(first.latency_s, second.latency_s) > DECISIVE * min(first.latency_s, second.latency_s):
-            self.pairs.append(
-                Pair(
-                    trial,
-                    first.start,
-                    first.latency_s,
-                    second.latency_s,
-                    self.batch - first.novel,
-                    hot_group=first.first_index,
-                    traffic=True,
-                    order=True,
-                    hot_first=True,
-                )
-            )
+            self.pairs.append(self._pair(trial, first.start, first, second, hot_first=True, order=True))
+
+    def _pair(
+        self, trial: int, position: int, hot: _Batch, cold: _Batch, *, hot_first: bool, order: bool = False
+    ) -> Pair:
+        """The ``Pair`` (``traffic=True``) of two adjacent timed batches at ``position``: ``hot``'s latency
+        and seen rows against ``cold``'s latency."""
+        return Pair(
+            trial=trial,
+            position=position,
+            hot_s=hot.latency_s,
+            cold_s=cold.latency_s,
+            hot_sightings=self.batch - hot.novel,
+            hot_group=hot.first_index,
+            traffic=True,
+            hot_first=hot_first,
+            order=order,
+        )
