@@ -16,7 +16,7 @@ import dataclasses
 import logging
 import re
 import secrets
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
@@ -102,55 +102,70 @@ def _inference_cells(
     config: RunConfig, workload: str, workload_ref: str, declared: Declared
 ) -> list[PlannedCell]:
     stacks = {name: ref for name, ref in registry.table("stack").items() if name in config.stacks}
+    cells = _cells(
+        config,
+        workload,
+        declared,
+        stacks=[stack for stack in config.stacks if stack in stacks],
+        scenarios=lambda stack: config.scenarios,
+        variants=lambda stack: _variants(config, stacks[stack]),
+    )
     return [
-        PlannedCell(
-            Cell(
-                workload=workload,
-                stack=stack,
-                scenario=scenario,
-                device=device,
-                size=config.size,
-                variant=variant,
-            ),
-            workload_ref,
-            stacks[stack],
-            _driver_ref(declared, stacks[stack]),
-        )
-        for stack in config.stacks
-        if stack in stacks
-        for device in config.devices
-        for scenario in config.scenarios
-        if scenario in declared.scenarios
-        for variant in _variants(config, stacks[stack])
+        PlannedCell(cell, workload_ref, stacks[cell.stack], _driver_ref(declared, stacks[cell.stack]))
+        for cell in cells
     ]
 
 
 def _generative_cells(
     config: RunConfig, workload: str, workload_ref: str, declared: Declared
 ) -> list[PlannedCell]:
-    stacks = config.generation_stacks or config.stacks
     scenarios = config.generation_scenarios or config.scenarios
     generating = {**registry.table("generating stack"), **registry.table("endpoint stack")}
+    cells = _cells(
+        config,
+        workload,
+        declared,
+        stacks=[stack for stack in config.generation_stacks or config.stacks if stack in generating],
+        scenarios=lambda stack: _scenarios_of(stack, scenarios),
+        variants=lambda stack: ("canonical",),
+    )
     return [
         PlannedCell(
-            Cell(
-                workload=workload,
-                stack=stack,
-                scenario=scenario,
-                device=device,
-                size=config.size,
-                variant="canonical",
-            ),
+            cell,
             workload_ref,
-            generating[stack],
-            _sessions_or(config, generating[stack], _driver_ref(declared, generating[stack])),
+            generating[cell.stack],
+            _sessions_or(config, generating[cell.stack], _driver_ref(declared, generating[cell.stack])),
+        )
+        for cell in cells
+    ]
+
+
+def _cells(
+    config: RunConfig,
+    workload: str,
+    declared: Declared,
+    *,
+    stacks: Sequence[str],
+    scenarios: Callable[[str], Sequence[str]],
+    variants: Callable[[str], Sequence[str]],
+) -> Iterator[Cell]:
+    """The cells of ``workload`` at the run's size, one by one: each of ``stacks`` on each device, in each of
+    its ``scenarios`` that the workload declares, for each of its ``variants``."""
+    return (
+        Cell(
+            workload=workload,
+            stack=stack,
+            scenario=scenario,
+            device=device,
+            size=config.size,
+            variant=variant,
         )
         for stack in stacks
-        if stack in generating
         for device in config.devices
-        for scenario in _scenarios_of(stack, scenarios)
+        for scenario in scenarios(stack)
         if scenario in declared.scenarios
-    ]
+        for variant in variants(stack)
+    )
 
 
 def _scenarios_of(stack: str, scenarios: tuple[str, ...]) -> list[str]:
