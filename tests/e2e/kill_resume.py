@@ -11,6 +11,7 @@ included) that outlive it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -103,15 +104,27 @@ def _wait_for_kill_point(proc: subprocess.Popen[str], store: Path, rng: random.R
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> int:
-    """SIGKILL the run's process group; the number of its processes alive 3 s later."""
+    """SIGKILL the run's process group; the number of its processes alive 3 s later (the wait ends as
+    soon as none is: a process once gone does not come back, so the count is the same)."""
     try:
         members = psutil.Process(proc.pid).children(recursive=True)
     except psutil.Error:
         members = []
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    time.sleep(3.0)
-    return sum(1 for p in members if p.is_running() and p.status() != psutil.STATUS_ZOMBIE)
+    deadline = time.monotonic() + 3.0
+    while (alive := _alive(members)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive
+
+
+def _alive(members: list[psutil.Process]) -> int:
+    """How many of ``members`` still run (a zombie, or a process gone, does not)."""
+    count = 0
+    for member in members:
+        with contextlib.suppress(psutil.Error):  # it went between the two questions
+            count += member.is_running() and member.status() != psutil.STATUS_ZOMBIE
+    return count
 
 
 def kill_and_resume(store: Path, kills: int, seed: int) -> KillReport:
