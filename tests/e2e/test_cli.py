@@ -145,9 +145,8 @@ def test_quiet_prints_no_progress(tmp_path: Path) -> None:
     assert not [line for line in done.stdout.splitlines() if line.startswith(("[1/1]", "measuring"))]
 
 
-def test_list_stacks_reports_availability() -> None:
-    done = accelbench("list", "stacks", "--json")
-    rows = {row["name"]: row for row in json.loads(done.stdout)}
+def test_list_stacks_reports_availability(listed_stacks: dict[str, dict[str, Any]]) -> None:
+    rows = listed_stacks  # accelbench list stacks --json (conftest)
     assert set(STACKS) <= set(rows)
     assert all(rows[name]["available"] for name in STACKS)
     assert rows["torch-inductor"]["layers"]["compiler"]

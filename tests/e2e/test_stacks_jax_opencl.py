@@ -255,14 +255,8 @@ def test_nvfuser_says_why_it_cannot_run() -> None:
     assert "no CUDA device" in (NvFuser().unavailable_reason("cuda:0") or "")
 
 
-def test_list_stacks_shows_the_new_stacks() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "accelbench", "list", "stacks", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    rows = {row["name"]: row for row in json.loads(done.stdout)}
+def test_list_stacks_shows_the_new_stacks(listed_stacks: dict[str, dict[str, Any]]) -> None:
+    rows = listed_stacks  # accelbench list stacks --json (conftest)
     assert rows["jax-xla"]["available"] and rows["opencl"]["available"]
     for name in SEEDS:
         assert not rows[name]["available"] and rows[name]["reason"]
