@@ -51,6 +51,11 @@ def ms_text(seconds: float | None) -> str:
     return f"{value:.3f}" if value < 1 else f"{value:.2f}"
 
 
+def whole_ms(seconds: float) -> str:
+    """Seconds as whole milliseconds (a served LLM's latencies: TTFT, TPOT, a session's time)."""
+    return f"{seconds * 1e3:.0f}"
+
+
 def rate_text(per_s: float | None) -> str:
     """A rate per second: one decimal from 10 up, three significant digits below; ``-`` when absent."""
     if per_s is None:

@@ -23,6 +23,7 @@ from accelbench.hardware.match import ChipMatch
 from accelbench.meters.cost import HourlyRate, usd_per_million_queries
 from accelbench.normalize.denominators import Denominator, served_denominators
 from accelbench.ranges import range_document
+from accelbench.report.columns import whole_ms
 from accelbench.report.endpoint_qps import qps_table
 from accelbench.report.section_table import titled_table
 from accelbench.results import Result
@@ -151,11 +152,11 @@ def _row(result: Result, point: CurvePoint) -> list[str]:
         str(point.requests),
         f"{point.output_tokens_per_s:.1f}",
         f"{point.tokens_per_s_per_user:.2f}",
-        f"{_ms(point.ttft_p50_s)} / {_ms(point.ttft_p90_s)}",
+        f"{whole_ms(point.ttft_p50_s)} / {whole_ms(point.ttft_p90_s)}",
         _interval(point.ttft_p50_low_s, point.ttft_p50_high_s, point.ttft_p50_half_width),
-        f"{_ms(point.tpot_p50_s)} / {_ms(point.tpot_p90_s)}",
+        f"{whole_ms(point.tpot_p50_s)} / {whole_ms(point.tpot_p90_s)}",
         _interval(point.tpot_p50_low_s, point.tpot_p50_high_s, point.tpot_p50_half_width),
-        _ms(point.itl_p50_s),
+        whole_ms(point.itl_p50_s),
         f"{point.e2e_p90_s:.2f}",
         f"{point.requests_per_s:.2f}",
         f"{point.goodput_requests_per_s:.2f}",
@@ -169,7 +170,7 @@ def _interval(low_s: float, high_s: float, half_width: float | None) -> str:
     """A median's 95% interval in ms and its half-width over the median (``-``: too few replies)."""
     if half_width is None:
         return "-"
-    return f"{_ms(low_s)}-{_ms(high_s)} ±{half_width:.0%}"
+    return f"{whole_ms(low_s)}-{whole_ms(high_s)} ±{half_width:.0%}"
 
 
 def joules_text(value: float | None, provenance: str) -> str:
@@ -261,10 +262,6 @@ def _denominator_caption(key: str, match: ChipMatch) -> list[str]:
             f"{found.source_class})"
         )
     return lines
-
-
-def _ms(value_s: float) -> str:
-    return f"{value_s * 1e3:.0f}"
 
 
 def _usd(value: float | None) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from rich.table import Table
 
 from accelbench.curve import QpsProbe, QpsSearch
+from accelbench.report.columns import whole_ms
 from accelbench.report.section_table import titled_table
 from accelbench.results import Result
 
@@ -54,7 +55,7 @@ def summary_line(stack: str, search: QpsSearch) -> str:
     """The search's result in one line: max QPS, its goodput, the bounds, the probes, how it ended."""
     return (
         f"{stack}: max QPS {search.max_qps:.3g} (goodput {search.goodput_requests_per_s:.3g} req/s) under "
-        f"p99 TTFT {_ms(search.ttft_bound_s)} ms, p99 TPOT {_ms(search.tpot_bound_s)} ms; "
+        f"p99 TTFT {whole_ms(search.ttft_bound_s)} ms, p99 TPOT {whole_ms(search.tpot_bound_s)} ms; "
         f"{len(search.probes)} of {search.budget} probes; {search.ended}"
     )
 
@@ -65,13 +66,9 @@ def _row(probe: QpsProbe) -> list[str]:
         str(probe.requests),
         f"{probe.requests_per_s:.2f}",
         f"{probe.output_tokens_per_s:.1f}",
-        f"{_ms(probe.ttft_p50_s)} / {_ms(probe.ttft_p90_s)} / {_ms(probe.ttft_p99_s)}",
-        f"{_ms(probe.tpot_p50_s)} / {_ms(probe.tpot_p90_s)} / {_ms(probe.tpot_p99_s)}",
+        f"{whole_ms(probe.ttft_p50_s)} / {whole_ms(probe.ttft_p90_s)} / {whole_ms(probe.ttft_p99_s)}",
+        f"{whole_ms(probe.tpot_p50_s)} / {whole_ms(probe.tpot_p90_s)} / {whole_ms(probe.tpot_p99_s)}",
         f"{probe.goodput_requests_per_s:.2f}",
         f"{probe.error_rate:.0%}",
         "pass" if probe.passed else f"fail: {probe.reason}",
     ]
-
-
-def _ms(value_s: float) -> str:
-    return f"{value_s * 1e3:.0f}"

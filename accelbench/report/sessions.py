@@ -14,6 +14,7 @@ from rich.table import Table
 
 from accelbench.hardware.match import ChipMatch
 from accelbench.meters.cost import HourlyRate, usd_per_million_queries
+from accelbench.report.columns import whole_ms
 from accelbench.report.endpoint import joules_text, per_chip_text
 from accelbench.report.section_table import titled_table
 from accelbench.results import Result
@@ -56,10 +57,6 @@ def ladders_of(results: Sequence[Result]) -> list[tuple[Result, SessionFigures]]
     return sorted(((r, s) for r, s in found if s is not None), key=lambda pair: pair[0].cell.key)
 
 
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.0f}"
-
-
 def load_text(point: SessionPoint) -> str:
     """The load a point held, labelled: ``4 at once`` (a closed loop) or ``rate 0.5/s (got 0.46/s)`` (an
     open loop: offered and achieved session arrival rates), ``BEHIND`` where it fell behind."""
@@ -78,8 +75,8 @@ def _row(result: Result, point: SessionPoint) -> list[str]:
         load_text(point),
         str(point.sessions),
         str(point.turns),
-        f"{_ms(point.ttft_p50_s)}/{_ms(point.ttft_p90_s)}",
-        f"{_ms(point.tpot_p50_s)}/{_ms(point.tpot_p90_s)}",
+        f"{whole_ms(point.ttft_p50_s)}/{whole_ms(point.ttft_p90_s)}",
+        f"{whole_ms(point.tpot_p50_s)}/{whole_ms(point.tpot_p90_s)}",
         f"{point.session_latency_p50_s:.1f}/{point.session_latency_p90_s:.1f}",
         f"{point.e2e_interactivity_tokens_per_s:.2f}",
         f"{point.tokens_per_s_per_user:.2f}",
@@ -202,8 +199,8 @@ def reuse_line(reuse: ReuseFigures) -> str:
     )
     return (
         f"reuse probe: {reuse.pairs} turns of ~{reuse.context_tokens_p50:.0f} tokens sent alone with their "
-        f"own history (warm) and as a fresh session (cold): TTFT p50 {_ms(reuse.warm_ttft_p50_s)} vs "
-        f"{_ms(reuse.cold_ttft_p50_s)} ms, a drop of {reuse.ttft_drop:.0%}{cached}"
+        f"own history (warm) and as a fresh session (cold): TTFT p50 {whole_ms(reuse.warm_ttft_p50_s)} vs "
+        f"{whole_ms(reuse.cold_ttft_p50_s)} ms, a drop of {reuse.ttft_drop:.0%}{cached}"
     )
 
 
@@ -217,7 +214,11 @@ def turn_table(results: Sequence[Result]) -> Table | None:
         for point in section.sessions_ladder:
             for turn in point.by_turn:
                 cells = (result.cell.stack, load_text(point), str(turn.turn), str(turn.turns))
-                figures = (f"{turn.context_tokens_p50:.0f}", _ms(turn.ttft_p50_s), _ms(turn.tpot_p50_s))
+                figures = (
+                    f"{turn.context_tokens_p50:.0f}",
+                    whole_ms(turn.ttft_p50_s),
+                    whole_ms(turn.tpot_p50_s),
+                )
                 table.add_row(*cells, *figures)
     return table
 
