@@ -71,7 +71,7 @@ def _node(result: Result) -> str:
 @pytest.mark.slow
 def test_cells_run_on_both_nodes_and_match_the_plan(cluster: LocalCluster, tmp_path: Path) -> None:
     store = tmp_path / "store"
-    args = ("--stacks", "null,torch-eager", "--devices", "cpu,cuda:0", "--no-probe")  # peaks: tiny_run's
+    args = ("--stacks", "null,torch-eager", "--devices", "cpu,cuda:0")
     done = accelbench(
         "run", "--fleet", cluster.client_address, *SUITE, *args, "--store", str(store), "--json"
     )
