@@ -95,7 +95,7 @@ def by_round(rows: Sequence[dict[str, Any]], client: str) -> dict[str, tuple[flo
     base = {r["round"]: r for r in rows if r["client"] == "accelbench" and "ttft_p50_s" in r}
     rounds = sorted(set(mine) & set(base))
     found: dict[str, tuple[float, float, float, int]] = {}
-    for metric in METRICS if rounds else ():
+    for metric in METRICS:
         ratios = [mine[k][metric] / base[k][metric] for k in rounds if base[k][metric]]
         if ratios:
             found[metric] = (statistics.median(ratios), min(ratios), max(ratios), len(ratios))
