@@ -87,10 +87,11 @@ def paired(
 def by_round(rows: Sequence[dict[str, Any]], client: str) -> dict[str, tuple[float, float, float, int]]:
     """``client``'s figure over accelbench's *in the same round*, for every figure of ``METRICS``: the
     median of the rounds' ratios, the lowest and highest, and the number of rounds. A round runs the two
-    clients back to back (ABBA), so the machine's speed, which drifts over minutes on a shared VM (stop
-    65: the server alone 47-69 ms a token between runs), is nearly the same for both sides of a ratio
-    and cancels in it, where the ratio of the rounds' medians (``print_point``'s table) carries it: the
-    rounds are blocks and this is their paired comparison."""
+    clients back to back (ABBA). A machine speed that both runs of a round share cancels here as in the
+    ratio of the rounds' medians (``print_point``'s table); a speed that differs between them (the drift
+    within a round: stop 65's server alone moved 47-69 ms a token between runs minutes apart) cancels in
+    neither, and the spread of these ratios shows how large it was: the floor under any comparison of
+    the two clients on that machine in that run."""
     mine = {r["round"]: r for r in rows if r["client"] == client and "ttft_p50_s" in r}
     base = {r["round"]: r for r in rows if r["client"] == "accelbench" and "ttft_p50_s" in r}
     rounds = sorted(set(mine) & set(base))
