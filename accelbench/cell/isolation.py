@@ -41,6 +41,7 @@ from accelbench.cellspec import CellSpec
 from accelbench.meters import cputime
 from accelbench.meters.cputime import RUNNER_PID_VARIABLE
 from accelbench.outputs import write_json_atomic
+from accelbench.scenarios import vault
 from accelbench.stacks.onnx_export import EXPORTER_MODULES
 from accelbench.sut import hardening, launcher
 
@@ -164,6 +165,7 @@ def run_in_process(spec: CellSpec, timeout_s: float, mem_limit_bytes: int) -> Ch
     finally:
         suts.close()  # the cell's SUT processes (and a served stack's servers) end with it
         kill_leftovers(os.getpid(), int(proc.pid or 0), created_s)  # and what escaped them
+        vault.clear(cell_dir)  # LoadGen's, where the cell ended before its test (an error, a kill)
     wall_s = time.perf_counter() - start
     tail = stderr_path.read_text(errors="replace")[-STDERR_TAIL_CHARS:] if stderr_path.exists() else ""
     return ChildOutcome(_outcome(spec, proc.exitcode or 0, imposed, timeout_s), wall_s, tail)

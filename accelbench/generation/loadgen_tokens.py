@@ -42,7 +42,7 @@ import numpy as np
 
 from accelbench.generation.base import Generator, Reply
 from accelbench.generation.feed import FRESH, PromptFeed, Sent
-from accelbench.scenarios import vault
+from accelbench.scenarios import early_end, vault
 from accelbench.scenarios.loadgen_log import Summary, parse_detail_values, parse_summary
 
 log = logging.getLogger(__name__)
@@ -143,6 +143,8 @@ class _TokenSut:
         self.replies: list[Reply] = []
         self.sent: list[Sent] = []
         self.error: BaseException | None = None
+        self.failed = threading.Event()
+        """Set with ``error``: LoadGen's test is then over for the caller (``scenarios.early_end``)."""
         self.worker = threading.Thread(target=self._work, name="token-sut", daemon=True)
 
     def issue_queries(self, samples: Sequence[Any]) -> None:
@@ -175,8 +177,9 @@ class _TokenSut:
                 self.replies.append(reply)
                 self.sent.append(sent)
                 tokens = reply.tokens
-            except BaseException as error:  # raised again once LoadGen has returned
+            except BaseException as error:  # raised again by measure_tokens
                 self.error = error
+                self.failed.set()
         if not kept:
             first(0)  # LoadGen needs the first token before the completion, even of a failed sample
         data = np.array(tokens or (0, 0), np.int32)
@@ -209,7 +212,8 @@ def measure_tokens(
 ) -> TokenFigures:
     """Run ``generator`` under LoadGen's ``run.scenario`` over ``prompts`` (each call's prompt from
     ``feed`` when given: salted, repeats and controls); LoadGen's logs go to ``log_dir`` (created). An
-    exception raised by the generator propagates after LoadGen returns."""
+    exception raised by the generator propagates at once, LoadGen left to finish by itself
+    (``accelbench.scenarios.early_end``)."""
     import mlperf_loadgen as lg
 
     from accelbench.scenarios.loadgen import LOADGEN_SEEDS  # (imports LoadGen)
@@ -222,14 +226,18 @@ def measure_tokens(
     lg_sut = lg.ConstructSUT(sut.issue_queries, sut.flush_queries)
     qsl = lg.ConstructQSL(len(prompts), len(prompts), _nothing, _nothing)
     start = time.perf_counter()
-    try:
-        with vault.sealed(log_dir) as sealed_dir:  # LoadGen's seeds stay out of the stack's reach meanwhile
-            lg.StartTestWithLogSettings(lg_sut, qsl, settings, _log_settings(lg, sealed_dir))
-    finally:
-        sut.queue.put(None)
-        sut.worker.join()
-        lg.DestroyQSL(qsl)
-        lg.DestroySUT(lg_sut)
+
+    def test() -> None:
+        try:
+            with vault.sealed(log_dir) as sealed_dir:  # LoadGen's seeds stay out of the stack's reach
+                lg.StartTestWithLogSettings(lg_sut, qsl, settings, _log_settings(lg, sealed_dir))
+        finally:  # the worker completes every sample LoadGen issues until it returns, even after an error
+            sut.queue.put(None)
+            sut.worker.join()
+            lg.DestroyQSL(qsl)
+            lg.DestroySUT(lg_sut)
+
+    early_end.run_test(test, sut.failed)
     wall_s = time.perf_counter() - start
     if sut.error is not None:
         raise sut.error

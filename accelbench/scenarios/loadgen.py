@@ -35,7 +35,7 @@ import mlperf_loadgen as lg
 import numpy as np
 
 from accelbench.loadgen_figures import LoadgenVerdict
-from accelbench.scenarios import batching, vault
+from accelbench.scenarios import batching, early_end, vault
 from accelbench.scenarios.loadgen_log import Summary, parse_detail, parse_detail_values, parse_summary
 from accelbench.scenarios.rules import LOADGEN_SCENARIOS, Rules
 from accelbench.scenarios.sut import AsyncSut, Feed, Infer, Sut
@@ -234,7 +234,8 @@ def measure(
     calibration when the caller already knows the seconds per call (calibrate on other samples than
     the timed ones: a cache warmed there would be invisible to the run). ``feed`` decides what each
     issued sample stands for (default ``PlainFeed(samples)``); ``target_qps`` sets the server load.
-    LoadGen's logs are written to ``log_dir`` (created). An exception raised by ``infer`` propagates.
+    LoadGen's logs are written to ``log_dir`` (created). An exception raised by ``infer`` propagates at
+    once, LoadGen's test left to finish by itself (``accelbench.scenarios.early_end``).
     """
     if not samples:
         raise ValueError("measure needs at least one sample")
@@ -254,12 +255,14 @@ def measure(
     log.info("LoadGen %s under %s rules: %s", scenario, rules.name, settings)
     duration_s = 0.0 if scenario == "offline" else settings["min_duration_ms"] / 1e3
     feed.start_trial(guaranteed_samples(settings), expected_samples(settings, per_sample_s), duration_s)
+    returned = False
     try:
-        _run_loadgen(sut, len(samples), settings, log_dir)
-        if isinstance(sut, AsyncSut):
+        returned = early_end.run_test(lambda: _run_loadgen(sut, len(samples), settings, log_dir), sut.failed)
+        if returned and isinstance(sut, AsyncSut):
             sut.settle()
     finally:
-        feed.end_trial()
+        if returned:  # a test left at the SUT's error may still be issuing: its feed is not ended under it
+            feed.end_trial()
     if sut.error is not None:
         raise sut.error
     return _measurement(sut, latency_s, settings, log_dir)

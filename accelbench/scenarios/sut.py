@@ -8,8 +8,9 @@ call. ``AsyncSut`` serves an ``infer`` with a ``submit(inputs, done)`` method (a
 arrives, so a slow reply never delays later sends (no coordinated omission). Which inputs an issued sample
 stands for, and what happens to its output, is the ``Feed``'s decision; the feed observes each sample only
 after it is completed, so LoadGen never times the feed's copies. An exception raised by ``infer`` is kept
-in ``error`` and the queries are completed so LoadGen can finish (``accelbench.scenarios.loadgen.measure``
-raises it again once LoadGen returns).
+in ``error`` (and ``failed`` set: the caller need not wait for LoadGen, ``accelbench.scenarios.early_end``),
+and the queries are completed at once so LoadGen can finish (``accelbench.scenarios.loadgen.measure``
+raises it again).
 """
 
 from __future__ import annotations
@@ -58,6 +59,14 @@ class Sut:
         self.batch = batch
         self.latencies_s: list[float] = []
         self.error: BaseException | None = None
+        self.failed = threading.Event()
+        """Set with ``error``: LoadGen's test is then over for the caller."""
+
+    def fail(self, error: BaseException) -> None:
+        """Keep ``error`` (the first one only) and tell the waiting caller."""
+        if self.error is None:
+            self.error = error
+        self.failed.set()
 
     def issue_queries(self, query_samples: Sequence[Any]) -> None:
         """LoadGen's callback: one sample (single-stream, server), 8 (multi-stream) or all (offline)."""
@@ -85,8 +94,8 @@ class Sut:
                 output = np.asarray(self.infer(inputs))
                 latency_s = time.perf_counter() - start
                 rows: list[np.ndarray | None] = list(batching.split(output, len(indices), self.batch))
-            except BaseException as error:  # re-raised by measure() once LoadGen has returned
-                self.error = error
+            except BaseException as error:  # re-raised by measure()
+                self.fail(error)
             else:
                 self.latencies_s.append(latency_s)
                 return rows, latency_s
@@ -115,10 +124,11 @@ class AsyncSut(Sut):
             with self.lock:
                 number = self.issued
                 self.issued += 1
-                try:
-                    inputs = batching.join([self.feed.sample(q.index) for q in chunk], self.batch)
+                try:  # after an error the feed is left alone: the caller may be ending its trial
+                    if self.error is None:
+                        inputs = batching.join([self.feed.sample(q.index) for q in chunk], self.batch)
                 except BaseException as error:
-                    self.error = self.error or error
+                    self.fail(error)
             if self.error is not None:
                 self._complete(number, chunk, None, 0.0)
                 continue
@@ -129,8 +139,8 @@ class AsyncSut(Sut):
     ) -> Callable[[np.ndarray | None, BaseException | None], None]:
         def done(output: np.ndarray | None, error: BaseException | None) -> None:
             latency_s = time.perf_counter() - start
-            if error is not None and self.error is None:
-                self.error = error
+            if error is not None:
+                self.fail(error)
             self._complete(number, chunk, output if error is None else None, latency_s)
 
         return done
@@ -141,7 +151,7 @@ class AsyncSut(Sut):
             try:
                 rows = list(batching.split(np.asarray(output), len(chunk), self.batch))
             except BaseException as error:
-                self.error = error
+                self.fail(error)
         kept = [np.ascontiguousarray(o) if o is not None else np.zeros(0, np.uint8) for o in rows]
         responses = [
             lg.QuerySampleResponse(q.id, data.__array_interface__["data"][0], data.nbytes)

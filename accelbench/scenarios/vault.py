@@ -19,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -78,3 +80,33 @@ def _move_out(inside: Path, log_dir: Path) -> None:
     for item in inside.iterdir():
         os.replace(item, log_dir / item.name)
     inside.rmdir()
+
+
+def clear(folder: Path) -> int:
+    """Remove the vaults left anywhere below ``folder`` (a cell process that ended before its LoadGen
+    test did: at the SUT's first error, ``accelbench.scenarios.early_end``, or killed), opened up first,
+    their logs with them; a link of a vault's name is left alone, as is its target. For the runner, once
+    the cell's processes are gone. Returns how many were removed."""
+    removed = 0
+    for parent, folders, _ in os.walk(folder):
+        for name in [f for f in folders if f.startswith(VAULT_NAME)]:
+            folders.remove(name)
+            path = Path(parent) / name
+            with contextlib.suppress(OSError):
+                if stat.S_ISDIR(os.lstat(path).st_mode):
+                    _opened(path)
+                    shutil.rmtree(path)
+                    removed += 1
+    return removed
+
+
+def _opened(vault: Path) -> None:
+    """Give the owner read, write and search on ``vault`` and every folder in it, links left alone
+    (neither changed nor followed), so that it can be removed."""
+    os.chmod(vault, 0o700)
+    for parent, folders, _ in os.walk(vault):
+        for name in folders:
+            path = Path(parent) / name
+            with contextlib.suppress(OSError):
+                if stat.S_ISDIR(os.lstat(path).st_mode):
+                    os.chmod(path, 0o700)

@@ -162,6 +162,31 @@ def test_an_infer_exception_propagates(
     assert capfd.readouterr().out == ""  # LoadGen's summary is not copied to stdout
 
 
+def test_an_error_ends_the_test_for_the_caller_and_the_next_test_waits_for_loadgen(tmp_path: Path) -> None:
+    """A server-scenario test whose SUT fails at its third query: ``measure`` raises while LoadGen's test
+    still runs (its minimum duration: 6 s here), and the next test in this process
+    starts only once LoadGen has returned from the one left behind, then measures normally."""
+    calls = []
+
+    def failing(inputs: Inputs) -> np.ndarray:
+        calls.append(time.perf_counter())
+        if len(calls) == 3:
+            raise BoomError("server gone")
+        return _infer(inputs)
+
+    rules = dataclasses.replace(QUICK, server_min_duration_s=6.0, server_min_query_count=10)
+    start = time.perf_counter()
+    with pytest.raises(BoomError, match="server gone"):
+        measure("server", failing, SAMPLES, rules, tmp_path / "left", latency_s=0.01, target_qps=50.0)
+    raised_s = time.perf_counter() - start
+    assert raised_s < rules.server_min_duration_s / 2, raised_s
+    assert len(calls) == 3  # nothing ran after the failure
+    later = measure("single-stream", _infer, SAMPLES, QUICK, tmp_path / "later", latency_s=0.001)
+    assert time.perf_counter() - start >= rules.server_min_duration_s  # waited for the left test
+    assert later.summary.valid and later.query_count > 0
+    assert (tmp_path / "left" / SUMMARY_FILE).exists()  # the left test's logs moved out when it ended
+
+
 def test_calibrate() -> None:
     latency_s = calibrate(_infer, SAMPLES[:3], budget_s=0.05)
     assert SLEEP_S <= latency_s < 20 * SLEEP_S
