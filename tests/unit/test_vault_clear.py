@@ -11,10 +11,10 @@ from pathlib import Path
 
 from accelbench.scenarios import vault
 
-
 CLEAR_WITHOUT_ROOTS_REACH = (
     "import sys; from pathlib import Path; from accelbench.sut import hardening; "
-    "from accelbench.scenarios import vault; hardening.drop_capabilities(); print(vault.clear(Path(sys.argv[1])))"
+    "from accelbench.scenarios import vault; hardening.drop_capabilities(); "
+    "print(vault.clear(Path(sys.argv[1])))"
 )
 
 
