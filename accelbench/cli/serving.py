@@ -64,9 +64,10 @@ def with_served(stacks: Sequence[str], servers: Sequence[str], llm: bool = False
 
 
 def generative(workloads: Sequence[str]) -> bool:
-    """Whether one of ``workloads`` is an LLM workload (``accelbench.generation.workload``)."""
+    """Whether one of ``workloads`` is an LLM workload: one that declares the ``tokens`` driver, as the
+    runner plans it (``accelbench.runner.PLANS``), a plugin's too; an unknown name is the runner's error."""
     known = registry.table("workload")
-    return any(known.get(name, "").startswith("accelbench.generation.") for name in workloads)
+    return any(registry.driver_of(known[name]) == "tokens" for name in workloads if name in known)
 
 
 def served_settings(

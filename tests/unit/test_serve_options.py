@@ -93,6 +93,7 @@ def test_an_llm_run_gets_the_endpoint_stacks_of_its_servers() -> None:
     from accelbench.endpoint.settings import concurrencies
 
     assert generative(("smollm2-135m",)) and not generative(("resnet50",))
+    assert not generative(("no-such-workload",))  # the runner names it as unknown
     assert with_served(["torch-eager"], ["transformers-cb", "url"], llm=True) == (
         "torch-eager",
         "llm@transformers-cb",
@@ -120,3 +121,17 @@ def test_an_llm_run_gets_the_endpoint_stacks_of_its_servers() -> None:
 def test_endpoint_settings_are_checked(setting: dict[str, object], problem: str) -> None:
     with pytest.raises(UserError, match=problem):
         with_overrides(suite("tiny"), setting)
+
+
+class VendorLlm:
+    """A plugin's LLM workload, outside ``accelbench.generation``: it declares the ``tokens`` driver."""
+
+    driver = "tokens"
+
+
+def test_a_plugin_llm_workload_is_generative_by_its_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    from accelbench import registry
+    from accelbench.cli.serving import generative
+
+    monkeypatch.setitem(registry.WORKLOADS, "vendor-llm", f"{__name__}:VendorLlm")
+    assert generative(("resnet50", "vendor-llm"))
