@@ -107,7 +107,8 @@ def _nothing() -> None:
 
 @dataclass(frozen=True, slots=True)
 class ChildOutcome:
-    """What the parent observed: the child's outcome document (or a status it imposed) and stderr."""
+    """What the parent observed: the child's outcome document (or a status it imposed), the seconds from
+    its start to its processes gone (the stored ``wall_s``), and its stderr."""
 
     outcome: dict[str, Any]
     wall_s: float

@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -57,9 +56,8 @@ def run_cell(
         floor = noise_floor or reference_probe.host_floor(reference_probe.user_cache())
         spec = cell_spec(run_id, config, planned, run_dir, input_seed, floor)
         spec = dataclasses.replace(spec, measured_fp32_flops_per_s=measured_fp32_flops_per_s)
-        start = time.perf_counter()
         child = run_in_process(spec, config.timeout_s, effective_mem_limit_bytes(config))
-        wall_s, tail = time.perf_counter() - start, child.stderr_tail
+        wall_s, tail = child.wall_s, child.stderr_tail
         outcome = Outcome.from_dict(registry.driver_name(planned.driver_ref), child.outcome)
         settings = {**outcome.head.settings, "input_seed": spec.input_seed}
         outcome = dataclasses.replace(outcome, head=dataclasses.replace(outcome.head, settings=settings))
