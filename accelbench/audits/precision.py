@@ -105,9 +105,17 @@ def budget_for(declared: str) -> float | None:
     return None if declared in UNCHECKED else BUDGETS.get(declared, FP32_BUDGET)
 
 
+def judge(declared: str, error: float) -> str:
+    """The audit's one rule: pass when the worst per-sample ``error`` fits the budget of ``declared`` (or
+    ``declared`` is not judged here), else fail (``accelbench.bundle.rejudge`` calls it on stored
+    evidence)."""
+    budget = budget_for(declared)
+    return PASS if budget is None or error <= budget else FAIL
+
+
 def precision_verdict(declared: str, errors: Sequence[float]) -> Verdict:
-    """Pass when the worst of the per-sample ``errors`` fits the budget of ``declared``; fail naming the
-    class it fits."""
+    """Pass when the worst of the per-sample ``errors`` fits the budget of ``declared`` (``judge``); fail
+    naming the class it fits."""
     error = max(errors, default=0.0)
     median_error = float(np.median(errors)) if errors else 0.0
     evidence = {
@@ -119,19 +127,18 @@ def precision_verdict(declared: str, errors: Sequence[float]) -> Verdict:
     }
     budget = budget_for(declared)
     evidence["budget"] = budget
+    outcome = judge(declared, error)
     if budget is None:
         reason = f"not checked: {declared} has no error class here (the quality gate judges it)"
-        return Verdict("precision", PASS, reason, evidence)
-    if error <= budget:
-        return Verdict(
-            "precision", PASS, f"error {error:.2g} within the {declared} budget {budget:g}", evidence
+    elif outcome == PASS:
+        reason = f"error {error:.2g} within the {declared} budget {budget:g}"
+    else:
+        reason = (
+            f"computes below its declared precision (error consistent with {evidence['consistent_with']}): "
+            f"max normalised error {error:.2g} > {declared} budget {budget:g} over {len(errors)} samples "
+            f"(median {median_error:.2g})"
         )
-    reason = (
-        f"computes below its declared precision (error consistent with {evidence['consistent_with']}): "
-        f"max normalised error {error:.2g} > {declared} budget {budget:g} over {len(errors)} samples "
-        f"(median {median_error:.2g})"
-    )
-    return Verdict("precision", FAIL, reason, evidence)
+    return Verdict("precision", outcome, reason, evidence)
 
 
 def max_normalised_error(references: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> float:

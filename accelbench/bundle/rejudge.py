@@ -20,6 +20,7 @@ from accelbench.audits.verdict import FAIL, INCONCLUSIVE, PASS, Verdict
 from accelbench.head import NoiseProbe, Quality
 from accelbench.loadgen_figures import Figures
 from accelbench.meters import noise
+from accelbench.workloads.base import sanity_passes
 
 
 def verdict(
@@ -78,7 +79,7 @@ def quality_failures(
     failed = []
     if quality is not None and not _gate_passes(_stored_gate(quality), precision_name, workload, size):
         failed.append(quality.metric)
-    if sanity is not None and not sanity.value >= sanity.threshold:
+    if sanity is not None and not sanity_passes(sanity.value, sanity.threshold):
         failed.append(sanity.metric)
     return failed
 
@@ -212,13 +213,14 @@ def _gate_passes(gate: _Gate, precision_name: str, workload: str, size: str) -> 
     """The quality gate's rule (``meters.quality.passes``) on a stored record: its metric against this
     code's bar, its wrong samples (a record stored before schema 8 has none: its metric alone) counted
     again where its worst error exceeds this code's sample budget."""
-    from accelbench.meters.quality import passes, sample_budget, threshold_for
+    from accelbench.meters.quality import is_wrong, meets_bar, passes, sample_budget, threshold_for
 
     bar = threshold_for(gate.metric, precision_name)  # ValueError for a metric the gate does not know
     if gate.wrong is None:
-        return gate.value >= bar
+        return meets_bar(gate.value, bar)
     wrong = int(gate.wrong) if gate.wrong >= 0 else 0
-    if not gate.worst_sample_error <= sample_budget(precision_name, workload, size):  # NaN counts as over
+    worst = gate.worst_sample_error  # not stored (NaN): nothing vouches for it, counted as wrong
+    if math.isnan(worst) or is_wrong(worst, sample_budget(precision_name, workload, size)):
         wrong = max(wrong, 1)
     judged = gate.samples_checked
     return passes(gate.value, bar, wrong, int(judged) if judged >= 1 else 1)
@@ -228,8 +230,7 @@ def _precision(entry: AuditEntry) -> str:
     error, samples = _number(entry.evidence, "max_norm_abs_err"), _number(entry.evidence, "samples")
     if math.isnan(error + samples):
         return INCONCLUSIVE
-    budget = precision.budget_for(entry.text("declared"))
-    return PASS if budget is None or error <= budget else FAIL
+    return precision.judge(entry.text("declared"), error)
 
 
 def _evidence(name: str, entry: AuditEntry) -> dict[str, Any]:

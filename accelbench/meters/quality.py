@@ -129,10 +129,22 @@ def detection_probability(judged: int, share: float) -> float:
     return 1.0 - below
 
 
+def is_wrong(error: float, budget: float) -> bool:
+    """A judged sample whose relative L2 ``error`` exceeds its sample ``budget`` is wrong (the run counts
+    them; ``accelbench.bundle.rejudge`` asks it of a stored record's worst sample)."""
+    return error > budget
+
+
+def meets_bar(value: float, threshold: float) -> bool:
+    """The metric at or above its bar (``accelbench.bundle.rejudge`` judges a record stored before schema
+    8, which has no per-sample counts, by this alone)."""
+    return value >= threshold
+
+
 def passes(value: float, threshold: float, wrong: int, judged: int) -> bool:
     """The gate's one rule: the metric at its bar, and wrong answers under ``WRONG_SHARE`` of the judged
     samples (``accelbench.bundle.rejudge`` calls it on a stored record's numbers)."""
-    return value >= threshold and not too_many_wrong(wrong, judged)
+    return meets_bar(value, threshold) and not too_many_wrong(wrong, judged)
 
 
 def sample_errors(references: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> list[float]:
@@ -177,7 +189,7 @@ def compare(
     else:
         value, detail = _min_cosine(refs, outs)
     errors = sample_errors(refs, outs)
-    wrong = sum(error > budget for error in errors)
+    wrong = sum(is_wrong(error, budget) for error in errors)
     error = _max_normalised_error(refs, outs)
     detail = (
         f"{note}{detail}; {_wrong_detail(errors, wrong, budget, precision)}; "

@@ -44,6 +44,17 @@ class SanityVerdict:
     threshold: float
     detail: str
 
+    @classmethod
+    def judged(cls, name: str, value: float, threshold: float, detail: str) -> SanityVerdict:
+        """The verdict of a check that measured ``value`` against its ``threshold`` (``sanity_passes``)."""
+        return cls(name, sanity_passes(value, threshold), value, threshold, detail)
+
+
+def sanity_passes(value: float, threshold: float) -> bool:
+    """A workload's semantic check's one rule: its value at or above its threshold (NaN fails;
+    ``accelbench.bundle.rejudge`` calls it on a stored sanity record)."""
+    return value >= threshold
+
 
 @dataclass(frozen=True, slots=True)
 class Mutation:
