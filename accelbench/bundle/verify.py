@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from accelbench import registry
 from accelbench.audit_section import AuditEntry
 from accelbench.audits.verdict import INCONCLUSIVE, Verdict
-from accelbench.bundle import members, rederive, rejudge, search, served, signing
+from accelbench.bundle import ladder, members, rederive, rejudge, search, served, signing
 from accelbench.bundle.archive import MANIFEST, SIGNATURE, Archive, parse_manifest, sha256_hex
 from accelbench.bundle.fields import claimed_rules, served_curve, stored
 from accelbench.bundle.members import Header, MachineFile, RunFile
@@ -22,6 +22,7 @@ from accelbench.errors import UserError
 from accelbench.files import json_text
 from accelbench.results import Result
 from accelbench.scenarios.rules import RULES
+from accelbench.session_figures import SessionFigures
 
 BUNDLE = "bundle"
 NOT_CHECKED = "not checked"
@@ -124,6 +125,8 @@ def _cell(archive: Archive, path: str, header: Header, cores: int | None) -> lis
     ]
     if served_curve(result):
         findings.append(_curve(archive, result, folder))
+    if result.session_ladder is not None:
+        findings.append(_ladder(archive, result.cell.key, result.session_ladder, folder))
     entries = _entries(result)
     verdicts = [_judged(name, entry, result) for name, entry in entries]
     for (_, entry), judged in zip(entries, verdicts, strict=True):
@@ -203,6 +206,22 @@ def _curve(archive: Archive, result: Result, folder: str | None) -> Finding:
         return Finding(key, "curve", False, f"{served.RECORDS_FILE} vs the stored curve: {'; '.join(diffs)}")
     detail = f"{len(curve)} point(s) derived from {len(records)} request record(s)"
     return Finding(key, "curve", True, detail)
+
+
+def _ladder(archive: Archive, key: str, section: SessionFigures, folder: str | None) -> Finding:
+    """A sessions cell's ladder (and reuse figures) derived again from the per-turn records it carries."""
+    points = len(section.sessions_ladder)
+    path = ladder.turns_path(folder) if folder else None
+    if path is None or path not in archive.files:
+        return Finding(key, "ladder", False, f"{points} point(s) stored; no {ladder.TURNS_FILE}")
+    try:
+        records = ladder.turn_records(archive.text(path))
+    except ValueError as exc:
+        return Finding(key, "ladder", False, str(exc))
+    diffs = ladder.ladder_differences(records, section)
+    if diffs:
+        return Finding(key, "ladder", False, f"{ladder.TURNS_FILE} vs the stored ladder: {'; '.join(diffs)}")
+    return Finding(key, "ladder", True, f"{points} point(s) derived from {len(records)} turn record(s)")
 
 
 def _rules(result: Result, found: rederive.Derived | None) -> list[Finding]:
