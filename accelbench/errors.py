@@ -51,6 +51,12 @@ def first_line(exc: BaseException, limit: int = 500, root_cause: bool = False) -
     generic errors whose first line only says which step failed)."""
     while root_cause and exc.__cause__ is not None:
         exc = exc.__cause__
-    text = _ANSI_ESCAPE.sub("", str(exc))
-    line = next((one.strip() for one in text.splitlines() if one.strip()), "")
+    line = first_text_line(str(exc), limit)
     return (f"{type(exc).__name__}: {line}" if line else type(exc).__name__)[:limit]
+
+
+def first_text_line(text: str, limit: int = 500) -> str:
+    """The first non-empty line of ``text`` (a message, a server's error body), stripped, colour codes
+    removed, cut at ``limit`` characters; "" when there is none."""
+    plain = _ANSI_ESCAPE.sub("", text)
+    return next((one.strip() for one in plain.splitlines() if one.strip()), "")[:limit]

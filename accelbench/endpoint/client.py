@@ -26,6 +26,7 @@ from accelbench.endpoint.sse import (
     usage_of,
     visible,
 )
+from accelbench.errors import first_text_line
 
 PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
 ERROR_CHARS = 300
@@ -150,7 +151,7 @@ async def send(
             target.endpoint, json=body(target, prompt, max_tokens), headers=_headers(target, prompt)
         ) as r:
             if r.status != 200:
-                status, error = f"http {r.status}", _one_line(await r.text())
+                status, error = f"http {r.status}", first_text_line(await r.text(), ERROR_CHARS)
             elif "text/event-stream" not in r.headers.get("Content-Type", ""):
                 status, error = "not streaming", f"Content-Type {r.headers.get('Content-Type', '?')}"
             else:
@@ -158,7 +159,7 @@ async def send(
                 if not stream.finish_reason:
                     status, error = "truncated", "the stream ended without a finish_reason"
     except (TimeoutError, aiohttp.ClientError, SseError, OSError) as err:
-        status, error = type(err).__name__, _one_line(str(err)) or type(err).__name__
+        status, error = type(err).__name__, first_text_line(str(err), ERROR_CHARS) or type(err).__name__
     end_s = time.perf_counter() - clock0
     if target.api_key:  # a server that echoes the key in its error does not get it stored
         error = error.replace(target.api_key, "***")
@@ -202,8 +203,3 @@ async def _read(response: Any, stream: _Stream, clock0: float) -> None:
             return
         assert event.chunk is not None
         stream.add(event.chunk, time.perf_counter() - clock0)
-
-
-def _one_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return (lines[0] if lines else "")[:ERROR_CHARS]
