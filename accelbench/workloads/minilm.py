@@ -294,4 +294,4 @@ class MiniLM(Workload):
         if wrong:
             detail += "; wrong: " + " | ".join(wrong)
         fraction = correct / len(SENTENCE_TRIPLES)
-        return SanityVerdict("sentence-ranking", fraction == 1.0, fraction, 1.0, detail)
+        return SanityVerdict.judged("sentence-ranking", fraction, 1.0, detail)
