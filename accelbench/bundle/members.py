@@ -1,10 +1,11 @@
 """A bundle's own JSON members, each read once into a frozen record: ``bundle.json`` (``Header``),
-``run.json`` (``RunFile``) and ``machine.json`` (``MachineFile``).
+``run.json`` (``RunFile``), ``machine.json`` (``MachineFile``) and ``versions.json`` (``VersionsFile``).
 
 ``verify``, ``compare`` and ``publish`` read these records, never the documents: the raw reads of the
 three files (``accelbench.bundle.collect`` writes them) are here and nowhere else. ``bundle.json`` and
 ``machine.json`` are read leniently (a missing key is a claim that fails to match, said as a finding);
-``run.json`` must hold its run id, machine fingerprint and configuration (one line, exit 2, otherwise).
+``run.json`` must hold its run id, machine fingerprint and configuration (one line, exit 2, otherwise);
+``versions.json`` may be absent (a bundle written before it was), a version that is not text is left out.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from accelbench.bundle.collect import FORMAT
 from accelbench.errors import UserError
 from accelbench.files import json_text
 from accelbench.hardware.detect import Machine, machine_from_dict
+
+VERSIONS = "versions.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +60,15 @@ class MachineFile:
         return cores if isinstance(cores, int) else None
 
 
+@dataclass(frozen=True, slots=True)
+class VersionsFile:
+    """``versions.json``: the Python and the installed distributions of the environment that wrote the
+    bundle (name as installed -> version)."""
+
+    python: str
+    distributions: Mapping[str, str]
+
+
 def header(archive: Archive) -> Header:
     """The bundle's ``bundle.json``; UserError when it is not an accelbench bundle's."""
     document = _document(archive, "bundle.json")
@@ -88,6 +100,17 @@ def machine_file(archive: Archive) -> MachineFile:
         return MachineFile(document, claimed, machine_from_dict(document))
     except (ValueError, TypeError, KeyError) as exc:
         return MachineFile(document, claimed, None, str(exc))
+
+
+def versions_file(archive: Archive) -> VersionsFile | None:
+    """The bundle's ``versions.json`` (None when it carries none)."""
+    if VERSIONS not in archive.files:
+        return None
+    document = _document(archive, VERSIONS)
+    listed = document.get("distributions")
+    listed = listed if isinstance(listed, Mapping) else {}
+    distributions = {str(k): v for k, v in listed.items() if isinstance(v, str)}
+    return VersionsFile(str(document.get("python", "")), distributions)
 
 
 def config_rules(config: Mapping[str, Any]) -> str:

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from accelbench import registry
 from accelbench.audit_section import AuditEntry
 from accelbench.audits.verdict import INCONCLUSIVE, Verdict
-from accelbench.bundle import ladder, members, rederive, rejudge, search, served, signing
+from accelbench.bundle import identity, ladder, members, rederive, rejudge, search, served, signing
 from accelbench.bundle.archive import MANIFEST, SIGNATURE, Archive, parse_manifest, sha256_hex
 from accelbench.bundle.fields import claimed_rules, served_curve, stored
-from accelbench.bundle.members import Header, MachineFile, RunFile
+from accelbench.bundle.identity import Stored
+from accelbench.bundle.members import Header, MachineFile, RunFile, VersionsFile
 from accelbench.errors import UserError
 from accelbench.files import json_text
 from accelbench.results import Result
@@ -60,10 +61,60 @@ def verify(archive: Archive, trusted: str | None = None) -> Verification:
     signed = SIGNATURE in archive.files
     findings.append(_signature(archive, header.signed, trusted))
     machine = members.machine_file(archive)
-    findings.append(_fingerprint(machine, members.run_file(archive)))
-    for path in sorted(p for p in archive.files if p.startswith("results/") and p.endswith(".json")):
-        findings += _cell(archive, path, header, machine.logical_cores)
+    run = members.run_file(archive)
+    findings.append(_fingerprint(machine, run))
+    paths = sorted(p for p in archive.files if p.startswith("results/") and p.endswith(".json"))
+    loaded = {path: _loaded(archive, path) for path in paths}
+    results = [(path, r) for path, r in loaded.items() if isinstance(r, Result)]
+    findings += _identity(header, run, machine, results)
+    findings += _versions(members.versions_file(archive), results)
+    for result in loaded.values():
+        if isinstance(result, Finding):
+            findings.append(result)  # a document that does not load
+        else:
+            findings += _cell(archive, result, header, machine.logical_cores)
     return Verification(header.run_id, signed, tuple(findings))
+
+
+def _loaded(archive: Archive, path: str) -> Result | Finding:
+    """The result ``path`` holds, or the ``document`` finding saying why it does not load."""
+    try:
+        return stored(json_text(archive.files[path], path, finite=False), path)
+    except (ValueError, UserError) as exc:
+        return Finding(path, "document", False, str(exc).splitlines()[0])
+
+
+def _identity(header: Header, run: RunFile, machine: MachineFile, results: list[Stored]) -> list[Finding]:
+    """The run id, rule set and machine fingerprint every member names (``bundle.identity``)."""
+    checks = (
+        ("run id", identity.run_id_differences(header, run, results), f"{run.run_id} in every member"),
+        (
+            "run rules",
+            identity.rules_differences(run, results),
+            f"run.json {run.rules!r}; no result states another",
+        ),
+        (
+            "cell machines",
+            identity.fingerprint_differences(machine, results),
+            f"{len(results)} result(s) name their machine's fingerprint",
+        ),
+    )
+    found = []
+    for check, diffs, agreed in checks:
+        found += [Finding(BUNDLE, check, False, d) for d in diffs] or [Finding(BUNDLE, check, True, agreed)]
+    return found
+
+
+def _versions(written: VersionsFile | None, results: list[Stored]) -> list[Finding]:
+    """Each result's versions against ``versions.json``: a difference is a note (the environment that
+    wrote the bundle need not be the one that measured: ``bundle.identity``)."""
+    if written is None:
+        return [Finding(BUNDLE, "versions", None, "no versions.json in the bundle")]
+    diffs, compared = identity.version_differences(written, results)
+    if diffs:
+        why = "versions.json is the environment that wrote the bundle"
+        return [Finding(BUNDLE, "versions", None, f"{d} ({why})") for d in diffs]
+    return [Finding(BUNDLE, "versions", True, f"{compared} version(s) of the results as in versions.json")]
 
 
 def _integrity(archive: Archive) -> list[Finding]:
@@ -104,11 +155,7 @@ def _fingerprint(machine: MachineFile, run: RunFile) -> Finding:
     )
 
 
-def _cell(archive: Archive, path: str, header: Header, cores: int | None) -> list[Finding]:
-    try:
-        result = stored(json_text(archive.files[path], path, finite=False), path)
-    except (ValueError, UserError) as exc:
-        return [Finding(path, "document", False, str(exc).splitlines()[0])]
+def _cell(archive: Archive, result: Result, header: Header, cores: int | None) -> list[Finding]:
     key = result.cell.key
     folder = header.folders.get(key)
     computes = _computes(result.cell.stack)
