@@ -19,7 +19,7 @@ from accelbench.bundle.archive import MANIFEST, SIGNATURE, Archive, parse_manife
 from accelbench.bundle.fields import claimed_rules, served_curve, stored
 from accelbench.bundle.identity import Stored
 from accelbench.bundle.members import Header, MachineFile, RunFile, VersionsFile
-from accelbench.errors import UserError
+from accelbench.errors import UserError, first_line
 from accelbench.files import json_text
 from accelbench.results import Result
 from accelbench.scenarios.rules import RULES
@@ -81,7 +81,7 @@ def _loaded(archive: Archive, path: str) -> Result | Finding:
     try:
         return stored(json_text(archive.files[path], path, finite=False), path)
     except (ValueError, UserError) as exc:
-        return Finding(path, "document", False, str(exc).splitlines()[0])
+        return Finding(path, "document", False, first_line(exc))
 
 
 def _identity(header: Header, run: RunFile, machine: MachineFile, results: list[Stored]) -> list[Finding]:

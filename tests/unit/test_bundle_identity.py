@@ -96,3 +96,14 @@ def test_a_result_version_unlike_versions_json_is_a_note(tmp_path: Path) -> None
     assert found.matched is None and found.detail.startswith(
         "results/000.json numpy 9.9.9, versions.json 2.1.0"
     )
+
+
+def test_a_document_that_does_not_load_is_one_line_naming_it_and_the_others_still_checked(
+    tmp_path: Path,
+) -> None:
+    files = {**sessions_bundle(), "results/001.json": b"[1, 2]"}
+    checked = verified(files, tmp_path)
+    (found,) = [f for f in checked.findings if f.where == "results/001.json"]
+    assert found.check == "document" and found.matched is False and "\n" not in found.detail
+    assert found.detail.startswith("UserError: results/001.json is not a result document: ")
+    assert _only(checked, "run id").matched is True  # the loaded results are still compared
