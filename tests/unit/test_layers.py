@@ -53,8 +53,8 @@ def test_every_top_level_module_and_folder_is_in_one_layer() -> None:
 
 
 def test_the_architecture_drawing_names_every_layer_in_its_order() -> None:
-    """docs/architecture.md's drawing lists the contract's layers top to bottom (the records' line
-    names its first few and ends in "...")."""
+    """docs/architecture.md's drawing lists the contract's layers top to bottom (a line may name only
+    some of its layer's modules, and end in "...")."""
     doc = (ROOT / "docs" / "architecture.md").read_text()
     drawing = doc.split("```\n", 2)[1].split("```", 1)[0]
     drawn: list[set[str]] = []
