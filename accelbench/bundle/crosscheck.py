@@ -4,7 +4,8 @@
 stored result's figures and the MANIFEST together would match there. LoadGen writes every headline number
 twice (the summary in words, the detail log as ``result_*`` records), so the two files of one trial must
 agree: latencies exactly (both print whole nanoseconds), rates within ``RATE_RELATIVE`` (the summary rounds
-them to a few decimals), and the validity word.
+them to a few decimals), and the validity word. These tolerances are this module's own on purpose: the rest
+of ``bundle`` compares a figure with the code's own result on the same numbers (``bundle.tolerance``).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def disagreements(summary: Summary, detail: Mapping[str, Any]) -> list[str]:
     found = [
         f"{name} summary {_s(said):.9g} s, detail {_s(_ns(detail.get(key))):.9g} s"
         for name, said, key in latencies
-        if not _same(said, _ns(detail.get(key)), LATENCY_TOLERANCE_S, 0.0)
+        if not _agree(said, _ns(detail.get(key)), LATENCY_TOLERANCE_S, 0.0)
     ]
     rates = [
         ("samples/s", summary.samples_per_s, "result_samples_per_second"),
@@ -53,7 +54,7 @@ def disagreements(summary: Summary, detail: Mapping[str, Any]) -> list[str]:
     found += [
         f"{name} summary {_s(said):.6g}, detail {_s(_number(detail.get(key))):.6g}"
         for name, said, key in rates
-        if said is not None and not _same(said, _number(detail.get(key)), 0.0, RATE_RELATIVE)
+        if said is not None and not _agree(said, _number(detail.get(key)), 0.0, RATE_RELATIVE)
     ]
     validity = detail.get("result_validity")
     if validity is not None and (validity == "VALID") != summary.valid:
@@ -76,9 +77,10 @@ def _s(value: float | None) -> float:
     return float("nan") if value is None else value
 
 
-def _same(said: float | None, logged: float | None, absolute: float, relative: float) -> bool:
-    """Equal within the tolerances; a figure one log holds and the other lacks counts as a disagreement
-    only when the summary states it (older LoadGen builds write fewer detail keys)."""
+def _agree(said: float | None, logged: float | None, absolute: float, relative: float) -> bool:
+    """Equal within the tolerances (not ``bundle.tolerance.same``: two files LoadGen printed, one rounded,
+    not a figure against the code's own result); a figure one log holds and the other lacks counts as a
+    disagreement only when the summary states it (older LoadGen builds write fewer detail keys)."""
     if said is None:
         return True
     if logged is None:

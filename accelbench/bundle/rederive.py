@@ -17,13 +17,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from accelbench.bundle.crosscheck import disagreements
+from accelbench.bundle.tolerance import same
 from accelbench.errors import UserError
 from accelbench.loadgen_figures import Figures
 from accelbench.scenarios.figures import figures_of
 from accelbench.scenarios.loadgen import Measurement
 from accelbench.scenarios.loadgen_log import (
     Summary,
-    as_printed,
     parse_detail,
     parse_detail_values,
     parse_summary,
@@ -43,7 +43,6 @@ COMPARED = (
     "loadgen_s",
 )
 """The stored ``figures`` fields derived again from the logs (server: not ``ci``, the search's bracket)."""
-RELATIVE = 1e-9
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,11 +133,12 @@ def with_sut_timer(found: Figures, stored: Figures | None) -> Figures:
 
 
 def differences(found: Figures, stored: Figures | None) -> list[tuple[str, object, object]]:
-    """(field, derived, stored) for every compared figure that differs beyond rounding."""
+    """(field, derived, stored) for every compared figure that differs beyond rounding (``bundle.tolerance``:
+    a server's target QPS is logged rounded)."""
     if stored is None:
         return [("figures", "derived from the logs", None)]
     pairs = ((name, getattr(found, name), getattr(stored, name)) for name in COMPARED)
-    return [(name, mine, said) for name, mine, said in pairs if not _same(mine, said)]
+    return [(name, mine, said) for name, mine, said in pairs if not same(mine, said, as_logged=True)]
 
 
 def _measurement(files: Mapping[str, bytes], trial: str, batch: int) -> Measurement:
@@ -165,17 +165,3 @@ def _text(files: Mapping[str, bytes], path: str) -> str:
     if path not in files:
         raise ValueError(f"missing {path.rsplit('/', 1)[-1]}")
     return files[path].decode(errors="replace")
-
-
-def _same(derived_value: object, stored_value: object) -> bool:
-    if isinstance(derived_value, list | tuple) and isinstance(stored_value, list | tuple):
-        return len(derived_value) == len(stored_value) and all(
-            _same(a, b) for a, b in zip(derived_value, stored_value, strict=True)
-        )
-    if isinstance(derived_value, bool) or isinstance(stored_value, bool):
-        return derived_value == stored_value
-    if isinstance(derived_value, int | float) and isinstance(stored_value, int | float):
-        scale = max(abs(derived_value), abs(stored_value))
-        close = abs(derived_value - stored_value) <= RELATIVE * scale or derived_value == stored_value
-        return close or as_printed(stored_value) == derived_value  # a server's target QPS, logged rounded
-    return derived_value == stored_value

@@ -13,11 +13,10 @@ import math
 from collections.abc import Mapping, Sequence
 
 from accelbench.bundle.rederive import TRIAL
-from accelbench.scenarios.loadgen_log import Summary, as_printed, parse_summary
+from accelbench.bundle.tolerance import same
+from accelbench.scenarios.loadgen_log import Summary, parse_summary
 from accelbench.scenarios.server_search import Probe, Search
 from accelbench.sections import ServerSearch
-
-RELATIVE = 1e-9
 
 
 def derived_search(files: Mapping[str, bytes], folder: str, scored: Sequence[str]) -> Search | None:
@@ -53,7 +52,7 @@ def search_differences(found: Search, stored: ServerSearch | None) -> list[tuple
         "bracket": list(stored.bracket),
         "probes": [[p.target_qps, p.valid] for p in stored.probes],
     }
-    return [(k, derived[k], claimed[k]) for k in derived if not _same(derived[k], claimed[k])]
+    return [(k, derived[k], claimed[k]) for k in derived if not same(derived[k], claimed[k], as_logged=True)]
 
 
 def _failure(files: Mapping[str, bytes], prefix: str, attempt: int, round_number: int) -> Probe | None:
@@ -83,13 +82,3 @@ def _summary(files: Mapping[str, bytes], folder: str) -> Summary:
     if path not in files:
         raise ValueError(f"missing {path}")
     return parse_summary(files[path].decode(errors="replace"))
-
-
-def _same(a: object, b: object) -> bool:
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None:
-        return a == b
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return abs(a - b) <= RELATIVE * max(abs(a), abs(b)) or a == b or as_printed(b) == a  # logged rounded
-    return a == b

@@ -4,7 +4,8 @@ An endpoint cell stores every request in ``cells/<folder>/requests.jsonl`` (``ac
 each curve point is ``accelbench.endpoint.figures.point`` of that point's timed requests. Here the same
 function runs on the same records and each stored point's figures are compared: the system tokens/s,
 tokens/s per user, TTFT, TPOT and e2e percentiles, the medians' intervals where stored, request and token
-counts, and error rate. Goodput is not compared (its bounds are run options the document does not carry).
+counts, and error rate (``bundle.tolerance.same``). Goodput is not compared (its bounds are run options
+the document does not carry).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import math
 from collections.abc import Sequence
 
+from accelbench.bundle.tolerance import same
 from accelbench.curve import INTERVAL_FIELDS, CurvePoint
 from accelbench.endpoint.cell import RECORDS_FILE
 from accelbench.endpoint.driver import TIMED
@@ -35,8 +37,6 @@ COMPARED = (
     "e2e_p99_s",
     "error_rate",
 )
-RELATIVE = 1e-9
-"""The same code on the same JSON numbers: only float rounding may differ."""
 UNBOUNDED = Bounds(math.inf, math.inf)
 
 
@@ -78,14 +78,8 @@ def curve_differences(records: Sequence[RequestRecord], curve: Sequence[CurvePoi
         stored_intervals = tuple(n for n in INTERVAL_FIELDS if getattr(stored_point, n))  # none before
         for name in (*COMPARED, *stored_intervals):
             value, said = getattr(derived, name), getattr(stored_point, name)
-            if not _same(value, said):
+            if not same(value, said):
                 found.append(
                     f"concurrency {concurrency}: {name} {value:.6g} from the records, stored {said!r}"
                 )
     return found
-
-
-def _same(derived: float, stored: object) -> bool:
-    if not isinstance(stored, int | float) or isinstance(stored, bool):
-        return False
-    return abs(derived - stored) <= RELATIVE * max(abs(derived), abs(stored)) or derived == stored
