@@ -5,7 +5,8 @@
 three files (``accelbench.bundle.collect`` writes them) are here and nowhere else. ``bundle.json`` and
 ``machine.json`` are read leniently (a missing key is a claim that fails to match, said as a finding);
 ``run.json`` must hold its run id, machine fingerprint and configuration (one line, exit 2, otherwise);
-``versions.json`` may be absent (a bundle written before it was), a version that is not text is left out.
+``versions.json`` may be absent (a bundle written before it was); when there, it must hold its Python and
+its distributions' versions as text (one line, exit 2, otherwise).
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from typing import Any
 
 from accelbench.bundle.archive import Archive
 from accelbench.bundle.collect import FORMAT
-from accelbench.errors import UserError
+from accelbench.errors import UserError, first_line
 from accelbench.files import json_text
 from accelbench.hardware.detect import Machine, machine_from_dict
+from accelbench.record_types import check_record
 
 VERSIONS = "versions.json"
 
@@ -107,10 +109,12 @@ def versions_file(archive: Archive) -> VersionsFile | None:
     if VERSIONS not in archive.files:
         return None
     document = _document(archive, VERSIONS)
-    listed = document.get("distributions")
-    listed = listed if isinstance(listed, Mapping) else {}
-    distributions = {str(k): v for k, v in listed.items() if isinstance(v, str)}
-    return VersionsFile(str(document.get("python", "")), distributions)
+    try:
+        found = VersionsFile(python=document["python"], distributions=document["distributions"])
+        check_record(found)
+    except (KeyError, TypeError) as exc:
+        raise UserError(f"bundle member {VERSIONS}: {first_line(exc)}") from None
+    return found
 
 
 def config_rules(config: Mapping[str, Any]) -> str:

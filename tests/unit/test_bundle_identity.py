@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from accelbench.bundle.verify import Finding, Verification
+from accelbench.errors import UserError
 from accelbench.hardware.detect import machine_to_dict
 from tests.unit.test_bundle_ladder import MACHINE, RUN_ID, edited, sessions_bundle, verified
 
@@ -107,3 +108,19 @@ def test_a_document_that_does_not_load_is_one_line_naming_it_and_the_others_stil
     assert found.check == "document" and found.matched is False and "\n" not in found.detail
     assert found.detail.startswith("UserError: results/001.json is not a result document: ")
     assert _only(checked, "run id").matched is True  # the loaded results are still compared
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda d: d.pop("distributions"), "versions.json: KeyError: 'distributions'"),
+        (lambda d: d["distributions"].update(numpy=2), "versions.json: TypeError: field distributions"),
+        (lambda d: d.update(python=3.11), "versions.json: TypeError: field python holds float"),
+    ],
+)
+def test_a_malformed_versions_json_is_one_line(tmp_path: Path, edit: Any, said: str) -> None:
+    """``versions.json`` is read into its typed record; a member that does not hold its Python and its
+    versions as text is refused in one line, not read around."""
+    with pytest.raises(UserError) as refused:
+        verified(edited(sessions_bundle(), "versions.json", edit), tmp_path)
+    assert said in str(refused.value) and "\n" not in str(refused.value)
