@@ -9,6 +9,7 @@ derivation (or, for a signed bundle, by the signature).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from accelbench import registry
@@ -240,35 +241,69 @@ def _logs(key: str, found: rederive.Derived) -> Finding:
 
 def _curve(archive: Archive, result: Result, folder: str | None) -> Finding:
     """A served-LLM curve derived again from the per-request records it carries."""
-    key, curve = result.cell.key, served_curve(result)
+    curve = served_curve(result)
+
+    def derive(text: str) -> tuple[list[str], int]:
+        records = served.timed_records(text)
+        return served.curve_differences(records, curve), len(records)
+
     path = served.records_path(folder) if folder else None
-    if path is None or path not in archive.files:
-        return Finding(key, "curve", False, f"{len(curve)} point(s) stored; no {served.RECORDS_FILE}")
-    try:
-        records = served.timed_records(archive.text(path))
-    except ValueError as exc:
-        return Finding(key, "curve", False, str(exc))
-    diffs = served.curve_differences(records, curve)
-    if diffs:
-        return Finding(key, "curve", False, f"{served.RECORDS_FILE} vs the stored curve: {'; '.join(diffs)}")
-    detail = f"{len(curve)} point(s) derived from {len(records)} request record(s)"
-    return Finding(key, "curve", True, detail)
+    found = Derived(
+        check="curve",
+        file=served.RECORDS_FILE,
+        path=path,
+        stored=f"{len(curve)} point(s)",
+        records="request record(s)",
+    )
+    return _derived(archive, result.cell.key, found, derive)
 
 
 def _ladder(archive: Archive, key: str, section: SessionFigures, folder: str | None) -> Finding:
     """A sessions cell's ladder (and reuse figures) derived again from the per-turn records it carries."""
-    points = len(section.sessions_ladder)
+
+    def derive(text: str) -> tuple[list[str], int]:
+        records = ladder.turn_records(text)
+        return ladder.ladder_differences(records, section), len(records)
+
     path = ladder.turns_path(folder) if folder else None
-    if path is None or path not in archive.files:
-        return Finding(key, "ladder", False, f"{points} point(s) stored; no {ladder.TURNS_FILE}")
+    points = f"{len(section.sessions_ladder)} point(s)"
+    found = Derived(
+        check="ladder", file=ladder.TURNS_FILE, path=path, stored=points, records="turn record(s)"
+    )
+    return _derived(archive, key, found, derive)
+
+
+@dataclass(frozen=True, slots=True)
+class Derived:
+    """A check of stored figures against the raw records a bundle carries for them."""
+
+    check: str
+    file: str
+    """The records' file name (``requests.jsonl``, ``turns.jsonl``)."""
+    path: str | None
+    """Its path in the bundle (None: the cell has no folder in it)."""
+    stored: str
+    """What is stored, in words ("3 point(s)")."""
+    records: str
+    """What one record is, in words ("turn record(s)")."""
+
+
+def _derived(
+    archive: Archive, key: str, found: Derived, derive: Callable[[str], tuple[list[str], int]]
+) -> Finding:
+    """``found``'s finding: its figures ``derive``d again from its records' text (the differences and the
+    records read; ValueError: the file does not read)."""
+    if found.path is None or found.path not in archive.files:
+        return Finding(key, found.check, False, f"{found.stored} stored; no {found.file}")
     try:
-        records = ladder.turn_records(archive.text(path))
+        diffs, count = derive(archive.text(found.path))
     except ValueError as exc:
-        return Finding(key, "ladder", False, str(exc))
-    diffs = ladder.ladder_differences(records, section)
+        return Finding(key, found.check, False, str(exc))
     if diffs:
-        return Finding(key, "ladder", False, f"{ladder.TURNS_FILE} vs the stored ladder: {'; '.join(diffs)}")
-    return Finding(key, "ladder", True, f"{points} point(s) derived from {len(records)} turn record(s)")
+        return Finding(
+            key, found.check, False, f"{found.file} vs the stored {found.check}: {'; '.join(diffs)}"
+        )
+    return Finding(key, found.check, True, f"{found.stored} derived from {count} {found.records}")
 
 
 def _rules(result: Result, found: rederive.Derived | None) -> list[Finding]:
