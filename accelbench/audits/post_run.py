@@ -14,7 +14,14 @@ by a query count and ``AUDIT_BUDGET_S``:
   failing honest stacks: on this 2-core VM under a load average of 8-12, one honest tiny-BERT audit saw
   its fastest unique call 14x slower than its fastest repeated one, because every unique call happened to
   be preempted; onnxruntime, whose repeated calls are ~2% faster (hot caches), saw shares up to 0.75 at
-  speedups 1.02-1.04. Planted caching stacks score speedups of 40-1300x with a share of 1.0.
+  speedups 1.02-1.04. Planted caching stacks score speedups of 40-1300x with a share of 1.0, but a
+  share of 1.0 is not guaranteed: in ``make test`` (2026-12-08, nothing else running) ``planted-skip-repeat``
+  passed with a speedup of 7.3x and 10 of its 12 repeats faster than every unique call (two repeats hit
+  by a hiccup longer than a real call), when the share asked was 0.9. Half is asked now: the median
+  repeat beats every unique call, which a hiccup on fewer than half the repeats cannot hide. Honest
+  cells stay far from it by the first condition (73 stored honest cells on this VM: fastest unique /
+  fastest repeat at most 1.26), and a loaded machine's honest failure is not a conviction anyway
+  (``noise.outside_disturbance``: a timing audit failing beside other work makes the cell unverified).
 * ``alternate_seed``: the outputs of the unique calls go through the quality gate against the fp32
   reference; failing it fails the audit (a stack that memorised the benchmark's inputs fails here).
 
@@ -39,8 +46,9 @@ log = logging.getLogger(__name__)
 
 CACHING_SPEEDUP_LIMIT = 2.0
 """Fastest unique call / fastest repeated call above which the caching audit may fail."""
-CACHING_REPEAT_SHARE = 0.9
-"""Share of repeated calls faster than every unique call from which the caching audit may fail."""
+CACHING_REPEAT_SHARE = 0.5
+"""Share of repeated calls faster than every unique call from which the caching audit may fail (0.9
+until 2026-12-08: two hiccups in twelve repeats let a planted skip-repeat cache pass)."""
 MIN_TRIPLES = 4
 MAX_TRIPLES = 12
 AUDIT_BUDGET_S = 3.0
