@@ -51,6 +51,10 @@ COMPARED = (
 """A point's figures derived again (and ``by_turn``, turn by turn); goodput and the audit requests'
 tokens too where the point stores them."""
 WHERE_STORED = ("goodput_turns_per_s", "good_sessions", "audit_input_tokens", "audit_output_tokens")
+NOT_DERIVED = ("energy_j", "energy_provenance", "achieved_rate_per_s", "peak_in_flight", "behind")
+"""A point's fields the records do not give (a meter's reading, the driver's clock). Every other field
+is compared, ``by_turn`` turn by turn, or names the point (``rate_per_s``, ``sessions``: ``Load``); a
+test holds every field of ``SessionPoint`` to one of these, so a new figure is not left unchecked."""
 
 
 def turns_path(folder: str) -> str:

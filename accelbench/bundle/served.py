@@ -3,9 +3,9 @@
 An endpoint cell stores every request in ``cells/<folder>/requests.jsonl`` (``accelbench.endpoint.cell``);
 each curve point is ``accelbench.endpoint.figures.point`` of that point's timed requests. Here the same
 function runs on the same records and each stored point's figures are compared: the system tokens/s,
-tokens/s per user, TTFT, TPOT and e2e percentiles, the medians' intervals where stored, request and token
-counts, and error rate (``bundle.tolerance.same``). Goodput is not compared (its bounds are run options
-the document does not carry).
+tokens/s per user, TTFT, TPOT, ITL and e2e percentiles, the medians' intervals where stored, request and
+token counts, requests/s, the span, error rate, filler first chunks and usage disagreements
+(``bundle.tolerance.same``). Not compared: ``NOT_DERIVED``.
 """
 
 from __future__ import annotations
@@ -35,8 +35,20 @@ COMPARED = (
     "e2e_p50_s",
     "e2e_p90_s",
     "e2e_p99_s",
+    "itl_p50_s",
+    "itl_p90_s",
+    "itl_p99_s",
+    "requests_per_s",
     "error_rate",
+    "duration_s",
+    "filler_first_chunks",
+    "usage_disagreements",
 )
+NOT_DERIVED = ("goodput_requests_per_s", "input_tokens", "energy_j", "energy_provenance")
+"""A point's fields the records do not give: goodput's bounds are run options the document does not
+carry, the prompts' token count is the tokenizer's, energy a meter's. Every other field is compared
+(``concurrency`` names the point; the medians' intervals where stored); a test holds every field of
+``CurvePoint`` to one of these, so a new figure is not left unchecked."""
 UNBOUNDED = Bounds(math.inf, math.inf)
 
 

@@ -233,3 +233,14 @@ def test_a_sessions_bundle_without_its_turn_records_differs(tmp_path: Path) -> N
     files = {k: v for k, v in sessions_bundle().items() if k != TURN_PATH}
     ladder = finding(verified(files, tmp_path), "ladder")
     assert ladder.matched is False and ladder.detail == "2 point(s) stored; no turns.jsonl"
+
+
+def test_every_stored_point_field_is_derived_again_or_named_as_not() -> None:
+    """A figure added to ``SessionPoint`` must be compared by ``verify`` or named in ``NOT_DERIVED``."""
+    import dataclasses
+
+    from accelbench.bundle.ladder import COMPARED, NOT_DERIVED, WHERE_STORED
+    from accelbench.session_figures import SessionPoint
+
+    named = (*COMPARED, *WHERE_STORED, *NOT_DERIVED, "by_turn", "rate_per_s")
+    assert sorted(named) == sorted({f.name for f in dataclasses.fields(SessionPoint)})

@@ -62,6 +62,25 @@ def test_a_raised_point_figure_is_named_with_both_values() -> None:
     assert line.startswith("concurrency 4: output_tokens_per_s ") and "from the records, stored" in line
 
 
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("itl_p90_s", 0.001),
+        ("requests_per_s", 99.0),
+        ("duration_s", 0.1),
+        ("filler_first_chunks", 0),
+        ("usage_disagreements", 0),
+    ],
+)
+def test_each_figure_the_records_give_is_compared(name: str, value: float) -> None:
+    curve = _curve()
+    curve[1] = dataclasses.replace(curve[1], **{name: value})
+    if getattr(curve[1], name) == getattr(_curve()[1], name):  # the honest value: another, then
+        curve[1] = dataclasses.replace(curve[1], **{name: value + 1})
+    (line,) = curve_differences(timed_records(JSONL), curve)
+    assert line.startswith(f"concurrency 4: {name} ") and "from the records, stored" in line
+
+
 def test_dropped_records_change_the_counts_and_figures() -> None:
     kept = "\n".join(line for line in JSONL.splitlines() if '"index": 5,' not in line)
     found = curve_differences(timed_records(kept), _curve())
@@ -74,3 +93,14 @@ def test_dropped_records_change_the_counts_and_figures() -> None:
 def test_a_record_that_does_not_load_is_a_one_line_error() -> None:
     with pytest.raises(ValueError, match=r"requests\.jsonl line 2 is not a request record"):
         timed_records(JSONL.splitlines()[0] + "\n{not json\n")
+
+
+def test_every_stored_point_field_is_derived_again_or_named_as_not() -> None:
+    """A figure added to ``CurvePoint`` must be compared by ``verify`` or named in ``NOT_DERIVED``."""
+    import dataclasses
+
+    from accelbench.bundle.served import COMPARED, NOT_DERIVED
+    from accelbench.curve import INTERVAL_FIELDS, CurvePoint
+
+    named = (*COMPARED, *NOT_DERIVED, *INTERVAL_FIELDS, "concurrency")
+    assert sorted(named) == sorted({f.name for f in dataclasses.fields(CurvePoint)})
