@@ -53,6 +53,15 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Measuremen
         start = time.perf_counter()
         FEEDS[scenario] = AuditFeed(SAMPLES, _audit_sample, 32, seed=3)
         measurement = measure(scenario, _infer, SAMPLES, QUICK, root / scenario, feed=FEEDS[scenario])
+        summary = measurement.summary
+        if scenario == "offline" and not summary.min_duration_met and summary.samples_per_s:
+            # as trials.run_trial: the calibration ran on a busier machine than the test (the unit step's
+            # other worker, make test 2026-12-08), so the one query ended early; once more at LoadGen's rate
+            FEEDS[scenario] = AuditFeed(SAMPLES, _audit_sample, 32, seed=3)
+            latency_s = 1.0 / summary.samples_per_s
+            measurement = measure(
+                scenario, _infer, SAMPLES, QUICK, root / scenario, latency_s=latency_s, feed=FEEDS[scenario]
+            )
         done[scenario] = (measurement, root / scenario, time.perf_counter() - start)
     return done
 
