@@ -18,7 +18,7 @@ from accelbench.bundle.archive import read_archive, write_archive
 from accelbench.bundle.collect import FORMAT
 from accelbench.bundle.verify import Finding, Verification, verify
 from accelbench.endpoint.figures import Bounds
-from accelbench.endpoint.records import OK, RequestRecord
+from accelbench.endpoint.records import RequestRecord
 from accelbench.hardware.detect import Machine, machine_to_dict
 from accelbench.head import Head
 from accelbench.results import Cell, Result
@@ -31,6 +31,7 @@ from accelbench.sessions.forbidden import ALTERED, CONTROL
 from accelbench.sessions.load import Load, Opened
 from accelbench.sessions.records import TurnRecord
 from accelbench.stored import to_dict
+from tests.unit.test_bundle_served import streamed
 
 RUN_ID = "20260101T000000Z-abcd"
 FOLDER = "000-sessions"
@@ -61,24 +62,16 @@ TURN_PATH = f"cells/{FOLDER}/turns.jsonl"
 
 def _request(load: Load, index: int, role: str = TURN, concurrency: int | None = None) -> RequestRecord:
     issue = 0.2 * index
-    first = issue + 0.01 + 0.004 * (index % 5)
-    chunks = tuple(first + 0.005 * k * (1 + index % 3) for k in range(6))
-    return RequestRecord(
-        concurrency=load.sessions if concurrency is None else concurrency,
-        index=index,
-        role=role,
-        salt=f"s{index}",
+    first, gap = issue + 0.01 + 0.004 * (index % 5), 0.005 * (1 + index % 3)
+    return streamed(
+        load.sessions if concurrency is None else concurrency,
+        index,
+        role,
+        first,
+        gap,
+        6,
         issue_s=issue,
-        send_s=issue + 0.001,
-        first_content_s=first,
-        end_s=chunks[-1] + 0.001,
-        chunk_s=chunks,
-        text="x" * 6,
-        output_tokens=6,
-        usage_output_tokens=6,
         usage_prompt_tokens=40 + index,
-        status=OK,
-        error="",
         target_qps=load.rate_per_s,
         usage_cached_tokens=16 * (index % 2),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
 import pytest
 
@@ -15,27 +16,36 @@ from accelbench.endpoint.figures import point
 from accelbench.endpoint.records import OK, RequestRecord
 
 
+def streamed(
+    concurrency: int, index: int, role: str, first_s: float, gap_s: float, tokens: int, **more: Any
+) -> RequestRecord:
+    """An ok streamed request ``index`` issued at ``more["issue_s"]``: ``tokens`` one-token chunks from
+    ``first_s`` on, ``gap_s`` apart; ``more``: its other fields."""
+    issue_s = more.pop("issue_s")
+    chunk_s = tuple(first_s + gap_s * k for k in range(tokens))
+    fields: dict[str, Any] = {
+        "concurrency": concurrency,
+        "index": index,
+        "role": role,
+        "salt": f"s{index}",
+        "issue_s": issue_s,
+        "send_s": issue_s + 0.001,
+        "first_content_s": first_s,
+        "end_s": chunk_s[-1] + 0.001,
+        "chunk_s": chunk_s,
+        "text": "x" * tokens,
+        "output_tokens": tokens,
+        "usage_output_tokens": tokens,
+        "status": OK,
+        "error": "",
+    }
+    return RequestRecord(**{**fields, **more})
+
+
 def _record(concurrency: int, index: int, role: str = TIMED) -> RequestRecord:
     issue = 0.1 * index
-    first = issue + 0.02 + 0.003 * index
-    chunks = tuple(first + 0.01 * k * (1 + index % 3) for k in range(8))
-    return RequestRecord(
-        concurrency=concurrency,
-        index=index,
-        role=role,
-        salt=f"s{index}",
-        issue_s=issue,
-        send_s=issue + 0.001,
-        first_content_s=first,
-        end_s=chunks[-1] + 0.001,
-        chunk_s=chunks,
-        text="x" * 8,
-        output_tokens=8,
-        usage_output_tokens=8,
-        usage_prompt_tokens=20,
-        status=OK,
-        error="",
-    )
+    first, gap = issue + 0.02 + 0.003 * index, 0.01 * (1 + index % 3)
+    return streamed(concurrency, index, role, first, gap, 8, issue_s=issue, usage_prompt_tokens=20)
 
 
 RECORDS = [_record(c, i) for c in (1, 4) for i in range(6)] + [_record(4, 99, role="output-audit")]
